@@ -1,0 +1,56 @@
+// cli_main.cpp — the tokenspeed-metrics executable: picks the subcommand and
+// turns anything that escapes it into a one-line error. Owns no behaviour.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <span>
+
+#include "cli_commands.hpp"
+#include "startup_error.hpp"
+
+namespace tokenspeed::metrics::cli {
+namespace {
+
+constexpr Command kCommands[] = {
+    {"help", "show this help", nullptr},
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out, "usage: tokenspeed-metrics <command> [options]\n\ncommands:\n");
+  for (const Command& command : kCommands) {
+    std::fprintf(out, "  %-10s %s\n", command.name, command.summary);
+  }
+  std::fprintf(out, "\nRun 'tokenspeed-metrics <command> --help' for the options of a command.\n");
+}
+
+}  // namespace
+}  // namespace tokenspeed::metrics::cli
+
+int main(int argc, char** argv) {
+  using namespace tokenspeed::metrics;
+  if (argc < 2) {
+    cli::print_usage(stderr);
+    return kStartupErrorExitStatus;
+  }
+  const char* name = argv[1];
+  if (std::strcmp(name, "help") == 0 || std::strcmp(name, "--help") == 0 ||
+      std::strcmp(name, "-h") == 0) {
+    cli::print_usage(stdout);
+    return 0;
+  }
+  for (const cli::Command& command : cli::kCommands) {
+    if (command.run == nullptr || std::strcmp(command.name, name) != 0) continue;
+    try {
+      return command.run(argc - 1, argv + 1);
+    } catch (const StartupError& error) {
+      std::fprintf(stderr, "tokenspeed-metrics: %s\n", error.what());
+      return kStartupErrorExitStatus;
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "tokenspeed-metrics: %s\n", error.what());
+      return 1;
+    }
+  }
+  std::fprintf(stderr, "tokenspeed-metrics: unknown command '%s' (see 'tokenspeed-metrics --help')\n",
+               name);
+  return kStartupErrorExitStatus;
+}
