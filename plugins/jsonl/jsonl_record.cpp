@@ -1,0 +1,213 @@
+// jsonl_record.cpp — event snapshot encoding and JSON line formatting.
+// Pure functions of their arguments: no I/O, no shared state.
+#include "jsonl_record.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+namespace tokenspeed::metrics::jsonl {
+namespace {
+
+// Fixed part of a record; followed by metric_size bytes of the metric name,
+// then label_count times {uint32 name size, uint32 value size, name, value}.
+struct RecordHeader {
+  int64_t timestamp_ns;
+  double value;
+  uint64_t weight;
+  uint32_t operation;
+  uint32_t metric_size;
+  uint32_t label_count;
+  uint32_t reserved;
+};
+
+constexpr std::size_t kLabelSizes = 2 * sizeof(uint32_t);
+
+std::string_view view(const char* text) noexcept {
+  return text == nullptr ? std::string_view() : std::string_view(text);
+}
+
+void check(const tsm_metric_event& event) {
+  if (event.struct_size < offsetof(tsm_metric_event, info)) {
+    throw std::invalid_argument("event struct_size " + std::to_string(event.struct_size) +
+                                " is smaller than API version 1 requires");
+  }
+  if (event.operation != TSM_OP_INC && event.operation != TSM_OP_SET &&
+      event.operation != TSM_OP_OBSERVE) {
+    throw std::invalid_argument("event with unknown operation " +
+                                std::to_string(event.operation));
+  }
+  if (event.label_count > 0 && (event.label_names == nullptr || event.label_values == nullptr)) {
+    throw std::invalid_argument("event has labels but no label arrays");
+  }
+}
+
+void append_u32(std::string& out, std::size_t value) {
+  const auto v = static_cast<uint32_t>(value);
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+uint32_t read_u32(std::string_view records, std::size_t offset) {
+  uint32_t v = 0;
+  std::memcpy(&v, records.data() + offset, sizeof v);
+  return v;
+}
+
+template <class Integer>
+void append_integer(std::string& out, Integer value) {
+  char digits[24];
+  const auto result = std::to_chars(digits, digits + sizeof digits, value);
+  out.append(digits, result.ptr);
+}
+
+const char* operation_text(uint32_t operation) noexcept {
+  switch (operation) {
+    case TSM_OP_INC: return "inc";
+    case TSM_OP_SET: return "set";
+    default: return "observe";
+  }
+}
+
+// Length of the valid UTF-8 sequence starting at text[i], or 0 if invalid.
+std::size_t utf8_length(std::string_view text, std::size_t i) noexcept {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // no overlong forms
+    if (lead == 0xED) high = 0x9F;  // no surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  if (byte(1) < low || byte(1) > high) return 0;
+  for (std::size_t k = 2; k < length; ++k) {
+    if (byte(k) < 0x80 || byte(k) > 0xBF) return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
+std::size_t record_size(const tsm_metric_event& event) {
+  check(event);
+  std::size_t size = sizeof(RecordHeader) + view(event.metric).size();
+  for (uint32_t i = 0; i < event.label_count; ++i) {
+    size += kLabelSizes + view(event.label_names[i]).size() + view(event.label_values[i]).size();
+  }
+  return size;
+}
+
+void append_record(std::string& out, const tsm_metric_event& event) {
+  check(event);
+  const std::string_view metric = view(event.metric);
+  const RecordHeader header{event.timestamp_ns, event.value,
+                            event.weight,       event.operation,
+                            static_cast<uint32_t>(metric.size()), event.label_count, 0};
+  out.append(reinterpret_cast<const char*>(&header), sizeof header);
+  out.append(metric);
+  for (uint32_t i = 0; i < event.label_count; ++i) {
+    const std::string_view name = view(event.label_names[i]);
+    const std::string_view value = view(event.label_values[i]);
+    append_u32(out, name.size());
+    append_u32(out, value.size());
+    out.append(name);
+    out.append(value);
+  }
+}
+
+std::size_t append_json_line(std::string& line, std::string_view records, std::size_t offset) {
+  RecordHeader header{};
+  std::memcpy(&header, records.data() + offset, sizeof header);
+  offset += sizeof header;
+
+  line += "{\"timestamp_ns\":";
+  append_integer(line, header.timestamp_ns);
+  line += ",\"metric\":";
+  append_json_string(line, records.substr(offset, header.metric_size));
+  offset += header.metric_size;
+  line += ",\"operation\":\"";
+  line += operation_text(header.operation);
+  line += "\",\"value\":";
+  append_json_number(line, header.value);
+  line += ",\"labels\":{";
+  for (uint32_t i = 0; i < header.label_count; ++i) {
+    const uint32_t name_size = read_u32(records, offset);
+    const uint32_t value_size = read_u32(records, offset + sizeof(uint32_t));
+    offset += kLabelSizes;
+    if (i > 0) line += ',';
+    append_json_string(line, records.substr(offset, name_size));
+    line += ':';
+    append_json_string(line, records.substr(offset + name_size, value_size));
+    offset += name_size + value_size;
+  }
+  line += "},\"weight\":";
+  append_integer(line, header.weight);
+  line += "}\n";
+  return offset;
+}
+
+void append_json_string(std::string& out, std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80) {
+      const std::size_t length = utf8_length(text, i);
+      if (length == 0) {
+        out += "\\ufffd";
+        ++i;
+      } else {
+        out.append(text.substr(i, length));
+        i += length;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 0xF];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+    ++i;
+  }
+  out += '"';
+}
+
+void append_json_number(std::string& out, double value) {
+  if (std::isnan(value)) {
+    out += "\"NaN\"";
+  } else if (std::isinf(value)) {
+    out += value > 0 ? "\"+Inf\"" : "\"-Inf\"";
+  } else {
+    char digits[32];
+    const auto result = std::to_chars(digits, digits + sizeof digits, value);
+    out.append(digits, result.ptr);
+  }
+}
+
+}  // namespace tokenspeed::metrics::jsonl

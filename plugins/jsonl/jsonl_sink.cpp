@@ -1,0 +1,258 @@
+// jsonl_sink.cpp — the pending buffer, the writer thread and the file of one
+// jsonl sink. emit only copies under a short lock; all disk I/O and JSON
+// formatting happen on the writer thread.
+#include "jsonl_sink.hpp"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdint>
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string_view>
+#include <utility>
+
+#include "jsonl_record.hpp"
+
+namespace tokenspeed::metrics::jsonl {
+
+using Clock = std::chrono::steady_clock;
+
+// Everything the sink and its writer thread share. The writer holds its own
+// reference, so an abandoned writer (close timed out) can finish safely.
+struct JsonlSink::State {
+  State(SinkOptions o, const plugin::Host& h) : options(std::move(o)), host(h) {}
+  ~State() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  const SinkOptions options;
+  const plugin::Host host;
+  int fd = -1;                      // writer thread only, until writer_done
+
+  std::mutex mutex;                 // guards everything below
+  std::condition_variable wake;     // the writer waits on it
+  std::condition_variable finished; // close waits on it for writer_done
+  std::string pending;              // records not yet taken by the writer
+  std::size_t in_flight = 0;        // bytes of records the writer is writing
+  Clock::time_point first_pending_at;  // when pending became non-empty
+  bool writer_idle = false;         // waiting for the first pending record
+  bool stopping = false;            // close began: write everything, exit
+  std::atomic<bool> abandon{false}; // close timed out: stop writing, exit
+  bool writer_done = false;
+  bool failed = false;              // a write failed; failure names the file
+  std::string failure;
+  uint64_t dropped_unlogged = 0;    // drops not yet reported in the log
+  uint64_t dropped_total = 0;
+  Clock::time_point last_drop_log;
+};
+
+namespace {
+
+constexpr std::size_t kWriteChunk = 256 * 1024;  // formatted text per write(2)
+
+std::string describe_errno(const std::string& what, const std::string& path, int error) {
+  return what + " " + path + ": " + std::strerror(error);
+}
+
+// Writes all of data; returns an empty string or a message naming the file.
+std::string write_all(int fd, std::string_view data, const std::string& path) {
+  while (!data.empty()) {
+    const ssize_t written = ::write(fd, data.data(), data.size());
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return describe_errno("cannot write", path, errno);
+    }
+    data.remove_prefix(static_cast<std::size_t>(written));
+  }
+  return {};
+}
+
+// Formats the records of batch as JSON lines and writes them in chunks.
+std::string write_batch(JsonlSink::State& state, std::string_view batch, std::string& text) {
+  std::size_t offset = 0;
+  while (offset < batch.size()) {
+    text.clear();
+    while (offset < batch.size() && text.size() < kWriteChunk) {
+      offset = append_json_line(text, batch, offset);
+    }
+    if (state.abandon.load(std::memory_order_relaxed)) return {};
+    std::string error = write_all(state.fd, text, state.options.path);
+    if (!error.empty()) return error;
+  }
+  return {};
+}
+
+// The writer thread: waits for the first pending record, then for the flush
+// interval to pass since it arrived, for the buffer to fill, or for close;
+// takes the whole pending buffer and writes it without holding the lock.
+void run_writer(const std::shared_ptr<JsonlSink::State>& shared) {
+  JsonlSink::State& s = *shared;
+  std::string batch;
+  std::string text;
+  std::unique_lock lock(s.mutex);
+  for (;;) {
+    if (s.pending.empty()) {
+      if (s.stopping) break;
+      s.writer_idle = true;
+      s.wake.wait(lock, [&] { return !s.pending.empty() || s.stopping; });
+      s.writer_idle = false;
+      continue;
+    }
+    s.wake.wait_until(lock, s.first_pending_at + s.options.flush_interval, [&] {
+      return s.stopping || s.pending.size() >= s.options.buffer_bytes;
+    });
+    batch.swap(s.pending);
+    s.in_flight = batch.size();
+    const bool write = !s.failed && !s.abandon.load();
+    lock.unlock();
+
+    std::string error;
+    if (write) {
+      try {
+        error = write_batch(s, batch, text);
+      } catch (const std::exception& e) {  // out of memory while formatting
+        error = "cannot format events for " + s.options.path + ": " + e.what();
+      }
+    }
+    batch.clear();
+    if (batch.capacity() > 4 * s.options.buffer_bytes) batch.shrink_to_fit();
+    if (text.capacity() > 2 * kWriteChunk) text.shrink_to_fit();
+
+    lock.lock();
+    s.in_flight = 0;
+    if (!error.empty() && !s.failed) {
+      s.failed = true;
+      s.failure = std::move(error);
+    }
+    if (s.abandon.load()) break;
+  }
+  if (s.fd >= 0 && ::close(s.fd) != 0 && !s.failed) {
+    s.failed = true;
+    s.failure = describe_errno("cannot close", s.options.path, errno);
+  }
+  s.fd = -1;
+  s.writer_done = true;
+  s.finished.notify_all();
+}
+
+std::string drop_message(const JsonlSink::State& s) {
+  return "dropped " + std::to_string(s.dropped_unlogged) + " events (" +
+         std::to_string(s.dropped_total) + " in total): data not yet written to " +
+         s.options.path + " exceeds max_pending_bytes=" +
+         std::to_string(s.options.max_pending_bytes);
+}
+
+}  // namespace
+
+JsonlSink::JsonlSink(SinkOptions options, const plugin::Host& host)
+    : state_(std::make_shared<State>(std::move(options), host)) {
+  State& s = *state_;
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (s.options.append ? O_APPEND : O_TRUNC);
+  s.fd = ::open(s.options.path.c_str(), flags, 0644);
+  if (s.fd < 0) throw std::runtime_error(describe_errno("cannot open", s.options.path, errno));
+
+  // The writer never takes SIGPIPE (a FIFO whose reader went away): write
+  // returns EPIPE instead, reported like any other write error. The new
+  // thread inherits the mask; this thread's mask is restored at once.
+  sigset_t block;
+  sigset_t previous;
+  sigemptyset(&block);
+  sigaddset(&block, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &block, &previous);
+  try {
+    writer_ = std::thread(run_writer, state_);
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    throw;
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
+
+JsonlSink::~JsonlSink() {
+  if (!closed_) {
+    try {
+      close(std::chrono::nanoseconds(0));
+    } catch (...) {
+      // Destroyed without close: whatever was pending is abandoned.
+    }
+  }
+}
+
+void JsonlSink::emit(const tsm_metric_event& event) {
+  State& s = *state_;
+  const std::size_t size = record_size(event);
+  std::unique_lock lock(s.mutex);
+  if (s.failed) throw std::runtime_error(s.failure);
+  if (s.stopping) throw std::runtime_error("emit after close of " + s.options.path);
+
+  if (s.pending.size() + s.in_flight + size > s.options.max_pending_bytes) {
+    ++s.dropped_total;
+    ++s.dropped_unlogged;
+    const Clock::time_point now = Clock::now();
+    if (s.dropped_total == 1 || now - s.last_drop_log >= s.options.drop_log_interval) {
+      std::string message = drop_message(s);
+      s.dropped_unlogged = 0;
+      s.last_drop_log = now;
+      lock.unlock();
+      s.host.log(TSM_LOG_WARNING, message);
+    }
+    return;
+  }
+
+  const std::size_t before = s.pending.size();
+  if (before == 0) s.first_pending_at = Clock::now();
+  try {
+    append_record(s.pending, event);
+  } catch (...) {
+    s.pending.resize(before);  // never leave half a record
+    throw;
+  }
+  const bool wake = (before == 0 && s.writer_idle) ||
+                    (before < s.options.buffer_bytes && s.pending.size() >= s.options.buffer_bytes);
+  lock.unlock();
+  if (wake) s.wake.notify_one();
+}
+
+void JsonlSink::close(std::chrono::nanoseconds timeout) {
+  if (closed_) return;
+  closed_ = true;
+  timeout = std::clamp(timeout, std::chrono::nanoseconds(0),
+                       std::chrono::nanoseconds(std::chrono::hours(24)));
+  const Clock::time_point deadline = Clock::now() + timeout;
+  State& s = *state_;
+
+  std::unique_lock lock(s.mutex);
+  s.stopping = true;
+  s.wake.notify_one();
+  const bool drained = s.finished.wait_until(lock, deadline, [&] { return s.writer_done; });
+  std::string problem;
+  if (!drained) {
+    s.abandon = true;
+    s.wake.notify_one();
+    problem = "close timed out after " +
+              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
+              " ms; " + std::to_string(s.pending.size() + s.in_flight) +
+              " bytes of events not written to " + s.options.path;
+  }
+  if (s.failed) problem = problem.empty() ? s.failure : s.failure + "; " + problem;
+  std::string drops = s.dropped_unlogged > 0 ? drop_message(s) : std::string();
+  lock.unlock();
+
+  if (!drops.empty()) s.host.log(TSM_LOG_WARNING, drops);
+  if (drained) {
+    writer_.join();
+  } else {
+    writer_.detach();  // keeps its State reference; closes the file when done
+  }
+  if (!problem.empty()) throw std::runtime_error(problem);
+}
+
+}  // namespace tokenspeed::metrics::jsonl
