@@ -9,10 +9,16 @@
 #include "startup_error.hpp"
 
 namespace tokenspeed::metrics::cli {
+
+int run_plugins(int argc, char** argv);  // cli_plugins.cpp
+int run_check(int argc, char** argv);    // cli_check.cpp
+
 namespace {
 
 constexpr Command kCommands[] = {
     {"help", "show this help", nullptr},
+    {"plugins", "list plugin files, their status and reporters", run_plugins},
+    {"check", "validate the metrics flags and configuration without starting outputs", run_check},
 };
 
 void print_usage(std::FILE* out) {
