@@ -1,0 +1,223 @@
+"""Startup selection: which outputs --enable-metrics and --metrics-reporters
+select, what `check` prints, and that check creates no sink or node resource."""
+import ctypes
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cli_harness as h  # noqa: E402
+
+GOOD_DIRS = h.dirs_flags(h.plugin_dir("echo_config"), h.plugin_dir("node_session"),
+                         h.plugin_dir("several_names"))
+
+
+# The ABI structs node_session needs, to call its factories directly (so that
+# the marker test below is shown to be able to fail).
+class _Buffer(ctypes.Structure):
+    pass
+
+
+_ASSIGN = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Buffer), ctypes.c_void_p, ctypes.c_size_t)
+_Buffer._fields_ = [("struct_size", ctypes.c_uint32), ("host_data", ctypes.c_void_p),
+                    ("assign", _ASSIGN)]
+
+
+class _Handle(ctypes.Structure):  # tsm_sink and tsm_node_session
+    _fields_ = [("struct_size", ctypes.c_uint32), ("vtable", ctypes.c_void_p),
+                ("self", ctypes.c_void_p)]
+
+
+_VALIDATE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                             ctypes.POINTER(_Buffer), ctypes.POINTER(_Buffer))
+_CREATE_SINK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                                ctypes.POINTER(_Handle), ctypes.POINTER(_Buffer))
+_START_NODE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
+                               ctypes.POINTER(_Handle), ctypes.POINTER(_Buffer),
+                               ctypes.POINTER(_Buffer))
+
+
+class _Descriptor(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("name", ctypes.c_char_p),
+                ("validate", _VALIDATE), ("create_sink", _CREATE_SINK),
+                ("start_node", _START_NODE), ("override", ctypes.c_uint32),
+                ("user_data", ctypes.c_void_p)]
+
+
+_REGISTER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Descriptor),
+                             ctypes.POINTER(_Buffer))
+_LOG = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_char_p)
+
+
+class _HostApi(ctypes.Structure):
+    _fields_ = [("struct_size", ctypes.c_uint32), ("api_version", ctypes.c_uint32),
+                ("host_data", ctypes.c_void_p), ("host_version", ctypes.c_char_p),
+                ("register_metric_reporter", _REGISTER), ("log", _LOG)]
+
+
+def _call_node_session_factories(config):
+    """Loads node_session.so in this process and runs its start_node and
+    create_sink with config (bytes), as a host would outside check."""
+    library = ctypes.CDLL(h.plugin_file("node_session"))
+    captured = {}
+
+    def register(_host_data, descriptor, _error):
+        captured["create_sink"] = descriptor.contents.create_sink
+        captured["start_node"] = descriptor.contents.start_node
+        captured["user_data"] = descriptor.contents.user_data
+        return 0
+
+    def assign(_buffer, _data, _size):
+        return None
+
+    register_fn = _REGISTER(register)
+    log_fn = _LOG(lambda _h, _l, _m: None)
+    assign_fn = _ASSIGN(assign)
+    host = _HostApi(ctypes.sizeof(_HostApi), 1, None, b"test", register_fn, log_fn)
+    error = _Buffer(ctypes.sizeof(_Buffer), None, assign_fn)
+    producer = _Buffer(ctypes.sizeof(_Buffer), None, assign_fn)
+    library.tsm_register.restype = ctypes.c_int
+    assert library.tsm_register(ctypes.byref(host), ctypes.byref(error)) == 0
+    session = _Handle(ctypes.sizeof(_Handle), None, None)
+    sink = _Handle(ctypes.sizeof(_Handle), None, None)
+    assert captured["start_node"](captured["user_data"], config, len(config),
+                                  ctypes.byref(session), ctypes.byref(producer),
+                                  ctypes.byref(error)) == 0
+    assert captured["create_sink"](captured["user_data"], config, len(config),
+                                   ctypes.byref(sink), ctypes.byref(error)) == 0
+
+
+class Selection(h.CliTestCase):
+
+    def test_enable_metrics_without_selection_selects_prometheus_only(self):
+        lines = self.check_lines("--enable-metrics", *GOOD_DIRS)
+        self.assertEqual(lines, ["prometheus: built-in"])
+
+    def test_selecting_only_external_outputs_selects_no_prometheus(self):
+        lines = self.check_lines("--enable-metrics", "--metrics-reporters", "echo_config",
+                                 *GOOD_DIRS)
+        self.assertEqual(lines, ["echo_config: {}"])
+
+    def test_prometheus_and_external_outputs_in_selection_order(self):
+        lines = self.check_lines("--enable-metrics", "--metrics-reporters", "prometheus",
+                                 "--metrics-reporters", "echo_config", *GOOD_DIRS)
+        self.assertEqual(lines, ["prometheus: built-in", "echo_config: {}"])
+        lines = self.check_lines("--enable-metrics", "--metrics-reporters", "echo_config",
+                                 "--metrics-reporters", "prometheus", *GOOD_DIRS)
+        self.assertEqual(lines, ["echo_config: {}", "prometheus: built-in"])
+
+    def test_reporters_flag_accepts_a_comma_separated_list(self):
+        lines = self.check_lines("--enable-metrics", "--metrics-reporters",
+                                 "node_session,prometheus,echo_config", *GOOD_DIRS)
+        self.assertEqual(lines, ["node_session: {}", "prometheus: built-in", "echo_config: {}"])
+
+    def test_repeated_flags_and_lists_combine_in_order(self):
+        lines = self.check_lines("--enable-metrics", "--metrics-reporters",
+                                 "several_names_b,echo_config", "--metrics-reporters",
+                                 "prometheus", *GOOD_DIRS)
+        self.assertEqual(lines, ['several_names_b: {"reporter":"several_names_b"}',
+                                 "echo_config: {}", "prometheus: built-in"])
+
+    def test_selecting_the_same_name_twice_selects_it_once_in_first_seen_order(self):
+        lines = self.check_lines("--enable-metrics", "--metrics-reporters",
+                                 "echo_config,prometheus", "--metrics-reporters",
+                                 "echo_config", "--metrics-reporters", "prometheus,echo_config",
+                                 *GOOD_DIRS)
+        self.assertEqual(lines, ["echo_config: {}", "prometheus: built-in"])
+
+    def test_unknown_selection_fails_startup(self):
+        result = self.check("--enable-metrics", "--metrics-reporters", "echo_config,no_such_output",
+                            *GOOD_DIRS)
+        self.assert_startup_error(result, "unknown reporter", "reporter 'no_such_output'")
+        self.assertEqual(result.stdout, "", result.describe())
+
+    def test_unknown_selection_fails_startup_without_any_plugin_dir(self):
+        result = self.check("--enable-metrics", "--metrics-reporters", "no_such_output")
+        self.assert_startup_error(result, "unknown reporter", "reporter 'no_such_output'")
+
+    def test_check_prints_the_normalized_configuration_not_the_input(self):
+        config = self.write_config({"several_names_a": {"anything": [1, 2, 3]}})
+        lines = self.check_lines("--enable-metrics", "--metrics-reporters", "several_names_a",
+                                 "--metrics-reporter-config", config, *GOOD_DIRS)
+        self.assertEqual(lines, ['several_names_a: {"reporter":"several_names_a"}'])
+
+
+class MetricsDisabled(h.CliTestCase):
+
+    def test_without_enable_metrics_nothing_is_selected(self):
+        result = self.check(*GOOD_DIRS)
+        self.assert_ok(result)
+        self.assertEqual(result.stdout_lines, ["metrics disabled: no output selected"])
+
+    def test_with_metrics_disabled_no_plugin_is_loaded(self):
+        # Each of these plugins is warned about whenever it is loaded.
+        dirs = h.dirs_flags(h.plugin_dir("fails_to_load"), h.plugin_dir("starts_thread"),
+                            h.plugin_dir("unsupported_api"))
+        result = self.check(*dirs)
+        self.assert_ok(result)
+        self.assertEqual(result.stdout_lines, ["metrics disabled: no output selected"])
+        self.assertEqual(result.warnings, [], result.describe())
+        # The same directories with metrics enabled do produce the warnings.
+        enabled = self.check("--enable-metrics", *dirs)
+        self.assertEqual(len(enabled.warnings), 3, enabled.describe())
+
+    def test_with_metrics_disabled_insecure_directories_are_not_even_read(self):
+        directory = self.make_dir(mode=0o757)
+        self.copy_plugin("echo_config", into=directory, mode=0o757)
+        result = self.check(*h.dirs_flags(directory))
+        self.assert_ok(result)
+        self.assertEqual(result.warnings, [], result.describe())
+
+    def test_reporter_flag_without_enable_metrics_is_reported_as_ignored(self):
+        result = self.check("--metrics-reporters", "echo_config", *GOOD_DIRS)
+        self.assert_ok(result)
+        self.assertEqual(result.stdout_lines, ["metrics disabled: no output selected"])
+        self.assertIn("--metrics-reporters", result.stderr, result.describe())
+        self.assertIn("ignored", result.stderr, result.describe())
+
+    def test_reporter_config_flag_without_enable_metrics_is_reported_as_ignored(self):
+        config = self.write_config({"echo_config": {}})
+        result = self.check("--metrics-reporter-config", config, *GOOD_DIRS)
+        self.assert_ok(result)
+        self.assertIn("--metrics-reporter-config", result.stderr, result.describe())
+        self.assertIn("ignored", result.stderr, result.describe())
+
+    def test_without_reporter_flags_nothing_is_reported_as_ignored(self):
+        result = self.check(*GOOD_DIRS)
+        self.assert_ok(result)
+        self.assertNotIn("ignored", result.stderr, result.describe())
+
+    def test_with_metrics_disabled_unknown_selection_is_not_an_error(self):
+        result = self.check("--metrics-reporters", "no_such_output")
+        self.assert_ok(result)
+        self.assertEqual(result.stdout_lines, ["metrics disabled: no output selected"])
+
+
+class CheckCreatesNothing(h.CliTestCase):
+    """node_session writes a marker file from start_node and from create_sink;
+    check runs the whole startup validation but must create neither."""
+
+    def test_check_never_calls_start_node_or_create_sink(self):
+        markers = self.make_dir()
+        config = self.write_config({"node_session": {"marker_dir": markers}})
+        lines = self.check_lines("--enable-metrics", "--metrics-reporters", "node_session",
+                                 "--metrics-reporter-config", config, *GOOD_DIRS)
+        self.assertEqual(lines, ["node_session: " + '{"marker_dir":"' + markers + '"}'])
+        self.assertEqual(os.listdir(markers), [])
+
+    def test_marker_plugin_leaves_markers_when_its_factories_run(self):
+        markers = self.make_dir()
+        _call_node_session_factories(json.dumps({"marker_dir": markers}).encode())
+        self.assertEqual(sorted(os.listdir(markers)), ["create_sink", "start_node"])
+
+    def test_metrics_disabled_creates_nothing(self):
+        markers = self.make_dir()
+        config = self.write_config({"node_session": {"marker_dir": markers}})
+        result = self.check("--metrics-reporters", "node_session",
+                            "--metrics-reporter-config", config, *GOOD_DIRS)
+        self.assert_ok(result)
+        self.assertEqual(os.listdir(markers), [])
+
+
+if __name__ == "__main__":
+    h.main()

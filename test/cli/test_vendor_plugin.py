@@ -1,0 +1,87 @@
+"""The installed tree works for an out-of-tree vendor plugin: after
+`meson install --destdir`, vendor_plugin/ builds with
+dependency('tokenspeed-metrics-plugin') alone, and the installed
+tokenspeed-metrics loads the result.
+
+Environment (besides cli_harness's): TSM_BUILD_ROOT (this project's build
+directory), TSM_MESON (the meson executable)."""
+import glob
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cli_harness as h  # noqa: E402
+
+BUILD_ROOT = os.environ["TSM_BUILD_ROOT"]
+MESON = os.environ.get("TSM_MESON", "meson")
+VENDOR_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor_plugin")
+# Hang guards only.
+INSTALL_TIMEOUT_S = 300
+BUILD_TIMEOUT_S = 300
+
+
+def run_tool(command, env=None, timeout=BUILD_TIMEOUT_S):
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout,
+                          check=False)
+
+
+class VendorPlugin(h.CliTestCase):
+
+    def test_vendor_plugin_builds_against_the_installed_tree_and_loads(self):
+        work = self.make_dir()
+        destdir = os.path.join(work, "destdir")
+        started = time.monotonic()
+        install = run_tool([MESON, "install", "-C", BUILD_ROOT, "--no-rebuild", "--quiet",
+                            "--destdir", destdir], timeout=INSTALL_TIMEOUT_S)
+        install_seconds = time.monotonic() - started
+        print(f"meson install --destdir took {install_seconds:.1f} s", file=sys.stderr)
+        self.assertEqual(install.returncode, 0, install.stdout + install.stderr)
+
+        pc_files = glob.glob(os.path.join(destdir, "**", "tokenspeed-metrics-plugin.pc"),
+                             recursive=True)
+        self.assertEqual(len(pc_files), 1, f"installed .pc files: {pc_files}")
+        headers = glob.glob(os.path.join(destdir, "**", "tokenspeed", "metric_reporter.h"),
+                            recursive=True)
+        self.assertEqual(len(headers), 1, f"installed headers: {headers}")
+
+        env = dict(os.environ)
+        env["PKG_CONFIG_PATH"] = os.path.dirname(pc_files[0])
+        env["PKG_CONFIG_SYSROOT_DIR"] = destdir
+        env.pop("PKG_CONFIG_LIBDIR", None)
+        vendor_build = os.path.join(work, "vendor-build")
+        started = time.monotonic()
+        setup = run_tool([MESON, "setup", vendor_build, VENDOR_SOURCE], env=env)
+        self.assertEqual(setup.returncode, 0, setup.stdout + setup.stderr)
+        self.assertIn(h.DEFAULT_PLUGIN_DIR, setup.stdout,
+                      "the .pc file's plugindir is the host's default plugin directory\n"
+                      + setup.stdout)
+        compile_ = run_tool([MESON, "compile", "-C", vendor_build], env=env)
+        self.assertEqual(compile_.returncode, 0, compile_.stdout + compile_.stderr)
+        print(f"vendor plugin setup and build took {time.monotonic() - started:.1f} s",
+              file=sys.stderr)
+        plugin = os.path.join(vendor_build, "vendor_output.so")
+        self.assertTrue(os.path.exists(plugin))
+
+        # The installed executable, with its installed library.
+        binaries = glob.glob(os.path.join(destdir, "**", "bin", "tokenspeed-metrics"),
+                             recursive=True)
+        self.assertEqual(len(binaries), 1, f"installed executables: {binaries}")
+        libraries = glob.glob(os.path.join(destdir, "**", "libtokenspeed-metrics.so*"),
+                              recursive=True)
+        self.assertTrue(libraries, "the host library is installed")
+        run_env = h.clean_environment()
+        run_env["LD_LIBRARY_PATH"] = os.path.dirname(libraries[0])
+        os.chmod(vendor_build, 0o755)
+        check = subprocess.run([binaries[0], "check", "--enable-metrics", "--metrics-reporters",
+                                "vendor_output,prometheus", "--metrics-plugin-dir", vendor_build],
+                               env=run_env, capture_output=True, text=True,
+                               timeout=h.COMMAND_TIMEOUT_S, check=False)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        self.assertEqual(check.stdout.splitlines(),
+                         ["vendor_output: {}", "prometheus: built-in"])
+
+
+if __name__ == "__main__":
+    h.main()
