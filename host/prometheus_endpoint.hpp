@@ -1,0 +1,89 @@
+// prometheus_endpoint.hpp — the /metrics HTTP/1.1 server (Boost.Beast) the
+// launcher runs on its own threads. It only serves what its scrape handler
+// renders; it never touches a store or a producer file itself.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace tokenspeed::metrics {
+
+// The default port. Unassigned in Prometheus's port allocation list and
+// clear of the exporters usually found on GPU nodes (node_exporter 9100,
+// DCGM 9400, Prometheus 9090).
+inline constexpr unsigned short kDefaultMetricsPort = 9431;
+
+struct PrometheusEndpointOptions {
+  std::string host = "127.0.0.1";           // IP address or resolvable name
+  unsigned short port = kDefaultMetricsPort;  // 0: pick a free port (see port())
+  unsigned threads = 2;                     // server threads (at least 1)
+  // Time allowed to receive one whole request, including the wait for it on
+  // a kept-alive connection: an idle or slow client is disconnected after it.
+  std::chrono::milliseconds read_timeout{10'000};
+  std::chrono::milliseconds write_timeout{30'000};  // to send one response
+  std::size_t max_request_bytes = 16 * 1024;  // request line + headers + body
+  std::size_t max_connections = 64;           // further connections are closed at once
+  int gzip_level = 1;                         // zlib level 1-9
+};
+
+// Renders the exposition body. Called on a server thread, concurrently from
+// several threads when scrapes overlap: it must be thread-safe.
+using ScrapeHandler = std::function<std::string()>;
+
+struct EndpointCounters {
+  std::uint64_t connections_accepted = 0;
+  std::uint64_t connections_rejected = 0;  // over max_connections
+  std::uint64_t requests = 0;
+  std::uint64_t timeouts = 0;          // connections closed by a read or write timeout
+  std::uint64_t oversized_requests = 0;
+};
+
+// True when an Accept-Encoding header value allows gzip (q > 0 for gzip, or
+// for * when gzip is not listed).
+bool accepts_gzip(std::string_view accept_encoding) noexcept;
+
+// gzip (RFC 1952) of data with zlib; throws std::runtime_error on zlib failure.
+std::string gzip_compress(std::string_view data, int level);
+
+// GET /metrics and HEAD /metrics answer 200 with the exposition
+// (Content-Type text/plain; version=0.0.4), gzip-encoded when the client
+// accepts it; other paths 404; other methods on /metrics 405 with
+// "Allow: GET, HEAD"; a request over max_request_bytes 413 (431 for headers),
+// then the connection closes. Connections are kept alive as HTTP/1.1 asks.
+//
+// Threading: the constructor binds and starts the server threads; stop and
+// the destructor may be called from any one thread, not from a handler.
+class PrometheusEndpoint {
+ public:
+  // Throws StartupError naming --metrics-port (for example when the port is
+  // in use) or --metrics-host (when the address cannot be resolved or bound).
+  PrometheusEndpoint(PrometheusEndpointOptions options, ScrapeHandler handler);
+  ~PrometheusEndpoint();
+  PrometheusEndpoint(const PrometheusEndpoint&) = delete;
+  PrometheusEndpoint& operator=(const PrometheusEndpoint&) = delete;
+
+  // The bound port (the chosen one when options.port was 0).
+  unsigned short port() const noexcept;
+  // "host:port" as bound, e.g. "127.0.0.1:9431".
+  std::string address() const;
+  EndpointCounters counters() const noexcept;
+
+  // Stops the server threads, joins them and closes the listener; open
+  // connections are dropped at the latest by the destructor. Returns false
+  // when a handler still ran after timeout; the destructor then waits for
+  // it. Idempotent.
+  bool stop(std::chrono::milliseconds timeout) noexcept;
+
+  struct Impl;
+
+ private:
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tokenspeed::metrics
