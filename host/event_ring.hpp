@@ -1,0 +1,40 @@
+// event_ring.hpp — one bounded SPSC ring of event slots between one collector
+// thread (producer) and one sink's delivery worker (consumer), with the
+// producer-side counters of that pair. Allocated once, when a thread records
+// its first event; never resized, never allocates afterwards.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include <boost/lockfree/spsc_queue.hpp>
+
+#include "metric_series.hpp"
+
+namespace tokenspeed::metrics {
+
+// Threading: push and the producer counters are touched only by the owning
+// collector thread; pop only by the sink's worker; the counters are read by
+// anyone (relaxed). The ring sits in its sink's singly linked list (next),
+// which only grows (lock-free for the reader).
+struct alignas(64) EventRing {
+  explicit EventRing(std::size_t capacity) : queue(capacity) {}
+  EventRing(const EventRing&) = delete;
+  EventRing& operator=(const EventRing&) = delete;
+
+  // Single-writer counter increment: no read-modify-write instruction.
+  static void bump(std::atomic<std::uint64_t>& counter) noexcept {
+    counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  boost::lockfree::spsc_queue<EventSlot> queue;
+  // Producer-side outcome of every event offered to this sink by this thread.
+  std::atomic<std::uint64_t> pushed{0};               // entered the ring
+  std::atomic<std::uint64_t> dropped_full{0};         // ring full
+  std::atomic<std::uint64_t> dropped_disabled{0};     // sink already disabled
+  std::atomic<std::uint64_t> dropped_after_close{0};  // close had begun
+  EventRing* next = nullptr;                          // the sink's list
+};
+
+}  // namespace tokenspeed::metrics

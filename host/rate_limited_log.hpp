@@ -1,0 +1,66 @@
+// rate_limited_log.hpp — runtime faults of one output (drops, failed emit,
+// failed create or close) written as log lines the way collectd's c_complain
+// does: the first occurrence at once, then at most one line per interval with
+// the counts since the last line. Never writes through a plugin's event
+// channel and is never called on a collector's hot path.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tokenspeed::metrics {
+
+// Receives one complete line (no trailing newline). Must not call back into
+// the metrics pipeline.
+using LogWriter = std::function<void(std::string_view line)>;
+
+// The default writer: the line and a newline on stderr, in one write.
+void write_log_line_to_stderr(std::string_view line) noexcept;
+
+// Threading: one thread at a time (a sink's worker, or close()).
+class RateLimitedLog {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // subject names the source ("output 'otlp'"); lines read
+  // "tokenspeed-metrics: <subject>: <what> <count> ...".
+  RateLimitedLog(std::string subject, std::chrono::nanoseconds interval, LogWriter writer);
+
+  // Records count new occurrences of the problem `what` ("events dropped:
+  // queue full") at now. Writes a line when this is the first occurrence of
+  // any problem, or when at least one interval passed since the last line;
+  // the line carries every problem's count since the last line.
+  void report(std::string_view what, std::uint64_t count, Clock::time_point now);
+
+  // A one-off message (for example "create_sink failed: ..."): written when
+  // the interval allows, otherwise counted and summarized with the next line.
+  void message(std::string_view text, Clock::time_point now);
+
+  // Writes what is pending, if anything, regardless of the interval (close).
+  void flush(Clock::time_point now);
+
+  std::uint64_t lines_written() const noexcept { return lines_; }
+
+ private:
+  bool due(Clock::time_point now) const noexcept;
+  void write_pending(Clock::time_point now);
+
+  std::string subject_;
+  std::chrono::nanoseconds interval_;
+  LogWriter writer_;
+  bool written_once_ = false;
+  Clock::time_point last_line_{};
+  struct Pending {
+    std::string what;
+    std::uint64_t count;
+  };
+  std::vector<Pending> pending_;
+  std::uint64_t suppressed_messages_ = 0;
+  std::uint64_t lines_ = 0;
+};
+
+}  // namespace tokenspeed::metrics
