@@ -119,7 +119,9 @@ std::vector<std::string> plugin_directories(const PluginSearchOptions& options) 
     std::error_code ec;
     fs::path key = fs::weakly_canonical(fs::path(dir), ec);
     if (ec) key = fs::path(dir).lexically_normal();
-    if (seen.insert(key.string()).second) result.push_back(std::move(dir));
+    std::string key_text = key.string();
+    while (key_text.size() > 1 && key_text.back() == '/') key_text.pop_back();
+    if (seen.insert(key_text).second) result.push_back(std::move(dir));
   }
   return result;
 }
