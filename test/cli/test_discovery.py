@@ -107,6 +107,28 @@ class SortedOrder(h.CliTestCase):
         self.assertEqual(self.reporter_config(lines, "overridden_output"), {"file": "w.so"})
 
 
+class Loading(h.CliTestCase):
+
+    def test_plugins_are_loaded_in_isolation_so_one_cannot_supply_another_s_symbols(self):
+        # a_exports.so exports tsm_vendor_runtime_init, which b_fails.so needs.
+        # Loaded with RTLD_LOCAL, the earlier plugin's symbols stay private.
+        directory = self.make_dir()
+        self.copy_plugin("exports_symbol", into=directory, as_name="a_exports.so")
+        failing = self.copy_plugin("fails_to_load", into=directory, as_name="b_fails.so")
+        listing, _ = self.plugins_json(*h.dirs_flags(directory))
+        self.assertEqual(self.find_plugin(listing, os.path.join(directory, "a_exports.so"))
+                         ["status"], "loaded")
+        entry = self.find_plugin(listing, failing)
+        self.assertEqual(entry["status"], "failed")
+        self.assertIn("cannot be loaded", entry["reason"])
+
+    def test_register_is_called_once_per_process(self):
+        lines = self.check_lines("--enable-metrics", "--metrics-reporters",
+                                 "counts_register_calls",
+                                 *h.dirs_flags(h.plugin_dir("counts_register_calls")))
+        self.assertEqual(lines, ['counts_register_calls: {"register_calls":1}'])
+
+
 class InsecurePlugins(h.CliTestCase):
 
     def test_plugin_file_writable_by_others_is_refused(self):

@@ -56,7 +56,7 @@ class FaultWarnings(h.CliTestCase):
     def test_load_failure_reason_carries_the_loader_message(self):
         result = self.check("--enable-metrics", *h.dirs_flags(h.plugin_dir("fails_to_load")))
         self.assert_warning(result, h.plugin_file("fails_to_load"), "cannot be loaded",
-                            "tsm_function_defined_nowhere")
+                            "tsm_vendor_runtime_init")
 
     def test_registration_failure_reason_carries_the_plugin_message(self):
         result = self.check("--enable-metrics",
@@ -147,6 +147,27 @@ class Registry(h.CliTestCase):
         self.assert_ok(result)
         self.assert_warning(result, h.plugin_file("invalid_reporter_name"),
                             "invalid reporter name")
+
+    def test_reporter_names_are_1_to_64_characters_of_lowercase_digits_and_dot_dash_underscore(self):
+        # file_named_reporter declares its own file name (without .so).
+        valid = ["ok.name-1_x", "a", "0", "x.-_9", "n" * 64]
+        invalid = ["UPPER", "has space", "n" * 65, "caf\u00e9", "semi;colon", "slash\\x"]
+        directory = self.make_dir()
+        for name in valid + invalid:
+            self.copy_plugin("file_named_reporter", into=directory, as_name=name + ".so")
+        listing, result = self.plugins_json(*h.dirs_flags(directory))
+        for name in valid:
+            with self.subTest(valid=name):
+                entry = self.find_plugin(listing, os.path.join(directory, name + ".so"))
+                self.assertEqual(entry["status"], "loaded", entry)
+                self.assertEqual(self.reporter_names(entry), [name])
+        for name in invalid:
+            with self.subTest(invalid=name):
+                path = os.path.join(directory, name + ".so")
+                entry = self.find_plugin(listing, path)
+                self.assertEqual(entry["status"], "failed", entry)
+                self.assertIn("invalid reporter name", entry["reason"])
+                self.assert_warning(result, path, "invalid reporter name")
 
     def test_one_plugin_may_register_several_names(self):
         lines = self.check_lines("--enable-metrics", "--metrics-reporters",

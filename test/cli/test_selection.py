@@ -139,6 +139,13 @@ class Selection(h.CliTestCase):
         self.assert_startup_error(result, "unknown reporter", "reporter 'no_such_output'")
         self.assertEqual(result.stdout, "", result.describe())
 
+    def test_empty_name_in_a_selection_list_fails_startup(self):
+        for selection in ("echo_config,,prometheus", "echo_config,", ""):
+            with self.subTest(selection=selection):
+                result = self.check("--enable-metrics", "--metrics-reporters", selection,
+                                    *GOOD_DIRS)
+                self.assert_startup_error(result, "--metrics-reporters", "empty reporter name")
+
     def test_unknown_selection_fails_startup_without_any_plugin_dir(self):
         result = self.check("--enable-metrics", "--metrics-reporters", "no_such_output")
         self.assert_startup_error(result, "unknown reporter", "reporter 'no_such_output'")
