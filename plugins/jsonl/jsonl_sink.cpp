@@ -18,6 +18,7 @@
 #include <stdexcept>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "jsonl_record.hpp"
 
@@ -40,8 +41,10 @@ struct JsonlSink::State {
   std::mutex mutex;                 // guards everything below
   std::condition_variable wake;     // the writer waits on it
   std::condition_variable finished; // close waits on it for writer_done
-  std::string pending;              // records not yet taken by the writer
-  std::size_t in_flight = 0;        // bytes of records the writer is writing
+  std::vector<std::string> pending; // chunks of records not yet taken by the writer
+  std::size_t pending_bytes = 0;    // record bytes in pending
+  std::size_t in_flight = 0;        // record bytes the writer is writing
+  std::vector<std::string> spare;   // emptied chunks given back by the writer
   Clock::time_point first_pending_at;  // when pending became non-empty
   bool writer_idle = false;         // waiting for the first pending record
   bool stopping = false;            // close began: write everything, exit
@@ -57,6 +60,9 @@ struct JsonlSink::State {
 namespace {
 
 constexpr std::size_t kWriteChunk = 256 * 1024;  // formatted text per write(2)
+// Records are appended to chunks of this capacity, never moved once written;
+// the writer hands emptied chunks back, so a busy sink stops allocating.
+constexpr std::size_t kRecordChunk = 64 * 1024;
 
 std::string describe_errno(const std::string& what, const std::string& path, int error) {
   return what + " " + path + ": " + std::strerror(error);
@@ -75,19 +81,23 @@ std::string write_all(int fd, std::string_view data, const std::string& path) {
   return {};
 }
 
-// Formats the records of batch as JSON lines and writes them in chunks.
-std::string write_batch(JsonlSink::State& state, std::string_view batch, std::string& text) {
-  std::size_t offset = 0;
-  while (offset < batch.size()) {
-    text.clear();
-    while (offset < batch.size() && text.size() < kWriteChunk) {
-      offset = append_json_line(text, batch, offset);
+// Formats the records of the chunks as JSON lines and writes them.
+std::string write_batch(JsonlSink::State& state, const std::vector<std::string>& batch,
+                        std::string& text) {
+  text.clear();
+  for (const std::string& chunk : batch) {
+    std::size_t offset = 0;
+    while (offset < chunk.size()) {
+      offset = append_json_line(text, chunk, offset);
+      if (text.size() < kWriteChunk) continue;
+      if (state.abandon.load(std::memory_order_relaxed)) return {};
+      std::string error = write_all(state.fd, text, state.options.path);
+      if (!error.empty()) return error;
+      text.clear();
     }
-    if (state.abandon.load(std::memory_order_relaxed)) return {};
-    std::string error = write_all(state.fd, text, state.options.path);
-    if (!error.empty()) return error;
   }
-  return {};
+  if (text.empty() || state.abandon.load(std::memory_order_relaxed)) return {};
+  return write_all(state.fd, text, state.options.path);
 }
 
 // The writer thread: waits for the first pending record, then for the flush
@@ -95,22 +105,24 @@ std::string write_batch(JsonlSink::State& state, std::string_view batch, std::st
 // takes the whole pending buffer and writes it without holding the lock.
 void run_writer(const std::shared_ptr<JsonlSink::State>& shared) {
   JsonlSink::State& s = *shared;
-  std::string batch;
+  std::vector<std::string> batch;
   std::string text;
+  const std::size_t max_spare = s.options.buffer_bytes / kRecordChunk + 2;
   std::unique_lock lock(s.mutex);
   for (;;) {
-    if (s.pending.empty()) {
+    if (s.pending_bytes == 0) {
       if (s.stopping) break;
       s.writer_idle = true;
-      s.wake.wait(lock, [&] { return !s.pending.empty() || s.stopping; });
+      s.wake.wait(lock, [&] { return s.pending_bytes > 0 || s.stopping; });
       s.writer_idle = false;
       continue;
     }
     s.wake.wait_until(lock, s.first_pending_at + s.options.flush_interval, [&] {
-      return s.stopping || s.pending.size() >= s.options.buffer_bytes;
+      return s.stopping || s.pending_bytes >= s.options.buffer_bytes;
     });
     batch.swap(s.pending);
-    s.in_flight = batch.size();
+    s.in_flight = s.pending_bytes;
+    s.pending_bytes = 0;
     const bool write = !s.failed && !s.abandon.load();
     lock.unlock();
 
@@ -122,12 +134,16 @@ void run_writer(const std::shared_ptr<JsonlSink::State>& shared) {
         error = "cannot format events for " + s.options.path + ": " + e.what();
       }
     }
-    batch.clear();
-    if (batch.capacity() > 4 * s.options.buffer_bytes) batch.shrink_to_fit();
     if (text.capacity() > 2 * kWriteChunk) text.shrink_to_fit();
 
     lock.lock();
     s.in_flight = 0;
+    for (std::string& chunk : batch) {
+      if (s.spare.size() >= max_spare) break;
+      chunk.clear();
+      s.spare.push_back(std::move(chunk));
+    }
+    batch.clear();
     if (!error.empty() && !s.failed) {
       s.failed = true;
       s.failure = std::move(error);
@@ -193,7 +209,7 @@ void JsonlSink::emit(const tsm_metric_event& event) {
   if (s.failed) throw std::runtime_error(s.failure);
   if (s.stopping) throw std::runtime_error("emit after close of " + s.options.path);
 
-  if (s.pending.size() + s.in_flight + size > s.options.max_pending_bytes) {
+  if (s.pending_bytes + s.in_flight + size > s.options.max_pending_bytes) {
     ++s.dropped_total;
     ++s.dropped_unlogged;
     const Clock::time_point now = Clock::now();
@@ -207,16 +223,28 @@ void JsonlSink::emit(const tsm_metric_event& event) {
     return;
   }
 
-  const std::size_t before = s.pending.size();
-  if (before == 0) s.first_pending_at = Clock::now();
+  if (s.pending.empty() || s.pending.back().capacity() - s.pending.back().size() < size) {
+    std::string chunk;
+    if (!s.spare.empty()) {
+      chunk = std::move(s.spare.back());
+      s.spare.pop_back();
+    }
+    chunk.reserve(std::max(kRecordChunk, size));
+    s.pending.push_back(std::move(chunk));
+  }
+  std::string& chunk = s.pending.back();
+  const std::size_t chunk_before = chunk.size();
   try {
-    append_record(s.pending, event);
+    append_record(chunk, event);  // fits: no reallocation, no copy of earlier records
   } catch (...) {
-    s.pending.resize(before);  // never leave half a record
+    chunk.resize(chunk_before);  // never leave half a record
     throw;
   }
+  const std::size_t before = s.pending_bytes;
+  if (before == 0) s.first_pending_at = Clock::now();
+  s.pending_bytes += chunk.size() - chunk_before;
   const bool wake = (before == 0 && s.writer_idle) ||
-                    (before < s.options.buffer_bytes && s.pending.size() >= s.options.buffer_bytes);
+                    (before < s.options.buffer_bytes && s.pending_bytes >= s.options.buffer_bytes);
   lock.unlock();
   if (wake) s.wake.notify_one();
 }
@@ -239,7 +267,7 @@ void JsonlSink::close(std::chrono::nanoseconds timeout) {
     s.wake.notify_one();
     problem = "close timed out after " +
               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
-              " ms; " + std::to_string(s.pending.size() + s.in_flight) +
+              " ms; " + std::to_string(s.pending_bytes + s.in_flight) +
               " bytes of events not written to " + s.options.path;
   }
   if (s.failed) problem = problem.empty() ? s.failure : s.failure + "; " + problem;
