@@ -113,7 +113,7 @@ struct PrometheusEndpoint::Impl {
 
   // Declared last: destroyed first, releasing every session before the
   // members above go away.
-  asio::io_context io{1};
+  asio::io_context io;
   tcp::acceptor acceptor{io};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
 

@@ -3,7 +3,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -50,7 +49,12 @@ std::string format_prometheus_value(double value) {
   auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
   if (ec != std::errc()) return "NaN";
   const char* e = static_cast<const char*>(std::memchr(buffer, 'e', static_cast<std::size_t>(end - buffer)));
-  const int exponent = e != nullptr ? std::atoi(e + 1) : 0;
+  int exponent = 0;
+  if (e != nullptr) {
+    const char* digits = e + 1;
+    if (digits < end && *digits == '+') ++digits;  // from_chars takes '-' only
+    std::from_chars(digits, end, exponent);
+  }
   // Go's strconv.FormatFloat(v, 'g', -1, 64): exponent form when the
   // exponent is below -4 or at least 6 (the shortest-precision rule).
   if (exponent < -4 || exponent >= 6) return std::string(buffer, end);
