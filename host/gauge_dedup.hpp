@@ -12,7 +12,7 @@
 
 namespace tokenspeed::metrics {
 
-// How values compare (documented in docs/event-semantics.md):
+// How values compare (documented in docs/event-pipeline.md):
 //   * values are compared by bit pattern after every NaN is canonicalized to
 //     one quiet NaN, so NaN repeated is suppressed like any repeated value and
 //     NaN -> 1.0 -> NaN are changes;

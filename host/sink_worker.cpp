@@ -13,7 +13,6 @@
 #include <ctime>
 #include <exception>
 
-#include "abi_buffer.hpp"
 #include "event_clock.hpp"
 #include "metric_series.hpp"
 
@@ -22,6 +21,32 @@ namespace tokenspeed::metrics {
 namespace {
 
 constexpr std::size_t kBatch = 256;
+
+// The host side of tsm_buffer for plugin error messages. Same contract as
+// AbiBuffer (abi_buffer.hpp), which lives in the tsm-config library that the
+// pipeline library does not link: the bytes are copied before assign returns.
+class PluginErrorBuffer {
+ public:
+  PluginErrorBuffer() noexcept : buffer_{sizeof(tsm_buffer), this, &PluginErrorBuffer::assign} {}
+  PluginErrorBuffer(const PluginErrorBuffer&) = delete;
+  PluginErrorBuffer& operator=(const PluginErrorBuffer&) = delete;
+  tsm_buffer* get() noexcept { return &buffer_; }
+  const std::string& str() const noexcept { return contents_; }
+  bool empty() const noexcept { return contents_.empty(); }
+
+ private:
+  static void assign(tsm_buffer* buffer, const char* data, size_t size) noexcept {
+    if (buffer == nullptr || buffer->host_data == nullptr) return;
+    auto* self = static_cast<PluginErrorBuffer*>(buffer->host_data);
+    try {
+      self->contents_.assign(data == nullptr ? "" : data, data == nullptr ? 0 : size);
+    } catch (...) {
+      // Out of memory: keep what was there.
+    }
+  }
+  tsm_buffer buffer_;
+  std::string contents_;
+};
 
 void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
                 std::chrono::nanoseconds timeout) noexcept {
@@ -140,10 +165,10 @@ bool SinkWorker::ensure_sink() noexcept {
 bool SinkWorker::drain_batch() noexcept {
   static thread_local std::array<EventSlot, kBatch> batch;
   static thread_local WallClockConverter* clock = nullptr;
-  static thread_local AbiBuffer* error = nullptr;
+  static thread_local PluginErrorBuffer* error = nullptr;
   if (clock == nullptr) {
     static thread_local WallClockConverter clock_storage;
-    static thread_local AbiBuffer error_storage;
+    static thread_local PluginErrorBuffer error_storage;
     clock = &clock_storage;
     error = &error_storage;
   }
@@ -230,12 +255,16 @@ void SinkWorker::park() noexcept {
     parked_.store(0, std::memory_order_relaxed);
     return;
   }
+  parks_.fetch_add(1, std::memory_order_relaxed);
   futex_wait(&parked_, 1, options_.idle_park_timeout);
   parked_.store(0, std::memory_order_relaxed);
 }
 
 void SinkWorker::wake_slow() noexcept {
-  if (parked_.exchange(0, std::memory_order_acq_rel) != 0) futex_wake(&parked_);
+  if (parked_.exchange(0, std::memory_order_acq_rel) != 0) {
+    wakeups_.fetch_add(1, std::memory_order_relaxed);
+    futex_wake(&parked_);
+  }
 }
 
 std::uint64_t SinkWorker::sum_rings(std::atomic<std::uint64_t> EventRing::*field) const noexcept {
@@ -263,7 +292,7 @@ void SinkWorker::report_problems(bool force) noexcept {
 
 void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
   if (!created_.load(std::memory_order_acquire)) return;  // nothing was returned: nothing to close
-  AbiBuffer error;
+  PluginErrorBuffer error;
   int rc = TSM_ERROR;
   bool threw = false;
   try {
@@ -284,9 +313,17 @@ void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
 }
 
 void SinkWorker::run() noexcept {
+  auto next_report = RateLimitedLog::Clock::now();
   for (;;) {
     if (drain_batch()) {
       if (stop_now_) break;
+      // Busy: still report drops about every 100 ms (the limiter decides
+      // whether a line is due).
+      const auto now = RateLimitedLog::Clock::now();
+      if (now >= next_report) {
+        report_problems(false);
+        next_report = now + std::chrono::milliseconds(100);
+      }
       continue;
     }
     if (stop_.load(std::memory_order_seq_cst) && rings_empty()) break;
@@ -391,6 +428,8 @@ SinkStats SinkWorker::stats() const {
   s.create_failed = create_failed_.load(std::memory_order_acquire);
   s.disabled = disabled_.load(std::memory_order_acquire);
   s.close_failed = close_failed_.load(std::memory_order_acquire);
+  s.wakeups = wakeups_.load(std::memory_order_relaxed);
+  s.parks = parks_.load(std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
   s.closed = closed_;
   s.abandoned = abandoned_;

@@ -55,6 +55,8 @@ struct SinkStats {
   bool closed = false;         // the plugin's close returned (or no sink to close)
   bool close_failed = false;   // close returned nonzero or threw
   bool abandoned = false;      // the worker missed the deadline; left running
+  std::uint64_t wakeups = 0;   // futex wake calls made by collector threads
+  std::uint64_t parks = 0;     // times the worker went to sleep
 };
 
 struct SinkWorkerOptions {
@@ -124,6 +126,8 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
 
   // hot-path shared flags, each on its own line
   alignas(64) std::atomic<std::uint32_t> parked_{0};
+  std::atomic<std::uint64_t> wakeups_{0};
+  std::atomic<std::uint64_t> parks_{0};
   alignas(64) std::atomic<bool> disabled_{false};
   alignas(64) std::atomic<EventRing*> rings_{nullptr};
   std::mutex rings_mutex_;
