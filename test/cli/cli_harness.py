@@ -20,6 +20,8 @@ BINARY = os.environ["TSM_BINARY"]
 PLUGIN_ROOT = os.environ["TSM_TEST_PLUGINS"]
 DEFAULT_PLUGIN_DIR = os.environ.get("TSM_DEFAULT_PLUGIN_DIR", "")
 TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR") or None
+if TMP_ROOT:
+    os.makedirs(TMP_ROOT, mode=0o755, exist_ok=True)
 
 PREFIX = "tokenspeed-metrics: "
 WARNING_PREFIX = "tokenspeed-metrics: warning: "

@@ -51,6 +51,12 @@ class HelpAndUnknownFlags(h.CliTestCase):
                 result = h.run(command, "--no-such-flag")
                 self.assert_startup_error(result, "--no-such-flag")
 
+    def test_abbreviated_flag_is_an_unknown_flag(self):
+        for flag in ("--enable", "--metrics-reporter", "--metrics-plugin"):
+            with self.subTest(flag=flag):
+                result = h.run("check", flag, "echo_config")
+                self.assert_startup_error(result, flag)
+
     def test_unexpected_positional_argument_is_an_error(self):
         for command in COMMANDS:
             with self.subTest(command=command):
