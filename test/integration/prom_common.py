@@ -1,0 +1,91 @@
+"""Shared helpers of the Prometheus integration drivers: running the
+prom-workload program, free ports, HTTP fetches, skipping (exit 77)."""
+import gzip
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import urllib.parse
+import urllib.request
+
+SKIP = 77
+
+
+def skip(reason):
+    print(f"SKIP: {reason}")
+    sys.exit(SKIP)
+
+
+def free_port():
+    """A port free at the time of the call on 127.0.0.1."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def fetch(url, timeout=30, gzip_ok=False):
+    request = urllib.request.Request(url)
+    if gzip_ok:
+        request.add_header("Accept-Encoding", "gzip")
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        body = response.read()
+        if response.headers.get("Content-Encoding") == "gzip":
+            body = gzip.decompress(body)
+        return body.decode("utf-8")
+
+
+def quote(value):
+    return urllib.parse.quote(value, safe="")
+
+
+class Workload:
+    """prom-workload replay SCRIPT: producers forked, /metrics served."""
+
+    def __init__(self, program, script_text):
+        self.tmp = tempfile.TemporaryDirectory(prefix="tsm-it-")
+        script = os.path.join(self.tmp.name, "script.txt")
+        with open(script, "w") as f:
+            f.write(script_text)
+        self.base = os.path.join(self.tmp.name, "runs")
+        self.proc = subprocess.Popen([program, "replay", script, self.base],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     text=True)
+        self.port = None
+        self.pids = {}
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError("prom-workload ended before it was ready")
+            fields = line.split()
+            if fields[0] == "port":
+                self.port = int(fields[1])
+            elif fields[0] == "pid":
+                self.pids[int(fields[1])] = int(fields[2])
+            elif fields[0] == "dir":
+                self.run_dir = fields[1]
+            elif fields[0] == "ready":
+                break
+
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/metrics"
+
+    def command(self, text):
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+        answer = self.proc.stdout.readline().strip()
+        if answer != "ok":
+            raise RuntimeError(f"prom-workload answered {answer!r} to {text!r}")
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.command("quit")
+                self.proc.wait(timeout=30)
+            except Exception:
+                self.proc.kill()
+                self.proc.wait()
+        code = self.proc.returncode
+        run_dir_left = os.path.exists(getattr(self, "run_dir", ""))
+        self.tmp.cleanup()
+        return code, run_dir_left
