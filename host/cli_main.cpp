@@ -12,6 +12,8 @@ namespace tokenspeed::metrics::cli {
 
 int run_plugins(int argc, char** argv);  // cli_plugins.cpp
 int run_check(int argc, char** argv);    // cli_check.cpp
+int run_simulate(int argc, char** argv); // cli_simulate.cpp
+int run_producer(int argc, char** argv); // cli_producer.cpp
 
 namespace {
 
@@ -19,6 +21,8 @@ constexpr Command kCommands[] = {
     {"help", "show this help", nullptr},
     {"plugins", "list plugin files, their status and reporters", run_plugins},
     {"check", "validate the metrics flags and configuration without starting outputs", run_check},
+    {"simulate", "run the simulated engine: a launcher, scheduler ranks and a frontend", run_simulate},
+    {"producer", "a producer process of simulate (started by it, not by hand)", run_producer},
 };
 
 void print_usage(std::FILE* out) {
