@@ -10,6 +10,7 @@
 #include <boost/json.hpp>
 
 #include "abi_buffer.hpp"
+#include "cli_options.hpp"
 #include "plugins/unit_plugin_files.hpp"
 #include "reporter_config.hpp"
 #include "startup_error.hpp"
@@ -437,4 +438,47 @@ TEST_CASE("create_sink and start_node failures are error results, never exceptio
   CHECK_FALSE(rejected.ok);
   CHECK(contains(rejected.error, "start_node did not return a JSON object"));
   CHECK(closed_sessions == 1);  // a returned session is closed
+}
+
+namespace {
+
+boost::program_options::variables_map parse_flags(std::vector<std::string> args) {
+  args.insert(args.begin(), "check");
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  boost::program_options::options_description description("options");
+  tokenspeed::metrics::cli::add_metrics_options(description);
+  return tokenspeed::metrics::cli::parse_command_line(static_cast<int>(argv.size()), argv.data(),
+                                                      description);
+}
+
+}  // namespace
+
+TEST_CASE("the metrics flags parse into the options struct", "[config][cli]") {
+  const MetricsOptions options = tokenspeed::metrics::cli::metrics_options_from(parse_flags(
+      {"--enable-metrics", "--metrics-reporters", "prometheus,jsonl", "--metrics-reporters=x",
+       "--metrics-reporter-config", "/etc/m.json", "--metrics-plugin-dir", "/a",
+       "--metrics-plugin-dir=/b", "--metrics-allow-insecure-plugins"}));
+  CHECK(options.enable_metrics);
+  CHECK(options.reporters == std::vector<std::string>{"prometheus,jsonl", "x"});
+  CHECK(options.reporter_config_file == "/etc/m.json");
+  CHECK(options.plugin_dirs == std::vector<std::string>{"/a", "/b"});
+  CHECK(options.allow_insecure_plugins);
+
+  const MetricsOptions defaults = tokenspeed::metrics::cli::metrics_options_from(parse_flags({}));
+  CHECK_FALSE(defaults.enable_metrics);
+  CHECK(defaults.reporters.empty());
+  CHECK(defaults.reporter_config_file.empty());
+  CHECK(defaults.plugin_dirs.empty());
+  CHECK_FALSE(defaults.allow_insecure_plugins);
+}
+
+TEST_CASE("unknown flags, missing values and stray arguments are startup errors", "[config][cli]") {
+  const StartupError unknown = startup_error([] { parse_flags({"--enable-metric"}); });
+  CHECK(unknown.context().key == "--enable-metric");
+  CHECK(contains(unknown.message(), "unrecognised option"));
+  CHECK_THROWS_AS(parse_flags({"--metrics-reporters"}), StartupError);
+  CHECK_THROWS_AS(parse_flags({"stray"}), StartupError);
+  CHECK_THROWS_AS(parse_flags({"--metrics-reporter-config", "a", "--metrics-reporter-config", "b"}),
+                  StartupError);
 }
