@@ -1,7 +1,6 @@
 /* fails_after_registering.c — models a plugin whose registration fails part
  * way: it declares the output 'rolled_back_output', then reports an error.
- * Built with -DREGISTRATION_SUCCEEDS it is a plugin that declares the same
- * name and succeeds (used to show that a rolled back name is free again). */
+ * Built with -DREGISTRATION_SUCCEEDS it declares the same name and succeeds. */
 #include <string.h>
 
 #include <tokenspeed/metric_reporter.h>
