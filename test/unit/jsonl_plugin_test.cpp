@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -556,13 +557,23 @@ TEST_CASE("jsonl emit never waits for the disk: beyond max_pending_bytes events 
   TempDir dir;
   const fs::path fifo = dir.path / "stuck.fifo";
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
-  // A reader that never reads: the writer thread blocks once the pipe is full.
+  // A reader that does not read, and a pipe filled to the brim beforehand:
+  // the sink's writer thread blocks in its first write.
   const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
   REQUIRE(reader >= 0);
+  const int filler = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);
+  REQUIRE(filler >= 0);
+  const std::string page(static_cast<std::size_t>(sysconf(_SC_PAGESIZE)), '\n');
+  while (write(filler, page.data(), page.size()) > 0) {
+  }
+  REQUIRE(errno == EAGAIN);
+  ::close(filler);
+
   Sink sink(jsonl.descriptor,
             jsonl.normalized(config_for(fifo, R"(,"flush_interval_ms":1,"buffer_bytes":4096,)"
                                               R"("max_pending_bytes":8192)")));
   Event event("tokenspeed:generation_tokens_total", TSM_OP_INC, 1, 1, {{"model", "llama"}});
+  // Far more than max_pending_bytes: emit keeps returning at once, dropping.
   for (int i = 0; i < 50'000; ++i) REQUIRE(sink.emit(event) == TSM_OK);
 
   const std::vector<std::string> logs = jsonl.host.log_lines();
