@@ -90,6 +90,9 @@ int run_simulate(int argc, char** argv) {
       ("ranks", po::value<int>()->default_value(2), "scheduler producers (data-parallel ranks)")
       ("duration", po::value<double>()->default_value(0),
        "seconds to run; 0 runs until SIGINT or SIGTERM")
+      ("linger", po::value<double>()->default_value(0),
+       "after the run: stop the producers, then keep serving /metrics this many seconds "
+       "before closing (to scrape final totals)")
       ("metrics-reporter-queue-size", po::value<std::size_t>()->default_value(RouterOptions{}.queue_size),
        "events each collector thread may queue per output before dropping")
       ("metrics-shutdown-timeout", po::value<double>()->default_value(
@@ -110,6 +113,8 @@ int run_simulate(int argc, char** argv) {
   if (ranks < 1 || ranks > 64) throw StartupError({"", "", "--ranks"}, "must be between 1 and 64");
   const double duration = values["duration"].as<double>();
   if (!(duration >= 0)) throw StartupError({"", "", "--duration"}, "must not be negative");
+  const double linger = values["linger"].as<double>();
+  if (!(linger >= 0)) throw StartupError({"", "", "--linger"}, "must not be negative");
   const std::size_t queue_size = values["metrics-reporter-queue-size"].as<std::size_t>();
   if (queue_size < 2 || queue_size > (std::size_t{1} << 24)) {
     throw StartupError({"", "", "--metrics-reporter-queue-size"}, "must be between 2 and 16777216");
@@ -146,12 +151,16 @@ int run_simulate(int argc, char** argv) {
             << std::endl;
 
   const bool live_status = ::isatty(STDERR_FILENO) != 0 && !launcher.run_dir().empty();
+  bool stop_requested = false;
   std::map<std::string, OutputTotals> previous;
   auto previous_time = std::chrono::steady_clock::now();
   for (;;) {
     const timespec tick{0, 250'000'000};
     const int received = ::sigtimedwait(&stop_signals, nullptr, &tick);
-    if (received == SIGINT || received == SIGTERM) break;
+    if (received == SIGINT || received == SIGTERM) {
+      stop_requested = true;
+      break;
+    }
     for (const ProducerProcess& exited : launcher.producers().reap()) {
       std::fprintf(stderr, "\ntokenspeed-metrics: producer '%s' (pid %d) exited with status %d\n",
                    exited.name.c_str(), static_cast<int>(exited.pid), exited.exit_status);
@@ -175,6 +184,15 @@ int run_simulate(int argc, char** argv) {
     }
   }
   if (live_status) std::fprintf(stderr, "\n");
+  if (linger > 0 && !stop_requested) {
+    launcher.stop_producers();
+    std::cout << "producers stopped; serving /metrics for " << linger << " s" << std::endl;
+    const auto linger_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double>(linger));
+    const timespec wait{static_cast<time_t>(linger_ns.count() / 1'000'000'000),
+                        static_cast<long>(linger_ns.count() % 1'000'000'000)};
+    ::sigtimedwait(&stop_signals, nullptr, &wait);
+  }
   std::cout << "shutting down..." << std::endl;
   const LauncherShutdownReport report = launcher.shutdown();
   std::cout << "stopped in " << std::chrono::duration<double>(report.elapsed).count() << " s\n";

@@ -101,24 +101,39 @@ std::string Launcher::render_metrics() const {
   return render_exposition(merge_scrape(sources));
 }
 
-LauncherShutdownReport Launcher::shutdown() noexcept {
-  if (shut_down_ || !started_) return report_;
-  shut_down_ = true;
-  const auto begin = std::chrono::steady_clock::now();
-  const auto deadline = begin + options_.shutdown_timeout;
-  const auto producer_deadline =
-      begin +
+void Launcher::stop_producers() noexcept {
+  if (producers_stopped_ || !started_) return;
+  producers_stopped_ = true;
+  shutdown_begin_ = std::chrono::steady_clock::now();
+  const auto deadline =
+      shutdown_begin_ +
       std::chrono::duration_cast<std::chrono::steady_clock::duration>(
           options_.shutdown_timeout * kProducerShare) +
       kProducerExitGrace;
-
-  report_.producers = supervisor_.stop(std::min(producer_deadline, deadline));
+  report_.producers = supervisor_.stop(deadline);
   for (const ProducerProcess& process : report_.producers) {
     if (process.killed) {
       warn("producer '" + process.name + "' (pid " + std::to_string(process.pid) +
            ") did not exit within the shutdown budget and was killed");
     }
   }
+}
+
+LauncherShutdownReport Launcher::shutdown() noexcept {
+  if (shut_down_ || !started_) return report_;
+  shut_down_ = true;
+  // One budget from the moment shutdown began. When the producers were
+  // stopped earlier (and /metrics served a while), the launcher's own steps
+  // get their share of the budget from now.
+  const bool producers_were_stopped = producers_stopped_;
+  stop_producers();
+  const auto begin = producers_were_stopped ? std::chrono::steady_clock::now() : shutdown_begin_;
+  const auto deadline =
+      producers_were_stopped
+          ? begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        options_.shutdown_timeout * (1.0 - kProducerShare))
+          : begin + options_.shutdown_timeout;
+
   // The launcher closes its local sinks before the shared node resources.
   if (local_) {
     const auto remaining = std::max(deadline - std::chrono::steady_clock::now(),

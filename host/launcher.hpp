@@ -72,6 +72,12 @@ class Launcher {
   // The merged exposition, as a scrape would return it.
   std::string render_metrics() const;
 
+  // The first step of shutdown on its own: asks the producers to stop, waits
+  // for them (their share of the budget) and kills the late ones. Their
+  // metric files stay, so /metrics keeps serving what they recorded (dead
+  // processes' live gauges excepted). Idempotent; shutdown() calls it.
+  void stop_producers() noexcept;
+
   // Asks the producers to stop and waits for them (their share of the
   // budget: three quarters), kills the late ones, closes this process's
   // sinks, then the node sessions in reverse order, within what remains.
@@ -91,6 +97,8 @@ class Launcher {
   ProducerSupervisor supervisor_;
   bool started_ = false;
   bool shut_down_ = false;
+  bool producers_stopped_ = false;
+  std::chrono::steady_clock::time_point shutdown_begin_{};
   LauncherShutdownReport report_;
 };
 

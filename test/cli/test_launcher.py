@@ -1,0 +1,296 @@
+"""test_launcher.py — the launcher and its producers, through
+`tokenspeed-metrics simulate` run as an operator would: start_node in the
+launcher only, the producer configuration across spawn, the shutdown order,
+a producer killed mid-run, a plugin that ignores its close timeout, and the
+jsonl events agreeing with the Prometheus counters.
+
+Environment: TSM_BINARY, TSM_TEST_PLUGINS (cli_harness.py), and
+TSM_JSONL_PLUGIN_DIR (the build folder holding jsonl.so).
+"""
+import glob
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import unittest
+import urllib.request
+
+from prometheus_client.parser import text_string_to_metric_families
+
+import cli_harness
+
+JSONL_DIR = os.environ["TSM_JSONL_PLUGIN_DIR"]
+# Hang guards only: a run that exceeds them has hung.
+STARTUP_TIMEOUT_S = 30
+EXIT_TIMEOUT_S = 60
+
+
+class Simulation:
+    """One `simulate` process, its output collected on a reader thread."""
+
+    def __init__(self, *args):
+        self.args = [cli_harness.BINARY, "simulate", "--enable-metrics", "--metrics-port", "0",
+                     *args]
+        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+        self.stdout_lines = []
+        self.stderr_text = ""
+        self._line_added = threading.Condition()
+        self._readers = [threading.Thread(target=self._read_stdout, daemon=True),
+                         threading.Thread(target=self._read_stderr, daemon=True)]
+        for reader in self._readers:
+            reader.start()
+
+    def _read_stdout(self):
+        for line in self.process.stdout:
+            with self._line_added:
+                self.stdout_lines.append(line.rstrip("\n"))
+                self._line_added.notify_all()
+
+    def _read_stderr(self):
+        self.stderr_text = self.process.stderr.read()
+
+    def wait_for_line(self, prefix, timeout=STARTUP_TIMEOUT_S):
+        deadline = time.monotonic() + timeout
+        with self._line_added:
+            while True:
+                for line in self.stdout_lines:
+                    if line.startswith(prefix):
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0 or self.process.poll() is not None and not self._readers[0].is_alive():
+                    raise AssertionError(f"no line starting {prefix!r}:\n{self.describe()}")
+                self._line_added.wait(min(left, 0.2))
+
+    def metrics_url(self):
+        return self.wait_for_line("Prometheus metrics: ").split(": ", 1)[1]
+
+    def wait(self, timeout=EXIT_TIMEOUT_S):
+        status = self.process.wait(timeout)
+        for reader in self._readers:
+            reader.join(timeout)
+        self.process.stdout.close()
+        self.process.stderr.close()
+        return status
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+        self.wait()
+
+    def producer_pids(self):
+        """{name: pid} of the running children, from their command lines."""
+        children = {}
+        for stat_path in glob.glob("/proc/[0-9]*/stat"):
+            try:
+                with open(stat_path) as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) != self.process.pid:
+                    continue
+                pid = int(stat_path.split("/")[2])
+                with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                    argv = cmdline.read().decode().split("\0")
+            except (OSError, IndexError, ValueError):
+                continue
+            if "producer" not in argv:
+                continue
+            role = argv[argv.index("--role") + 1]
+            name = f"scheduler-{argv[argv.index('--dp-rank') + 1]}" if role == "scheduler" else role
+            children[name] = pid
+        return children
+
+    def describe(self):
+        return (f"command: {' '.join(self.args)}\n--- stdout\n" + "\n".join(self.stdout_lines) +
+                f"\n--- stderr\n{self.stderr_text}---")
+
+
+def scrape(url):
+    with urllib.request.urlopen(url, timeout=10) as response:
+        return response.read().decode()
+
+
+def samples(text):
+    """[(name, labels, value)] of an exposition."""
+    return [(sample.name, sample.labels, sample.value)
+            for family in text_string_to_metric_families(text) for sample in family.samples]
+
+
+def poll(condition, timeout, interval=0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    return condition()
+
+
+class LauncherTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(dir=cli_harness.TMP_ROOT)
+        self.simulations = []
+
+    def tearDown(self):
+        for simulation in self.simulations:
+            simulation.kill()
+
+    def simulate(self, *args):
+        simulation = Simulation(*args)
+        self.simulations.append(simulation)
+        return simulation
+
+    def write_config(self, config):
+        path = os.path.join(self.tmp, "metrics.json")
+        with open(path, "w") as file:
+            json.dump(config, file)
+        return path
+
+    def test_start_node_runs_once_in_the_launcher_and_every_producer_gets_its_producer_config(self):
+        log = os.path.join(self.tmp, "lifecycle.log")
+        config = self.write_config({"lifecycle_log": {"log": log}})
+        run = self.simulate("--metrics-reporters", "lifecycle_log",
+                            "--metrics-reporter-config", config,
+                            "--metrics-plugin-dir", os.path.join(cli_harness.PLUGIN_ROOT,
+                                                                 "node_lifecycle_log"),
+                            "--ranks", "2", "--duration", "1.5")
+        self.assertEqual(run.wait(), 0, run.describe())
+        launcher = run.process.pid
+        with open(log) as file:
+            lines = [line.split(" ", 2) for line in file.read().splitlines()]
+        calls = [(call, int(pid), argument) for call, pid, argument in lines]
+
+        start_nodes = [c for c in calls if c[0] == "start_node"]
+        self.assertEqual([pid for _, pid, _ in start_nodes], [launcher], calls)
+
+        expected_producer_config = {"log": log, "session": str(launcher)}
+        created = [c for c in calls if c[0] == "create_sink"]
+        self.assertEqual(len(created), 4, calls)  # the launcher, 2 schedulers, the frontend
+        self.assertEqual(len({pid for _, pid, _ in created}), 4, calls)
+        for _, pid, argument in created:
+            self.assertEqual(json.loads(argument), expected_producer_config,
+                             f"create_sink in {pid}")
+
+        launcher_calls = [call for call, pid, _ in calls if pid == launcher]
+        self.assertEqual(launcher_calls, ["start_node", "create_sink", "sink_close", "session_close"])
+        self.assertEqual(calls[-1][0], "session_close", "the node session is closed last")
+        self.assertEqual(sum(1 for c in calls if c[0] == "session_close"), 1)
+        self.assertEqual(sum(1 for c in calls if c[0] == "sink_close"), 4, calls)
+
+    def test_a_failing_start_node_closes_the_earlier_sessions_and_fails_startup(self):
+        log = os.path.join(self.tmp, "lifecycle.log")
+        config = self.write_config({"lifecycle_log": {"log": log}})
+        run = self.simulate("--metrics-reporters", "lifecycle_log,start_node_fails",
+                            "--metrics-reporter-config", config,
+                            "--metrics-plugin-dir", os.path.join(cli_harness.PLUGIN_ROOT,
+                                                                 "node_lifecycle_log"),
+                            "--metrics-plugin-dir", os.path.join(cli_harness.PLUGIN_ROOT,
+                                                                 "start_node_faults"))
+        self.assertEqual(run.wait(), 2, run.describe())
+        errors = [line for line in run.stderr_text.splitlines() if "warning" not in line]
+        self.assertEqual(len(errors), 1, run.describe())
+        self.assertIn("reporter 'start_node_fails'", errors[0])
+        self.assertIn("cannot reach the node collector at 127.0.0.1:1", errors[0])
+        with open(log) as file:
+            calls = [line.split(" ")[0] for line in file.read().splitlines()]
+        self.assertEqual(calls, ["start_node", "session_close"], "the earlier session is closed")
+        self.assertEqual(run.producer_pids(), {})
+
+    def test_a_producer_config_that_is_not_a_json_object_fails_startup(self):
+        run = self.simulate("--metrics-reporters", "start_node_bad_config",
+                            "--metrics-plugin-dir", os.path.join(cli_harness.PLUGIN_ROOT,
+                                                                 "start_node_faults"))
+        self.assertEqual(run.wait(), 2, run.describe())
+        errors = [line for line in run.stderr_text.splitlines() if "warning" not in line]
+        self.assertEqual(len(errors), 1, run.describe())
+        self.assertIn("reporter 'start_node_bad_config'", errors[0])
+        self.assertIn("JSON object", errors[0])
+
+    def test_a_producer_killed_with_sigkill_loses_its_gauges_but_not_its_counters(self):
+        run = self.simulate("--ranks", "2", "--metrics-shutdown-timeout", "3")
+        url = run.metrics_url()
+
+        def gauge_ranks():
+            return {labels["dp_rank"] for name, labels, _ in samples(scrape(url))
+                    if name == "tokenspeed:num_requests_running"}
+
+        self.assertEqual(poll(lambda: gauge_ranks() == {"0", "1"} and gauge_ranks(), 20),
+                         {"0", "1"}, run.describe())
+        victim = run.producer_pids()["scheduler-1"]
+        os.kill(victim, signal.SIGKILL)
+
+        self.assertEqual(poll(lambda: gauge_ranks() == {"0"} and gauge_ranks(), 20), {"0"},
+                         "the dead producer's live gauges leave /metrics")
+        drafts = {labels["dp_rank"]: value for name, labels, value in samples(scrape(url))
+                  if name == "tokenspeed:spec_decode_num_drafts_total"}
+        self.assertIn("1", drafts, "the dead producer's counters remain")
+        self.assertGreater(drafts["1"], 0)
+
+        run.process.send_signal(signal.SIGTERM)
+        self.assertEqual(run.wait(), 0, run.describe())
+        self.assertIn(f"producer 'scheduler-1' (pid {victim}) exited with status 137",
+                      run.stderr_text)
+
+    def test_sigterm_with_a_plugin_that_ignores_its_close_timeout_exits_within_the_budget(self):
+        budget_s = 2.0
+        run = self.simulate("--metrics-reporters", "prometheus,stuck_close",
+                            "--metrics-plugin-dir", os.path.join(cli_harness.PLUGIN_ROOT,
+                                                                 "ignores_close_timeout"),
+                            "--ranks", "1", "--metrics-shutdown-timeout", str(budget_s))
+        url = run.metrics_url()
+        # Events flowing in every process: the stuck sinks exist.
+        poll(lambda: any(name == "tokenspeed_metrics_reporter_events_delivered_total" and value > 0
+                         for name, _, value in samples(scrape(url))), 20)
+        producers = run.producer_pids()
+        self.assertEqual(set(producers), {"scheduler-0", "frontend"})
+
+        sent = time.monotonic()
+        run.process.send_signal(signal.SIGTERM)
+        status = run.wait()
+        elapsed = time.monotonic() - sent
+        self.assertEqual(status, 0, run.describe())
+        # The plugin would hold each close for 60 s; the tree keeps its
+        # budget plus a grace for process start-up noise.
+        self.assertLess(elapsed, budget_s + 3.0, run.describe())
+        for pid in producers.values():
+            self.assertFalse(os.path.exists(f"/proc/{pid}"), f"producer {pid} still exists")
+
+    def test_jsonl_events_summed_per_metric_equal_the_prometheus_counters(self):
+        config = self.write_config({"jsonl": {"path": os.path.join(self.tmp, "events-{pid}.jsonl")}})
+        run = self.simulate("--metrics-reporters", "prometheus", "--metrics-reporters", "jsonl",
+                            "--metrics-reporter-config", config, "--metrics-plugin-dir", JSONL_DIR,
+                            "--ranks", "2", "--request-rate", "200", "--duration", "2",
+                            "--linger", "60")
+        url = run.metrics_url()
+        run.wait_for_line("producers stopped", timeout=EXIT_TIMEOUT_S)
+        exposition = scrape(url)
+        run.process.send_signal(signal.SIGTERM)
+        self.assertEqual(run.wait(), 0, run.describe())
+
+        prometheus_totals = {}
+        for name, _, value in samples(exposition):
+            if name.startswith("tokenspeed:") and name.endswith("_total") and \
+                    not name.startswith("tokenspeed:iteration_tokens_total"):
+                prometheus_totals[name] = prometheus_totals.get(name, 0) + value
+        jsonl_totals = {}
+        files = glob.glob(os.path.join(self.tmp, "events-*.jsonl"))
+        self.assertEqual(len(files), 4, files)
+        for path in files:
+            with open(path) as file:
+                for line in file:
+                    event = json.loads(line)
+                    if event["operation"] == "inc":
+                        jsonl_totals[event["metric"]] = jsonl_totals.get(event["metric"], 0) + event["value"]
+        self.assertTrue(prometheus_totals)
+        self.assertEqual(jsonl_totals, prometheus_totals)
+        # Nothing overflowed, so nothing may be missing.
+        table = [line.split() for line in run.stdout_lines if " jsonl " in line]
+        self.assertEqual(len(table), 4, run.describe())
+        for row in table:
+            self.assertEqual(row[5:8], ["0", "0", "no"], row)
+
+
+if __name__ == "__main__":
+    unittest.main()
