@@ -58,6 +58,12 @@ std::map<std::string, OutputTotals> output_totals(const std::filesystem::path& r
   return totals;
 }
 
+std::string format_seconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", seconds);
+  return text;
+}
+
 std::vector<ProducerSpec> producer_specs(int ranks, const SimulationOptions& simulation) {
   const std::string exe = self_executable();
   const std::vector<std::string> shared = simulation_arguments(simulation);
@@ -147,7 +153,7 @@ int run_simulate(int argc, char** argv) {
   const std::string url = launcher.metrics_url();
   if (!url.empty()) std::cout << "Prometheus metrics: " << url << std::endl;
   std::cout << "simulating " << ranks << " scheduler rank(s) and a frontend; "
-            << (duration > 0 ? "for " + std::to_string(duration) + " s" : std::string("Ctrl-C stops"))
+            << (duration > 0 ? "for " + format_seconds(duration) : std::string("until Ctrl-C"))
             << std::endl;
 
   const bool live_status = ::isatty(STDERR_FILENO) != 0 && !launcher.run_dir().empty();
