@@ -34,22 +34,27 @@ bool is_valid_reporter_name(std::string_view name) noexcept {
 
 ReporterRegistry::ReporterRegistry() = default;
 
+ReporterRegistry::~ReporterRegistry() {
+  // The tables outlive the registry; a late registration must find it gone.
+  for (PluginContext* context : contexts_) context->registry = nullptr;
+}
+
 const tsm_host_api* ReporterRegistry::host_api() const noexcept {
   if (!open_ || contexts_.empty()) return nullptr;
   return &contexts_.back()->api;
 }
 
 void ReporterRegistry::begin(std::string plugin_name, std::string plugin_path) {
-  auto context = std::make_unique<PluginContext>();
+  auto* context = new PluginContext();  // never freed, see contexts_
   context->registry = this;
   context->plugin_name = plugin_name;
   context->api.struct_size = sizeof(tsm_host_api);
   context->api.api_version = TSM_METRIC_REPORTER_API_VERSION;
-  context->api.host_data = context.get();
+  context->api.host_data = context;
   context->api.host_version = TSM_VERSION;
   context->api.register_metric_reporter = &ReporterRegistry::register_trampoline;
   context->api.log = &ReporterRegistry::log_trampoline;
-  contexts_.push_back(std::move(context));
+  contexts_.push_back(context);
   open_ = true;
   plugin_name_ = std::move(plugin_name);
   plugin_path_ = std::move(plugin_path);
@@ -148,8 +153,8 @@ int ReporterRegistry::register_trampoline(void* host_data,
     const auto* context = static_cast<const PluginContext*>(host_data);
     if (context == nullptr) {
       message = "register_metric_reporter called without host_data";
-    } else if (!context->registry->open_ ||
-               context->registry->contexts_.back().get() != context) {
+    } else if (context->registry == nullptr || !context->registry->open_ ||
+               context->registry->contexts_.back() != context) {
       message = "register_metric_reporter called after tsm_register returned: rejected";
     } else {
       message = context->registry->add(descriptor);
@@ -166,11 +171,11 @@ int ReporterRegistry::register_trampoline(void* host_data,
 
 void ReporterRegistry::log_trampoline(void* host_data, uint32_t level,
                                       const char* message) noexcept {
+  if (level < TSM_LOG_INFO) return;  // plugin debug lines are not shown
   const auto* context = static_cast<const PluginContext*>(host_data);
   const char* severity = level >= TSM_LOG_ERROR     ? "error"
                          : level >= TSM_LOG_WARNING ? "warning"
-                         : level >= TSM_LOG_INFO    ? "info"
-                                                    : "debug";
+                                                    : "info";
   std::fprintf(stderr, "tokenspeed-metrics: %s: plugin '%s': %s\n", severity,
                context == nullptr ? "?" : context->plugin_name.c_str(),
                message == nullptr ? "" : message);

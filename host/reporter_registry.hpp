@@ -28,6 +28,7 @@ bool is_valid_reporter_name(std::string_view name) noexcept;
 class ReporterRegistry {
  public:
   ReporterRegistry();
+  ~ReporterRegistry();
   ReporterRegistry(const ReporterRegistry&) = delete;
   ReporterRegistry& operator=(const ReporterRegistry&) = delete;
 
@@ -63,7 +64,8 @@ class ReporterRegistry {
   // The host-API table to hand to the tsm_register of the plugin whose window
   // is open (nullptr when none is). Each plugin gets its own table, tagged
   // with its name for log lines; every table stays valid for the life of the
-  // registry, so that a plugin calling it late is rejected, not undefined.
+  // process (log keeps working from any thread after the registry is gone),
+  // so that a plugin calling it late is rejected, not undefined.
   const tsm_host_api* host_api() const noexcept;
 
  private:
@@ -83,7 +85,9 @@ class ReporterRegistry {
     Reporter* added;
   };
 
-  std::vector<std::unique_ptr<PluginContext>> contexts_;  // one per window, never freed
+  // One per window, allocated once and never freed: a plugin may keep the
+  // table and call log for the life of the process.
+  std::vector<PluginContext*> contexts_;
   bool open_ = false;
   std::string plugin_name_;
   std::string plugin_path_;

@@ -217,3 +217,18 @@ TEST_CASE("the host API rejection message reaches the plugin's error buffer", "[
   CHECK(contains(error.str(), "reserved"));
   registry.commit();
 }
+
+TEST_CASE("a host table kept by a plugin stays safe after the registry is gone", "[registry]") {
+  const tsm_host_api* api = nullptr;
+  {
+    ReporterRegistry registry;
+    registry.begin("p", "/p.so");
+    api = registry.host_api();
+    registry.commit();
+  }
+  auto late = descriptor("late");
+  AbiBuffer error;
+  CHECK(api->register_metric_reporter(api->host_data, &late, error.get()) == TSM_ERROR);
+  CHECK(contains(error.str(), "after tsm_register returned"));
+  api->log(api->host_data, TSM_LOG_DEBUG, "still safe to log");
+}
