@@ -162,8 +162,9 @@ class LauncherTest(unittest.TestCase):
             lines = [line.split(" ", 2) for line in file.read().splitlines()]
         calls = [(call, int(pid), argument) for call, pid, argument in lines]
 
-        start_nodes = [c for c in calls if c[0] == "start_node"]
-        self.assertEqual([pid for _, pid, _ in start_nodes], [launcher], calls)
+        # validate and start_node run once, in the launcher only.
+        for once in ("validate", "start_node"):
+            self.assertEqual([pid for call, pid, _ in calls if call == once], [launcher], calls)
 
         expected_producer_config = {"log": log, "session": str(launcher)}
         created = [c for c in calls if c[0] == "create_sink"]
@@ -174,7 +175,8 @@ class LauncherTest(unittest.TestCase):
                              f"create_sink in {pid}")
 
         launcher_calls = [call for call, pid, _ in calls if pid == launcher]
-        self.assertEqual(launcher_calls, ["start_node", "create_sink", "sink_close", "session_close"])
+        self.assertEqual(launcher_calls, ["validate", "start_node", "create_sink", "sink_close",
+                                          "session_close"])
         self.assertEqual(calls[-1][0], "session_close", "the node session is closed last")
         self.assertEqual(sum(1 for c in calls if c[0] == "session_close"), 1)
         self.assertEqual(sum(1 for c in calls if c[0] == "sink_close"), 4, calls)
@@ -195,7 +197,8 @@ class LauncherTest(unittest.TestCase):
         self.assertIn("cannot reach the node collector at 127.0.0.1:1", errors[0])
         with open(log) as file:
             calls = [line.split(" ")[0] for line in file.read().splitlines()]
-        self.assertEqual(calls, ["start_node", "session_close"], "the earlier session is closed")
+        self.assertEqual(calls, ["validate", "start_node", "session_close"],
+                         "the earlier session is closed")
         self.assertEqual(run.producer_pids(), {})
 
     def test_a_producer_config_that_is_not_a_json_object_fails_startup(self):

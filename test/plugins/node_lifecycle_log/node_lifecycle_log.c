@@ -1,6 +1,6 @@
 /* node_lifecycle_log.c — output 'lifecycle_log' with start_node. Settings:
  * {"log": "<file>"}. Each of start_node, create_sink, sink close and session
- * close appends one line "<call> <pid> <argument>" to the file with O_APPEND,
+ * close (and validate) appends one line "<call> <pid> <argument>" to the file with O_APPEND,
  * so lines of several processes never interleave. start_node hands producers
  * {"log": ..., "session": "<launcher pid>"}: plain data naming the session. */
 #define _POSIX_C_SOURCE 200809L
@@ -47,6 +47,7 @@ static int validate(void *ud, const char *config, size_t size, tsm_buffer *norma
         error->assign(error, message, sizeof message - 1);
         return TSM_ERROR;
     }
+    append_line(path, "validate", "-");
     normalized->assign(normalized, config, size);
     return TSM_OK;
 }
