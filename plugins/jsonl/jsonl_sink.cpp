@@ -13,10 +13,10 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstdint>
-#include <cstring>
 #include <mutex>
 #include <stdexcept>
 #include <string_view>
+#include <system_error>
 #include <utility>
 #include <vector>
 
@@ -59,13 +59,13 @@ struct JsonlSink::State {
 
 namespace {
 
-constexpr std::size_t kWriteChunk = 256 * 1024;  // formatted text per write(2)
+constexpr std::size_t kWriteChunk = std::size_t{256} * 1024;  // formatted text per write(2)
 // Records are appended to chunks of this capacity, never moved once written;
 // the writer hands emptied chunks back, so a busy sink stops allocating.
-constexpr std::size_t kRecordChunk = 64 * 1024;
+constexpr std::size_t kRecordChunk = std::size_t{64} * 1024;
 
 std::string describe_errno(const std::string& what, const std::string& path, int error) {
-  return what + " " + path + ": " + std::strerror(error);
+  return what + " " + path + ": " + std::generic_category().message(error);
 }
 
 // Writes all of data; returns an empty string or a message naming the file.

@@ -3,7 +3,6 @@
 // metric_reporter.hpp. Built as C++17: the helper must need nothing newer.
 #include <catch2/catch.hpp>
 
-#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -242,12 +241,7 @@ bool eventually(const std::function<bool()>& condition) {
 
 std::size_t thread_count() {
   std::size_t count = 0;
-  DIR* tasks = opendir("/proc/self/task");
-  if (tasks == nullptr) return 0;
-  while (const dirent* entry = readdir(tasks)) {
-    if (entry->d_name[0] != '.') ++count;
-  }
-  closedir(tasks);
+  for ([[maybe_unused]] const auto& task : fs::directory_iterator("/proc/self/task")) ++count;
   return count;
 }
 
