@@ -261,25 +261,30 @@ void JsonlSink::close(std::chrono::nanoseconds timeout) {
   s.stopping = true;
   s.wake.notify_one();
   const bool drained = s.finished.wait_until(lock, deadline, [&] { return s.writer_done; });
-  std::string problem;
-  if (!drained) {
-    s.abandon = true;
-    s.wake.notify_one();
-    problem = "close timed out after " +
-              std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
-              " ms; " + std::to_string(s.pending_bytes + s.in_flight) +
-              " bytes of events not written to " + s.options.path;
-  }
-  if (s.failed) problem = problem.empty() ? s.failure : s.failure + "; " + problem;
-  std::string drops = s.dropped_unlogged > 0 ? drop_message(s) : std::string();
+  if (!drained) s.abandon = true;
+  const std::size_t unwritten = s.pending_bytes + s.in_flight;
   lock.unlock();
-
-  if (!drops.empty()) s.host.log(TSM_LOG_WARNING, drops);
+  // The thread is released before anything below may throw.
   if (drained) {
     writer_.join();
   } else {
+    s.wake.notify_one();
     writer_.detach();  // keeps its State reference; closes the file when done
   }
+
+  lock.lock();
+  std::string problem = s.failed ? s.failure : std::string();
+  std::string drops = s.dropped_unlogged > 0 ? drop_message(s) : std::string();
+  s.dropped_unlogged = 0;
+  lock.unlock();
+  if (!drained) {
+    if (!problem.empty()) problem += "; ";
+    problem += "close timed out after " +
+               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
+               " ms; " + std::to_string(unwritten) + " bytes of events not written to " +
+               s.options.path;
+  }
+  if (!drops.empty()) s.host.log(TSM_LOG_WARNING, drops);
   if (!problem.empty()) throw std::runtime_error(problem);
 }
 
