@@ -29,12 +29,15 @@ struct alignas(64) EventRing {
   }
 
   boost::lockfree::spsc_queue<EventSlot> queue;
-  // Producer-side outcome of every event offered to this sink by this thread.
-  std::atomic<std::uint64_t> pushed{0};               // entered the ring
+  // The sink's list; read by the worker on every drain pass, written once.
+  alignas(64) EventRing* next = nullptr;
+  // Producer-side outcome of every event offered to this sink by this
+  // thread. On a cache line of their own: the producer writes one per event,
+  // and sharing a line with the consumer's read index would bounce it.
+  alignas(64) std::atomic<std::uint64_t> pushed{0};   // entered the ring
   std::atomic<std::uint64_t> dropped_full{0};         // ring full
   std::atomic<std::uint64_t> dropped_disabled{0};     // sink already disabled
   std::atomic<std::uint64_t> dropped_after_close{0};  // close had begun
-  EventRing* next = nullptr;                          // the sink's list
 };
 
 }  // namespace tokenspeed::metrics

@@ -31,7 +31,7 @@ EventRouter::EventRouter(std::vector<OutputDefinition> outputs, RouterOptions op
 }
 
 EventRouter::~EventRouter() {
-  close(std::chrono::nanoseconds::zero());
+  close(options_.close_grace);
 }
 
 EventRing* const* EventRouter::register_thread() noexcept {

@@ -43,7 +43,7 @@ struct RouterOptions {
 class EventRouter {
  public:
   explicit EventRouter(std::vector<OutputDefinition> outputs, RouterOptions options = {});
-  // Closes with a zero budget when close() was not called.
+  // Closes with a budget of close_grace when close() was not called.
   ~EventRouter();
   EventRouter(const EventRouter&) = delete;
   EventRouter& operator=(const EventRouter&) = delete;

@@ -41,7 +41,9 @@ struct MetricSeries {
   std::uint64_t hash = 0;             // hash of the label values (lookup table)
   std::vector<std::string> label_values;
   std::vector<const char*> label_value_ptrs;  // c_str() of label_values
-  GaugeDedup dedup;                   // gauges only
+  // Gauges only. On a cache line of its own: collector threads write it,
+  // delivery workers read the fields above.
+  alignas(64) GaugeDedup dedup;
 };
 
 // What a collector thread hands to the router per event: 32 bytes, no

@@ -108,7 +108,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   static constexpr std::uint64_t kFrozen = std::uint64_t{1} << 63;
 
   void run() noexcept;
-  bool drain_batch() noexcept;     // true when something was popped
+  std::size_t drain_batch() noexcept;  // events popped in this pass
   bool rings_empty() noexcept;     // consumer side
   void park() noexcept;
   void wake_slow() noexcept;
@@ -126,7 +126,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
 
   // hot-path shared flags, each on its own line
   alignas(64) std::atomic<std::uint32_t> parked_{0};
-  std::atomic<std::uint64_t> wakeups_{0};
+  alignas(64) std::atomic<std::uint64_t> wakeups_{0};
   std::atomic<std::uint64_t> parks_{0};
   alignas(64) std::atomic<bool> disabled_{false};
   alignas(64) std::atomic<EventRing*> rings_{nullptr};

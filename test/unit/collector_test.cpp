@@ -25,13 +25,30 @@ std::atomic<long> g_allocations{0};
 thread_local bool t_counting = false;
 }  // namespace
 
+// Replacement allocation functions: malloc/free underneath on purpose.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 void* operator new(std::size_t size) {
   if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
+void* operator new[](std::size_t size) { return operator new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return operator new(size);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
 
 namespace {
 
@@ -270,4 +287,20 @@ TEST_CASE("labels(...).inc() on an existing series and inc on a handle allocate 
   }
   CHECK(counted == 0);
   router.close(std::chrono::seconds(10));
+}
+
+TEST_CASE("events are observations before aggregation: counter events carry deltas, not running totals") {
+  InProcessMetricStore store;
+  TestSink sink;
+  EventRouter router({test_output("rec", &sink)});
+  Collector collector(store, &router);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  c.inc(5);
+  c.inc(2);
+  REQUIRE(router.close(std::chrono::seconds(10)));
+  const auto events = sink.snapshot();
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].value == 5);
+  CHECK(events[1].value == 2);
+  CHECK(all_series(store)[0]->slots[0] == 7);  // the aggregate is Prometheus's
 }

@@ -407,10 +407,11 @@ TEST_CASE("a router destroyed without close still closes its sinks") {
   TestSink sink;
   InProcessMetricStore store;
   {
-    EventRouter router({test_output("a", &sink)});
-    Collector collector(store, &router);
+    auto router = std::make_unique<EventRouter>(std::vector<OutputDefinition>{test_output("a", &sink)});
+    Collector collector(store, router.get());  // outlives the router, as collector.hpp requires
     collector.counter(kCounter).labels("llama", "0").inc();
-    REQUIRE(eventually([&] { return router.stats()[0].delivered == 1; }));
+    REQUIRE(eventually([&] { return router->stats()[0].delivered == 1; }));
+    router.reset();
   }
   REQUIRE(eventually([&] { return sink.closes.load() == 1; }));
 }

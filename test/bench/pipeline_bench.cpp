@@ -1,0 +1,406 @@
+// pipeline_bench.cpp — the event pipeline against the targets of issue 3:
+// record-path cost with and without an external output, the std::mutex +
+// std::deque baseline in the same run, label lookup, histogram observe, one
+// worker's delivery rate, a plugin that sleeps in every emit (record-path
+// p99.9, drops, RSS), allocations on the hot path, and the clock choices.
+#include <benchmark/benchmark.h>
+
+#include <time.h>
+#include <unistd.h>
+#include <x86intrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <mutex>
+#include <new>
+#include <thread>
+#include <vector>
+
+#include <boost/lockfree/spsc_queue.hpp>
+
+#include "collector.hpp"
+#include "event_clock.hpp"
+#include "event_router.hpp"
+#include "in_process_metric_store.hpp"
+
+using namespace tokenspeed::metrics;
+
+// ------------------------------------------------------ allocation counting
+namespace {
+// Counted on the benchmark's own (collector) thread only: workers allocate
+// their log lines and calibration state off the hot path.
+std::atomic<long> g_allocations{0};
+thread_local bool t_counting = true;
+}
+// Replacement allocation functions: malloc/free underneath on purpose.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+void* operator new(std::size_t size) {
+  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) { return operator new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
+  try {
+    return operator new(size);
+  } catch (...) {
+    return nullptr;
+  }
+}
+void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+#pragma GCC diagnostic pop
+
+namespace {
+
+const MetricDefinition kCounter{"tokenspeed:num_requests", MetricKind::counter, "", "", {"model", "rank"}, {}, {}};
+const MetricDefinition kHistogram{"tokenspeed:request_time_per_output_token_seconds", MetricKind::histogram, "",
+                                  "seconds", {"model", "rank"},
+                                  {0.002, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.15,
+                                   0.2, 0.3, 0.4, 0.6, 0.8, 1, 2},
+                                  {}};
+
+// ------------------------------------------------------------ no-op plugin
+struct NoopSink {
+  std::atomic<std::uint64_t> emits{0};
+  std::chrono::milliseconds sleep{0};
+  static int emit(void* self, const tsm_metric_event*, tsm_buffer*) {
+    auto* s = static_cast<NoopSink*>(self);
+    s->emits.store(s->emits.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (s->sleep.count() > 0) std::this_thread::sleep_for(s->sleep);
+    return TSM_OK;
+  }
+  static int close(void*, std::int64_t, tsm_buffer*) { return TSM_OK; }
+};
+const tsm_sink_vtable kNoopVtable{sizeof(tsm_sink_vtable), &NoopSink::emit, &NoopSink::close};
+
+struct Gate {
+  std::mutex m;
+  std::condition_variable cv;
+  bool open = false;
+  void wait() {
+    std::unique_lock l(m);
+    cv.wait(l, [&] { return open; });
+  }
+  void release() {
+    std::lock_guard l(m);
+    open = true;
+    cv.notify_all();
+  }
+};
+
+OutputDefinition noop_output(NoopSink* sink, Gate* gate = nullptr) {
+  return OutputDefinition{"noop", [sink, gate](tsm_sink& out, std::string&) {
+                            t_counting = false;  // runs on the worker thread
+                            if (gate != nullptr) gate->wait();
+                            out.vtable = &kNoopVtable;
+                            out.self = sink;
+                            return 0;
+                          }};
+}
+
+RouterOptions quiet(std::size_t queue_size = 8192) {
+  RouterOptions o;
+  o.queue_size = queue_size;
+  o.log = [](std::string_view) {};
+  return o;
+}
+
+void report_drops(benchmark::State& state, EventRouter& router, long allocations) {
+  router.close(std::chrono::seconds(5));
+  const SinkStats s = router.stats()[0];
+  state.counters["delivered"] = static_cast<double>(s.delivered);
+  state.counters["dropped_full"] = static_cast<double>(s.dropped_full);
+  state.counters["allocs"] = static_cast<double>(allocations);
+  state.counters["parks"] = static_cast<double>(s.parks);
+  state.counters["wakeups"] = static_cast<double>(s.wakeups);
+}
+
+long rss_kib() {
+  std::ifstream statm("/proc/self/statm");
+  long pages = 0, resident = 0;
+  statm >> pages >> resident;
+  return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ record paths
+
+static void BM_CounterInc_AggregateOnly(benchmark::State& state) {
+  InProcessMetricStore store;
+  Collector collector(store);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  const long a0 = g_allocations.load();
+  for (auto _ : state) c.inc();
+  state.counters["allocs"] = static_cast<double>(g_allocations.load() - a0);
+}
+BENCHMARK(BM_CounterInc_AggregateOnly);
+
+static void BM_CounterInc_OneOutput(benchmark::State& state) {
+  InProcessMetricStore store;
+  NoopSink sink;
+  EventRouter router({noop_output(&sink)}, quiet());
+  Collector collector(store, &router);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  c.inc();  // registers this thread's rings
+  const long a0 = g_allocations.load();
+  for (auto _ : state) c.inc();
+  const long allocs = g_allocations.load() - a0;
+  report_drops(state, router, allocs);
+}
+BENCHMARK(BM_CounterInc_OneOutput)->UseRealTime();
+
+// The baseline of issue 3: every event handed to a consumer thread through a
+// std::mutex-protected std::deque, the consumer draining continuously.
+static void BM_MutexDequeBaseline(benchmark::State& state) {
+  std::mutex m;
+  std::deque<EventSlot> queue;
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> consumed{0};
+  std::thread consumer([&] {
+    std::deque<EventSlot> local;
+    while (!stop.load(std::memory_order_relaxed)) {
+      {
+        std::lock_guard l(m);
+        local.swap(queue);
+      }
+      for (const EventSlot& e : local) benchmark::DoNotOptimize(e.value);
+      consumed.fetch_add(local.size(), std::memory_order_relaxed);
+      local.clear();
+    }
+  });
+  InProcessMetricStore store;
+  Collector collector(store);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  for (auto _ : state) {
+    c.inc();  // the same aggregate update as ours, then the hand-off
+    const EventSlot slot{c.series(), 1.0, 1, event_clock::raw_now()};
+    std::lock_guard l(m);
+    queue.push_back(slot);
+  }
+  stop = true;
+  consumer.join();
+}
+BENCHMARK(BM_MutexDequeBaseline)->UseRealTime();
+
+static void BM_LabelsInc_AggregateOnly(benchmark::State& state) {
+  InProcessMetricStore store;
+  Collector collector(store);
+  auto& family = collector.counter(kCounter);
+  family.labels("llama", "0").inc();
+  const long a0 = g_allocations.load();
+  for (auto _ : state) family.labels("llama", "0").inc();
+  state.counters["allocs"] = static_cast<double>(g_allocations.load() - a0);
+}
+BENCHMARK(BM_LabelsInc_AggregateOnly);
+
+static void BM_LabelsInc_OneOutput(benchmark::State& state) {
+  InProcessMetricStore store;
+  NoopSink sink;
+  EventRouter router({noop_output(&sink)}, quiet());
+  Collector collector(store, &router);
+  auto& family = collector.counter(kCounter);
+  family.labels("llama", "0").inc();
+  const long a0 = g_allocations.load();
+  for (auto _ : state) family.labels("llama", "0").inc();
+  report_drops(state, router, g_allocations.load() - a0);
+}
+BENCHMARK(BM_LabelsInc_OneOutput)->UseRealTime();
+
+static void BM_HistogramObserve_AggregateOnly(benchmark::State& state) {
+  InProcessMetricStore store;
+  Collector collector(store);
+  Histogram h = collector.histogram(kHistogram).labels("llama", "0");
+  double v = 0.0;
+  for (auto _ : state) {
+    h.observe(v);
+    v = v > 2.5 ? 0.0 : v + 0.013;
+  }
+}
+BENCHMARK(BM_HistogramObserve_AggregateOnly);
+
+static void BM_HistogramObserve_OneOutput(benchmark::State& state) {
+  InProcessMetricStore store;
+  NoopSink sink;
+  EventRouter router({noop_output(&sink)}, quiet());
+  Collector collector(store, &router);
+  Histogram h = collector.histogram(kHistogram).labels("llama", "0");
+  h.observe(0.1);
+  const long a0 = g_allocations.load();
+  double v = 0.0;
+  for (auto _ : state) {
+    h.observe(v);
+    v = v > 2.5 ? 0.0 : v + 0.013;
+  }
+  report_drops(state, router, g_allocations.load() - a0);
+}
+BENCHMARK(BM_HistogramObserve_OneOutput)->UseRealTime();
+
+static void BM_GaugeSetChanging_OneOutput(benchmark::State& state) {
+  InProcessMetricStore store;
+  NoopSink sink;
+  EventRouter router({noop_output(&sink)}, quiet());
+  Collector collector(store, &router);
+  Gauge g = collector.gauge(MetricDefinition{"g", MetricKind::gauge, "", "", {"model", "rank"}, {}, {}})
+                .labels("llama", "0");
+  double v = 0;
+  for (auto _ : state) g.set(v += 1);
+  report_drops(state, router, 0);
+}
+BENCHMARK(BM_GaugeSetChanging_OneOutput)->UseRealTime();
+
+// ------------------------------------------------- one worker's delivery rate
+// The worker is held in create_sink while N events are queued, then released:
+// the time until all N were emitted is the worker's own rate.
+static void BM_WorkerThroughput(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    InProcessMetricStore store;
+    NoopSink sink;
+    Gate gate;
+    EventRouter router({noop_output(&sink, &gate)}, quiet(n + 1));
+    Collector collector(store, &router);
+    Counter c = collector.counter(kCounter).labels("llama", "0");
+    for (std::size_t i = 0; i < n; ++i) c.inc();
+    const auto start = std::chrono::steady_clock::now();
+    gate.release();
+    while (sink.emits.load(std::memory_order_relaxed) < n) std::this_thread::yield();
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    state.SetIterationTime(std::chrono::duration<double>(elapsed).count());
+    router.close(std::chrono::seconds(5));
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(n));
+}
+BENCHMARK(BM_WorkerThroughput)->Arg(1 << 20)->UseManualTime()->Iterations(3);
+
+// ---------------------------------------- a plugin that sleeps in every emit
+// Records 2M events (paced a little so the run covers several emits) while
+// the plugin sleeps 100 ms per emit. Reports the record call's latency
+// percentiles (rdtsc around each call, converted), the drops, and RSS.
+static void BM_SleepingPlugin_RecordLatency(benchmark::State& state) {
+  for (auto _ : state) {
+    InProcessMetricStore store;
+    NoopSink sink;
+    sink.sleep = std::chrono::milliseconds(100);
+    EventRouter router({noop_output(&sink)}, quiet());
+    Collector collector(store, &router);
+    Counter c = collector.counter(kCounter).labels("llama", "0");
+    c.inc();
+    const std::size_t n = 2'000'000;
+    std::vector<std::uint32_t> ticks(n);
+    const long rss_before = rss_kib();
+    const std::uint64_t t_start = __rdtsc();
+    const auto wall_start = std::chrono::steady_clock::now();
+    long rss_mid = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::uint64_t t0 = __rdtsc();
+      c.inc();
+      const std::uint64_t t1 = __rdtsc();
+      ticks[i] = static_cast<std::uint32_t>(std::min<std::uint64_t>(t1 - t0, UINT32_MAX));
+      if ((i & 4095) == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (i == n / 10) rss_mid = rss_kib();
+    }
+    const std::uint64_t t_end = __rdtsc();
+    const auto wall = std::chrono::steady_clock::now() - wall_start;
+    const double ns_per_tick =
+        std::chrono::duration<double, std::nano>(wall).count() / static_cast<double>(t_end - t_start);
+    const long rss_after = rss_kib();
+    std::sort(ticks.begin(), ticks.end());
+    auto pct = [&](double p) { return ticks[static_cast<std::size_t>(p * static_cast<double>(n - 1))] * ns_per_tick; };
+    state.counters["p50_ns"] = pct(0.50);
+    state.counters["p99_ns"] = pct(0.99);
+    state.counters["p99.9_ns"] = pct(0.999);
+    state.counters["p99.99_ns"] = pct(0.9999);
+    state.counters["max_ns"] = ticks.back() * ns_per_tick;
+    state.counters["rss_kib_at_10pct"] = static_cast<double>(rss_mid);
+    state.counters["rss_kib_growth_after_10pct"] = static_cast<double>(rss_after - rss_mid);
+    state.counters["rss_kib_before"] = static_cast<double>(rss_before);
+    router.close(std::chrono::milliseconds(0));
+    const SinkStats s = router.stats()[0];
+    state.counters["accepted"] = static_cast<double>(s.accepted);
+    state.counters["delivered"] = static_cast<double>(s.delivered);
+    state.counters["dropped_full"] = static_cast<double>(s.dropped_full);
+    state.counters["discarded_at_deadline"] = static_cast<double>(s.discarded_at_deadline);
+    state.counters["identity_exact"] =
+        s.accepted == s.delivered + s.dropped_full + s.dropped_disabled + s.dropped_after_close +
+                          s.discarded_at_deadline + s.in_queue
+            ? 1
+            : 0;
+    // The sink is abandoned inside its 100 ms sleep; let it finish before
+    // the sink object goes away.
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+BENCHMARK(BM_SleepingPlugin_RecordLatency)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// ------------------------------------------------------------------ clocks
+
+static void BM_Clock_Realtime_vDSO(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(event_clock::realtime_ns());
+}
+BENCHMARK(BM_Clock_Realtime_vDSO);
+
+static void BM_Clock_RealtimeCoarse(benchmark::State& state) {
+  for (auto _ : state) {
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+    benchmark::DoNotOptimize(ts);
+  }
+}
+BENCHMARK(BM_Clock_RealtimeCoarse);
+
+static void BM_Clock_Rdtsc(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(event_clock::tsc_ticks());
+}
+BENCHMARK(BM_Clock_Rdtsc);
+
+static void BM_Clock_SteadyClockNow(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(std::chrono::steady_clock::now());
+}
+BENCHMARK(BM_Clock_SteadyClockNow);
+
+static void BM_Clock_EventClockRawNow(benchmark::State& state) {
+  state.SetLabel(event_clock::source == EventClockSource::tsc ? "tsc" : "realtime");
+  for (auto _ : state) benchmark::DoNotOptimize(event_clock::raw_now());
+}
+BENCHMARK(BM_Clock_EventClockRawNow);
+
+// The worker's conversion of a raw reading to Unix ns.
+static void BM_Clock_TscToWallOnWorker(benchmark::State& state) {
+  WallClockConverter converter;
+  std::int64_t raw = event_clock::raw_now();
+  for (auto _ : state) benchmark::DoNotOptimize(converter.to_unix_ns(raw++));
+}
+BENCHMARK(BM_Clock_TscToWallOnWorker);
+
+// ------------------------------------------------- raw ring, for reference
+static void BM_SpscPush32B_Draining(benchmark::State& state) {
+  boost::lockfree::spsc_queue<EventSlot> ring(8192);
+  std::atomic<bool> stop{false};
+  std::thread consumer([&] {
+    EventSlot buf[256];
+    while (!stop.load(std::memory_order_relaxed)) ring.pop(buf, 256);
+  });
+  const EventSlot slot{nullptr, 1.0, 1, 0};
+  std::uint64_t full = 0;
+  for (auto _ : state) full += ring.push(slot) ? 0 : 1;
+  stop = true;
+  consumer.join();
+  state.counters["full"] = static_cast<double>(full);
+}
+BENCHMARK(BM_SpscPush32B_Draining)->UseRealTime();
+
+BENCHMARK_MAIN();
