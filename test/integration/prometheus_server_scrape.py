@@ -1,3 +1,133 @@
+"""A real Prometheus 2.42 on loopback (its own config, data directory and
+free port) scrapes the /metrics endpoint of prom-workload, which forked two
+producer processes that recorded a scripted workload; the values are checked
+through Prometheus's /api/v1/query API: counter totals, a gauge's last value,
+a weighted histogram's count and sum, and a series written by both producer
+processes summed."""
+import json
+import math
+import os
+import subprocess
 import sys
-print("SKIP: not written yet")
-sys.exit(77)
+import tempfile
+import time
+import urllib.parse
+
+from prom_common import Workload, fetch, free_port, skip
+
+ENGINE = "model_name,app_key,dp_rank"
+REQUEST = "model_name,app_key"
+
+SCRIPT = f"""
+metric tokenspeed:num_requests_running gauge livemax {ENGINE} - Number of requests currently running.
+metric tokenspeed:prompt_tokens counter livemax {REQUEST} - Prefill tokens processed.
+metric tokenspeed:generation_tokens counter livemax {REQUEST} - Generation tokens produced.
+metric tokenspeed:inter_token_latency_seconds histogram livemax {REQUEST} 0.002,0.004,0.006,0.008,0.01,0.015,0.02,0.025,0.03,0.035,0.04,0.05,0.075,0.1 Latency between streamed tokens.
+# producer 0: the scheduler of dp rank 0
+op 0 set tokenspeed:num_requests_running llama,default,0 3
+op 0 set tokenspeed:num_requests_running llama,default,0 9
+op 0 set tokenspeed:num_requests_running llama,default,0 7
+op 0 inc tokenspeed:prompt_tokens llama,default 100
+op 0 inc tokenspeed:prompt_tokens llama,default 23
+# chunks of 3 tokens in 0.03 s and 2 tokens in 0.1 s: weighted observations
+op 0 observe tokenspeed:inter_token_latency_seconds llama,default 0.01 3
+op 0 observe tokenspeed:inter_token_latency_seconds llama,default 0.05 2
+# both producers write the same series: summed
+op 0 inc tokenspeed:generation_tokens llama,default 100
+op 1 inc tokenspeed:generation_tokens llama,default 250
+op 1 inc tokenspeed:generation_tokens llama,default 0.5
+"""
+
+EXPECTED = {
+    'tokenspeed:prompt_tokens_total{model_name="llama",app_key="default"}': 123,
+    'tokenspeed:num_requests_running{model_name="llama",app_key="default",dp_rank="0"}': 7,
+    'tokenspeed:inter_token_latency_seconds_count{model_name="llama",app_key="default"}': 5,
+    'tokenspeed:inter_token_latency_seconds_sum{model_name="llama",app_key="default"}': 0.13,
+    'tokenspeed:inter_token_latency_seconds_bucket{model_name="llama",app_key="default",le="0.01"}': 3,
+    'tokenspeed:inter_token_latency_seconds_bucket{model_name="llama",app_key="default",le="+Inf"}': 5,
+    'tokenspeed:generation_tokens_total{model_name="llama",app_key="default"}': 350.5,
+}
+
+
+def query(base, expr):
+    url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    answer = json.loads(fetch(url))
+    if answer.get("status") != "success":
+        raise RuntimeError(f"query {expr}: {answer}")
+    return answer["data"]["result"]
+
+
+def main():
+    program = sys.argv[1]
+    prometheus = sys.argv[2] if len(sys.argv) > 2 else ""
+    if not prometheus or not os.path.exists(prometheus):
+        skip("prometheus (Debian package prometheus) is not installed")
+
+    workload = Workload(program, SCRIPT)
+    tmp = tempfile.TemporaryDirectory(prefix="tsm-prometheus-")
+    server = None
+    failures = []
+    try:
+        port = free_port()
+        config = os.path.join(tmp.name, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write(f"""global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: tokenspeed
+    static_configs:
+      - targets: ['127.0.0.1:{workload.port}']
+""")
+        log = open(os.path.join(tmp.name, "prometheus.log"), "w")
+        server = subprocess.Popen([prometheus, f"--config.file={config}",
+                                   f"--storage.tsdb.path={os.path.join(tmp.name, 'data')}",
+                                   f"--web.listen-address=127.0.0.1:{port}"],
+                                  stdout=log, stderr=subprocess.STDOUT)
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60  # hang guard
+        while True:
+            try:
+                fetch(base + "/-/ready", timeout=2)
+                break
+            except Exception:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("prometheus did not become ready")
+                time.sleep(0.2)
+
+        values = {}
+        while time.monotonic() < deadline:
+            values = {}
+            for expr in EXPECTED:
+                result = query(base, expr)
+                if result:
+                    values[expr] = float(result[0]["value"][1])
+            up = query(base, 'up{job="tokenspeed"}')
+            if len(values) == len(EXPECTED) and up and up[0]["value"][1] == "1":
+                break
+            time.sleep(0.5)
+        for expr, want in EXPECTED.items():
+            got = values.get(expr)
+            ok = got is not None and math.isclose(got, want, rel_tol=1e-9)
+            print(f"{'ok  ' if ok else 'FAIL'} {expr} = {got} (expected {want})")
+            if not ok:
+                failures.append(expr)
+    finally:
+        if server is not None:
+            server.terminate()
+            try:
+                server.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        code, run_dir_left = workload.close()
+        tmp.cleanup()
+    if code != 0:
+        failures.append(f"prom-workload exit status {code}")
+    if run_dir_left:
+        failures.append("the run directory was not removed on normal exit")
+    print("FAIL" if failures else "PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
