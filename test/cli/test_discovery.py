@@ -11,10 +11,6 @@ OTHER_UID = 65534  # nobody
 
 class DirectoryOrder(h.CliTestCase):
 
-    def listed_dirs(self, listing, *expected_dirs):
-        """plugin_dirs, without the entries not created by this test."""
-        return [d for d in listing["plugin_dirs"] if any(h.same_path(d, e) for e in expected_dirs)]
-
     def test_plugin_dirs_are_flags_then_environment_then_default(self):
         flag_a, flag_b, env_a, env_b = (self.make_dir() for _ in range(4))
         listing, _ = self.plugins_json(*h.dirs_flags(flag_a, flag_b),
