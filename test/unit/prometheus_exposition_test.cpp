@@ -1,9 +1,12 @@
 // prometheus_exposition_test.cpp — the text format 0.0.4 writer.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <atomic>
 #include <limits>
 
+#include "collector.hpp"
+#include "in_process_metric_store.hpp"
 #include "prometheus_exposition.hpp"
 
 using namespace tokenspeed::metrics;
@@ -99,4 +102,38 @@ TEST_CASE("a histogram without labels still carries le") {
   CHECK(text.find("h_bucket{le=\"1\"} 0\n") != std::string::npos);
   CHECK(text.find("h_bucket{le=\"+Inf\"} 0\n") != std::string::npos);
   CHECK(text.find("h_count 0\n") != std::string::npos);
+}
+
+TEST_CASE("through the collector: observe(0.01, weight 3) is exposed as count 3, sum 0.03, 3 in every bucket from 0.01 up") {
+  const MetricDefinition metric{"tokenspeed:inter_token_latency_seconds", MetricKind::histogram,
+                                "Latency.", "seconds", {"model_name"}, {0.005, 0.01, 0.02},
+                                GaugeMode::livemax};
+  InProcessMetricStore store;
+  Collector collector(store);
+  collector.histogram(metric).labels("llama").observe(0.01, 3);
+  ScrapeSources sources;
+  sources.catalog = {&metric};
+  sources.local_store = &store;
+  const std::string text = render_exposition(merge_scrape(sources));
+  const std::string n = "tokenspeed:inter_token_latency_seconds";
+  CHECK(text.find(n + "_bucket{model_name=\"llama\",le=\"0.005\"} 0\n") != std::string::npos);
+  CHECK(text.find(n + "_bucket{model_name=\"llama\",le=\"0.01\"} 3\n") != std::string::npos);
+  CHECK(text.find(n + "_bucket{model_name=\"llama\",le=\"0.02\"} 3\n") != std::string::npos);
+  CHECK(text.find(n + "_bucket{model_name=\"llama\",le=\"+Inf\"} 3\n") != std::string::npos);
+  CHECK(text.find(n + "_sum{model_name=\"llama\"} 0.03\n") != std::string::npos);
+  CHECK(text.find(n + "_count{model_name=\"llama\"} 3\n") != std::string::npos);
+}
+
+TEST_CASE("through the collector: every gauge update and counter increment reaches the aggregate") {
+  const MetricDefinition gauge{"g", MetricKind::gauge, "", "", {}, {}, GaugeMode::livemax};
+  const MetricDefinition counter{"c", MetricKind::counter, "", "", {}, {}, GaugeMode::livemax};
+  InProcessMetricStore store;
+  Collector collector(store);
+  const std::array<std::string_view, 0> none{};
+  for (double v : {3.0, 3.0, 9.0, 7.0}) collector.gauge(gauge).labels(std::span<const std::string_view>(none)).set(v);
+  for (int i = 0; i < 5; ++i) collector.counter(counter).labels(std::span<const std::string_view>(none)).inc(2);
+  ScrapeSources sources;
+  sources.catalog = {&gauge, &counter};
+  sources.local_store = &store;
+  CHECK(render_exposition(merge_scrape(sources)) == "# TYPE g gauge\ng 7\n# TYPE c_total counter\nc_total 10\n");
 }
