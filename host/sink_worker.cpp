@@ -77,7 +77,9 @@ void heavy_barrier() noexcept {
   if (available) {
     syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   } else {
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // A locked read-modify-write: a full barrier on this thread only.
+    static std::atomic<int> fence_word{0};
+    fence_word.fetch_add(0, std::memory_order_seq_cst);
   }
 }
 
@@ -89,13 +91,13 @@ inline void cpu_relax() noexcept {
 
 // A pause of about a microsecond that touches no shared memory.
 inline void backoff() noexcept {
-  for (int i = 0; i < 32; ++i) cpu_relax();
+  for (int i = 0; i < 64; ++i) cpu_relax();
 }
 
 // A drain pass that found fewer events than this waits a moment before the
 // next one, so events reach the worker in batches: one transfer of the
 // ring's cache lines per batch instead of one per event.
-constexpr std::size_t kSmallPass = 32;
+constexpr std::size_t kSmallPass = 128;
 
 }  // namespace
 
