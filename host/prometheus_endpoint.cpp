@@ -216,14 +216,15 @@ http::response<http::string_body> PrometheusEndpoint::Impl::respond(
   response.keep_alive(request.keep_alive());
   std::string_view target(request.target().data(), request.target().size());
   target = target.substr(0, target.find('?'));
+  const bool head = request.method() == http::verb::head;
   if (target != "/metrics") {
     response.result(http::status::not_found);
     response.set(http::field::content_type, "text/plain; charset=utf-8");
     response.body() = "not found: the exposition is at /metrics\n";
     response.prepare_payload();
+    if (head) response.body().clear();  // the length stays: what GET would send
     return response;
   }
-  const bool head = request.method() == http::verb::head;
   if (request.method() != http::verb::get && !head) {
     response.result(http::status::method_not_allowed);
     response.set(http::field::allow, "GET, HEAD");

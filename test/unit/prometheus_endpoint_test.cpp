@@ -116,6 +116,11 @@ TEST_CASE("other paths answer 404") {
   CHECK(client.request(http::verb::get, "/").result() == http::status::not_found);
   CHECK(client.request(http::verb::get, "/metricsx").result() == http::status::not_found);
   CHECK(client.request(http::verb::get, "/metrics?x=1").result() == http::status::ok);
+  // HEAD of another path: 404 without a body, the connection stays usable.
+  auto head = client.request(http::verb::head, "/other");
+  CHECK(head.result() == http::status::not_found);
+  CHECK(head.body().empty());
+  CHECK(client.request(http::verb::get, "/metrics").body() == kBody);
 }
 
 TEST_CASE("other methods answer 405 with an Allow header") {
