@@ -113,8 +113,10 @@ struct PrometheusEndpoint::Impl {
 
   // Declared last: destroyed first, releasing every session before the
   // members above go away.
-  asio::io_context io;
-  tcp::acceptor acceptor{io};
+  // stop() destroys them once the threads are joined, which closes every
+  // open connection (their sessions live in pending handlers).
+  std::optional<asio::io_context> io{std::in_place};
+  std::optional<tcp::acceptor> acceptor{std::in_place, *io};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
 
   void do_accept();
@@ -262,8 +264,8 @@ http::response<http::string_body> PrometheusEndpoint::Impl::respond(
 }
 
 void PrometheusEndpoint::Impl::do_accept() {
-  acceptor.async_accept(asio::make_strand(io), [this](beast::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor.is_open()) return;
+  acceptor->async_accept(asio::make_strand(*io), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
     if (!ec) {
       if (active.load(std::memory_order_relaxed) >= options.max_connections) {
         rejected.fetch_add(1, std::memory_order_relaxed);
@@ -295,7 +297,7 @@ PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, Scrape
   if (!ec) {
     endpoint = tcp::endpoint(address, port);
   } else {
-    tcp::resolver resolver(impl.io);
+    tcp::resolver resolver(*impl.io);
     const auto results = resolver.resolve(host, std::to_string(port), ec);
     if (ec || results.empty()) {
       throw StartupError({"prometheus", "", "--metrics-host"},
@@ -309,24 +311,24 @@ PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, Scrape
                        std::string("cannot ") + step + " on " + where + " (port " +
                            std::to_string(port) + "): " + ec.message());
   };
-  impl.acceptor.open(endpoint.protocol(), ec);
+  impl.acceptor->open(endpoint.protocol(), ec);
   if (ec) fail("open a socket");
-  impl.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
-  impl.acceptor.bind(endpoint, ec);
+  impl.acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+  impl.acceptor->bind(endpoint, ec);
   if (ec) fail("listen");
-  impl.acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  impl.acceptor->listen(asio::socket_base::max_listen_connections, ec);
   if (ec) fail("listen");
-  const tcp::endpoint local = impl.acceptor.local_endpoint(ec);
+  const tcp::endpoint local = impl.acceptor->local_endpoint(ec);
   impl.bound_port = local.port();
   impl.bound_host = local.address().to_string();
 
-  impl.work.emplace(impl.io.get_executor());
+  impl.work.emplace(impl.io->get_executor());
   impl.do_accept();
   for (unsigned i = 0; i < impl.options.threads; ++i) {
     impl.threads.emplace_back([&impl] {
       for (;;) {
         try {
-          impl.io.run();
+          impl.io->run();
           break;
         } catch (...) {
           // A handler threw: keep serving.
@@ -365,7 +367,7 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
     impl.stopped = true;
   }
   impl.work.reset();
-  impl.io.stop();
+  impl.io->stop();
   std::unique_lock lock(impl.done_mutex);
   const bool done = impl.done_cv.wait_for(lock, timeout, [&impl] {
     return impl.finished == impl.threads.size();
@@ -375,9 +377,10 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   for (std::thread& thread : impl.threads) {
     if (thread.joinable()) thread.join();
   }
-  // No server thread runs any more: the listener can be closed from here.
-  beast::error_code ignored;
-  impl.acceptor.close(ignored);
+  // No server thread runs any more: close the listener, then destroy the
+  // pending handlers, which owns and so closes every open connection.
+  impl.acceptor.reset();
+  impl.io.reset();
   return true;
 }
 

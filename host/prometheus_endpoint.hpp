@@ -74,10 +74,9 @@ class PrometheusEndpoint {
   std::string address() const;
   EndpointCounters counters() const noexcept;
 
-  // Stops the server threads, joins them and closes the listener; open
-  // connections are dropped at the latest by the destructor. Returns false
-  // when a handler still ran after timeout; the destructor then waits for
-  // it. Idempotent.
+  // Stops the server threads, joins them, closes the listener and every
+  // open connection. Returns false when a handler still ran after timeout
+  // (the destructor then waits for it and closes the rest). Idempotent.
   bool stop(std::chrono::milliseconds timeout) noexcept;
 
   struct Impl;

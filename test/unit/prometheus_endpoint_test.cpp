@@ -285,6 +285,7 @@ TEST_CASE("stop closes the listener and returns within its timeout; it is idempo
   CHECK(client.request(http::verb::get, "/metrics").result() == http::status::ok);
   const unsigned short port = endpoint.port();
   CHECK(endpoint.stop(std::chrono::seconds(10)));
+  CHECK(client.closed_by_server());  // the kept-alive connection is closed too
   CHECK(endpoint.stop(std::chrono::seconds(10)));
   // The port is free again.
   PrometheusEndpointOptions options = test_options();
@@ -303,4 +304,16 @@ TEST_CASE("a scrape handler that throws answers 500 and the server keeps serving
   CHECK(client.request(http::verb::get, "/metrics").result() == http::status::internal_server_error);
   fail = false;
   CHECK(client.request(http::verb::get, "/metrics").body() == kBody);
+}
+
+TEST_CASE("connections beyond max_connections are closed at once") {
+  PrometheusEndpointOptions options = test_options();
+  options.max_connections = 1;
+  PrometheusEndpoint endpoint(options, [] { return kBody; });
+  Client first(endpoint.port());
+  CHECK(first.request(http::verb::get, "/metrics").body() == kBody);  // first is open now
+  Client second(endpoint.port());
+  CHECK(second.closed_by_server());
+  CHECK(endpoint.counters().connections_rejected == 1);
+  CHECK(first.request(http::verb::get, "/metrics").body() == kBody);
 }
