@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,7 +65,7 @@ bool process_alive(const ProcessIdentity& process) noexcept {
 }
 
 std::filesystem::path default_multiprocess_base_dir() {
-  const char* tmp = std::getenv("TMPDIR");
+  const char* tmp = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): startup, before any thread
   std::filesystem::path base = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
   return base / ("tokenspeed-metrics-" + std::to_string(::getuid()));
 }
@@ -87,7 +88,8 @@ MultiprocessRunDir::MultiprocessRunDir(const std::filesystem::path& base_dir) {
 
   std::string templ = (base_dir / (std::string(kRunPrefix) + "XXXXXX")).string();
   if (::mkdtemp(templ.data()) == nullptr) {  // mkdtemp creates it 0700
-    throw dir_error(base_dir, std::string("cannot create a run directory: ") + std::strerror(errno));
+    throw dir_error(base_dir, "cannot create a run directory: " +
+                                  std::error_code(errno, std::generic_category()).message());
   }
   path_ = templ;
   creator_ = ::getpid();

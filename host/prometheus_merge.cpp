@@ -25,7 +25,7 @@ bool per_process_mode(GaugeMode mode) noexcept {
 
 }  // namespace
 
-PrometheusMerge::PrometheusMerge(std::vector<const MetricDefinition*> catalog) {
+PrometheusMerge::PrometheusMerge(const std::vector<const MetricDefinition*>& catalog) {
   families_.reserve(catalog.size());
   for (const MetricDefinition* metric : catalog) {
     if (metric == nullptr || by_name_.contains(metric->name)) continue;

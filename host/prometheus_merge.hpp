@@ -43,7 +43,7 @@ struct MergeStats {
 // Threading: one merge per scrape, used by one thread; the catalog outlives it.
 class PrometheusMerge {
  public:
-  explicit PrometheusMerge(std::vector<const MetricDefinition*> catalog);
+  explicit PrometheusMerge(const std::vector<const MetricDefinition*>& catalog);
 
   // One process's series. Gauges in live modes are ignored when !live.
   void add_series(const MetricDefinition& metric, std::span<const std::string_view> label_values,
