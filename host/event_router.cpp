@@ -10,8 +10,55 @@
 namespace tokenspeed::metrics {
 
 namespace {
+
 std::atomic<std::uint64_t> next_router_id{1};
+
+// Live routers by id, so that a collector thread that exits can hand its
+// ring sets back to the routers that still exist. Never destroyed (threads
+// may exit during static destruction).
+std::mutex& registry_mutex() {
+  static auto* mutex = new std::mutex;
+  return *mutex;
+}
+std::vector<std::pair<std::uint64_t, EventRouter*>>& registry() {
+  static auto* routers = new std::vector<std::pair<std::uint64_t, EventRouter*>>;
+  return *routers;
+}
+
 }  // namespace
+
+// Per collector thread: the ring sets it uses, by router id. On thread exit
+// each set goes back to its router (if alive) for the next new thread, so
+// threads that come and go do not grow memory.
+struct EventRouter::ThreadExit {
+  std::vector<std::pair<std::uint64_t, EventRing* const*>> known;
+  ~ThreadExit() {
+    try {
+      std::lock_guard lock(registry_mutex());
+      for (const auto& [id, rings] : known) {
+        for (const auto& [router_id, router] : registry()) {
+          if (router_id == id) router->release_thread_rings(rings);
+        }
+      }
+    } catch (...) {
+    }
+  }
+};
+
+void EventRouter::release_thread_rings(EventRing* const* rings) noexcept {
+  try {
+    std::lock_guard lock(threads_mutex_);
+    for (auto& thread : threads_) {
+      if (thread->rings.data() == rings) free_threads_.push_back(thread.get());
+    }
+  } catch (...) {
+  }
+}
+
+std::size_t EventRouter::ring_sets() const {
+  std::lock_guard lock(threads_mutex_);
+  return threads_.size();
+}
 
 EventRouter::EventRouter(std::vector<OutputDefinition> outputs, RouterOptions options)
     : options_(std::move(options)), id_(next_router_id.fetch_add(1, std::memory_order_relaxed)) {
@@ -28,28 +75,49 @@ EventRouter::EventRouter(std::vector<OutputDefinition> outputs, RouterOptions op
   // The workers start parked: they create their sink when its first event
   // arrives, so no plugin resource exists before an event does.
   for (auto& worker : workers_) worker->start();
+  std::lock_guard lock(registry_mutex());
+  registry().emplace_back(id_, this);
 }
 
 EventRouter::~EventRouter() {
+  {
+    std::lock_guard lock(registry_mutex());
+    auto& routers = registry();
+    routers.erase(std::remove_if(routers.begin(), routers.end(), [&](const auto& r) { return r.first == id_; }),
+                  routers.end());
+  }
   close(options_.close_grace);
 }
 
 EventRing* const* EventRouter::register_thread() noexcept {
   try {
     // Every router this thread has published to (ids are never reused).
-    static thread_local std::vector<std::pair<std::uint64_t, EventRing* const*>> known;
+    static thread_local ThreadExit thread_exit;
+    auto& known = thread_exit.known;
     for (const auto& [id, rings] : known) {
       if (id == id_) {
         tl_cache_ = ThreadCache{id_, rings};
         return rings;
       }
     }
-    auto thread = std::make_unique<ThreadRings>();
-    thread->router_id = id_;
-    thread->rings.reserve(workers_.size());
-    for (auto& worker : workers_) thread->rings.push_back(worker->new_ring());
-    EventRing* const* rings = thread->rings.data();
+    known.reserve(known.size() + 1);  // nothing can fail after the rings are taken
+    EventRing* const* rings = nullptr;
     {
+      // A set left by a thread that exited: its rings keep their counts and
+      // whatever is still queued; the mutex orders the old producer's last
+      // push before this thread's first.
+      std::lock_guard lock(threads_mutex_);
+      if (!free_threads_.empty()) {
+        rings = free_threads_.back()->rings.data();
+        free_threads_.pop_back();
+      }
+    }
+    if (rings == nullptr) {
+      auto thread = std::make_unique<ThreadRings>();
+      thread->router_id = id_;
+      thread->rings.reserve(workers_.size());
+      for (auto& worker : workers_) thread->rings.push_back(worker->new_ring());
+      rings = thread->rings.data();
       std::lock_guard lock(threads_mutex_);
       threads_.push_back(std::move(thread));
     }

@@ -61,6 +61,8 @@ class EventRouter {
   bool close(std::chrono::nanoseconds budget) noexcept;
 
   std::vector<SinkStats> stats() const;
+  // Ring sets ever allocated (one per concurrently live collector thread).
+  std::size_t ring_sets() const;
   std::size_t sink_count() const noexcept { return workers_.size(); }
   const RouterOptions& options() const noexcept { return options_; }
 
@@ -81,6 +83,8 @@ class EventRouter {
     return register_thread();
   }
   EventRing* const* register_thread() noexcept;
+  struct ThreadExit;
+  void release_thread_rings(EventRing* const* rings) noexcept;
 
   const RouterOptions options_;
   const std::uint64_t id_;
@@ -89,8 +93,9 @@ class EventRouter {
   std::atomic<bool> closing_{false};
   std::atomic<std::uint64_t> unregistered_drops_{0};  // ring allocation failed
 
-  std::mutex threads_mutex_;
+  mutable std::mutex threads_mutex_;
   std::vector<std::unique_ptr<ThreadRings>> threads_;
+  std::vector<ThreadRings*> free_threads_;  // left by threads that exited
 
   std::mutex close_mutex_;
   bool closed_ = false;

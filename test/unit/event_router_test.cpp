@@ -420,3 +420,19 @@ TEST_CASE("a router destroyed without close still closes its sinks") {
   }
   REQUIRE(eventually([&] { return sink.closes.load() == 1; }));
 }
+
+TEST_CASE("collector threads that come and go reuse the ring sets of exited threads: memory stays bounded") {
+  TestSink sink;
+  sink.record = false;
+  Pipeline p({test_output("a", &sink)});
+  for (int t = 0; t < 50; ++t) {
+    std::thread([&] {
+      Counter c = p.counter();
+      for (int i = 0; i < 10; ++i) c.inc();
+    }).join();
+  }
+  CHECK(p.router.ring_sets() == 1);
+  REQUIRE(p.router.close(30s));
+  CHECK(p.stats(0).delivered == 500);
+  CHECK(identity_holds(p.stats(0)));
+}
