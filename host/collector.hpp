@@ -1,8 +1,6 @@
-// collector.hpp — the collector API the engine records with: metric families
-// built from MetricDefinitions, series handles interned once, and the hot-path
-// updates inc/set/observe that reach the Prometheus aggregate and, when an
-// external output is selected, become events. The hot path never locks,
-// allocates or makes a system call; only interning a new series does.
+// collector.hpp — the collector API: metric families, series handles interned
+// once, and inc/set/observe that update the Prometheus aggregate and become
+// events. The hot path never locks, allocates or makes a system call.
 #pragma once
 
 #include <array>
@@ -129,6 +127,8 @@ class FamilyCore {
   std::deque<MetricSeries> series_;             // stable addresses
 };
 
+// A metric family: the handles of its series. Threading: labels() from any
+// thread; it locks (and allocates) only when it interns a new series.
 template <class Handle>
 class Family {
  public:

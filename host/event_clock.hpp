@@ -1,7 +1,6 @@
-// event_clock.hpp — the observation timestamp of an event: a raw reading taken
-// on the hot path (the invariant TSC where the CPU has one, else the vDSO
-// CLOCK_REALTIME) and its conversion to Unix nanoseconds on the delivery
-// worker. The hot-path read never makes a system call, locks or allocates.
+// event_clock.hpp — the event timestamp: a raw read on the hot path (invariant
+// TSC, else vDSO CLOCK_REALTIME) converted to Unix ns on the delivery worker.
+// The hot-path read never makes a system call, locks or allocates.
 #pragma once
 
 #include <cstdint>

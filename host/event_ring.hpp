@@ -1,7 +1,6 @@
-// event_ring.hpp — one bounded SPSC ring of event slots between one collector
-// thread (producer) and one sink's delivery worker (consumer), with the
-// producer-side counters of that pair. Allocated once, when a thread records
-// its first event; never resized, never allocates afterwards.
+// event_ring.hpp — one bounded SPSC ring of event slots from one collector
+// thread to one sink's worker, with that pair's producer counters. Allocated
+// on a thread's first event; never resized or reallocated afterwards.
 #pragma once
 
 #include <atomic>

@@ -1,8 +1,6 @@
-// event_router.hpp — fans each event out to every selected external output:
-// per collector thread and per sink one bounded SPSC ring, registered on the
-// thread's first event (the only allocation), then lock-free, allocation-free
-// and system-call-free pushes; and shutdown within one shared budget. Never
-// calls a plugin function itself (the sink workers do).
+// event_router.hpp — fans events out to the external outputs through per-thread,
+// per-sink SPSC rings, and closes them within one shared budget. Never calls a
+// plugin function; never locks or allocates after a thread's first event.
 #pragma once
 
 #include <atomic>

@@ -1,8 +1,6 @@
-// gauge_dedup.hpp — the per-series gauge de-duplication rule of the spec: the
-// first value and every change go out, a repeated value is suppressed, and the
-// next assignment at least one interval (monotonic) after the last emitted
-// event gives a fresh snapshot. No timer, no backfill; never allocates or locks
-// on x86-64 (one 16-byte compare-and-swap).
+// gauge_dedup.hpp — the spec's gauge de-duplication rule per series: first value
+// and every change out, repeats suppressed, a fresh snapshot one interval after
+// the last emitted event. Never allocates, locks, or runs a timer.
 #pragma once
 
 #include <atomic>

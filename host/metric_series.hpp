@@ -1,7 +1,6 @@
-// metric_series.hpp — the interned form of a metric family and of one series
-// (family + label values), shared by the collector that creates them and the
-// delivery workers that build ABI events from them. Built once, never mutated
-// afterwards except the gauge de-duplication state; no strings on the hot path.
+// metric_series.hpp — the interned family metadata and series shared by the
+// collector (creates them) and the delivery workers (build ABI events from
+// them). Immutable once published, except the gauge de-duplication state.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,6 @@
-// rate_limited_log.hpp — runtime faults of one output (drops, failed emit,
-// failed create or close) written as log lines the way collectd's c_complain
-// does: the first occurrence at once, then at most one line per interval with
-// the counts since the last line. Never writes through a plugin's event
-// channel and is never called on a collector's hot path.
+// rate_limited_log.hpp — an output's runtime faults as c_complain-style lines:
+// the first at once, then at most one per interval with the counts since.
+// Never writes through a plugin's event channel, never on the hot path.
 #pragma once
 
 #include <chrono>

@@ -1,8 +1,6 @@
-// sink_worker.hpp — one output's delivery worker: the thread that creates the
-// plugin sink lazily, drains that sink's rings, builds ABI events from the
-// interned series, calls emit, and finally calls the plugin's close. The only
-// place a plugin sink function is called; never called from a collector's
-// hot path except wake(), which is one load when the worker is awake.
+// sink_worker.hpp — one output's delivery worker: lazy create_sink, draining its
+// rings, emit, and the plugin's close. The only caller of plugin sink functions;
+// collector threads touch it only through wake(), never a plugin call.
 #pragma once
 
 #include <atomic>
