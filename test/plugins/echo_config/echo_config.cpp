@@ -1,11 +1,10 @@
 // echo_config.cpp — a well-behaved output, 'echo_config', whose validate
 // accepts the settings keys endpoint, queue_size and labels, rejects any
 // other key, and answers the configuration it was given unchanged.
-#include <cstring>
 #include <string>
 #include <string_view>
 
-#include <tokenspeed/metric_reporter.h>
+#include "test_plugin_common.h"
 
 namespace {
 
@@ -88,28 +87,8 @@ int validate(void*, const char* config, size_t size, tsm_buffer* normalized,
   return TSM_OK;
 }
 
-int emit(void*, const tsm_metric_event*, tsm_buffer*) { return TSM_OK; }
-
-int close_sink(void*, int64_t, tsm_buffer*) { return TSM_OK; }
-
-const tsm_sink_vtable kSinkVtable = {sizeof(tsm_sink_vtable), emit, close_sink};
-
-int create_sink(void*, const char*, size_t, tsm_sink* sink, tsm_buffer*) {
-  sink->vtable = &kSinkVtable;
-  sink->self = nullptr;
-  return TSM_OK;
-}
-
 }  // namespace
 
 extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
-  if (host->api_version != TSM_METRIC_REPORTER_API_VERSION) return TSM_UNSUPPORTED_API;
-  tsm_reporter_descriptor descriptor;
-  std::memset(&descriptor, 0, sizeof descriptor);
-  descriptor.struct_size = sizeof descriptor;
-  descriptor.name = "echo_config";
-  descriptor.validate = validate;
-  descriptor.create_sink = create_sink;
-  descriptor.start_node = nullptr;
-  return host->register_metric_reporter(host->host_data, &descriptor, error);
+  return test_plugin_register(host, "echo_config", validate, error);
 }

@@ -3,7 +3,7 @@
  * (tsm_vendor_runtime_init, which fails_to_load.so references). A plugin must
  * not be able to satisfy another plugin's symbols: each loads in isolation.
  * It declares no output. */
-#include <tokenspeed/metric_reporter.h>
+#include "test_plugin_common.h"
 
 TSM_EXPORT int tsm_vendor_runtime_init(void);
 
@@ -11,6 +11,5 @@ TSM_EXPORT int tsm_vendor_runtime_init(void) { return TSM_OK; }
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
     (void)error;
-    if (host->api_version != TSM_METRIC_REPORTER_API_VERSION) return TSM_UNSUPPORTED_API;
-    return TSM_OK;
+    return test_plugin_api_supported(host) ? TSM_OK : TSM_UNSUPPORTED_API;
 }

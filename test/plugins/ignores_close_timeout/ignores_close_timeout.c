@@ -1,22 +1,9 @@
 /* ignores_close_timeout.c — output 'stuck_close': accepts every event, but its
  * sink close sleeps 60 s whatever timeout it is given (the fault). */
 #define _POSIX_C_SOURCE 200809L
-#include <string.h>
 #include <time.h>
 
-#include <tokenspeed/metric_reporter.h>
-
-static int validate(void *ud, const char *config, size_t size, tsm_buffer *normalized,
-                    tsm_buffer *error) {
-    (void)ud; (void)error;
-    normalized->assign(normalized, config, size);
-    return TSM_OK;
-}
-
-static int emit(void *self, const tsm_metric_event *event, tsm_buffer *error) {
-    (void)self; (void)event; (void)error;
-    return TSM_OK;
-}
+#include "test_plugin_common.h"
 
 static int close_sink(void *self, int64_t timeout_ns, tsm_buffer *error) {
     struct timespec minute = {60, 0};
@@ -26,24 +13,20 @@ static int close_sink(void *self, int64_t timeout_ns, tsm_buffer *error) {
     return TSM_OK;
 }
 
-static const tsm_sink_vtable sink_vtable = {sizeof(tsm_sink_vtable), emit, close_sink};
+static const tsm_sink_vtable sink_vtable = {sizeof(tsm_sink_vtable), test_plugin_emit_nothing,
+                                            close_sink};
 
+/* The do-nothing sink, with the close above in its vtable. */
 static int create_sink(void *ud, const char *config, size_t size, tsm_sink *sink,
                        tsm_buffer *error) {
-    (void)ud; (void)config; (void)size; (void)error;
+    test_plugin_create_null_sink(ud, config, size, sink, error);
     sink->vtable = &sink_vtable;
-    sink->self = NULL;
     return TSM_OK;
 }
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    tsm_reporter_descriptor descriptor;
-    if (host->api_version != TSM_METRIC_REPORTER_API_VERSION) return TSM_UNSUPPORTED_API;
-    memset(&descriptor, 0, sizeof descriptor);
-    descriptor.struct_size = sizeof descriptor;
-    descriptor.name = "stuck_close";
-    descriptor.validate = validate;
+    tsm_reporter_descriptor descriptor =
+        test_plugin_descriptor("stuck_close", test_plugin_validate_echo);
     descriptor.create_sink = create_sink;
-    descriptor.start_node = NULL;
-    return host->register_metric_reporter(host->host_data, &descriptor, error);
+    return test_plugin_register_descriptor(host, &descriptor, error);
 }

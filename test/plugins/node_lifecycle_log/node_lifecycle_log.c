@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <tokenspeed/metric_reporter.h>
+#include "test_plugin_common.h"
 
 /* The string value of "log" in a flat JSON object without escapes; "" if none. */
 static void log_path(const char *config, size_t size, char *out, size_t out_size) {
@@ -52,11 +52,6 @@ static int validate(void *ud, const char *config, size_t size, tsm_buffer *norma
     return TSM_OK;
 }
 
-static int emit(void *self, const tsm_metric_event *event, tsm_buffer *error) {
-    (void)self; (void)event; (void)error;
-    return TSM_OK;
-}
-
 static int close_sink(void *self, int64_t timeout_ns, tsm_buffer *error) {
     lifecycle *sink = self;
     (void)timeout_ns; (void)error;
@@ -65,7 +60,8 @@ static int close_sink(void *self, int64_t timeout_ns, tsm_buffer *error) {
     return TSM_OK;
 }
 
-static const tsm_sink_vtable sink_vtable = {sizeof(tsm_sink_vtable), emit, close_sink};
+static const tsm_sink_vtable sink_vtable = {sizeof(tsm_sink_vtable), test_plugin_emit_nothing,
+                                            close_sink};
 
 static int create_sink(void *ud, const char *config, size_t size, tsm_sink *sink,
                        tsm_buffer *error) {
@@ -107,13 +103,8 @@ static int start_node(void *ud, const char *config, size_t size, tsm_node_sessio
 }
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    tsm_reporter_descriptor descriptor;
-    if (host->api_version != TSM_METRIC_REPORTER_API_VERSION) return TSM_UNSUPPORTED_API;
-    memset(&descriptor, 0, sizeof descriptor);
-    descriptor.struct_size = sizeof descriptor;
-    descriptor.name = "lifecycle_log";
-    descriptor.validate = validate;
+    tsm_reporter_descriptor descriptor = test_plugin_descriptor("lifecycle_log", validate);
     descriptor.create_sink = create_sink;
     descriptor.start_node = start_node;
-    return host->register_metric_reporter(host->host_data, &descriptor, error);
+    return test_plugin_register_descriptor(host, &descriptor, error);
 }

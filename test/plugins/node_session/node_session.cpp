@@ -3,11 +3,10 @@
 // create_sink each create a file named after themselves in marker_dir, so the
 // creation of node or sink resources can be observed from outside.
 #include <cstdio>
-#include <cstring>
 #include <string>
 #include <string_view>
 
-#include <tokenspeed/metric_reporter.h>
+#include "test_plugin_common.h"
 
 namespace {
 
@@ -32,33 +31,15 @@ void write_marker(std::string_view config, const char* name) {
   }
 }
 
-int validate(void*, const char* config, size_t size, tsm_buffer* normalized, tsm_buffer*) {
-  normalized->assign(normalized, config, size);
-  return TSM_OK;
-}
-
-int emit(void*, const tsm_metric_event*, tsm_buffer*) { return TSM_OK; }
-
-int close_sink(void*, int64_t, tsm_buffer*) { return TSM_OK; }
-
-const tsm_sink_vtable kSinkVtable = {sizeof(tsm_sink_vtable), emit, close_sink};
-
 int create_sink(void*, const char* config, size_t size, tsm_sink* sink, tsm_buffer*) {
   write_marker(std::string_view(config, size), "create_sink");
-  sink->vtable = &kSinkVtable;
-  sink->self = nullptr;
-  return TSM_OK;
+  return test_plugin_create_null_sink(nullptr, config, size, sink, nullptr);
 }
-
-int close_session(void*, int64_t, tsm_buffer*) { return TSM_OK; }
-
-const tsm_node_session_vtable kSessionVtable = {sizeof(tsm_node_session_vtable),
-                                                close_session};
 
 int start_node(void*, const char* config, size_t size, tsm_node_session* session,
                tsm_buffer* producer_config, tsm_buffer*) {
   write_marker(std::string_view(config, size), "start_node");
-  session->vtable = &kSessionVtable;
+  session->vtable = &test_plugin_null_session_vtable;
   session->self = nullptr;
   producer_config->assign(producer_config, config, size);
   return TSM_OK;
@@ -67,13 +48,9 @@ int start_node(void*, const char* config, size_t size, tsm_node_session* session
 }  // namespace
 
 extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
-  if (host->api_version != TSM_METRIC_REPORTER_API_VERSION) return TSM_UNSUPPORTED_API;
-  tsm_reporter_descriptor descriptor;
-  std::memset(&descriptor, 0, sizeof descriptor);
-  descriptor.struct_size = sizeof descriptor;
-  descriptor.name = "node_session";
-  descriptor.validate = validate;
+  tsm_reporter_descriptor descriptor =
+      test_plugin_descriptor("node_session", test_plugin_validate_echo);
   descriptor.create_sink = create_sink;
   descriptor.start_node = start_node;
-  return host->register_metric_reporter(host->host_data, &descriptor, error);
+  return test_plugin_register_descriptor(host, &descriptor, error);
 }

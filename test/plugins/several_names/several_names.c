@@ -2,87 +2,14 @@
  * 'several_names_a', 'several_names_b' and 'several_names_c'. Each validate
  * ignores its input and answers {"reporter": "<its name>"}, so a caller can
  * tell the normalized configuration from the one it passed in. */
-#include <string.h>
+#include "test_plugin_common.h"
 
-#include <tokenspeed/metric_reporter.h>
-
-static int answer(tsm_buffer *normalized, const char *json) {
-    normalized->assign(normalized, json, strlen(json));
-    return TSM_OK;
-}
-
-static int validate_a(void *user_data, const char *config, size_t size,
-                      tsm_buffer *normalized, tsm_buffer *error) {
-    (void)user_data;
-    (void)config;
-    (void)size;
-    (void)error;
-    return answer(normalized, "{\"reporter\": \"several_names_a\"}");
-}
-
-static int validate_b(void *user_data, const char *config, size_t size,
-                      tsm_buffer *normalized, tsm_buffer *error) {
-    (void)user_data;
-    (void)config;
-    (void)size;
-    (void)error;
-    return answer(normalized, "{\"reporter\": \"several_names_b\"}");
-}
-
-static int validate_c(void *user_data, const char *config, size_t size,
-                      tsm_buffer *normalized, tsm_buffer *error) {
-    (void)user_data;
-    (void)config;
-    (void)size;
-    (void)error;
-    return answer(normalized, "{\"reporter\": \"several_names_c\"}");
-}
-
-static int emit(void *self, const tsm_metric_event *event, tsm_buffer *error) {
-    (void)self;
-    (void)event;
-    (void)error;
-    return TSM_OK;
-}
-
-static int close_sink(void *self, int64_t timeout_ns, tsm_buffer *error) {
-    (void)self;
-    (void)timeout_ns;
-    (void)error;
-    return TSM_OK;
-}
-
-static const tsm_sink_vtable sink_vtable = {sizeof(tsm_sink_vtable), emit, close_sink};
-
-static int create_sink(void *user_data, const char *config, size_t size,
-                       tsm_sink *sink, tsm_buffer *error) {
-    (void)user_data;
-    (void)config;
-    (void)size;
-    (void)error;
-    sink->vtable = &sink_vtable;
-    sink->self = NULL;
-    return TSM_OK;
-}
-
-static int register_one(const tsm_host_api *host, const char *name,
-                        int (*validate_fn)(void *, const char *, size_t, tsm_buffer *, tsm_buffer *),
-                        tsm_buffer *error) {
-    tsm_reporter_descriptor descriptor;
-    memset(&descriptor, 0, sizeof descriptor);
-    descriptor.struct_size = sizeof descriptor;
-    descriptor.name = name;
-    descriptor.validate = validate_fn;
-    descriptor.create_sink = create_sink;
-    descriptor.start_node = NULL;
-    return host->register_metric_reporter(host->host_data, &descriptor, error);
-}
+#define DECLARE(name) \
+    test_plugin_register_answering(host, name, "{\"reporter\": \"" name "\"}", error)
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    int status;
-    if (host->api_version != TSM_METRIC_REPORTER_API_VERSION) return TSM_UNSUPPORTED_API;
-    status = register_one(host, "several_names_a", validate_a, error);
-    if (status == TSM_OK) status = register_one(host, "several_names_b", validate_b, error);
-    if (status == TSM_OK) status = register_one(host, "several_names_c", validate_c, error);
+    int status = DECLARE("several_names_a");
+    if (status == TSM_OK) status = DECLARE("several_names_b");
+    if (status == TSM_OK) status = DECLARE("several_names_c");
     return status;
 }

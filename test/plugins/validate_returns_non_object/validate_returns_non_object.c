@@ -2,76 +2,12 @@
  * answers something other than a JSON object: 'validate_returns_non_object'
  * answers a JSON array, 'validate_returns_garbage' answers text that is not
  * JSON at all. */
-#include <string.h>
-
-#include <tokenspeed/metric_reporter.h>
-
-static int validate_array(void *user_data, const char *config, size_t size,
-                          tsm_buffer *normalized, tsm_buffer *error) {
-    static const char answer[] = "[1,2,3]";
-    (void)user_data;
-    (void)config;
-    (void)size;
-    (void)error;
-    normalized->assign(normalized, answer, sizeof answer - 1);
-    return TSM_OK;
-}
-
-static int validate_garbage(void *user_data, const char *config, size_t size,
-                            tsm_buffer *normalized, tsm_buffer *error) {
-    static const char answer[] = "{endpoint: not json";
-    (void)user_data;
-    (void)config;
-    (void)size;
-    (void)error;
-    normalized->assign(normalized, answer, sizeof answer - 1);
-    return TSM_OK;
-}
-
-static int emit(void *self, const tsm_metric_event *event, tsm_buffer *error) {
-    (void)self;
-    (void)event;
-    (void)error;
-    return TSM_OK;
-}
-
-static int close_sink(void *self, int64_t timeout_ns, tsm_buffer *error) {
-    (void)self;
-    (void)timeout_ns;
-    (void)error;
-    return TSM_OK;
-}
-
-static const tsm_sink_vtable sink_vtable = {sizeof(tsm_sink_vtable), emit, close_sink};
-
-static int create_sink(void *user_data, const char *config, size_t size,
-                       tsm_sink *sink, tsm_buffer *error) {
-    (void)user_data;
-    (void)config;
-    (void)size;
-    (void)error;
-    sink->vtable = &sink_vtable;
-    sink->self = NULL;
-    return TSM_OK;
-}
-
-static int register_one(const tsm_host_api *host, const char *name,
-                        int (*validate_fn)(void *, const char *, size_t, tsm_buffer *, tsm_buffer *),
-                        tsm_buffer *error) {
-    tsm_reporter_descriptor descriptor;
-    memset(&descriptor, 0, sizeof descriptor);
-    descriptor.struct_size = sizeof descriptor;
-    descriptor.name = name;
-    descriptor.validate = validate_fn;
-    descriptor.create_sink = create_sink;
-    descriptor.start_node = NULL;
-    return host->register_metric_reporter(host->host_data, &descriptor, error);
-}
+#include "test_plugin_common.h"
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    int status;
-    if (host->api_version != TSM_METRIC_REPORTER_API_VERSION) return TSM_UNSUPPORTED_API;
-    status = register_one(host, "validate_returns_non_object", validate_array, error);
+    int status = test_plugin_register_answering(host, "validate_returns_non_object", "[1,2,3]",
+                                                error);
     if (status != TSM_OK) return status;
-    return register_one(host, "validate_returns_garbage", validate_garbage, error);
+    return test_plugin_register_answering(host, "validate_returns_garbage",
+                                          "{endpoint: not json", error);
 }
