@@ -146,8 +146,18 @@ bool EventRouter::close(std::chrono::nanoseconds budget) noexcept {
   // 3. What is still queued now is discarded at the deadline.
   for (auto& worker : workers_) worker->freeze();
   // 4. Close the plugin sinks one after the other with what remains of the
-  //    budget; one failure skips nothing.
+  //    budget; one failure skips nothing. Sinks whose worker finished
+  //    draining go first; those still inside a plugin call (they stop when
+  //    it returns) last, so a stuck one cannot eat the others' grace.
+  std::vector<SinkWorker*> order;
+  order.reserve(workers_.size());
   for (auto& worker : workers_) {
+    if (worker->drain_finished()) order.push_back(worker.get());
+  }
+  for (auto& worker : workers_) {
+    if (std::find(order.begin(), order.end(), worker.get()) == order.end()) order.push_back(worker.get());
+  }
+  for (SinkWorker* worker : order) {
     const auto remaining = std::max(std::chrono::nanoseconds::zero(),
                                     std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()));
     ok = worker->close_plugin(remaining, hard_deadline) && ok;

@@ -392,10 +392,12 @@ void SinkWorker::freeze() noexcept {
 bool SinkWorker::close_plugin(std::chrono::nanoseconds timeout,
                               std::chrono::steady_clock::time_point hard_deadline) noexcept {
   std::unique_lock lock(mutex_);
-  if (!worker_done_draining_) {
-    // Stuck in a plugin call (emit or create_sink): never call close while
-    // emit runs. The worker closes the sink with a zero timeout if the call
-    // ever returns; nobody waits for it.
+  // After freeze() the worker stops as soon as the plugin call in progress
+  // returns. Wait for that until the hard deadline; a worker still inside
+  // emit or create_sink then is abandoned: close is never called while emit
+  // runs, and the worker closes the sink with a zero timeout if the call
+  // ever returns, with nobody waiting for it.
+  if (!cv_.wait_until(lock, hard_deadline, [&] { return worker_done_draining_; })) {
     abandoned_ = true;
     cv_.notify_all();
     return false;
@@ -408,6 +410,11 @@ bool SinkWorker::close_plugin(std::chrono::nanoseconds timeout,
     return false;
   }
   return !close_failed_.load(std::memory_order_relaxed);
+}
+
+bool SinkWorker::drain_finished() const noexcept {
+  std::lock_guard lock(mutex_);
+  return worker_done_draining_;
 }
 
 void SinkWorker::release_thread() noexcept {

@@ -96,6 +96,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   void freeze() noexcept;
   bool close_plugin(std::chrono::nanoseconds timeout,
                     std::chrono::steady_clock::time_point hard_deadline) noexcept;
+  bool drain_finished() const noexcept;
   // After close: join if the thread ended, detach it otherwise.
   void release_thread() noexcept;
 

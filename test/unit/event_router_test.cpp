@@ -437,3 +437,25 @@ TEST_CASE("collector threads that come and go reuse the ring sets of exited thre
   CHECK(p.stats(0).delivered == 500);
   CHECK(identity_holds(p.stats(0)));
 }
+
+TEST_CASE("a slow sink still draining at the deadline stops after its current emit and is closed within the grace") {
+  TestSink slow;
+  slow.emit_delay = 5ms;
+  slow.record = false;
+  RouterOptions options;
+  options.close_grace = 10s;  // generous: the rule is that close waits for it, not how fast it is
+  Pipeline p({test_output("slow", &slow)}, options);
+  Counter c = p.counter();
+  for (int i = 0; i < 200; ++i) c.inc();
+  REQUIRE(eventually([&] { return slow.emits.load() >= 1; }));
+  CHECK_FALSE(p.router.close(20ms));  // 200 x 5 ms cannot drain in 20 ms
+  CHECK(slow.closes == 1);           // closed before close() returned
+  CHECK(slow.close_timeout_ns == 0);  // the budget was spent
+  const SinkStats s = p.stats(0);
+  CHECK_FALSE(s.abandoned);
+  CHECK(s.closed);
+  CHECK(s.discarded_at_deadline > 0);
+  CHECK(s.delivered + s.discarded_at_deadline == 200);
+  CHECK(identity_holds(s));
+  CHECK_FALSE(slow.emit_during_or_after_close);
+}
