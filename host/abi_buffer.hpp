@@ -1,6 +1,7 @@
 // abi_buffer.hpp — the host side of tsm_buffer: a std::string a plugin can
 // write into through the C ABI. Used around every plugin call; the bytes are
 // copied before the plugin's call returns, so no memory crosses modules.
+// Header-only, so that every host component can use it without linking another.
 #pragma once
 
 #include <string>
@@ -11,7 +12,7 @@ namespace tokenspeed::metrics {
 
 class AbiBuffer {
  public:
-  AbiBuffer() noexcept;
+  AbiBuffer() noexcept : buffer_{sizeof(tsm_buffer), this, &AbiBuffer::assign} {}
   AbiBuffer(const AbiBuffer&) = delete;
   AbiBuffer& operator=(const AbiBuffer&) = delete;
 
@@ -21,7 +22,17 @@ class AbiBuffer {
   void clear() noexcept { contents_.clear(); }
 
  private:
-  static void assign(tsm_buffer* buffer, const char* data, size_t size) noexcept;
+  // Allocation failure keeps the previous contents: a message lost is better
+  // than a crash.
+  static void assign(tsm_buffer* buffer, const char* data, size_t size) noexcept {
+    if (buffer == nullptr || buffer->host_data == nullptr) return;
+    auto* self = static_cast<AbiBuffer*>(buffer->host_data);
+    try {
+      self->contents_.assign(data == nullptr ? "" : data, data == nullptr ? 0 : size);
+    } catch (...) {
+      // Out of memory: keep what was there.
+    }
+  }
 
   tsm_buffer buffer_;
   std::string contents_;

@@ -81,7 +81,14 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
   }
 }
 
-ProcessMetrics::~ProcessMetrics() { close(std::chrono::nanoseconds::zero()); }
+ProcessMetrics::~ProcessMetrics() {
+  if (!close(std::chrono::nanoseconds::zero())) {
+    // A worker abandoned inside a plugin may still read the series and the
+    // router's state: leave them to the process, as the plugin library is.
+    static_cast<void>(collector_.release());
+    static_cast<void>(router_.release());
+  }
+}
 
 std::vector<SinkStats> ProcessMetrics::sink_stats() const {
   return router_ ? router_->stats() : std::vector<SinkStats>{};

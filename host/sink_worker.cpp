@@ -13,6 +13,7 @@
 #include <ctime>
 #include <exception>
 
+#include "abi_buffer.hpp"
 #include "event_clock.hpp"
 #include "metric_series.hpp"
 
@@ -21,32 +22,6 @@ namespace tokenspeed::metrics {
 namespace {
 
 constexpr std::size_t kBatch = 256;
-
-// The host side of tsm_buffer for plugin error messages. Same contract as
-// AbiBuffer (abi_buffer.hpp), which lives in the tsm-config library that the
-// pipeline library does not link: the bytes are copied before assign returns.
-class PluginErrorBuffer {
- public:
-  PluginErrorBuffer() noexcept : buffer_{sizeof(tsm_buffer), this, &PluginErrorBuffer::assign} {}
-  PluginErrorBuffer(const PluginErrorBuffer&) = delete;
-  PluginErrorBuffer& operator=(const PluginErrorBuffer&) = delete;
-  tsm_buffer* get() noexcept { return &buffer_; }
-  const std::string& str() const noexcept { return contents_; }
-  bool empty() const noexcept { return contents_.empty(); }
-
- private:
-  static void assign(tsm_buffer* buffer, const char* data, size_t size) noexcept {
-    if (buffer == nullptr || buffer->host_data == nullptr) return;
-    auto* self = static_cast<PluginErrorBuffer*>(buffer->host_data);
-    try {
-      self->contents_.assign(data == nullptr ? "" : data, data == nullptr ? 0 : size);
-    } catch (...) {
-      // Out of memory: keep what was there.
-    }
-  }
-  tsm_buffer buffer_;
-  std::string contents_;
-};
 
 void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
                 std::chrono::nanoseconds timeout) noexcept {
@@ -177,10 +152,10 @@ bool SinkWorker::ensure_sink() noexcept {
 std::size_t SinkWorker::drain_batch() noexcept {
   static thread_local std::array<EventSlot, kBatch> batch;
   static thread_local WallClockConverter* clock = nullptr;
-  static thread_local PluginErrorBuffer* error = nullptr;
+  static thread_local AbiBuffer* error = nullptr;
   if (clock == nullptr) {
     static thread_local WallClockConverter clock_storage;
-    static thread_local PluginErrorBuffer error_storage;
+    static thread_local AbiBuffer error_storage;
     clock = &clock_storage;
     error = &error_storage;
   }
@@ -307,7 +282,7 @@ void SinkWorker::report_problems(bool force) noexcept {
 
 void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
   if (!created_.load(std::memory_order_acquire)) return;  // nothing was returned: nothing to close
-  PluginErrorBuffer error;
+  AbiBuffer error;
   int rc = TSM_ERROR;
   bool threw = false;
   try {
