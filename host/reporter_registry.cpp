@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <mutex>
 
 #include "abi_buffer.hpp"
 
@@ -44,8 +46,18 @@ const tsm_host_api* ReporterRegistry::host_api() const noexcept {
   return &contexts_.back()->api;
 }
 
+ReporterRegistry::PluginContext* ReporterRegistry::new_host_table() {
+  // Every host table ever handed to a plugin lives as long as the process: a
+  // plugin may keep the table and call log (or, wrongly, register) at any
+  // time. They are held here, reachable, never freed.
+  static std::mutex mutex;
+  static auto* tables = new std::vector<std::unique_ptr<PluginContext>>();
+  std::lock_guard lock(mutex);
+  return tables->emplace_back(std::make_unique<PluginContext>()).get();
+}
+
 void ReporterRegistry::begin(std::string plugin_name, std::string plugin_path) {
-  auto* context = new PluginContext();  // never freed, see contexts_
+  PluginContext* context = new_host_table();
   context->registry = this;
   context->plugin_name = plugin_name;
   context->api.struct_size = sizeof(tsm_host_api);

@@ -85,8 +85,11 @@ class ReporterRegistry {
     Reporter* added;
   };
 
-  // One per window, allocated once and never freed: a plugin may keep the
-  // table and call log for the life of the process.
+  // A new table, owned by the process (never freed: a plugin may keep the
+  // table and call log for the life of the process).
+  static PluginContext* new_host_table();
+
+  // This registry's tables, one per registration window.
   std::vector<PluginContext*> contexts_;
   bool open_ = false;
   std::string plugin_name_;

@@ -1,7 +1,5 @@
 """Startup selection: which outputs --enable-metrics and --metrics-reporters
 select, what `check` prints, and that check creates no sink or node resource."""
-import ctypes
-import json
 import os
 import sys
 
@@ -12,82 +10,14 @@ GOOD_DIRS = h.dirs_flags(h.plugin_dir("echo_config"), h.plugin_dir("node_session
                          h.plugin_dir("several_names"))
 
 
-# The ABI structs node_session needs, to call its factories directly (so that
-# the marker test below is shown to be able to fail).
-class _Buffer(ctypes.Structure):
-    pass
-
-
-_ASSIGN = ctypes.CFUNCTYPE(None, ctypes.POINTER(_Buffer), ctypes.c_void_p, ctypes.c_size_t)
-_Buffer._fields_ = [("struct_size", ctypes.c_uint32), ("host_data", ctypes.c_void_p),
-                    ("assign", _ASSIGN)]
-
-
-class _Handle(ctypes.Structure):  # tsm_sink and tsm_node_session
-    _fields_ = [("struct_size", ctypes.c_uint32), ("vtable", ctypes.c_void_p),
-                ("self", ctypes.c_void_p)]
-
-
-_VALIDATE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
-                             ctypes.POINTER(_Buffer), ctypes.POINTER(_Buffer))
-_CREATE_SINK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
-                                ctypes.POINTER(_Handle), ctypes.POINTER(_Buffer))
-_START_NODE = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t,
-                               ctypes.POINTER(_Handle), ctypes.POINTER(_Buffer),
-                               ctypes.POINTER(_Buffer))
-
-
-class _Descriptor(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_uint32), ("name", ctypes.c_char_p),
-                ("validate", _VALIDATE), ("create_sink", _CREATE_SINK),
-                ("start_node", _START_NODE), ("override", ctypes.c_uint32),
-                ("user_data", ctypes.c_void_p)]
-
-
-_REGISTER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Descriptor),
-                             ctypes.POINTER(_Buffer))
-_LOG = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_uint32, ctypes.c_char_p)
-
-
-class _HostApi(ctypes.Structure):
-    _fields_ = [("struct_size", ctypes.c_uint32), ("api_version", ctypes.c_uint32),
-                ("host_data", ctypes.c_void_p), ("host_version", ctypes.c_char_p),
-                ("register_metric_reporter", _REGISTER), ("log", _LOG)]
-
-
-def _call_node_session_factories(config):
-    """Loads node_session.so in this process and runs its start_node and
-    create_sink with config (bytes), as a host would outside check."""
-    library = ctypes.CDLL(h.plugin_file("node_session"))
-    captured = {}
-
-    def register(_host_data, descriptor, _error):
-        # Copy the addresses: the descriptor lives on the plugin's stack.
-        fields = descriptor.contents
-        captured["create_sink"] = _CREATE_SINK(
-            ctypes.cast(fields.create_sink, ctypes.c_void_p).value)
-        captured["start_node"] = _START_NODE(ctypes.cast(fields.start_node, ctypes.c_void_p).value)
-        captured["user_data"] = fields.user_data
-        return 0
-
-    def assign(_buffer, _data, _size):
-        return None
-
-    register_fn = _REGISTER(register)
-    log_fn = _LOG(lambda _h, _l, _m: None)
-    assign_fn = _ASSIGN(assign)
-    host = _HostApi(ctypes.sizeof(_HostApi), 1, None, b"test", register_fn, log_fn)
-    error = _Buffer(ctypes.sizeof(_Buffer), None, assign_fn)
-    producer = _Buffer(ctypes.sizeof(_Buffer), None, assign_fn)
-    library.tsm_register.restype = ctypes.c_int
-    assert library.tsm_register(ctypes.byref(host), ctypes.byref(error)) == 0
-    session = _Handle(ctypes.sizeof(_Handle), None, None)
-    sink = _Handle(ctypes.sizeof(_Handle), None, None)
-    assert captured["start_node"](captured["user_data"], config, len(config),
-                                  ctypes.byref(session), ctypes.byref(producer),
-                                  ctypes.byref(error)) == 0
-    assert captured["create_sink"](captured["user_data"], config, len(config),
-                                   ctypes.byref(sink), ctypes.byref(error)) == 0
+def _run_node_session_factories(config_path):
+    """Runs the simulated engine with node_session selected for half a second:
+    a real start_node and create_sink, as outside check."""
+    result = h.run("simulate", "--enable-metrics", "--metrics-reporters", "node_session",
+                   "--metrics-reporter-config", config_path,
+                   "--metrics-plugin-dir", h.plugin_dir("node_session"),
+                   "--ranks", "1", "--duration", "0.5")
+    assert result.status == 0, result.describe()
 
 
 def plugin_warnings(result):
@@ -226,7 +156,8 @@ class CheckCreatesNothing(h.CliTestCase):
 
     def test_marker_plugin_leaves_markers_when_its_factories_run(self):
         markers = self.make_dir()
-        _call_node_session_factories(json.dumps({"marker_dir": markers}).encode())
+        config = self.write_config({"node_session": {"marker_dir": markers}})
+        _run_node_session_factories(config)
         self.assertEqual(sorted(os.listdir(markers)), ["create_sink", "start_node"])
 
     def test_metrics_disabled_creates_nothing(self):
