@@ -24,44 +24,15 @@
 
 #include <boost/lockfree/spsc_queue.hpp>
 
+#include "allocation_counter.hpp"
 #include "collector.hpp"
 #include "event_clock.hpp"
 #include "event_router.hpp"
 #include "in_process_metric_store.hpp"
 
 using namespace tokenspeed::metrics;
+using tokenspeed::metrics::test::CountAllocations;
 
-// ------------------------------------------------------ allocation counting
-namespace {
-// Counted on the benchmark's own (collector) thread only: workers allocate
-// their log lines and calibration state off the hot path.
-std::atomic<long> g_allocations{0};
-thread_local bool t_counting = true;
-}
-// Replacement allocation functions: malloc/free underneath on purpose.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t size) {
-  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return operator new(size);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
 
 namespace {
 
@@ -103,7 +74,6 @@ struct Gate {
 
 OutputDefinition noop_output(NoopSink* sink, Gate* gate = nullptr) {
   return OutputDefinition{"noop", [sink, gate](tsm_sink& out, std::string&) {
-                            t_counting = false;  // runs on the worker thread
                             if (gate != nullptr) gate->wait();
                             out.vtable = &kNoopVtable;
                             out.self = sink;
@@ -143,9 +113,9 @@ static void BM_CounterInc_AggregateOnly(benchmark::State& state) {
   InProcessMetricStore store;
   Collector collector(store);
   Counter c = collector.counter(kCounter).labels("llama", "0");
-  const long a0 = g_allocations.load();
+  CountAllocations allocations;
   for (auto _ : state) c.inc();
-  state.counters["allocs"] = static_cast<double>(g_allocations.load() - a0);
+  state.counters["allocs"] = static_cast<double>(allocations.count());
 }
 BENCHMARK(BM_CounterInc_AggregateOnly);
 
@@ -156,9 +126,9 @@ static void BM_CounterInc_OneOutput(benchmark::State& state) {
   Collector collector(store, &router);
   Counter c = collector.counter(kCounter).labels("llama", "0");
   c.inc();  // registers this thread's rings
-  const long a0 = g_allocations.load();
+  CountAllocations allocations;
   for (auto _ : state) c.inc();
-  const long allocs = g_allocations.load() - a0;
+  const long allocs = allocations.count();
   report_drops(state, router, allocs);
 }
 BENCHMARK(BM_CounterInc_OneOutput)->UseRealTime();
@@ -201,9 +171,9 @@ static void BM_LabelsInc_AggregateOnly(benchmark::State& state) {
   Collector collector(store);
   auto& family = collector.counter(kCounter);
   family.labels("llama", "0").inc();
-  const long a0 = g_allocations.load();
+  CountAllocations allocations;
   for (auto _ : state) family.labels("llama", "0").inc();
-  state.counters["allocs"] = static_cast<double>(g_allocations.load() - a0);
+  state.counters["allocs"] = static_cast<double>(allocations.count());
 }
 BENCHMARK(BM_LabelsInc_AggregateOnly);
 
@@ -214,9 +184,9 @@ static void BM_LabelsInc_OneOutput(benchmark::State& state) {
   Collector collector(store, &router);
   auto& family = collector.counter(kCounter);
   family.labels("llama", "0").inc();
-  const long a0 = g_allocations.load();
+  CountAllocations allocations;
   for (auto _ : state) family.labels("llama", "0").inc();
-  report_drops(state, router, g_allocations.load() - a0);
+  report_drops(state, router, allocations.count());
 }
 BENCHMARK(BM_LabelsInc_OneOutput)->UseRealTime();
 
@@ -239,13 +209,13 @@ static void BM_HistogramObserve_OneOutput(benchmark::State& state) {
   Collector collector(store, &router);
   Histogram h = collector.histogram(kHistogram).labels("llama", "0");
   h.observe(0.1);
-  const long a0 = g_allocations.load();
+  CountAllocations allocations;
   double v = 0.0;
   for (auto _ : state) {
     h.observe(v);
     v = v > 2.5 ? 0.0 : v + 0.013;
   }
-  report_drops(state, router, g_allocations.load() - a0);
+  report_drops(state, router, allocations.count());
 }
 BENCHMARK(BM_HistogramObserve_OneOutput)->UseRealTime();
 

@@ -4,8 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
-#include <cstdlib>
-#include <new>
 #include <set>
 #include <string>
 #include <thread>
@@ -14,52 +12,13 @@
 #include "collector.hpp"
 #include "event_router.hpp"
 #include "in_process_metric_store.hpp"
+#include "allocation_counter.hpp"
 #include "test_sinks.hpp"
 
 using namespace tokenspeed::metrics;
 using namespace tokenspeed::metrics::test;
 
-// ------------------------------------------- allocation counting (this binary)
 namespace {
-std::atomic<long> g_allocations{0};
-thread_local bool t_counting = false;
-}  // namespace
-
-// Replacement allocation functions: malloc/free underneath on purpose.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-void* operator new(std::size_t size) {
-  if (t_counting) g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) { return operator new(size); }
-void* operator new(std::size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return operator new(size);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](std::size_t size, const std::nothrow_t& tag) noexcept { return operator new(size, tag); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
-#pragma GCC diagnostic pop
-
-namespace {
-
-struct CountAllocations {
-  CountAllocations() {
-    g_allocations = 0;
-    t_counting = true;
-  }
-  ~CountAllocations() { t_counting = false; }
-  long count() const { return g_allocations.load(); }
-};
 
 // A store that counts allocate_series calls.
 class CountingStore final : public MetricStore {
