@@ -10,10 +10,10 @@
 
 namespace tokenspeed::metrics::cli {
 
-int run_plugins(int argc, char** argv);  // cli_plugins.cpp
-int run_check(int argc, char** argv);    // cli_check.cpp
-int run_simulate(int argc, char** argv); // cli_simulate.cpp
-int run_producer(int argc, char** argv); // cli_producer.cpp
+int run_plugins(int argc, char** argv);   // cli_plugins.cpp
+int run_check(int argc, char** argv);     // cli_check.cpp
+int run_simulate(int argc, char** argv);  // cli_simulate.cpp
+int run_producer(int argc, char** argv);  // cli_producer.cpp
 
 namespace {
 
@@ -21,7 +21,8 @@ constexpr Command kCommands[] = {
     {"help", "show this help", nullptr},
     {"plugins", "list plugin files, their status and reporters", run_plugins},
     {"check", "validate the metrics flags and configuration without starting outputs", run_check},
-    {"simulate", "run the simulated engine: a launcher, scheduler ranks and a frontend", run_simulate},
+    {"simulate", "run the simulated engine: a launcher, scheduler ranks and a frontend",
+     run_simulate},
     {"producer", "a producer process of simulate (started by it, not by hand)", run_producer},
 };
 
@@ -60,7 +61,7 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  std::fprintf(stderr, "tokenspeed-metrics: unknown command '%s' (see 'tokenspeed-metrics --help')\n",
-               name);
+  std::fprintf(
+      stderr, "tokenspeed-metrics: unknown command '%s' (see 'tokenspeed-metrics --help')\n", name);
   return kStartupErrorExitStatus;
 }

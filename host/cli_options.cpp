@@ -15,29 +15,30 @@ namespace tokenspeed::metrics::cli {
 namespace po = boost::program_options;
 
 void add_plugin_search_options(po::options_description& description) {
-  description.add_options()
-      ("metrics-plugin-dir", po::value<std::vector<std::string>>()->composing(),
-       "search DIR for plugin files before TOKENSPEED_PLUGIN_PATH and the installed "
-       "directory (repeatable)")
-      ("metrics-allow-insecure-plugins", po::bool_switch(),
-       "load plugins from files or directories that other users can write to (development only)");
+  description.add_options()(
+      "metrics-plugin-dir", po::value<std::vector<std::string>>()->composing(),
+      "search DIR for plugin files before TOKENSPEED_PLUGIN_PATH and the installed "
+      "directory (repeatable)")(
+      "metrics-allow-insecure-plugins", po::bool_switch(),
+      "load plugins from files or directories that other users can write to (development only)");
 }
 
 void add_metrics_options(po::options_description& description) {
-  description.add_options()
-      ("enable-metrics", po::bool_switch(), "enable metrics (Prometheus only unless "
-       "--metrics-reporters selects outputs)")
-      ("metrics-reporters", po::value<std::vector<std::string>>()->composing(),
-       "select an output by name (repeatable; a comma-separated list is accepted); "
-       "'prometheus' is the built-in output")
-      ("metrics-reporter-config", po::value<std::string>(),
-       "JSON file mapping external output names to their settings");
+  description.add_options()("enable-metrics", po::bool_switch(),
+                            "enable metrics (Prometheus only unless "
+                            "--metrics-reporters selects outputs)")(
+      "metrics-reporters", po::value<std::vector<std::string>>()->composing(),
+      "select an output by name (repeatable; a comma-separated list is accepted); "
+      "'prometheus' is the built-in output")(
+      "metrics-reporter-config", po::value<std::string>(),
+      "JSON file mapping external output names to their settings");
   add_plugin_search_options(description);
 }
 
 MetricsOptions metrics_options_from(const po::variables_map& values) {
   MetricsOptions options;
-  if (values.count("enable-metrics") != 0) options.enable_metrics = values["enable-metrics"].as<bool>();
+  if (values.count("enable-metrics") != 0)
+    options.enable_metrics = values["enable-metrics"].as<bool>();
   if (values.count("metrics-reporters") != 0) {
     options.reporters = values["metrics-reporters"].as<std::vector<std::string>>();
   }
@@ -57,13 +58,13 @@ po::variables_map parse_command_line(int argc, char** argv,
                                      const po::options_description& description) {
   po::variables_map values;
   try {
-    po::store(po::command_line_parser(argc, argv)
-                  .options(description)
-                  .positional(po::positional_options_description())
-                  .style(po::command_line_style::default_style &
-                         ~po::command_line_style::allow_guessing)
-                  .run(),
-              values);
+    po::store(
+        po::command_line_parser(argc, argv)
+            .options(description)
+            .positional(po::positional_options_description())
+            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+            .run(),
+        values);
     po::notify(values);
   } catch (const po::error_with_option_name& error) {
     throw StartupError({{}, {}, error.get_option_name()}, error.what());

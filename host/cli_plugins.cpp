@@ -51,8 +51,7 @@ void print_text(const PluginLoader& loader, const ReporterRegistry& registry) {
                 << overridden_note(registry, *reporter) << '\n';
     }
   }
-  std::cout << '\n'
-            << loader.plugins().size() << " plugin file(s), " << loaded << " loaded\n";
+  std::cout << '\n' << loader.plugins().size() << " plugin file(s), " << loaded << " loaded\n";
 }
 
 void print_json(const PluginLoader& loader, const ReporterRegistry& registry) {
@@ -104,8 +103,8 @@ int run_plugins(int argc, char** argv) {
   PluginLoader loader(registry, [](const std::string& line) {
     std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
   });
-  loader.load(PluginSearchOptions::from_environment(options.plugin_dirs,
-                                                    options.allow_insecure_plugins));
+  loader.load(
+      PluginSearchOptions::from_environment(options.plugin_dirs, options.allow_insecure_plugins));
   if (values.count("json") != 0) {
     print_json(loader, registry);
   } else {

@@ -46,9 +46,9 @@ int run_producer(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
 
   po::options_description description("options");
-  description.add_options()("help,h", "show this help")
-      ("role", po::value<std::string>()->required(), "scheduler or frontend")
-      ("dp-rank", po::value<int>()->default_value(0), "data-parallel rank of a scheduler");
+  description.add_options()("help,h", "show this help")(
+      "role", po::value<std::string>()->required(), "scheduler or frontend")(
+      "dp-rank", po::value<int>()->default_value(0), "data-parallel rank of a scheduler");
   add_simulation_options(description);
   const po::variables_map values = parse_command_line(argc, argv, description);
   if (values.count("help") != 0) {
@@ -64,7 +64,8 @@ int run_producer(int argc, char** argv) {
   if (role != "scheduler" && role != "frontend") {
     throw StartupError({"", "", "--role"}, "must be scheduler or frontend");
   }
-  const std::string process_name = role == "scheduler" ? "scheduler-" + std::to_string(dp_rank) : role;
+  const std::string process_name =
+      role == "scheduler" ? "scheduler-" + std::to_string(dp_rank) : role;
   const SimulationOptions simulation = simulation_options_from(values);
   const ProducerHandoff handoff = read_handoff_from_environment();
 

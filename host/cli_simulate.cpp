@@ -25,7 +25,8 @@ namespace {
 
 namespace po = boost::program_options;
 
-constexpr const char* kSynopsis = "[--ranks N] [--duration SECONDS] [simulation flags] [metrics flags]";
+constexpr const char* kSynopsis =
+    "[--ranks N] [--duration SECONDS] [simulation flags] [metrics flags]";
 
 std::string self_executable() {
   char path[4096];
@@ -43,7 +44,8 @@ struct OutputTotals {
 std::map<std::string, OutputTotals> output_totals(const std::filesystem::path& run_dir) {
   std::map<std::string, OutputTotals> totals;
   ScrapeSources sources;
-  for (const MetricDefinition& metric : reporter_self_metric_definitions()) sources.catalog.push_back(&metric);
+  for (const MetricDefinition& metric : reporter_self_metric_definitions())
+    sources.catalog.push_back(&metric);
   sources.run_dir = run_dir;
   for (const MergedFamily& family : merge_scrape(sources)) {
     const bool delivered = family.metric->name == "tokenspeed_metrics_reporter_events_delivered";
@@ -92,18 +94,20 @@ int run_simulate(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   po::options_description description("options");
-  description.add_options()("help,h", "show this help")
-      ("ranks", po::value<int>()->default_value(2), "scheduler producers (data-parallel ranks)")
-      ("duration", po::value<double>()->default_value(0),
-       "seconds to run; 0 runs until SIGINT or SIGTERM")
-      ("linger", po::value<double>()->default_value(0),
-       "after the run: stop the producers, then keep serving /metrics this many seconds "
-       "before closing (to scrape final totals)")
-      ("metrics-reporter-queue-size", po::value<std::size_t>()->default_value(RouterOptions{}.queue_size),
-       "events each collector thread may queue per output before dropping")
-      ("metrics-shutdown-timeout", po::value<double>()->default_value(
-           std::chrono::duration<double>(kDefaultShutdownTimeout).count()),
-       "seconds the whole node has to drain and close its outputs at shutdown");
+  description.add_options()("help,h", "show this help")(
+      "ranks", po::value<int>()->default_value(2), "scheduler producers (data-parallel ranks)")(
+      "duration", po::value<double>()->default_value(0),
+      "seconds to run; 0 runs until SIGINT or SIGTERM")(
+      "linger", po::value<double>()->default_value(0),
+      "after the run: stop the producers, then keep serving /metrics this many seconds "
+      "before closing (to scrape final totals)")(
+      "metrics-reporter-queue-size",
+      po::value<std::size_t>()->default_value(RouterOptions{}.queue_size),
+      "events each collector thread may queue per output before dropping")(
+      "metrics-shutdown-timeout",
+      po::value<double>()->default_value(
+          std::chrono::duration<double>(kDefaultShutdownTimeout).count()),
+      "seconds the whole node has to drain and close its outputs at shutdown");
   add_simulation_options(description);
   add_metrics_options(description);
   add_prometheus_options(description);
@@ -127,7 +131,8 @@ int run_simulate(int argc, char** argv) {
   }
   const double shutdown_seconds = values["metrics-shutdown-timeout"].as<double>();
   if (!(shutdown_seconds >= 0) || shutdown_seconds > 3600) {
-    throw StartupError({"", "", "--metrics-shutdown-timeout"}, "must be between 0 and 3600 seconds");
+    throw StartupError({"", "", "--metrics-shutdown-timeout"},
+                       "must be between 0 and 3600 seconds");
   }
   const SimulationOptions simulation = simulation_options_from(values);
 
@@ -144,7 +149,8 @@ int run_simulate(int argc, char** argv) {
   launcher.start();
   if (ProcessMetrics* local = launcher.local_metrics()) {
     // The launcher records its own startup, as an engine's entry point does.
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     local->collector()
         .histogram(catalog_metric("tokenspeed:func_latency_seconds"))
         .labels(simulation.model_name, simulation.app_key, "launcher_startup")
@@ -180,7 +186,8 @@ int run_simulate(int argc, char** argv) {
       for (const auto& [name, total] : totals) {
         const double rate = (total.delivered - previous[name].delivered) / elapsed;
         char part[160];
-        std::snprintf(part, sizeof part, "%s %.0f ev/s, %.0f dropped | ", name.c_str(), rate, total.dropped);
+        std::snprintf(part, sizeof part, "%s %.0f ev/s, %.0f dropped | ", name.c_str(), rate,
+                      total.dropped);
         line += part;
       }
       line += url.empty() ? std::string("no Prometheus endpoint") : url;
@@ -193,8 +200,8 @@ int run_simulate(int argc, char** argv) {
   if (linger > 0 && !stop_requested) {
     launcher.stop_producers();
     std::cout << "producers stopped; serving /metrics for " << linger << " s" << std::endl;
-    const auto linger_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-        std::chrono::duration<double>(linger));
+    const auto linger_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(linger));
     const timespec wait{static_cast<time_t>(linger_ns.count() / 1'000'000'000),
                         static_cast<long>(linger_ns.count() % 1'000'000'000)};
     ::sigtimedwait(&stop_signals, nullptr, &wait);

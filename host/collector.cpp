@@ -85,7 +85,8 @@ MetricSeries* FamilyCore::find_or_intern(std::span<const std::string_view> value
       for (MetricSeries& s : series_) {
         if (&s == &series) continue;
         std::size_t i = s.hash & bigger->mask;
-        while (bigger->slots[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & bigger->mask;
+        while (bigger->slots[i].load(std::memory_order_relaxed) != nullptr)
+          i = (i + 1) & bigger->mask;
         bigger->slots[i].store(&s, std::memory_order_relaxed);
       }
       tables_.push_back(std::move(bigger));  // old tables stay: readers may hold them

@@ -122,9 +122,10 @@ class FamilyCore {
   MetricStore& store_;
   EventRouter* router_;
   std::atomic<Table*> table_;
-  mutable std::mutex mutex_;                    // interning only
-  std::vector<std::unique_ptr<Table>> tables_;  // every table ever published (readers may hold old ones)
-  std::deque<MetricSeries> series_;             // stable addresses
+  mutable std::mutex mutex_;  // interning only
+  std::vector<std::unique_ptr<Table>>
+      tables_;                       // every table ever published (readers may hold old ones)
+  std::deque<MetricSeries> series_;  // stable addresses
 };
 
 // A metric family: the handles of its series. Threading: labels() from any
@@ -143,7 +144,9 @@ class Family {
     const std::array<std::string_view, sizeof...(Values)> views{std::string_view(values)...};
     return make(core_.find_or_intern(views));
   }
-  Handle labels(std::span<const std::string_view> values) { return make(core_.find_or_intern(values)); }
+  Handle labels(std::span<const std::string_view> values) {
+    return make(core_.find_or_intern(values));
+  }
 
   const MetricDefinition& definition() const noexcept { return core_.definition(); }
   const SeriesFamily& series_family() const noexcept { return core_.series_family(); }

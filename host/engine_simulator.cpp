@@ -37,8 +37,8 @@ void sleep_unless_stopped(std::chrono::microseconds duration, const std::atomic<
   while (!stop.load(std::memory_order_relaxed)) {
     const auto now = std::chrono::steady_clock::now();
     if (now >= end) return;
-    std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
-        end - now, std::chrono::milliseconds(50)));
+    std::this_thread::sleep_for(
+        std::min<std::chrono::steady_clock::duration>(end - now, std::chrono::milliseconds(50)));
   }
 }
 
@@ -52,20 +52,25 @@ const MetricDefinition& catalog_metric(std::string_view name) {
 }
 
 SchedulerSimulator::SchedulerSimulator(Collector& collector, SimulationOptions options, int dp_rank)
-    : options_(std::move(options)), rng_(options_.seed * 1000003 + static_cast<std::uint64_t>(dp_rank)) {
+    : options_(std::move(options)),
+      rng_(options_.seed * 1000003 + static_cast<std::uint64_t>(dp_rank)) {
   const std::string rank = std::to_string(dp_rank);
   const std::string& model = options_.model_name;
   const std::string& app = options_.app_key;
-  running_ = collector.gauge(catalog_metric("tokenspeed:num_requests_running")).labels(model, app, rank);
-  waiting_ = collector.gauge(catalog_metric("tokenspeed:num_requests_waiting")).labels(model, app, rank);
-  kv_usage_ = collector.gauge(catalog_metric("tokenspeed:kv_cache_usage_perc")).labels(model, app, rank);
-  iteration_tokens_ =
-      collector.histogram(catalog_metric("tokenspeed:iteration_tokens_total")).labels(model, app, rank);
+  running_ =
+      collector.gauge(catalog_metric("tokenspeed:num_requests_running")).labels(model, app, rank);
+  waiting_ =
+      collector.gauge(catalog_metric("tokenspeed:num_requests_waiting")).labels(model, app, rank);
+  kv_usage_ =
+      collector.gauge(catalog_metric("tokenspeed:kv_cache_usage_perc")).labels(model, app, rank);
+  iteration_tokens_ = collector.histogram(catalog_metric("tokenspeed:iteration_tokens_total"))
+                          .labels(model, app, rank);
   accepted_tokens_ = collector.counter(catalog_metric("tokenspeed:spec_decode_num_accepted_tokens"))
                          .labels(model, app, rank);
   draft_tokens_ = collector.counter(catalog_metric("tokenspeed:spec_decode_num_draft_tokens"))
                       .labels(model, app, rank);
-  drafts_ = collector.counter(catalog_metric("tokenspeed:spec_decode_num_drafts")).labels(model, app, rank);
+  drafts_ = collector.counter(catalog_metric("tokenspeed:spec_decode_num_drafts"))
+                .labels(model, app, rank);
   nan_aborted_ = collector.counter(catalog_metric("tokenspeed:num_nan_aborted_requests"))
                      .labels(model, app, rank);
 }
@@ -98,9 +103,8 @@ void SchedulerSimulator::run(const std::atomic<bool>& stop) {
   while (!stop.load(std::memory_order_relaxed)) {
     iterate();
     const double mean = static_cast<double>(options_.iteration_time.count());
-    sleep_unless_stopped(std::chrono::microseconds(static_cast<std::int64_t>(
-                             mean * (0.5 + uniform(rng_)))),
-                         stop);
+    sleep_unless_stopped(
+        std::chrono::microseconds(static_cast<std::int64_t>(mean * (0.5 + uniform(rng_)))), stop);
   }
 }
 
@@ -109,15 +113,20 @@ FrontendSimulator::FrontendSimulator(Collector& collector, SimulationOptions opt
   const std::string& model = options_.model_name;
   const std::string& app = options_.app_key;
   prompt_tokens_ = collector.counter(catalog_metric("tokenspeed:prompt_tokens")).labels(model, app);
-  generation_tokens_ = collector.counter(catalog_metric("tokenspeed:generation_tokens")).labels(model, app);
+  generation_tokens_ =
+      collector.counter(catalog_metric("tokenspeed:generation_tokens")).labels(model, app);
   requests_ = collector.counter(catalog_metric("tokenspeed:num_requests")).labels(model, app);
   success_ = collector.counter(catalog_metric("tokenspeed:request_success")).labels(model, app);
-  prefix_hits_ = collector.counter(catalog_metric("tokenspeed:prefix_cache_hits")).labels(model, app);
-  ttft_ = collector.histogram(catalog_metric("tokenspeed:time_to_first_token_seconds")).labels(model, app);
+  prefix_hits_ =
+      collector.counter(catalog_metric("tokenspeed:prefix_cache_hits")).labels(model, app);
+  ttft_ = collector.histogram(catalog_metric("tokenspeed:time_to_first_token_seconds"))
+              .labels(model, app);
   tpot_ = collector.histogram(catalog_metric("tokenspeed:request_time_per_output_token_seconds"))
               .labels(model, app);
-  itl_ = collector.histogram(catalog_metric("tokenspeed:inter_token_latency_seconds")).labels(model, app);
-  e2e_ = collector.histogram(catalog_metric("tokenspeed:e2e_request_latency_seconds")).labels(model, app);
+  itl_ = collector.histogram(catalog_metric("tokenspeed:inter_token_latency_seconds"))
+             .labels(model, app);
+  e2e_ = collector.histogram(catalog_metric("tokenspeed:e2e_request_latency_seconds"))
+             .labels(model, app);
   auto& func = collector.histogram(catalog_metric("tokenspeed:func_latency_seconds"));
   tokenize_latency_ = func.labels(model, app, "tokenize");
   detokenize_latency_ = func.labels(model, app, "detokenize");

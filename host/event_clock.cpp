@@ -72,7 +72,8 @@ WallClockConverter::WallClockConverter() noexcept {
   anchor_ticks_ = second.ticks;
   anchor_ns_ = second.ns;
   if (second.ticks > first.ticks) {
-    ns_per_tick_ = static_cast<double>(second.ns - first.ns) / static_cast<double>(second.ticks - first.ticks);
+    ns_per_tick_ =
+        static_cast<double>(second.ns - first.ns) / static_cast<double>(second.ticks - first.ticks);
   }
 }
 
@@ -82,7 +83,8 @@ void WallClockConverter::maybe_recalibrate() noexcept {
   if (static_cast<double>(now - anchor_ticks_) * ns_per_tick_ < 1e9) return;
   const Pair pair = read_pair();
   if (pair.ticks > base_ticks_ && pair.ns > base_ns_) {
-    ns_per_tick_ = static_cast<double>(pair.ns - base_ns_) / static_cast<double>(pair.ticks - base_ticks_);
+    ns_per_tick_ =
+        static_cast<double>(pair.ns - base_ns_) / static_cast<double>(pair.ticks - base_ticks_);
   }
   anchor_ticks_ = pair.ticks;
   anchor_ns_ = pair.ns;

@@ -76,9 +76,9 @@ class WallClockConverter {
   double ns_per_tick() const noexcept { return ns_per_tick_; }
 
  private:
-  std::int64_t base_ticks_ = 0;   // first pair: the slope's baseline
+  std::int64_t base_ticks_ = 0;  // first pair: the slope's baseline
   std::int64_t base_ns_ = 0;
-  std::int64_t anchor_ticks_ = 0; // latest pair: the offset
+  std::int64_t anchor_ticks_ = 0;  // latest pair: the offset
   std::int64_t anchor_ns_ = 0;
   double ns_per_tick_ = 1.0;
 };

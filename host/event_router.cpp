@@ -83,7 +83,8 @@ EventRouter::~EventRouter() {
   {
     std::lock_guard lock(registry_mutex());
     auto& routers = registry();
-    routers.erase(std::remove_if(routers.begin(), routers.end(), [&](const auto& r) { return r.first == id_; }),
+    routers.erase(std::remove_if(routers.begin(), routers.end(),
+                                 [&](const auto& r) { return r.first == id_; }),
                   routers.end());
   }
   close(options_.close_grace);
@@ -155,11 +156,13 @@ bool EventRouter::close(std::chrono::nanoseconds budget) noexcept {
     if (worker->drain_finished()) order.push_back(worker.get());
   }
   for (auto& worker : workers_) {
-    if (std::find(order.begin(), order.end(), worker.get()) == order.end()) order.push_back(worker.get());
+    if (std::find(order.begin(), order.end(), worker.get()) == order.end())
+      order.push_back(worker.get());
   }
   for (SinkWorker* worker : order) {
-    const auto remaining = std::max(std::chrono::nanoseconds::zero(),
-                                    std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()));
+    const auto remaining =
+        std::max(std::chrono::nanoseconds::zero(),
+                 std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()));
     ok = worker->close_plugin(remaining, hard_deadline) && ok;
   }
   for (auto& worker : workers_) worker->release_thread();

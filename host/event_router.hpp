@@ -74,10 +74,12 @@ class EventRouter {
     EventRing* const* rings;
   };
   // The ring set of the calling thread for the router it used last.
-  inline static thread_local ThreadCache tl_cache_ __attribute__((tls_model("initial-exec"))) = {0, nullptr};
+  inline static thread_local ThreadCache tl_cache_
+      __attribute__((tls_model("initial-exec"))) = {0, nullptr};
 
   EventRing* const* thread_rings() noexcept {
-    if (tl_cache_.router_id == id_) [[likely]] return tl_cache_.rings;
+    if (tl_cache_.router_id == id_) [[likely]]
+      return tl_cache_.rings;
     return register_thread();
   }
   EventRing* const* register_thread() noexcept;

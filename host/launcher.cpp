@@ -22,7 +22,8 @@ constexpr std::chrono::milliseconds kProducerExitGrace{100};
 
 std::vector<const MetricDefinition*> exposed_catalog() {
   std::vector<const MetricDefinition*> catalog = catalog_pointers(tokenspeed_catalog());
-  for (const MetricDefinition& metric : reporter_self_metric_definitions()) catalog.push_back(&metric);
+  for (const MetricDefinition& metric : reporter_self_metric_definitions())
+    catalog.push_back(&metric);
   return catalog;
 }
 
@@ -64,7 +65,8 @@ void Launcher::start() {
                                                        [this] { return render_metrics(); });
     }
     handoff.outputs = producer_outputs_;
-    handoff.plugin_dirs = startup_.loader ? startup_.loader->directories() : std::vector<std::string>{};
+    handoff.plugin_dirs =
+        startup_.loader ? startup_.loader->directories() : std::vector<std::string>{};
     handoff.disabled_plugins = PluginSearchOptions::from_environment({}, false).disabled_plugins;
     handoff.allow_insecure_plugins = options_.metrics.allow_insecure_plugins;
     handoff.run_dir = run_dir_->path().string();
@@ -105,11 +107,10 @@ void Launcher::stop_producers() noexcept {
   if (producers_stopped_ || !started_) return;
   producers_stopped_ = true;
   shutdown_begin_ = std::chrono::steady_clock::now();
-  const auto deadline =
-      shutdown_begin_ +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          options_.shutdown_timeout * kProducerShare) +
-      kProducerExitGrace;
+  const auto deadline = shutdown_begin_ +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            options_.shutdown_timeout * kProducerShare) +
+                        kProducerExitGrace;
   report_.producers = supervisor_.stop(deadline);
   for (const ProducerProcess& process : report_.producers) {
     if (process.killed) {

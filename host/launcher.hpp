@@ -30,8 +30,9 @@ inline constexpr std::chrono::milliseconds kDefaultShutdownTimeout{5'000};
 struct LauncherOptions {
   MetricsOptions metrics;
   PrometheusOptions prometheus;
-  std::size_t queue_size = RouterOptions{}.queue_size;   // --metrics-reporter-queue-size
-  std::chrono::nanoseconds shutdown_timeout = kDefaultShutdownTimeout;  // --metrics-shutdown-timeout
+  std::size_t queue_size = RouterOptions{}.queue_size;  // --metrics-reporter-queue-size
+  std::chrono::nanoseconds shutdown_timeout =
+      kDefaultShutdownTimeout;  // --metrics-shutdown-timeout
   std::vector<ProducerSpec> producers;
   std::function<void(const std::string&)> warn;  // one line each; stderr when empty
 };

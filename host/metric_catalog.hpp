@@ -11,7 +11,11 @@
 
 namespace tokenspeed::metrics {
 
-enum class MetricKind { counter = TSM_KIND_COUNTER, gauge = TSM_KIND_GAUGE, histogram = TSM_KIND_HISTOGRAM };
+enum class MetricKind {
+  counter = TSM_KIND_COUNTER,
+  gauge = TSM_KIND_GAUGE,
+  histogram = TSM_KIND_HISTOGRAM
+};
 
 // How the launcher merges one gauge's per-process values at scrape time, as
 // prometheus_client's multiprocess_mode does. "live" modes forget processes
@@ -22,12 +26,12 @@ std::string_view to_string(MetricKind kind) noexcept;
 std::string_view to_string(GaugeMode mode) noexcept;
 
 struct MetricDefinition {
-  std::string name;                      // family name; counters without _total
+  std::string name;  // family name; counters without _total
   MetricKind kind = MetricKind::counter;
   std::string help;
-  std::string unit;                      // "seconds", "tokens", "" if none
+  std::string unit;  // "seconds", "tokens", "" if none
   std::vector<std::string> label_names;
-  std::vector<double> buckets;           // histograms: ascending, no +Inf
+  std::vector<double> buckets;  // histograms: ascending, no +Inf
   GaugeMode gauge_mode = GaugeMode::livemax;
 
   // The name events and the exposition use: counters end in _total.

@@ -25,9 +25,9 @@ struct SeriesFamily {
   SeriesFamily& operator=(const SeriesFamily&) = delete;
 
   const MetricDefinition& definition;
-  const std::string sample_name;                 // counters end in _total
-  const std::vector<const char*> label_names;    // point into definition
-  tsm_metric_info info{};                        // built once, read by plugins
+  const std::string sample_name;               // counters end in _total
+  const std::vector<const char*> label_names;  // point into definition
+  tsm_metric_info info{};                      // built once, read by plugins
 };
 
 // One series: a family and one label-value set, interned once. The address
@@ -35,9 +35,9 @@ struct SeriesFamily {
 // publication except slots (std::atomic_ref) and dedup (its own atomics).
 struct MetricSeries {
   const SeriesFamily* family = nullptr;
-  double* slots = nullptr;            // Prometheus aggregate, see metric_store.hpp
-  EventRouter* router = nullptr;      // null: no external output selected
-  std::uint64_t hash = 0;             // hash of the label values (lookup table)
+  double* slots = nullptr;        // Prometheus aggregate, see metric_store.hpp
+  EventRouter* router = nullptr;  // null: no external output selected
+  std::uint64_t hash = 0;         // hash of the label values (lookup table)
   std::vector<std::string> label_values;
   std::vector<const char*> label_value_ptrs;  // c_str() of label_values
   // Gauges only. On a cache line of its own: collector threads write it,
@@ -58,9 +58,12 @@ struct EventSlot {
 
 inline tsm_operation operation_of(MetricKind kind) noexcept {
   switch (kind) {
-    case MetricKind::counter: return TSM_OP_INC;
-    case MetricKind::gauge: return TSM_OP_SET;
-    case MetricKind::histogram: return TSM_OP_OBSERVE;
+    case MetricKind::counter:
+      return TSM_OP_INC;
+    case MetricKind::gauge:
+      return TSM_OP_SET;
+    case MetricKind::histogram:
+      return TSM_OP_OBSERVE;
   }
   return TSM_OP_INC;
 }

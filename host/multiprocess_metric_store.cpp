@@ -104,7 +104,8 @@ MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions option
     : options_(std::move(options)) {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   if (options_.region_bytes < page || options_.region_bytes % page != 0) {
-    throw std::invalid_argument("multiprocess store: region size must be a multiple of the page size");
+    throw std::invalid_argument(
+        "multiprocess store: region size must be a multiple of the page size");
   }
   const ProcessIdentity self = current_process_identity();
   for (int attempt = 0; fd_ < 0; ++attempt) {
@@ -112,7 +113,8 @@ MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions option
     if (attempt > 0) name += "_" + std::to_string(attempt);
     path_ = options_.directory / (name + ".db");
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd_ < 0 && (errno != EEXIST || attempt > 1000)) throw_errno("cannot create " + path_.string());
+    if (fd_ < 0 && (errno != EEXIST || attempt > 1000))
+      throw_errno("cannot create " + path_.string());
   }
   try {
     std::byte* first = map_new_region();
@@ -153,8 +155,8 @@ void MultiprocessMetricStore::close() noexcept {
 
 std::byte* MultiprocessMetricStore::map_new_region() {
   const std::size_t offset = regions_.size() * options_.region_bytes;
-  const int rc = ::posix_fallocate(fd_, static_cast<off_t>(offset),
-                                   static_cast<off_t>(options_.region_bytes));
+  const int rc =
+      ::posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(options_.region_bytes));
   if (rc != 0) {
     // Some file systems cannot reserve space; extend the file instead.
     if (rc != EOPNOTSUPP && rc != EINVAL) {
@@ -178,7 +180,8 @@ double* MultiprocessMetricStore::allocate_series(const MetricDefinition& metric,
   std::string key = series_key(name, label_values);
   const std::size_t slot_count = series_slot_count(metric);
   std::size_t header_bytes = sizeof(RecordHeader) + name.size();
-  for (const std::string& value : label_values) header_bytes += sizeof(std::uint32_t) + value.size();
+  for (const std::string& value : label_values)
+    header_bytes += sizeof(std::uint32_t) + value.size();
   header_bytes = round8(header_bytes);
   const std::size_t record_bytes = header_bytes + slot_count * sizeof(double);
   if (record_bytes > options_.region_bytes - sizeof(FileHeader) || name.size() > UINT32_MAX) {
@@ -197,10 +200,9 @@ double* MultiprocessMetricStore::allocate_series(const MetricDefinition& metric,
   while (regions_.size() <= index) map_new_region();
   std::byte* record = regions_[index].base + within;
 
-  RecordHeader header{static_cast<std::uint32_t>(record_bytes),
-                      static_cast<std::uint32_t>(slot_count),
-                      static_cast<std::uint32_t>(name.size()),
-                      static_cast<std::uint32_t>(label_values.size())};
+  RecordHeader header{
+      static_cast<std::uint32_t>(record_bytes), static_cast<std::uint32_t>(slot_count),
+      static_cast<std::uint32_t>(name.size()), static_cast<std::uint32_t>(label_values.size())};
   std::byte* out = record;
   std::memcpy(out, &header, sizeof header);
   out += sizeof header;
@@ -230,7 +232,7 @@ bool read_multiprocess_file(const std::filesystem::path& path,
                             const std::function<void(const MultiprocessSeriesView&)>& visit) {
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) return false;
-  struct stat info{};
+  struct stat info {};
   if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode) ||
       static_cast<std::size_t>(info.st_size) < sizeof(FileHeader)) {
     return false;
@@ -272,7 +274,8 @@ bool read_multiprocess_file(const std::filesystem::path& path,
   while (offset + sizeof(RecordHeader) <= limit) {
     const std::size_t region_end = (offset / region + 1) * region;
     RecordHeader record{};
-    if (region_end - offset >= sizeof(RecordHeader)) std::memcpy(&record, base + offset, sizeof record);
+    if (region_end - offset >= sizeof(RecordHeader))
+      std::memcpy(&record, base + offset, sizeof record);
     if (record.record_size == 0) {  // rest of the region unused
       offset = region_end;
       continue;

@@ -31,9 +31,9 @@ namespace tokenspeed::metrics {
 //   The file grows by whole regions; each region is mapped on its own, so
 //   slots handed out earlier stay where they are.
 struct MultiprocessStoreOptions {
-  std::filesystem::path directory;           // the run directory (must exist)
-  std::string file_prefix = "producer";      // file name: <prefix>_<pid>.db
-  std::size_t region_bytes = 1u << 20;       // multiple of the page size
+  std::filesystem::path directory;       // the run directory (must exist)
+  std::string file_prefix = "producer";  // file name: <prefix>_<pid>.db
+  std::size_t region_bytes = 1u << 20;   // multiple of the page size
 };
 
 // Threading: allocate_series may be called from any thread (it locks, may

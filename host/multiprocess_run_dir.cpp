@@ -65,7 +65,8 @@ bool process_alive(const ProcessIdentity& process) noexcept {
 }
 
 std::filesystem::path default_multiprocess_base_dir() {
-  const char* tmp = std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): startup, before any thread
+  const char* tmp =
+      std::getenv("TMPDIR");  // NOLINT(concurrency-mt-unsafe): startup, before any thread
   std::filesystem::path base = (tmp != nullptr && *tmp != '\0') ? tmp : "/tmp";
   return base / ("tokenspeed-metrics-" + std::to_string(::getuid()));
 }
@@ -77,7 +78,7 @@ MultiprocessRunDir::MultiprocessRunDir(const std::filesystem::path& base_dir) {
     if (ec) throw dir_error(base_dir, "cannot create the directory: " + ec.message());
     ::chmod(base_dir.c_str(), 0700);
   }
-  struct stat info{};
+  struct stat info {};
   if (::lstat(base_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
     throw dir_error(base_dir, "not a directory");
   }
@@ -133,7 +134,8 @@ std::size_t MultiprocessRunDir::remove_stale(const std::filesystem::path& base_d
       stale = !process_alive(process);
     } else {
       const auto written = std::filesystem::last_write_time(entry.path(), entry_ec);
-      stale = !entry_ec && std::filesystem::file_time_type::clock::now() - written > kOwnerlessGrace;
+      stale =
+          !entry_ec && std::filesystem::file_time_type::clock::now() - written > kOwnerlessGrace;
     }
     if (!stale) continue;
     std::filesystem::remove_all(entry.path(), entry_ec);

@@ -45,8 +45,8 @@ void NodeSessions::close(std::chrono::steady_clock::time_point deadline) noexcep
     outcome->first = TSM_OK;
     const bool returned = call_with_deadline(
         [session, outcome, timeout_ns]() {
-          outcome->first = session.handle.vtable->close(session.handle.self, timeout_ns,
-                                                        outcome->second.get());
+          outcome->first =
+              session.handle.vtable->close(session.handle.self, timeout_ns, outcome->second.get());
         },
         // A small grace beyond the budget, as for sinks.
         std::chrono::steady_clock::now() + remaining + std::chrono::milliseconds(50));

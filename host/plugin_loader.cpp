@@ -50,8 +50,7 @@ LoadedLibraries& loaded_libraries() {
 long thread_count() noexcept {
   std::error_code ec;
   long count = 0;
-  for (fs::directory_iterator it("/proc/self/task", ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::directory_iterator it("/proc/self/task", ec), end; !ec && it != end; it.increment(ec)) {
     ++count;
   }
   return ec ? -1 : count;
@@ -83,11 +82,16 @@ constexpr const char* kAllowHint = " (allow with --metrics-allow-insecure-plugin
 
 const char* to_string(PluginStatus status) noexcept {
   switch (status) {
-    case PluginStatus::loaded: return "loaded";
-    case PluginStatus::disabled: return "disabled";
-    case PluginStatus::failed: return "failed";
-    case PluginStatus::shadowed: return "shadowed";
-    case PluginStatus::insecure: return "insecure";
+    case PluginStatus::loaded:
+      return "loaded";
+    case PluginStatus::disabled:
+      return "disabled";
+    case PluginStatus::failed:
+      return "failed";
+    case PluginStatus::shadowed:
+      return "shadowed";
+    case PluginStatus::insecure:
+      return "insecure";
   }
   return "failed";
 }
@@ -215,8 +219,8 @@ void PluginLoader::load_file(PluginRecord& record) {
   auto library = std::make_unique<boost::dll::shared_library>();
   boost::dll::fs::error_code load_ec;
   ::dlerror();
-  library->load(record.path,
-                boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, load_ec);
+  library->load(record.path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local,
+                load_ec);
   if (load_ec || !library->is_loaded()) {
     const char* detail = ::dlerror();
     refuse(record, PluginStatus::failed,
@@ -266,10 +270,11 @@ void PluginLoader::load_file(PluginRecord& record) {
     if (!error.empty()) reason += ": " + error.str();
   } else if (status != TSM_OK) {
     std::string message = error.str();
-    if (message.empty() && !registry_.rejections().empty()) message = registry_.rejections().front();
+    if (message.empty() && !registry_.rejections().empty())
+      message = registry_.rejections().front();
     if (message.empty()) {
-      message = TSM_REGISTER_SYMBOL " returned status " + std::to_string(status) +
-                " without a message";
+      message =
+          TSM_REGISTER_SYMBOL " returned status " + std::to_string(status) + " without a message";
     }
     reason = "registration failed: " + message;
   } else if (!registry_.rejections().empty()) {
@@ -290,12 +295,12 @@ std::string PluginLoader::unavailable_reason(std::string_view reporter_name) con
   std::string explanation;
   for (const PluginRecord& record : plugins_) {
     if (record.status == PluginStatus::loaded) continue;
-    const bool tried = std::find(record.reporters.begin(), record.reporters.end(),
-                                 reporter_name) != record.reporters.end();
+    const bool tried = std::find(record.reporters.begin(), record.reporters.end(), reporter_name) !=
+                       record.reporters.end();
     if (!tried && record.name != reporter_name) continue;
     if (!explanation.empty()) explanation += "; ";
-    explanation += "plugin '" + record.path + "' is " + to_string(record.status) + ": " +
-                   record.reason;
+    explanation +=
+        "plugin '" + record.path + "' is " + to_string(record.status) + ": " + record.reason;
   }
   return explanation;
 }

@@ -19,8 +19,8 @@ const char* to_string(PluginStatus status) noexcept;
 
 // What happened to one discovered plugin file.
 struct PluginRecord {
-  std::string path;    // the file as found in its directory
-  std::string name;    // file name without a "lib" prefix and ".so"
+  std::string path;  // the file as found in its directory
+  std::string name;  // file name without a "lib" prefix and ".so"
   PluginStatus status = PluginStatus::failed;
   std::string reason;  // "" when loaded
   // loaded: the names it registered; failed: the names it tried to register

@@ -12,23 +12,23 @@ std::vector<OutputDefinition> output_definitions(const ReporterRegistry& registr
   std::vector<OutputDefinition> definitions;
   for (const ProducerOutput& output : outputs) {
     const Reporter* reporter = registry.find(output.name);
-    definitions.push_back(OutputDefinition{
-        output.name,
-        // Called once, by the output's worker, on its first event.
-        [reporter, name = output.name, config = output.producer_config](
-            tsm_sink& sink, std::string& error) -> int {
-          if (reporter == nullptr) {
-            error = "reporter '" + name + "' is not registered in this process";
-            return TSM_ERROR;
-          }
-          CreateSinkResult result = reporter->create_sink(config);
-          if (!result.ok) {
-            error = std::move(result.error);
-            return TSM_ERROR;
-          }
-          sink = result.sink;
-          return TSM_OK;
-        }});
+    definitions.push_back(
+        OutputDefinition{output.name,
+                         // Called once, by the output's worker, on its first event.
+                         [reporter, name = output.name, config = output.producer_config](
+                             tsm_sink& sink, std::string& error) -> int {
+                           if (reporter == nullptr) {
+                             error = "reporter '" + name + "' is not registered in this process";
+                             return TSM_ERROR;
+                           }
+                           CreateSinkResult result = reporter->create_sink(config);
+                           if (!result.ok) {
+                             error = std::move(result.error);
+                             return TSM_ERROR;
+                           }
+                           sink = result.sink;
+                           return TSM_OK;
+                         }});
   }
   return definitions;
 }

@@ -28,7 +28,7 @@ struct ProcessMetricsOptions {
   // Where this process's metric file lives; "" keeps the aggregate in this
   // process's memory (no Prometheus endpoint reads it).
   std::string run_dir;
-  std::string file_prefix = "producer"; // "<prefix>_<pid>.db"
+  std::string file_prefix = "producer";  // "<prefix>_<pid>.db"
   RouterOptions router;
 };
 

@@ -22,7 +22,8 @@ std::uint64_t number(const boost::json::object& json, const char* key) {
 
 }  // namespace
 
-bool write_process_summary(const std::filesystem::path& dir, const ProcessSummary& summary) noexcept {
+bool write_process_summary(const std::filesystem::path& dir,
+                           const ProcessSummary& summary) noexcept {
   try {
     boost::json::array outputs;
     for (const SinkStats& s : summary.outputs) {
@@ -73,7 +74,8 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
         if (!value.is_object()) continue;
         const boost::json::object& o = value.get_object();
         SinkStats s;
-        if (const auto* n = o.if_contains("name"); n && n->is_string()) s.name = std::string(n->get_string());
+        if (const auto* n = o.if_contains("name"); n && n->is_string())
+          s.name = std::string(n->get_string());
         s.accepted = number(o, "accepted");
         s.delivered = number(o, "delivered");
         s.dropped_full = number(o, "dropped_full");
@@ -100,14 +102,13 @@ std::string format_summary_table(const std::vector<ProcessSummary>& summaries) {
   table += line;
   for (const ProcessSummary& summary : summaries) {
     for (const SinkStats& s : summary.outputs) {
-      std::snprintf(line, sizeof line, "%-14s %-8d %-12s %12llu %12llu %10llu %10llu %7s\n",
-                    summary.process.c_str(), static_cast<int>(summary.pid), s.name.c_str(),
-                    static_cast<unsigned long long>(s.accepted),
-                    static_cast<unsigned long long>(s.delivered),
-                    static_cast<unsigned long long>(s.dropped_full + s.dropped_disabled +
-                                                    s.dropped_after_close),
-                    static_cast<unsigned long long>(s.discarded_at_deadline),
-                    s.disabled ? "yes" : "no");
+      std::snprintf(
+          line, sizeof line, "%-14s %-8d %-12s %12llu %12llu %10llu %10llu %7s\n",
+          summary.process.c_str(), static_cast<int>(summary.pid), s.name.c_str(),
+          static_cast<unsigned long long>(s.accepted), static_cast<unsigned long long>(s.delivered),
+          static_cast<unsigned long long>(s.dropped_full + s.dropped_disabled +
+                                          s.dropped_after_close),
+          static_cast<unsigned long long>(s.discarded_at_deadline), s.disabled ? "yes" : "no");
       table += line;
     }
   }

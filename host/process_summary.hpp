@@ -21,7 +21,8 @@ struct ProcessSummary {
 };
 
 // Writes "summary-<pid>.json" into dir (0600). Returns false on failure.
-bool write_process_summary(const std::filesystem::path& dir, const ProcessSummary& summary) noexcept;
+bool write_process_summary(const std::filesystem::path& dir,
+                           const ProcessSummary& summary) noexcept;
 
 // Every summary file in dir, in process-name order.
 std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& dir);

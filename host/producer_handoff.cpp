@@ -47,8 +47,8 @@ std::int64_t int_member(const boost::json::object& json, const char* key) {
 boost::json::object handoff_to_json(const ProducerHandoff& handoff) {
   boost::json::array outputs;
   for (const ProducerOutput& output : handoff.outputs) {
-    outputs.push_back(boost::json::object{{"name", output.name},
-                                          {"producer_config", output.producer_config}});
+    outputs.push_back(
+        boost::json::object{{"name", output.name}, {"producer_config", output.producer_config}});
   }
   boost::json::array dirs;
   for (const std::string& dir : handoff.plugin_dirs) dirs.push_back(boost::json::string(dir));

@@ -26,10 +26,10 @@ struct ProducerHandoff {
   std::vector<ProducerOutput> outputs;  // external outputs, in selection order
   // Where the producer registers plugins again (the launcher's search, resolved).
   std::vector<std::string> plugin_dirs;
-  std::string disabled_plugins;         // TOKENSPEED_DISABLE_PLUGINS as the launcher saw it
+  std::string disabled_plugins;  // TOKENSPEED_DISABLE_PLUGINS as the launcher saw it
   bool allow_insecure_plugins = false;
-  std::string run_dir;                  // multi-process metric files; "" when no Prometheus
-  std::size_t queue_size = 0;           // ring capacity per collector thread per output
+  std::string run_dir;                          // multi-process metric files; "" when no Prometheus
+  std::size_t queue_size = 0;                   // ring capacity per collector thread per output
   std::chrono::nanoseconds shutdown_budget{0};  // the producer's share of the budget
 };
 

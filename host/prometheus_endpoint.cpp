@@ -37,7 +37,9 @@ std::string_view trim(std::string_view text) noexcept {
 bool iequals(std::string_view a, std::string_view b) noexcept {
   if (a.size() != b.size()) return false;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+    const auto lower = [](char c) {
+      return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    };
     if (lower(a[i]) != lower(b[i])) return false;
   }
   return true;
@@ -71,8 +73,10 @@ bool accepts_gzip(std::string_view header) noexcept {
     const std::size_t semi = element.find(';');
     const std::string_view coding = trim(element.substr(0, semi));
     const double q = semi == std::string_view::npos ? 1.0 : quality(element.substr(semi + 1));
-    if (iequals(coding, "gzip") || iequals(coding, "x-gzip")) gzip_q = q;
-    else if (coding == "*") any_q = q;
+    if (iequals(coding, "gzip") || iequals(coding, "x-gzip"))
+      gzip_q = q;
+    else if (coding == "*")
+      any_q = q;
   }
   if (gzip_q) return *gzip_q > 0;
   return any_q && *any_q > 0;
@@ -369,9 +373,8 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   impl.work.reset();
   impl.io->stop();
   std::unique_lock lock(impl.done_mutex);
-  const bool done = impl.done_cv.wait_for(lock, timeout, [&impl] {
-    return impl.finished == impl.threads.size();
-  });
+  const bool done = impl.done_cv.wait_for(lock, timeout,
+                                          [&impl] { return impl.finished == impl.threads.size(); });
   lock.unlock();
   if (!done) return false;
   for (std::thread& thread : impl.threads) {

@@ -20,16 +20,16 @@ namespace tokenspeed::metrics {
 inline constexpr unsigned short kDefaultMetricsPort = 9431;
 
 struct PrometheusEndpointOptions {
-  std::string host = "127.0.0.1";           // IP address or resolvable name
+  std::string host = "127.0.0.1";             // IP address or resolvable name
   unsigned short port = kDefaultMetricsPort;  // 0: pick a free port (see port())
-  unsigned threads = 2;                     // server threads (at least 1)
+  unsigned threads = 2;                       // server threads (at least 1)
   // Time allowed to receive one whole request, including the wait for it on
   // a kept-alive connection: an idle or slow client is disconnected after it.
   std::chrono::milliseconds read_timeout{10'000};
   std::chrono::milliseconds write_timeout{30'000};  // to send one response
-  std::size_t max_request_bytes = 16 * 1024;  // request line + headers + body
-  std::size_t max_connections = 64;           // further connections are closed at once
-  int gzip_level = 1;                         // zlib level 1-9
+  std::size_t max_request_bytes = 16 * 1024;        // request line + headers + body
+  std::size_t max_connections = 64;                 // further connections are closed at once
+  int gzip_level = 1;                               // zlib level 1-9
 };
 
 // Renders the exposition body. Called on a server thread, concurrently from
@@ -40,7 +40,7 @@ struct EndpointCounters {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_rejected = 0;  // over max_connections
   std::uint64_t requests = 0;
-  std::uint64_t timeouts = 0;          // connections closed by a read or write timeout
+  std::uint64_t timeouts = 0;  // connections closed by a read or write timeout
   std::uint64_t oversized_requests = 0;
 };
 

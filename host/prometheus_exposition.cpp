@@ -46,9 +46,11 @@ std::string format_prometheus_value(double value) {
   if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
   char buffer[64];
   // Shortest round-trip digits in scientific form tell the decimal exponent.
-  auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
+  auto [end, ec] =
+      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
   if (ec != std::errc()) return "NaN";
-  const char* e = static_cast<const char*>(std::memchr(buffer, 'e', static_cast<std::size_t>(end - buffer)));
+  const char* e =
+      static_cast<const char*>(std::memchr(buffer, 'e', static_cast<std::size_t>(end - buffer)));
   int exponent = 0;
   if (e != nullptr) {
     const char* digits = e + 1;
@@ -58,7 +60,8 @@ std::string format_prometheus_value(double value) {
   // Go's strconv.FormatFloat(v, 'g', -1, 64): exponent form when the
   // exponent is below -4 or at least 6 (the shortest-precision rule).
   if (exponent < -4 || exponent >= 6) return std::string(buffer, end);
-  auto [fixed_end, fixed_ec] = std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed);
+  auto [fixed_end, fixed_ec] =
+      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed);
   if (fixed_ec != std::errc()) return "NaN";
   return std::string(buffer, fixed_end);
 }
@@ -66,10 +69,17 @@ std::string format_prometheus_value(double value) {
 void append_escaped_label_value(std::string& out, std::string_view value) {
   for (char c : value) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out.push_back(c);
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out.push_back(c);
     }
   }
 }
@@ -77,9 +87,14 @@ void append_escaped_label_value(std::string& out, std::string_view value) {
 void append_escaped_help(std::string& out, std::string_view help) {
   for (char c : help) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      default: out.push_back(c);
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out.push_back(c);
     }
   }
 }
@@ -101,7 +116,8 @@ void append_family(std::string& out, const MergedFamily& family) {
   out.push_back('\n');
 
   if (metric.kind != MetricKind::histogram) {
-    for (const MergedSeries& series : family.series) append_sample(out, name, series, series.slots[0]);
+    for (const MergedSeries& series : family.series)
+      append_sample(out, name, series, series.slots[0]);
     return;
   }
   const std::string bucket_name = name + "_bucket";

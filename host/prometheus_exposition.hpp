@@ -11,7 +11,8 @@
 
 namespace tokenspeed::metrics {
 
-inline constexpr std::string_view kExpositionContentType = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr std::string_view kExpositionContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
 
 // A sample value or le bound as Prometheus's Go client writes it:
 // "+Inf", "-Inf", "NaN", otherwise the shortest text that reads back as the

@@ -50,7 +50,8 @@ void PrometheusMerge::add_to_family(Family& family, std::span<const std::string_
                                     std::span<const double> slots, const ProcessIdentity& process,
                                     bool live) {
   const MetricDefinition& metric = *family.metric;
-  if (slots.size() != series_slot_count(metric) || label_values.size() != metric.label_names.size()) {
+  if (slots.size() != series_slot_count(metric) ||
+      label_values.size() != metric.label_names.size()) {
     ++stats_.mismatched_series;
     return;
   }
@@ -132,8 +133,9 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
   out.reserve(families_.size());
   for (Family& family : families_) {
     if (family.series.empty()) continue;
-    std::sort(family.series.begin(), family.series.end(),
-              [](const Accumulated& a, const Accumulated& b) { return a.label_values < b.label_values; });
+    std::sort(
+        family.series.begin(), family.series.end(),
+        [](const Accumulated& a, const Accumulated& b) { return a.label_values < b.label_values; });
     MergedFamily merged;
     merged.metric = family.metric;
     merged.series.reserve(family.series.size());
@@ -164,7 +166,8 @@ std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeStats*
   return merge.take_families();
 }
 
-std::vector<const MetricDefinition*> catalog_pointers(const std::vector<MetricDefinition>& catalog) {
+std::vector<const MetricDefinition*> catalog_pointers(
+    const std::vector<MetricDefinition>& catalog) {
   std::vector<const MetricDefinition*> out;
   out.reserve(catalog.size());
   for (const MetricDefinition& metric : catalog) out.push_back(&metric);

@@ -34,9 +34,9 @@ struct MergedFamily {
 };
 
 struct MergeStats {
-  std::size_t files = 0;            // producer files read
-  std::size_t live_files = 0;       // of which the writer is alive
-  std::size_t unknown_series = 0;   // records whose family is not in the catalog
+  std::size_t files = 0;              // producer files read
+  std::size_t live_files = 0;         // of which the writer is alive
+  std::size_t unknown_series = 0;     // records whose family is not in the catalog
   std::size_t mismatched_series = 0;  // wrong slot or label count for the family
 };
 

@@ -13,14 +13,13 @@ namespace po = boost::program_options;
 
 void add_prometheus_options(po::options_description& description) {
   const PrometheusEndpointOptions defaults;
-  description.add_options()
-      ("metrics-host", po::value<std::string>()->default_value(defaults.host),
-       "address the Prometheus /metrics endpoint listens on")
-      ("metrics-port", po::value<long long>()->default_value(defaults.port),
-       "port of the Prometheus /metrics endpoint; 0 picks a free port and prints it")
-      ("metrics-multiproc-dir", po::value<std::string>(),
-       "base directory for the per-run directory of producer metric files "
-       "(default $TMPDIR/tokenspeed-metrics-<uid>)");
+  description.add_options()("metrics-host", po::value<std::string>()->default_value(defaults.host),
+                            "address the Prometheus /metrics endpoint listens on")(
+      "metrics-port", po::value<long long>()->default_value(defaults.port),
+      "port of the Prometheus /metrics endpoint; 0 picks a free port and prints it")(
+      "metrics-multiproc-dir", po::value<std::string>(),
+      "base directory for the per-run directory of producer metric files "
+      "(default $TMPDIR/tokenspeed-metrics-<uid>)");
 }
 
 PrometheusOptions read_prometheus_options(const po::variables_map& values) {

@@ -24,7 +24,8 @@ void write_log_line_to_stderr(std::string_view line) noexcept {
   }
 }
 
-RateLimitedLog::RateLimitedLog(std::string subject, std::chrono::nanoseconds interval, LogWriter writer)
+RateLimitedLog::RateLimitedLog(std::string subject, std::chrono::nanoseconds interval,
+                               LogWriter writer)
     : subject_(std::move(subject)), interval_(interval), writer_(std::move(writer)) {
   if (!writer_) writer_ = &write_log_line_to_stderr;
 }

@@ -19,14 +19,20 @@ namespace {
 
 const char* kind_name(const boost::json::value& value) {
   switch (value.kind()) {
-    case boost::json::kind::null: return "null";
-    case boost::json::kind::bool_: return "a boolean";
+    case boost::json::kind::null:
+      return "null";
+    case boost::json::kind::bool_:
+      return "a boolean";
     case boost::json::kind::int64:
     case boost::json::kind::uint64:
-    case boost::json::kind::double_: return "a number";
-    case boost::json::kind::string: return "a string";
-    case boost::json::kind::array: return "an array";
-    case boost::json::kind::object: return "an object";
+    case boost::json::kind::double_:
+      return "a number";
+    case boost::json::kind::string:
+      return "a string";
+    case boost::json::kind::array:
+      return "an array";
+    case boost::json::kind::object:
+      return "an object";
   }
   return "a value";
 }
@@ -80,8 +86,8 @@ boost::json::object Reporter::validate(const boost::json::object& config,
     throw StartupError(context, "rejected its configuration: an exception escaped validate");
   }
   if (status != TSM_OK) {
-    throw StartupError(context, "rejected its configuration: " +
-                                    failure_message(error, status, "validate"));
+    throw StartupError(context,
+                       "rejected its configuration: " + failure_message(error, status, "validate"));
   }
   if (normalized.empty()) return config;
   boost::json::object result;

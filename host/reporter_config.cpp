@@ -98,8 +98,7 @@ boost::json::object read_reporter_config_file(const std::string& path) {
   return std::move(document.as_object());
 }
 
-ReporterSelection resolve_reporters(const MetricsOptions& options,
-                                    const ReporterRegistry& registry,
+ReporterSelection resolve_reporters(const MetricsOptions& options, const ReporterRegistry& registry,
                                     const PluginLoader* loader) {
   ReporterSelection result;
   result.enabled = options.enable_metrics;
@@ -132,7 +131,8 @@ ReporterSelection resolve_reporters(const MetricsOptions& options,
       if (selected.count(name) == 0) {
         throw StartupError({name, path, name},
                            "configuration for an output that is not selected (select it with "
-                           "--metrics-reporters " + name + ")");
+                           "--metrics-reporters " +
+                               name + ")");
       }
       if (!entry.value().is_object()) {
         throw StartupError({name, path, name}, "the configuration entry must be a JSON object");
@@ -143,7 +143,8 @@ ReporterSelection resolve_reporters(const MetricsOptions& options,
   for (SelectedOutput& output : result.outputs) {
     // An external output without a configuration entry receives an empty object.
     const boost::json::value* entry = file.if_contains(output.name);
-    const boost::json::object config = entry == nullptr ? boost::json::object() : entry->as_object();
+    const boost::json::object config =
+        entry == nullptr ? boost::json::object() : entry->as_object();
     output.config = output.reporter->validate(config, path);
   }
   return result;

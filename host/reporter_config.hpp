@@ -18,11 +18,11 @@ namespace tokenspeed::metrics {
 
 // The metrics flags of every command that starts metrics.
 struct MetricsOptions {
-  bool enable_metrics = false;              // --enable-metrics
-  std::vector<std::string> reporters;       // each --metrics-reporters value, as given
-  std::string reporter_config_file;         // --metrics-reporter-config, "" if absent
-  std::vector<std::string> plugin_dirs;     // each --metrics-plugin-dir, in order
-  bool allow_insecure_plugins = false;      // --metrics-allow-insecure-plugins
+  bool enable_metrics = false;           // --enable-metrics
+  std::vector<std::string> reporters;    // each --metrics-reporters value, as given
+  std::string reporter_config_file;      // --metrics-reporter-config, "" if absent
+  std::vector<std::string> plugin_dirs;  // each --metrics-plugin-dir, in order
+  bool allow_insecure_plugins = false;   // --metrics-allow-insecure-plugins
 };
 
 // One selected external output with its normalized configuration.
@@ -57,8 +57,7 @@ boost::json::object read_reporter_config_file(const std::string& path);
 // Applies the selection and file rules against the registered reporters and
 // calls validate for each selected external output. loader (may be null)
 // explains why an unknown name is unavailable. Throws StartupError.
-ReporterSelection resolve_reporters(const MetricsOptions& options,
-                                    const ReporterRegistry& registry,
+ReporterSelection resolve_reporters(const MetricsOptions& options, const ReporterRegistry& registry,
                                     const PluginLoader* loader);
 
 // The registry, the loaded plugins and the validated selection of one process.

@@ -27,8 +27,8 @@ constexpr std::size_t kMinDescriptorSize =
 bool is_valid_reporter_name(std::string_view name) noexcept {
   if (name.empty() || name.size() > 64) return false;
   for (const char c : name) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' ||
-                    c == '-';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
     if (!ok) return false;
   }
   return true;
@@ -101,7 +101,8 @@ std::string ReporterRegistry::add(const tsm_reporter_descriptor* descriptor) {
   if (!open_) {
     return "register_metric_reporter called after tsm_register returned: rejected";
   }
-  if (descriptor == nullptr) return reject("register_metric_reporter called with a NULL descriptor");
+  if (descriptor == nullptr)
+    return reject("register_metric_reporter called with a NULL descriptor");
   if (descriptor->struct_size < kMinDescriptorSize) {
     return reject("reporter descriptor struct_size " + std::to_string(descriptor->struct_size) +
                   " is smaller than the " + std::to_string(kMinDescriptorSize) +
@@ -111,8 +112,7 @@ std::string ReporterRegistry::add(const tsm_reporter_descriptor* descriptor) {
   if (descriptor->name != nullptr) name.assign(descriptor->name, strnlen(descriptor->name, 65));
   attempted_.push_back(name);
   if (!is_valid_reporter_name(name)) {
-    return reject("invalid reporter name '" + name +
-                  "': a name is 1-64 characters of [a-z0-9_.-]");
+    return reject("invalid reporter name '" + name + "': a name is 1-64 characters of [a-z0-9_.-]");
   }
   if (name == kPrometheusReporterName) {
     return reject("reporter name 'prometheus' is reserved for the built-in output");
@@ -177,7 +177,8 @@ int ReporterRegistry::register_trampoline(void* host_data,
     message = "register_metric_reporter failed";
   }
   if (message.empty()) return TSM_OK;
-  if (error != nullptr && error->assign != nullptr) error->assign(error, message.data(), message.size());
+  if (error != nullptr && error->assign != nullptr)
+    error->assign(error, message.data(), message.size());
   return TSM_ERROR;
 }
 

@@ -13,16 +13,33 @@ namespace {
 std::vector<MetricDefinition> build_definitions() {
   const std::vector<std::string> labels{"reporter"};
   return {
-      MetricDefinition{"tokenspeed_metrics_reporter_events_delivered", MetricKind::counter,
-                       "Events an output's sink accepted.", "events", labels, {}, GaugeMode::livesum},
-      MetricDefinition{"tokenspeed_metrics_reporter_events_dropped", MetricKind::counter,
-                       "Events dropped before delivery, by reason (ring_full, sink_disabled).",
-                       "events", {"reporter", "reason"}, {}, GaugeMode::livesum},
-      MetricDefinition{"tokenspeed_metrics_reporter_sink_failures", MetricKind::counter,
-                       "Failures of an output's sink (creation or emit).", "failures", labels, {},
+      MetricDefinition{"tokenspeed_metrics_reporter_events_delivered",
+                       MetricKind::counter,
+                       "Events an output's sink accepted.",
+                       "events",
+                       labels,
+                       {},
                        GaugeMode::livesum},
-      MetricDefinition{"tokenspeed_metrics_reporter_queue_depth", MetricKind::gauge,
-                       "Events queued for an output and not yet delivered.", "events", labels, {},
+      MetricDefinition{"tokenspeed_metrics_reporter_events_dropped",
+                       MetricKind::counter,
+                       "Events dropped before delivery, by reason (ring_full, sink_disabled).",
+                       "events",
+                       {"reporter", "reason"},
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_reporter_sink_failures",
+                       MetricKind::counter,
+                       "Failures of an output's sink (creation or emit).",
+                       "failures",
+                       labels,
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_reporter_queue_depth",
+                       MetricKind::gauge,
+                       "Events queued for an output and not yet delivered.",
+                       "events",
+                       labels,
+                       {},
                        GaugeMode::livesum},
   };
 }
@@ -34,7 +51,8 @@ const std::vector<MetricDefinition>& reporter_self_metric_definitions() {
   return definitions;
 }
 
-void add_reporter_self_figures(PrometheusMerge& merge, const std::vector<ReporterSelfFigures>& figures) {
+void add_reporter_self_figures(PrometheusMerge& merge,
+                               const std::vector<ReporterSelfFigures>& figures) {
   const auto& defs = reporter_self_metric_definitions();
   const ProcessIdentity self = current_process_identity();
   for (const ReporterSelfFigures& f : figures) {
@@ -42,7 +60,8 @@ void add_reporter_self_figures(PrometheusMerge& merge, const std::vector<Reporte
     const std::string_view one[] = {reporter};
     const std::string_view ring[] = {reporter, "ring_full"};
     const std::string_view disabled[] = {reporter, "sink_disabled"};
-    auto add = [&](const MetricDefinition& def, std::span<const std::string_view> labels, std::uint64_t v) {
+    auto add = [&](const MetricDefinition& def, std::span<const std::string_view> labels,
+                   std::uint64_t v) {
       const double value[] = {static_cast<double>(v)};
       merge.add_series(def, labels, value, self, true);
     };

@@ -18,12 +18,12 @@ class PrometheusMerge;
 
 // One output's figures at one moment, as the event router counts them.
 struct ReporterSelfFigures {
-  std::string reporter;                      // the output name
-  std::uint64_t events_delivered = 0;        // emit returned success
-  std::uint64_t dropped_ring_full = 0;       // not queued: the ring was full
-  std::uint64_t dropped_sink_disabled = 0;   // not queued: the sink was disabled
-  std::uint64_t sink_failures = 0;           // emit or create_sink failed
-  std::uint64_t queue_depth = 0;             // events queued, not yet emitted
+  std::string reporter;                     // the output name
+  std::uint64_t events_delivered = 0;       // emit returned success
+  std::uint64_t dropped_ring_full = 0;      // not queued: the ring was full
+  std::uint64_t dropped_sink_disabled = 0;  // not queued: the sink was disabled
+  std::uint64_t sink_failures = 0;          // emit or create_sink failed
+  std::uint64_t queue_depth = 0;            // events queued, not yet emitted
 };
 
 // Called at scrape time on an endpoint thread; must not block for long.
@@ -40,7 +40,8 @@ using ReporterFiguresSource = std::function<std::vector<ReporterSelfFigures>()>;
 const std::vector<MetricDefinition>& reporter_self_metric_definitions();
 
 // Adds one process's figures to a scrape's merge (as a live process).
-void add_reporter_self_figures(PrometheusMerge& merge, const std::vector<ReporterSelfFigures>& figures);
+void add_reporter_self_figures(PrometheusMerge& merge,
+                               const std::vector<ReporterSelfFigures>& figures);
 
 // Threading: set_source and add_to may be called from any thread (one mutex);
 // the source runs on the scraping thread with that mutex held.

@@ -163,7 +163,8 @@ std::size_t SinkWorker::drain_batch() noexcept {
   tsm_metric_event event{};
   event.struct_size = sizeof(tsm_metric_event);
   std::size_t popped = 0;
-  for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr; ring = ring->next) {
+  for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
+       ring = ring->next) {
     const std::size_t n = ring->queue.pop(batch.data(), batch.size());
     if (n == 0) continue;
     popped += n;
@@ -189,7 +190,8 @@ std::size_t SinkWorker::drain_batch() noexcept {
       event.weight = slot.weight;
       event.label_count = family.info.label_count;
       event.label_names = family.info.label_names;
-      event.label_values = series.label_value_ptrs.empty() ? nullptr : series.label_value_ptrs.data();
+      event.label_values =
+          series.label_value_ptrs.empty() ? nullptr : series.label_value_ptrs.data();
       event.info = &family.info;
       int rc = TSM_ERROR;
       bool threw = false;
@@ -209,10 +211,11 @@ std::size_t SinkWorker::drain_batch() noexcept {
       disabled_.store(true, std::memory_order_relaxed);
       const bool counted = resolve(dropped_disabled_worker_);
       try {
-        log_.message(std::string(threw ? "emit threw an exception" : "emit failed (") +
-                         (threw ? "" : (error->empty() ? std::string("no message") : error->str()) + ")") +
-                         "; the sink is disabled, later events are counted as dropped",
-                     RateLimitedLog::Clock::now());
+        log_.message(
+            std::string(threw ? "emit threw an exception" : "emit failed (") +
+                (threw ? "" : (error->empty() ? std::string("no message") : error->str()) + ")") +
+                "; the sink is disabled, later events are counted as dropped",
+            RateLimitedLog::Clock::now());
       } catch (...) {
       }
       if (!counted) {
@@ -225,7 +228,8 @@ std::size_t SinkWorker::drain_batch() noexcept {
 }
 
 bool SinkWorker::rings_empty() noexcept {
-  for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr; ring = ring->next) {
+  for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
+       ring = ring->next) {
     if (ring->queue.read_available() != 0) return false;
   }
   return true;
@@ -259,7 +263,8 @@ void SinkWorker::wake_slow() noexcept {
 
 std::uint64_t SinkWorker::sum_rings(std::atomic<std::uint64_t> EventRing::*field) const noexcept {
   std::uint64_t sum = 0;
-  for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr; ring = ring->next) {
+  for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
+       ring = ring->next) {
     sum += (ring->*field).load(std::memory_order_relaxed);
   }
   return sum;
@@ -269,8 +274,9 @@ void SinkWorker::report_problems(bool force) noexcept {
   try {
     const auto now = RateLimitedLog::Clock::now();
     const std::uint64_t full = sum_rings(&EventRing::dropped_full);
-    const std::uint64_t disabled = sum_rings(&EventRing::dropped_disabled) +
-                                   (dropped_disabled_worker_.load(std::memory_order_relaxed) & ~kFrozen);
+    const std::uint64_t disabled =
+        sum_rings(&EventRing::dropped_disabled) +
+        (dropped_disabled_worker_.load(std::memory_order_relaxed) & ~kFrozen);
     log_.report("events dropped (queue full)", full - reported_full_, now);
     log_.report("events dropped (output disabled)", disabled - reported_disabled_, now);
     reported_full_ = full;
@@ -294,7 +300,8 @@ void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
     close_failed_.store(true, std::memory_order_relaxed);
     try {
       log_.message(threw ? std::string("close threw an exception")
-                         : "close failed (" + (error.empty() ? std::string("no message") : error.str()) + ")",
+                         : "close failed (" +
+                               (error.empty() ? std::string("no message") : error.str()) + ")",
                    RateLimitedLog::Clock::now());
       log_.flush(RateLimitedLog::Clock::now());
     } catch (...) {
@@ -354,7 +361,8 @@ bool SinkWorker::wait_drained(std::chrono::steady_clock::time_point deadline) no
 
 void SinkWorker::freeze() noexcept {
   const std::uint64_t delivered = delivered_.fetch_or(kFrozen, std::memory_order_acq_rel);
-  const std::uint64_t disabled = dropped_disabled_worker_.fetch_or(kFrozen, std::memory_order_acq_rel);
+  const std::uint64_t disabled =
+      dropped_disabled_worker_.fetch_or(kFrozen, std::memory_order_acq_rel);
   const std::uint64_t pushed = sum_rings(&EventRing::pushed);
   std::lock_guard lock(mutex_);
   if (frozen_) return;
@@ -416,7 +424,8 @@ SinkStats SinkWorker::stats() const {
   s.name = output_.name;
   // Worker counters first, then the ring counters: pushed >= resolved.
   const std::uint64_t delivered = delivered_.load(std::memory_order_acquire) & ~kFrozen;
-  const std::uint64_t disabled_worker = dropped_disabled_worker_.load(std::memory_order_acquire) & ~kFrozen;
+  const std::uint64_t disabled_worker =
+      dropped_disabled_worker_.load(std::memory_order_acquire) & ~kFrozen;
   const std::uint64_t pushed = sum_rings(&EventRing::pushed);
   s.dropped_full = sum_rings(&EventRing::dropped_full);
   const std::uint64_t disabled_publish = sum_rings(&EventRing::dropped_disabled);

@@ -47,14 +47,14 @@ struct SinkStats {
   std::uint64_t dropped_after_close = 0;    // offered after close() began
   std::uint64_t discarded_at_deadline = 0;  // still queued (or in emit) at the deadline
   std::uint64_t in_queue = 0;               // not yet resolved
-  bool created = false;        // create_sink returned success
-  bool create_failed = false;  // create_sink failed (never retried)
-  bool disabled = false;       // emit failed, or create_sink failed
-  bool closed = false;         // the plugin's close returned (or no sink to close)
-  bool close_failed = false;   // close returned nonzero or threw
-  bool abandoned = false;      // the worker missed the deadline; left running
-  std::uint64_t wakeups = 0;   // futex wake calls (collector threads; one by close)
-  std::uint64_t parks = 0;     // times the worker went to sleep
+  bool created = false;                     // create_sink returned success
+  bool create_failed = false;               // create_sink failed (never retried)
+  bool disabled = false;                    // emit failed, or create_sink failed
+  bool closed = false;                      // the plugin's close returned (or no sink to close)
+  bool close_failed = false;                // close returned nonzero or threw
+  bool abandoned = false;                   // the worker missed the deadline; left running
+  std::uint64_t wakeups = 0;                // futex wake calls (collector threads; one by close)
+  std::uint64_t parks = 0;                  // times the worker went to sleep
 };
 
 struct SinkWorkerOptions {
@@ -87,7 +87,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   }
 
   // ---- router (slow path)
-  EventRing* new_ring();   // allocates; links the ring for the worker
+  EventRing* new_ring();  // allocates; links the ring for the worker
   // Close steps, in order: stop after draining; wait until drained (or the
   // deadline); freeze the accounting; close the plugin sink with timeout and
   // wait until it returned (or hard_deadline).
@@ -108,7 +108,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
 
   void run() noexcept;
   std::size_t drain_batch() noexcept;  // events popped in this pass
-  bool rings_empty() noexcept;     // consumer side
+  bool rings_empty() noexcept;         // consumer side
   void park() noexcept;
   void wake_slow() noexcept;
   bool ensure_sink() noexcept;
@@ -155,7 +155,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   bool finished_ = false;
   bool frozen_ = false;
   std::int64_t close_timeout_ns_ = 0;
-  std::uint64_t frozen_pushed_ = 0;     // ring pushes when frozen
+  std::uint64_t frozen_pushed_ = 0;  // ring pushes when frozen
   std::uint64_t frozen_delivered_ = 0;
   std::uint64_t frozen_dropped_disabled_ = 0;
 

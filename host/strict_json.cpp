@@ -200,8 +200,9 @@ boost::json::value parse_strict_json(std::string_view text) {
   }
   if (!ec && consumed < text.size()) ec = boost::json::error::extra_data;
   if (ec) {
-    throw StrictJsonError(StrictJsonError::Kind::invalid_json, {},
-                          "invalid JSON: " + ec.message() + " at " + line_and_column(text, consumed));
+    throw StrictJsonError(
+        StrictJsonError::Kind::invalid_json, {},
+        "invalid JSON: " + ec.message() + " at " + line_and_column(text, consumed));
   }
   return parser.handler().release();
 }

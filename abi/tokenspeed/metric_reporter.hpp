@@ -90,10 +90,14 @@ inline void assign(tsm_buffer* buffer, std::string_view text) noexcept {
 /* "inc", "set" or "observe" for a tsm_operation; "unknown" otherwise. */
 inline const char* operation_name(uint32_t operation) noexcept {
   switch (operation) {
-    case TSM_OP_INC: return "inc";
-    case TSM_OP_SET: return "set";
-    case TSM_OP_OBSERVE: return "observe";
-    default: return "unknown";
+    case TSM_OP_INC:
+      return "inc";
+    case TSM_OP_SET:
+      return "set";
+    case TSM_OP_OBSERVE:
+      return "observe";
+    default:
+      return "unknown";
   }
 }
 
@@ -109,8 +113,7 @@ class Host {
       : host_data_(api.host_data),
         api_version_(api.api_version),
         // log is read only if the host's table is large enough to hold it.
-        log_(api.struct_size >= offsetof(tsm_host_api, log) + sizeof api.log ? api.log
-                                                                             : nullptr) {}
+        log_(api.struct_size >= offsetof(tsm_host_api, log) + sizeof api.log ? api.log : nullptr) {}
 
   uint32_t api_version() const noexcept { return api_version_; }
 
@@ -162,8 +165,7 @@ struct Reporter {
       create_sink;
   /* Launcher, optional (left empty: the descriptor's start_node is NULL and
    * the normalized configuration becomes the producer configuration). */
-  std::function<std::unique_ptr<NodeSession>(std::string_view config, const Host& host)>
-      start_node;
+  std::function<std::unique_ptr<NodeSession>(std::string_view config, const Host& host)> start_node;
   /* Replace an existing reporter of the same name (the later plugin wins). */
   bool override_existing = false;
 };
@@ -230,8 +232,7 @@ struct NodeSessionTrampolines {
 
 template <class Sink, class NodeSession>
 struct ReporterHolder final : ReporterHolderBase {
-  ReporterHolder(Reporter<Sink, NodeSession> r, const Host& h)
-      : reporter(std::move(r)), host(h) {}
+  ReporterHolder(Reporter<Sink, NodeSession> r, const Host& h) : reporter(std::move(r)), host(h) {}
 
   static const ReporterHolder& from(void* user_data) noexcept {
     return *static_cast<const ReporterHolder*>(user_data);
@@ -249,21 +250,20 @@ struct ReporterHolder final : ReporterHolderBase {
                          tsm_buffer* error) noexcept {
     return guarded(error, [&] {
       const ReporterHolder& self = from(user_data);
-      std::unique_ptr<Sink> created = self.reporter.create_sink(std::string_view(config, size),
-                                                                self.host);
+      std::unique_ptr<Sink> created =
+          self.reporter.create_sink(std::string_view(config, size), self.host);
       if (!created) throw std::runtime_error("create_sink returned no sink");
       sink->vtable = &SinkTrampolines<Sink>::vtable;
       sink->self = created.release();
     });
   }
 
-  static int start_node(void* user_data, const char* config, size_t size,
-                        tsm_node_session* session, tsm_buffer* producer_config,
-                        tsm_buffer* error) noexcept {
+  static int start_node(void* user_data, const char* config, size_t size, tsm_node_session* session,
+                        tsm_buffer* producer_config, tsm_buffer* error) noexcept {
     return guarded(error, [&] {
       const ReporterHolder& self = from(user_data);
-      std::unique_ptr<NodeSession> started = self.reporter.start_node(
-          std::string_view(config, size), self.host);
+      std::unique_ptr<NodeSession> started =
+          self.reporter.start_node(std::string_view(config, size), self.host);
       if (!started) throw std::runtime_error("start_node returned no session");
       assign(producer_config, started->producer_config());  // throws: session destroyed
       session->vtable = &NodeSessionTrampolines<NodeSession>::vtable;
@@ -288,7 +288,10 @@ class MessageBuffer {
   static void assign_to(tsm_buffer* buffer, const char* data, size_t size) noexcept {
     try {
       auto& text = static_cast<MessageBuffer*>(buffer->host_data)->text_;
-      if (data == nullptr) text.clear(); else text.assign(data, size);
+      if (data == nullptr)
+        text.clear();
+      else
+        text.assign(data, size);
     } catch (...) {
     }
   }

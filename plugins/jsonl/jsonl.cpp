@@ -70,7 +70,8 @@ std::string quoted(std::string_view key) { return "'" + std::string(key) + "'"; 
 void check_type(const Setting& setting, const boost::json::value& value) {
   switch (setting.type) {
     case SettingType::kString:
-      if (!value.is_string()) throw std::invalid_argument(quoted(setting.key) + " must be a string");
+      if (!value.is_string())
+        throw std::invalid_argument(quoted(setting.key) + " must be a string");
       return;
     case SettingType::kBoolean:
       if (!value.is_bool()) {
@@ -136,8 +137,8 @@ boost::json::object normalize(std::string_view config_json) {
     if (value != nullptr) {
       normalized[setting.key] = *value;
     } else if (setting.default_json.empty()) {
-      throw std::invalid_argument(quoted(setting.key) + " is required; allowed keys: " +
-                                  allowed_keys());
+      throw std::invalid_argument(quoted(setting.key) +
+                                  " is required; allowed keys: " + allowed_keys());
     } else {
       normalized[setting.key] = boost::json::parse(setting.default_json);
     }
@@ -166,8 +167,7 @@ std::string validate(std::string_view config_json) {
   return boost::json::serialize(normalize(config_json));
 }
 
-std::unique_ptr<JsonlSink> create_sink(std::string_view producer_config,
-                                       const plugin::Host& host) {
+std::unique_ptr<JsonlSink> create_sink(std::string_view producer_config, const plugin::Host& host) {
   const boost::json::object settings = normalize(producer_config);
   SinkOptions options;
   options.path = substitute_pid(std::string(settings.at("path").as_string()));

@@ -37,8 +37,7 @@ void check(const tsm_metric_event& event) {
   }
   if (event.operation != TSM_OP_INC && event.operation != TSM_OP_SET &&
       event.operation != TSM_OP_OBSERVE) {
-    throw std::invalid_argument("event with unknown operation " +
-                                std::to_string(event.operation));
+    throw std::invalid_argument("event with unknown operation " + std::to_string(event.operation));
   }
   if (event.label_count > 0 && (event.label_names == nullptr || event.label_values == nullptr)) {
     throw std::invalid_argument("event has labels but no label arrays");
@@ -65,9 +64,12 @@ void append_integer(std::string& out, Integer value) {
 
 const char* operation_text(uint32_t operation) noexcept {
   switch (operation) {
-    case TSM_OP_INC: return "inc";
-    case TSM_OP_SET: return "set";
-    default: return "observe";
+    case TSM_OP_INC:
+      return "inc";
+    case TSM_OP_SET:
+      return "set";
+    default:
+      return "observe";
   }
 }
 
@@ -113,9 +115,13 @@ std::size_t record_size(const tsm_metric_event& event) {
 void append_record(std::string& out, const tsm_metric_event& event) {
   check(event);
   const std::string_view metric = view(event.metric);
-  const RecordHeader header{event.timestamp_ns, event.value,
-                            event.weight,       event.operation,
-                            static_cast<uint32_t>(metric.size()), event.label_count, 0};
+  const RecordHeader header{event.timestamp_ns,
+                            event.value,
+                            event.weight,
+                            event.operation,
+                            static_cast<uint32_t>(metric.size()),
+                            event.label_count,
+                            0};
   out.append(reinterpret_cast<const char*>(&header), sizeof header);
   out.append(metric);
   for (uint32_t i = 0; i < event.label_count; ++i) {
@@ -177,13 +183,27 @@ void append_json_string(std::string& out, std::string_view text) {
       continue;
     }
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (c < 0x20) {
           out += "\\u00";

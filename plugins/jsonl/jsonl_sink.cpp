@@ -36,23 +36,23 @@ struct JsonlSink::State {
 
   const SinkOptions options;
   const plugin::Host host;
-  int fd = -1;                      // writer thread only, until writer_done
+  int fd = -1;  // writer thread only, until writer_done
 
-  std::mutex mutex;                 // guards everything below
-  std::condition_variable wake;     // the writer waits on it
-  std::condition_variable finished; // close waits on it for writer_done
-  std::vector<std::string> pending; // chunks of records not yet taken by the writer
-  std::size_t pending_bytes = 0;    // record bytes in pending
-  std::size_t in_flight = 0;        // record bytes the writer is writing
-  std::vector<std::string> spare;   // emptied chunks given back by the writer
+  std::mutex mutex;                    // guards everything below
+  std::condition_variable wake;        // the writer waits on it
+  std::condition_variable finished;    // close waits on it for writer_done
+  std::vector<std::string> pending;    // chunks of records not yet taken by the writer
+  std::size_t pending_bytes = 0;       // record bytes in pending
+  std::size_t in_flight = 0;           // record bytes the writer is writing
+  std::vector<std::string> spare;      // emptied chunks given back by the writer
   Clock::time_point first_pending_at;  // when pending became non-empty
-  bool writer_idle = false;         // waiting for the first pending record
-  bool stopping = false;            // close began: write everything, exit
-  std::atomic<bool> abandon{false}; // close timed out: stop writing, exit
+  bool writer_idle = false;            // waiting for the first pending record
+  bool stopping = false;               // close began: write everything, exit
+  std::atomic<bool> abandon{false};    // close timed out: stop writing, exit
   bool writer_done = false;
-  bool failed = false;              // a write failed; failure names the file
+  bool failed = false;  // a write failed; failure names the file
   std::string failure;
-  uint64_t dropped_unlogged = 0;    // drops not yet reported in the log
+  uint64_t dropped_unlogged = 0;  // drops not yet reported in the log
   uint64_t dropped_total = 0;
   Clock::time_point last_drop_log;
 };
@@ -117,9 +117,8 @@ void run_writer(const std::shared_ptr<JsonlSink::State>& shared) {
       s.writer_idle = false;
       continue;
     }
-    s.wake.wait_until(lock, s.first_pending_at + s.options.flush_interval, [&] {
-      return s.stopping || s.pending_bytes >= s.options.buffer_bytes;
-    });
+    s.wake.wait_until(lock, s.first_pending_at + s.options.flush_interval,
+                      [&] { return s.stopping || s.pending_bytes >= s.options.buffer_bytes; });
     batch.swap(s.pending);
     s.in_flight = s.pending_bytes;
     s.pending_bytes = 0;
@@ -161,9 +160,8 @@ void run_writer(const std::shared_ptr<JsonlSink::State>& shared) {
 
 std::string drop_message(const JsonlSink::State& s) {
   return "dropped " + std::to_string(s.dropped_unlogged) + " events (" +
-         std::to_string(s.dropped_total) + " in total): data not yet written to " +
-         s.options.path + " exceeds max_pending_bytes=" +
-         std::to_string(s.options.max_pending_bytes);
+         std::to_string(s.dropped_total) + " in total): data not yet written to " + s.options.path +
+         " exceeds max_pending_bytes=" + std::to_string(s.options.max_pending_bytes);
 }
 
 }  // namespace
@@ -279,10 +277,10 @@ void JsonlSink::close(std::chrono::nanoseconds timeout) {
   lock.unlock();
   if (!drained) {
     if (!problem.empty()) problem += "; ";
-    problem += "close timed out after " +
-               std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
-               " ms; " + std::to_string(unwritten) + " bytes of events not written to " +
-               s.options.path;
+    problem +=
+        "close timed out after " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count()) +
+        " ms; " + std::to_string(unwritten) + " bytes of events not written to " + s.options.path;
   }
   if (!drops.empty()) s.host.log(TSM_LOG_WARNING, drops);
   if (!problem.empty()) throw std::runtime_error(problem);

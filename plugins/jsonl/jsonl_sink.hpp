@@ -14,7 +14,7 @@
 namespace tokenspeed::metrics::jsonl {
 
 struct SinkOptions {
-  std::string path;                            // {pid} already substituted
+  std::string path;  // {pid} already substituted
   std::chrono::milliseconds flush_interval{1000};
   std::size_t buffer_bytes = 1 << 20;          // pending data that triggers a write
   std::size_t max_pending_bytes = 64u << 20;   // beyond it events are dropped
