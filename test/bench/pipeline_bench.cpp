@@ -33,14 +33,17 @@
 using namespace tokenspeed::metrics;
 using tokenspeed::metrics::test::CountAllocations;
 
-
 namespace {
 
-const MetricDefinition kCounter{"tokenspeed:num_requests", MetricKind::counter, "", "", {"model", "rank"}, {}, {}};
-const MetricDefinition kHistogram{"tokenspeed:request_time_per_output_token_seconds", MetricKind::histogram, "",
-                                  "seconds", {"model", "rank"},
-                                  {0.002, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08, 0.09, 0.1, 0.15,
-                                   0.2, 0.3, 0.4, 0.6, 0.8, 1, 2},
+const MetricDefinition kCounter{
+    "tokenspeed:num_requests", MetricKind::counter, "", "", {"model", "rank"}, {}, {}};
+const MetricDefinition kHistogram{"tokenspeed:request_time_per_output_token_seconds",
+                                  MetricKind::histogram,
+                                  "",
+                                  "seconds",
+                                  {"model", "rank"},
+                                  {0.002, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08,
+                                   0.09,  0.1,   0.15, 0.2,  0.3,  0.4,  0.6,  0.8,  1,    2},
                                   {}};
 
 // ------------------------------------------------------------ no-op plugin
@@ -224,8 +227,9 @@ static void BM_GaugeSetChanging_OneOutput(benchmark::State& state) {
   NoopSink sink;
   EventRouter router({noop_output(&sink)}, quiet());
   Collector collector(store, &router);
-  Gauge g = collector.gauge(MetricDefinition{"g", MetricKind::gauge, "", "", {"model", "rank"}, {}, {}})
-                .labels("llama", "0");
+  Gauge g =
+      collector.gauge(MetricDefinition{"g", MetricKind::gauge, "", "", {"model", "rank"}, {}, {}})
+          .labels("llama", "0");
   double v = 0;
   for (auto _ : state) g.set(v += 1);
   report_drops(state, router, 0);
@@ -252,7 +256,8 @@ static void BM_WorkerThroughput(benchmark::State& state) {
     state.SetIterationTime(std::chrono::duration<double>(elapsed).count());
     router.close(std::chrono::seconds(5));
   }
-  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(n));
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(n));
 }
 BENCHMARK(BM_WorkerThroughput)->Arg(1 << 20)->UseManualTime()->Iterations(3);
 
@@ -285,11 +290,13 @@ static void BM_SleepingPlugin_RecordLatency(benchmark::State& state) {
     }
     const std::uint64_t t_end = __rdtsc();
     const auto wall = std::chrono::steady_clock::now() - wall_start;
-    const double ns_per_tick =
-        std::chrono::duration<double, std::nano>(wall).count() / static_cast<double>(t_end - t_start);
+    const double ns_per_tick = std::chrono::duration<double, std::nano>(wall).count() /
+                               static_cast<double>(t_end - t_start);
     const long rss_after = rss_kib();
     std::sort(ticks.begin(), ticks.end());
-    auto pct = [&](double p) { return ticks[static_cast<std::size_t>(p * static_cast<double>(n - 1))] * ns_per_tick; };
+    auto pct = [&](double p) {
+      return ticks[static_cast<std::size_t>(p * static_cast<double>(n - 1))] * ns_per_tick;
+    };
     state.counters["p50_ns"] = pct(0.50);
     state.counters["p99_ns"] = pct(0.99);
     state.counters["p99.9_ns"] = pct(0.999);

@@ -36,9 +36,12 @@ constexpr int kProcesses = 4;
 std::vector<std::string> series_labels(const MetricDefinition& metric, int i) {
   std::vector<std::string> values;
   for (const std::string& name : metric.label_names) {
-    if (name == "model_name") values.push_back("model-" + std::to_string(i));
-    else if (name == "dp_rank") values.push_back(std::to_string(i % 8));
-    else values.push_back("default");
+    if (name == "model_name")
+      values.push_back("model-" + std::to_string(i));
+    else if (name == "dp_rank")
+      values.push_back(std::to_string(i % 8));
+    else
+      values.push_back("default");
   }
   return values;
 }
@@ -50,7 +53,8 @@ struct Producers {
   std::vector<std::pair<pid_t, int>> children;
 
   Producers() {
-    const auto base = std::filesystem::temp_directory_path() / ("tsm-bench-" + std::to_string(::getpid()));
+    const auto base =
+        std::filesystem::temp_directory_path() / ("tsm-bench-" + std::to_string(::getpid()));
     run = std::make_unique<MultiprocessRunDir>(base);
     const auto& catalog = tokenspeed_catalog();
     for (int p = 0; p < kProcesses; ++p) {
@@ -70,10 +74,15 @@ struct Producers {
             const std::vector<std::string_view> views(values.begin(), values.end());
             const std::span<const std::string_view> labels(views);
             switch (metric.kind) {
-              case MetricKind::counter: collector.counter(metric).labels(labels).inc(i + p); break;
-              case MetricKind::gauge: collector.gauge(metric).labels(labels).set(i * 0.5 + p); break;
+              case MetricKind::counter:
+                collector.counter(metric).labels(labels).inc(i + p);
+                break;
+              case MetricKind::gauge:
+                collector.gauge(metric).labels(labels).set(i * 0.5 + p);
+                break;
               case MetricKind::histogram:
-                collector.histogram(metric).labels(labels).observe(metric.buckets[static_cast<std::size_t>(i) % metric.buckets.size()], 3);
+                collector.histogram(metric).labels(labels).observe(
+                    metric.buckets[static_cast<std::size_t>(i) % metric.buckets.size()], 3);
                 break;
             }
           }
@@ -203,8 +212,10 @@ struct UpdateFixture {
       const auto values = series_labels(metric, 0);
       const std::vector<std::string_view> views(values.begin(), values.end());
       const std::span<const std::string_view> labels(views);
-      if (metric.name == "tokenspeed:generation_tokens") counter = collector->counter(metric).labels(labels);
-      if (metric.name == "tokenspeed:inter_token_latency_seconds") histogram = collector->histogram(metric).labels(labels);
+      if (metric.name == "tokenspeed:generation_tokens")
+        counter = collector->counter(metric).labels(labels);
+      if (metric.name == "tokenspeed:inter_token_latency_seconds")
+        histogram = collector->histogram(metric).labels(labels);
     }
   }
   ~UpdateFixture() {

@@ -111,14 +111,16 @@ Script read_script(const std::string& path) {
                                       : MetricKind::histogram;
       metric.gauge_mode = parse_mode(mode);
       metric.label_names = split(labels, ',');
-      for (const std::string& bound : split(buckets, ',')) metric.buckets.push_back(std::stod(bound));
+      for (const std::string& bound : split(buckets, ','))
+        metric.buckets.push_back(std::stod(bound));
       script.metrics.push_back(std::move(metric));
     } else if (tag == "op") {
       Operation op;
       std::string labels;
       fields >> op.process >> op.kind >> op.metric >> labels >> op.value;
       if (!(fields >> op.weight)) op.weight = 1;
-      for (const std::string& value : split(labels, ',')) op.labels.push_back(percent_decode(value));
+      for (const std::string& value : split(labels, ','))
+        op.labels.push_back(percent_decode(value));
       script.processes = std::max(script.processes, op.process + 1);
       script.operations.push_back(std::move(op));
     }
@@ -131,9 +133,14 @@ void replay(const Script& script, int process, Collector& collector) {
     if (op.process != process) continue;
     const MetricDefinition& metric = script.find(op.metric);
     std::vector<std::string_view> values(op.labels.begin(), op.labels.end());
-    if (op.kind == "inc") collector.counter(metric).labels(std::span<const std::string_view>(values)).inc(op.value);
-    else if (op.kind == "set") collector.gauge(metric).labels(std::span<const std::string_view>(values)).set(op.value);
-    else collector.histogram(metric).labels(std::span<const std::string_view>(values)).observe(op.value, op.weight);
+    if (op.kind == "inc")
+      collector.counter(metric).labels(std::span<const std::string_view>(values)).inc(op.value);
+    else if (op.kind == "set")
+      collector.gauge(metric).labels(std::span<const std::string_view>(values)).set(op.value);
+    else
+      collector.histogram(metric)
+          .labels(std::span<const std::string_view>(values))
+          .observe(op.value, op.weight);
   }
 }
 
@@ -142,23 +149,33 @@ int run_catalog() {
   Collector collector(store);
   for (const MetricDefinition& metric : tokenspeed_catalog()) {
     std::vector<std::string> values;
-    for (const std::string& name : metric.label_names) values.push_back(name == "dp_rank"   ? std::string("0")
-                     : name == "app_key" ? std::string("key \"q\" \\ \n2")  // escaping
-                                         : "v-" + name);
+    for (const std::string& name : metric.label_names)
+      values.push_back(name == "dp_rank"   ? std::string("0")
+                       : name == "app_key" ? std::string("key \"q\" \\ \n2")  // escaping
+                                           : "v-" + name);
     std::vector<std::string_view> views(values.begin(), values.end());
     switch (metric.kind) {
-      case MetricKind::counter: collector.counter(metric).labels(std::span<const std::string_view>(views)).inc(3); break;
-      case MetricKind::gauge: collector.gauge(metric).labels(std::span<const std::string_view>(views)).set(0.25); break;
+      case MetricKind::counter:
+        collector.counter(metric).labels(std::span<const std::string_view>(views)).inc(3);
+        break;
+      case MetricKind::gauge:
+        collector.gauge(metric).labels(std::span<const std::string_view>(views)).set(0.25);
+        break;
       case MetricKind::histogram:
-        collector.histogram(metric).labels(std::span<const std::string_view>(views)).observe(metric.buckets.front(), 3);
-        collector.histogram(metric).labels(std::span<const std::string_view>(views)).observe(metric.buckets.back() * 2, 1);
+        collector.histogram(metric)
+            .labels(std::span<const std::string_view>(views))
+            .observe(metric.buckets.front(), 3);
+        collector.histogram(metric)
+            .labels(std::span<const std::string_view>(views))
+            .observe(metric.buckets.back() * 2, 1);
         break;
     }
   }
   ReporterSelfMetrics self;
   self.set_source([] { return std::vector<ReporterSelfFigures>{{"jsonl", 10, 1, 2, 3, 4}}; });
   std::vector<const MetricDefinition*> catalog = catalog_pointers(tokenspeed_catalog());
-  for (const MetricDefinition& metric : reporter_self_metric_definitions()) catalog.push_back(&metric);
+  for (const MetricDefinition& metric : reporter_self_metric_definitions())
+    catalog.push_back(&metric);
   ScrapeSources sources;
   sources.catalog = catalog;
   sources.local_store = &store;
@@ -185,7 +202,8 @@ void reap(Child& child, bool kill) {
 
 int run_replay(const std::string& script_path, const std::string& base_dir) {
   const Script script = read_script(script_path);
-  MultiprocessRunDir run(base_dir.empty() ? default_multiprocess_base_dir() : std::filesystem::path(base_dir));
+  MultiprocessRunDir run(base_dir.empty() ? default_multiprocess_base_dir()
+                                          : std::filesystem::path(base_dir));
   std::vector<Child> children(static_cast<std::size_t>(script.processes));
   for (int i = 0; i < script.processes; ++i) {
     int ready[2], release[2];
@@ -237,7 +255,8 @@ int run_replay(const std::string& script_path, const std::string& base_dir) {
     std::size_t index = 0;
     in >> verb >> index;
     if (verb == "quit") break;
-    if ((verb == "kill" || verb == "exit") && index < children.size()) reap(children[index], verb == "kill");
+    if ((verb == "kill" || verb == "exit") && index < children.size())
+      reap(children[index], verb == "kill");
     std::printf("ok\n");
     std::fflush(stdout);
   }

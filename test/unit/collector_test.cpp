@@ -23,7 +23,8 @@ namespace {
 // A store that counts allocate_series calls.
 class CountingStore final : public MetricStore {
  public:
-  double* allocate_series(const MetricDefinition& metric, std::span<const std::string> values) override {
+  double* allocate_series(const MetricDefinition& metric,
+                          std::span<const std::string> values) override {
     calls.fetch_add(1);
     return inner.allocate_series(metric, values);
   }
@@ -31,11 +32,22 @@ class CountingStore final : public MetricStore {
   InProcessMetricStore inner;
 };
 
-const MetricDefinition kCounter{"tokenspeed:prompt_tokens", MetricKind::counter, "Prompt tokens", "tokens",
-                                {"model", "rank"}, {}, {}};
-const MetricDefinition kGauge{"tokenspeed:kv_cache_usage_perc", MetricKind::gauge, "KV use", "", {"model", "rank"}, {}, {}};
-const MetricDefinition kHistogram{"tokenspeed:inter_token_latency_seconds", MetricKind::histogram, "ITL", "seconds",
-                                  {"model", "rank"}, {0.01, 0.1, 1.0}, {}};
+const MetricDefinition kCounter{"tokenspeed:prompt_tokens",
+                                MetricKind::counter,
+                                "Prompt tokens",
+                                "tokens",
+                                {"model", "rank"},
+                                {},
+                                {}};
+const MetricDefinition kGauge{
+    "tokenspeed:kv_cache_usage_perc", MetricKind::gauge, "KV use", "", {"model", "rank"}, {}, {}};
+const MetricDefinition kHistogram{"tokenspeed:inter_token_latency_seconds",
+                                  MetricKind::histogram,
+                                  "ITL",
+                                  "seconds",
+                                  {"model", "rank"},
+                                  {0.01, 0.1, 1.0},
+                                  {}};
 
 std::vector<const InProcessMetricStore::Series*> all_series(const InProcessMetricStore& store) {
   std::vector<const InProcessMetricStore::Series*> out;
@@ -88,7 +100,8 @@ TEST_CASE("the lookup table keeps finding every series as it grows") {
   auto& family = collector.counter(kCounter);
   std::vector<const MetricSeries*> first;
   for (int i = 0; i < 1000; ++i) first.push_back(family.labels("m", std::to_string(i)).series());
-  for (int i = 0; i < 1000; ++i) CHECK(family.labels("m", std::to_string(i)).series() == first[static_cast<size_t>(i)]);
+  for (int i = 0; i < 1000; ++i)
+    CHECK(family.labels("m", std::to_string(i)).series() == first[static_cast<size_t>(i)]);
   CHECK(std::set<const MetricSeries*>(first.begin(), first.end()).size() == 1000);
 }
 
@@ -121,7 +134,9 @@ TEST_CASE("counter inc reaches the Prometheus aggregate; a negative or NaN delta
   CHECK(series[0]->label_values == std::vector<std::string>{"llama", "0"});
 }
 
-TEST_CASE("histogram observe fills the non-cumulative bucket, the +Inf bucket and the sum, weight times") {
+TEST_CASE(
+    "histogram observe fills the non-cumulative bucket, the +Inf bucket and the sum, weight "
+    "times") {
   InProcessMetricStore store;
   Collector collector(store);
   Histogram h = collector.histogram(kHistogram).labels("llama", "0");
@@ -248,7 +263,8 @@ TEST_CASE("labels(...).inc() on an existing series and inc on a handle allocate 
   router.close(std::chrono::seconds(10));
 }
 
-TEST_CASE("events are observations before aggregation: counter events carry deltas, not running totals") {
+TEST_CASE(
+    "events are observations before aggregation: counter events carry deltas, not running totals") {
   InProcessMetricStore store;
   TestSink sink;
   EventRouter router({test_output("rec", &sink)});

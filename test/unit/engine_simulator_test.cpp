@@ -28,7 +28,8 @@ double histogram_count(const std::vector<double>& slots) {
 
 }  // namespace
 
-TEST_CASE("a streamed chunk is one weighted inter-token observation: the count grows by the tokens") {
+TEST_CASE(
+    "a streamed chunk is one weighted inter-token observation: the count grows by the tokens") {
   InProcessMetricStore store;
   Collector collector(store);
   FrontendSimulator frontend(collector, SimulationOptions{});
@@ -38,7 +39,8 @@ TEST_CASE("a streamed chunk is one weighted inter-token observation: the count g
   const double generated = slots_of(store, "tokenspeed:generation_tokens").at(0);
   CHECK(requests == 50);
   // Every token after the first is one inter-token sample.
-  CHECK(histogram_count(slots_of(store, "tokenspeed:inter_token_latency_seconds")) == generated - requests);
+  CHECK(histogram_count(slots_of(store, "tokenspeed:inter_token_latency_seconds")) ==
+        generated - requests);
   CHECK(histogram_count(slots_of(store, "tokenspeed:e2e_request_latency_seconds")) == requests);
   CHECK(histogram_count(slots_of(store, "tokenspeed:time_to_first_token_seconds")) == requests);
 }

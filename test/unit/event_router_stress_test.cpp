@@ -18,8 +18,9 @@ using namespace tokenspeed::metrics;
 using namespace tokenspeed::metrics::test;
 using namespace std::chrono_literals;
 
-TEST_CASE("stress: accepted = delivered + dropped (full) + dropped (disabled) + dropped (after close) + "
-          "discarded at the deadline, for every sink, with close at a random moment") {
+TEST_CASE(
+    "stress: accepted = delivered + dropped (full) + dropped (disabled) + dropped (after close) + "
+    "discarded at the deadline, for every sink, with close at a random moment") {
   const MetricDefinition counter{"c", MetricKind::counter, "", "", {"t"}, {}, {}};
   const MetricDefinition histogram{"h", MetricKind::histogram, "", "", {"t"}, {0.1, 1}, {}};
   const MetricDefinition gauge{"g", MetricKind::gauge, "", "", {"t"}, {}, {}};
@@ -34,9 +35,10 @@ TEST_CASE("stress: accepted = delivered + dropped (full) + dropped (disabled) + 
     options.queue_size = 256 << (rng() % 4);
     options.log = [](std::string_view) {};
     InProcessMetricStore store;
-    EventRouter router({test_output("fast", &fast), test_output("slow", &slow), test_output("failing", &failing),
-                        test_output("creating", &creating_slowly)},
-                       options);
+    EventRouter router(
+        {test_output("fast", &fast), test_output("slow", &slow), test_output("failing", &failing),
+         test_output("creating", &creating_slowly)},
+        options);
     Collector collector(store, &router);
     std::atomic<bool> stop{false};
     std::atomic<std::uint64_t> offered{0};
@@ -69,9 +71,10 @@ TEST_CASE("stress: accepted = delivered + dropped (full) + dropped (disabled) + 
     const auto stats = router.stats();
     REQUIRE(stats.size() == 4);
     for (const SinkStats& s : stats) {
-      INFO(s.name << " accepted " << s.accepted << " delivered " << s.delivered << " full " << s.dropped_full
-                  << " disabled " << s.dropped_disabled << " after close " << s.dropped_after_close
-                  << " discarded " << s.discarded_at_deadline << " in queue " << s.in_queue);
+      INFO(s.name << " accepted " << s.accepted << " delivered " << s.delivered << " full "
+                  << s.dropped_full << " disabled " << s.dropped_disabled << " after close "
+                  << s.dropped_after_close << " discarded " << s.discarded_at_deadline
+                  << " in queue " << s.in_queue);
       CHECK(s.accepted == offered.load());
       CHECK(s.in_queue == 0);
       CHECK(identity_holds(s));

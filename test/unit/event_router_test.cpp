@@ -23,8 +23,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const MetricDefinition kCounter{"tokenspeed:num_requests", MetricKind::counter, "Requests", "",
-                                {"model", "rank"}, {}, {}};
+const MetricDefinition kCounter{
+    "tokenspeed:num_requests", MetricKind::counter, "Requests", "", {"model", "rank"}, {}, {}};
 
 // Captures log lines (thread-safe: workers and close write).
 struct LogCapture {
@@ -66,7 +66,9 @@ struct Pipeline {
     if (!options.log) options.log = log.writer();
     return options;
   }
-  Counter counter(const std::string& rank = "0") { return collector.counter(kCounter).labels("llama", rank); }
+  Counter counter(const std::string& rank = "0") {
+    return collector.counter(kCounter).labels("llama", rank);
+  }
   SinkStats stats(std::size_t i) { return router.stats().at(i); }
 
   LogCapture log;
@@ -91,8 +93,10 @@ TEST_CASE("no sink is created before its first event; a sink without events is n
   CHECK(p.stats(0).closed);
 }
 
-TEST_CASE("one sink per output is created lazily on the first event, at most once when first events race, "
-          "and reused by every collector thread") {
+TEST_CASE(
+    "one sink per output is created lazily on the first event, at most once when first events "
+    "race, "
+    "and reused by every collector thread") {
   TestSink a, b;
   std::atomic<int> creates_a{0}, creates_b{0};
   Pipeline p({test_output("a", &a, &creates_a), test_output("b", &b, &creates_b)});
@@ -118,7 +122,9 @@ TEST_CASE("one sink per output is created lazily on the first event, at most onc
   CHECK_FALSE(a.overlapping_emits);  // one emit at a time per sink
 }
 
-TEST_CASE("emit returns without waiting for create_sink: events queue while the worker creates the sink") {
+TEST_CASE(
+    "emit returns without waiting for create_sink: events queue while the worker creates the "
+    "sink") {
   TestSink sink;
   Gate create_gate;
   std::atomic<int> creates{0};
@@ -133,8 +139,10 @@ TEST_CASE("emit returns without waiting for create_sink: events queue while the 
   CHECK(p.stats(0).delivered == 10);
 }
 
-TEST_CASE("a sink whose emit fails is disabled without stopping other outputs; its later events are counted "
-          "as dropped; it is never rebuilt and is still closed at shutdown") {
+TEST_CASE(
+    "a sink whose emit fails is disabled without stopping other outputs; its later events are "
+    "counted "
+    "as dropped; it is never rebuilt and is still closed at shutdown") {
   TestSink bad, good;
   bad.fail_emit_at = 2;
   std::atomic<int> creates_bad{0};
@@ -171,8 +179,10 @@ TEST_CASE("a sink that raises during emit is disabled like one that returns an e
   CHECK(p.log.count("emit threw an exception") == 1);
 }
 
-TEST_CASE("a failed create_sink is counted, logged once, never retried; its events are dropped (disabled); "
-          "nothing is closed for it") {
+TEST_CASE(
+    "a failed create_sink is counted, logged once, never retried; its events are dropped "
+    "(disabled); "
+    "nothing is closed for it") {
   TestSink sink, other;
   std::atomic<int> creates{0};
   Pipeline p({test_output("broken", &sink, &creates, TSM_ERROR), test_output("other", &other)});
@@ -197,7 +207,8 @@ TEST_CASE("an error or exception while closing one sink does not skip the others
   TestSink failing, throwing, fine;
   failing.close_rc = TSM_ERROR;
   throwing.throw_in_close = true;
-  Pipeline p({test_output("failing", &failing), test_output("throwing", &throwing), test_output("fine", &fine)});
+  Pipeline p({test_output("failing", &failing), test_output("throwing", &throwing),
+              test_output("fine", &fine)});
   p.counter().inc();
   CHECK_FALSE(p.router.close(30s));
   CHECK(failing.closes == 1);
@@ -240,7 +251,8 @@ TEST_CASE("concurrent close calls are safe and close each sink once") {
   CHECK(sink.closes == 1);
 }
 
-TEST_CASE("close drains what was accepted, then calls the plugin's close after the last emit returned") {
+TEST_CASE(
+    "close drains what was accepted, then calls the plugin's close after the last emit returned") {
   TestSink sink;
   sink.emit_delay = 1ms;
   Pipeline p({test_output("a", &sink)});
@@ -267,17 +279,21 @@ TEST_CASE("sinks are closed one after another, each with what remains of one sha
   CHECK(first.close_timeout_ns <= std::chrono::nanoseconds(10s).count());
   // The second close began after the first returned, so at least 200 ms of
   // the shared budget were gone.
-  CHECK(second.close_timeout_ns <= first.close_timeout_ns - std::chrono::nanoseconds(200ms).count());
+  CHECK(second.close_timeout_ns <=
+        first.close_timeout_ns - std::chrono::nanoseconds(200ms).count());
 }
 
-TEST_CASE("a plugin that blocks in emit cannot make close overrun the budget: the stuck worker is abandoned, "
-          "what it had queued is discarded at the deadline, and it is closed when emit returns") {
+TEST_CASE(
+    "a plugin that blocks in emit cannot make close overrun the budget: the stuck worker is "
+    "abandoned, "
+    "what it had queued is discarded at the deadline, and it is closed when emit returns") {
   static TestSink stuck_sink;  // static: an abandoned worker may outlive the test body
   auto* stuck = &stuck_sink;
   Gate gate;
   stuck->emit_gate = &gate;
   TestSink fine;
-  auto p = std::make_unique<Pipeline>(std::vector<OutputDefinition>{test_output("stuck", stuck), test_output("fine", &fine)});
+  auto p = std::make_unique<Pipeline>(
+      std::vector<OutputDefinition>{test_output("stuck", stuck), test_output("fine", &fine)});
   Counter c = p->counter();
   for (int i = 0; i < 20; ++i) c.inc();
   REQUIRE(gate.wait_for_waiter());
@@ -297,22 +313,26 @@ TEST_CASE("a plugin that blocks in emit cannot make close overrun the budget: th
   gate.open();
   REQUIRE(eventually([&] { return stuck->closes.load() == 1; }));
   CHECK(stuck->close_timeout_ns == 0);
-  CHECK(stuck->emits == 1);  // nothing more was emitted after the deadline
+  CHECK(stuck->emits == 1);                        // nothing more was emitted after the deadline
   CHECK(p->stats(0).discarded_at_deadline == 20);  // final
   p.reset();
 }
 
-TEST_CASE("a plugin that ignores its close timeout is abandoned after a small grace; the others are still closed") {
+TEST_CASE(
+    "a plugin that ignores its close timeout is abandoned after a small grace; the others are "
+    "still closed") {
   static TestSink ignoring_sink;  // static: an abandoned worker may outlive the test body
   auto* ignoring = &ignoring_sink;
   Gate gate;
   ignoring->close_gate = &gate;
   TestSink after;
-  auto p = std::make_unique<Pipeline>(std::vector<OutputDefinition>{test_output("ignoring", ignoring), test_output("after", &after)});
+  auto p = std::make_unique<Pipeline>(std::vector<OutputDefinition>{
+      test_output("ignoring", ignoring), test_output("after", &after)});
   p->counter().inc();
   const auto start = std::chrono::steady_clock::now();
   CHECK_FALSE(p->router.close(100ms));
-  CHECK(std::chrono::steady_clock::now() - start < 100ms + p->router.options().close_grace + 5s);  // hang guard
+  CHECK(std::chrono::steady_clock::now() - start <
+        100ms + p->router.options().close_grace + 5s);  // hang guard
   CHECK(p->stats(0).abandoned);
   CHECK(p->stats(0).delivered == 1);
   REQUIRE(eventually([&] { return after.closes.load() == 1; }));
@@ -322,7 +342,9 @@ TEST_CASE("a plugin that ignores its close timeout is abandoned after a small gr
   p.reset();
 }
 
-TEST_CASE("a full ring drops the event and counts it; drops are logged at most once per interval per sink") {
+TEST_CASE(
+    "a full ring drops the event and counts it; drops are logged at most once per interval per "
+    "sink") {
   TestSink sink;
   sink.emit_delay = 200us;
   sink.record = false;
@@ -388,8 +410,9 @@ TEST_CASE("an idle worker parks: an idle process uses about no CPU") {
   p.router.close(30s);
 }
 
-TEST_CASE("memory stays bounded whatever a plugin does: a blocked sink's ring stays at queue_size, "
-          "the rest is dropped and counted") {
+TEST_CASE(
+    "memory stays bounded whatever a plugin does: a blocked sink's ring stays at queue_size, "
+    "the rest is dropped and counted") {
   TestSink sink;
   Gate gate;
   sink.emit_gate = &gate;
@@ -413,7 +436,8 @@ TEST_CASE("a router destroyed without close still closes its sinks") {
   TestSink sink;
   InProcessMetricStore store;
   {
-    auto router = std::make_unique<EventRouter>(std::vector<OutputDefinition>{test_output("a", &sink)});
+    auto router =
+        std::make_unique<EventRouter>(std::vector<OutputDefinition>{test_output("a", &sink)});
     Collector collector(store, router.get());  // outlives the router, as collector.hpp requires
     collector.counter(kCounter).labels("llama", "0").inc();
     REQUIRE(eventually([&] { return router->stats()[0].delivered == 1; }));
@@ -422,7 +446,9 @@ TEST_CASE("a router destroyed without close still closes its sinks") {
   REQUIRE(eventually([&] { return sink.closes.load() == 1; }));
 }
 
-TEST_CASE("collector threads that come and go reuse the ring sets of exited threads: memory stays bounded") {
+TEST_CASE(
+    "collector threads that come and go reuse the ring sets of exited threads: memory stays "
+    "bounded") {
   TestSink sink;
   sink.record = false;
   Pipeline p({test_output("a", &sink)});
@@ -438,7 +464,9 @@ TEST_CASE("collector threads that come and go reuse the ring sets of exited thre
   CHECK(identity_holds(p.stats(0)));
 }
 
-TEST_CASE("a slow sink still draining at the deadline stops after its current emit and is closed within the grace") {
+TEST_CASE(
+    "a slow sink still draining at the deadline stops after its current emit and is closed within "
+    "the grace") {
   TestSink slow;
   slow.emit_delay = 5ms;
   slow.record = false;
@@ -449,7 +477,7 @@ TEST_CASE("a slow sink still draining at the deadline stops after its current em
   for (int i = 0; i < 200; ++i) c.inc();
   REQUIRE(eventually([&] { return slow.emits.load() >= 1; }));
   CHECK_FALSE(p.router.close(20ms));  // 200 x 5 ms cannot drain in 20 ms
-  CHECK(slow.closes == 1);           // closed before close() returned
+  CHECK(slow.closes == 1);            // closed before close() returned
   CHECK(slow.close_timeout_ns == 0);  // the budget was spent
   const SinkStats s = p.stats(0);
   CHECK_FALSE(s.abandoned);

@@ -40,7 +40,9 @@ TEST_CASE("repeated assignments of the same value are suppressed") {
   CHECK_FALSE(d.should_emit(7.0, kSecond - 1, kSecond));
 }
 
-TEST_CASE("the next assignment at least one second after the last emitted event produces a fresh snapshot") {
+TEST_CASE(
+    "the next assignment at least one second after the last emitted event produces a fresh "
+    "snapshot") {
   GaugeDedup d;
   CHECK(d.should_emit(7.0, 0, kSecond));
   CHECK_FALSE(d.should_emit(7.0, 900'000'000, kSecond));  // measured from the emitted event,
@@ -143,7 +145,8 @@ TEST_CASE("several threads setting the same unchanged gauge emit it once per int
   CHECK(emitted == 5);
 }
 
-TEST_CASE("several threads alternating values: every change is emitted, no repeat within the interval") {
+TEST_CASE(
+    "several threads alternating values: every change is emitted, no repeat within the interval") {
   // Two threads, each assigning its own value: every assignment differs from
   // the last emitted value unless the same thread's previous assignment was
   // the last emitted. With the clock frozen no value may be emitted twice in
@@ -172,7 +175,9 @@ TEST_CASE("several threads alternating values: every change is emitted, no repea
   CHECK(std::abs(zeros - ones) <= 1);
 }
 
-TEST_CASE("through the collector: Prometheus receives every gauge update, plugins only changes and snapshots") {
+TEST_CASE(
+    "through the collector: Prometheus receives every gauge update, plugins only changes and "
+    "snapshots") {
   InProcessMetricStore store;
   TestSink sink;
   RouterOptions options;
@@ -181,21 +186,22 @@ TEST_CASE("through the collector: Prometheus receives every gauge update, plugin
   copts.monotonic_now = &fake_clock;
   fake_now = 100 * kSecond;
   Collector collector(store, &router, copts);
-  MetricDefinition def{"tokenspeed:num_requests_running", MetricKind::gauge, "running", "", {"model_name"}, {}, {}};
+  MetricDefinition def{
+      "tokenspeed:num_requests_running", MetricKind::gauge, "running", "", {"model_name"}, {}, {}};
   Gauge g = collector.gauge(def).labels("llama");
   double* slot = nullptr;
   store.for_each_series([&](const InProcessMetricStore::Series& s) { slot = s.slots; });
   REQUIRE(slot != nullptr);
 
-  g.set(1);   // first
-  g.set(1);   // suppressed
+  g.set(1);  // first
+  g.set(1);  // suppressed
   CHECK(*slot == 1);
-  g.set(2);   // change
-  g.set(2);   // suppressed
+  g.set(2);  // change
+  g.set(2);  // suppressed
   fake_now += kSecond - 1;
-  g.set(2);   // suppressed: 1 s minus 1 ns
+  g.set(2);  // suppressed: 1 s minus 1 ns
   fake_now += 1;
-  g.set(2);   // snapshot
+  g.set(2);                  // snapshot
   fake_now += 10 * kSecond;  // no timer: nothing is emitted during the gap
   g.set(3);
   CHECK(*slot == 3);
@@ -210,7 +216,8 @@ TEST_CASE("through the collector: Prometheus receives every gauge update, plugin
   }
 }
 
-TEST_CASE("the interval uses the monotonic clock; event timestamps remain wall-clock observation times") {
+TEST_CASE(
+    "the interval uses the monotonic clock; event timestamps remain wall-clock observation times") {
   InProcessMetricStore store;
   TestSink sink;
   EventRouter router({test_output("rec", &sink)});

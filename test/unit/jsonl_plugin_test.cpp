@@ -141,7 +141,10 @@ struct Jsonl {
 struct Event {
   Event(std::string metric_name, uint32_t op, double v, uint64_t w = 1,
         std::vector<std::pair<std::string, std::string>> label_pairs = {})
-      : metric(std::move(metric_name)), operation(op), value(v), weight(w),
+      : metric(std::move(metric_name)),
+        operation(op),
+        value(v),
+        weight(w),
         labels(std::move(label_pairs)) {}
   const tsm_metric_event& view() {
     names.clear();
@@ -178,8 +181,8 @@ struct Sink {
   Sink(const tsm_reporter_descriptor& d, const std::string& producer_config) {
     sink.struct_size = sizeof sink;
     Buffer error;
-    const int status = d.create_sink(d.user_data, producer_config.c_str(),
-                                     producer_config.size(), &sink, &error.buffer);
+    const int status = d.create_sink(d.user_data, producer_config.c_str(), producer_config.size(),
+                                     &sink, &error.buffer);
     INFO(error.text);
     REQUIRE(status == TSM_OK);
   }
@@ -279,8 +282,7 @@ TEST_CASE("jsonl validate rejects unknown keys and lists the allowed ones", "[js
   }
 }
 
-TEST_CASE("jsonl validate rejects settings of the wrong type or range, naming the key",
-          "[jsonl]") {
+TEST_CASE("jsonl validate rejects settings of the wrong type or range, naming the key", "[jsonl]") {
   Jsonl jsonl;
   CHECK_THAT(jsonl.rejection(R"({"path":5})"), Catch::Contains("'path' must be a string"));
   CHECK_THAT(jsonl.rejection(R"({"path":""})"), Catch::Contains("'path'"));
@@ -331,9 +333,7 @@ TEST_CASE("jsonl validate returns the normalized object with defaults filled in"
   SECTION("normalizing a normalized object changes nothing") {
     CHECK(json::parse(jsonl.normalized(json::serialize(normalized))) == normalized);
   }
-  SECTION("validate creates no file") {
-    CHECK_FALSE(fs::exists(dir.path / "m.jsonl"));
-  }
+  SECTION("validate creates no file") { CHECK_FALSE(fs::exists(dir.path / "m.jsonl")); }
 }
 
 TEST_CASE("jsonl registration only declares factories: no thread, no file", "[jsonl]") {
@@ -361,7 +361,8 @@ TEST_CASE("jsonl writes every event as one JSON object per line with exactly the
   const fs::path file = dir.path / "m.jsonl";
   Sink sink(jsonl.descriptor, jsonl.normalized(config_for(file)));
 
-  Event inc("tokenspeed:prompt_tokens_total", TSM_OP_INC, 5, 1, {{"model", "llama"}, {"dp_rank", "0"}});
+  Event inc("tokenspeed:prompt_tokens_total", TSM_OP_INC, 5, 1,
+            {{"model", "llama"}, {"dp_rank", "0"}});
   Event set("tokenspeed:num_running_reqs", TSM_OP_SET, 7, 1, {{"model", "llama"}});
   Event observe("tokenspeed:time_to_first_token_seconds", TSM_OP_OBSERVE, 0.25, 1);
   REQUIRE(sink.emit(inc) == TSM_OK);
@@ -416,7 +417,9 @@ TEST_CASE("jsonl escapes label strings so every line stays valid JSON", "[jsonl]
                {"backslash", "a\\b"},
                {"control", "line\nnext\ttab\x01"},
                {"utf8", "caf\xc3\xa9 \xe2\x82\xac"},
-               {"invalid", "a\xff" "b\xc3"},
+               {"invalid",
+                "a\xff"
+                "b\xc3"},
                {"na\"me", ""}});
   REQUIRE(sink.emit(event) == TSM_OK);
   REQUIRE(sink.close(5s) == TSM_OK);
@@ -429,7 +432,9 @@ TEST_CASE("jsonl escapes label strings so every line stays valid JSON", "[jsonl]
   CHECK(labels.at("backslash").as_string() == "a\\b");
   CHECK(labels.at("control").as_string() == "line\nnext\ttab\x01");
   CHECK(labels.at("utf8").as_string() == "caf\xc3\xa9 \xe2\x82\xac");
-  CHECK(labels.at("invalid").as_string() == "a\xef\xbf\xbd" "b\xef\xbf\xbd");
+  CHECK(labels.at("invalid").as_string() ==
+        "a\xef\xbf\xbd"
+        "b\xef\xbf\xbd");
   CHECK(labels.at("na\"me").as_string() == "");
 }
 
@@ -443,9 +448,9 @@ TEST_CASE("jsonl writes values that read back exactly; NaN and infinities as str
     Event event("g", TSM_OP_SET, value);
     REQUIRE(sink.emit(event) == TSM_OK);
   }
-  for (double value : {std::numeric_limits<double>::quiet_NaN(),
-                       std::numeric_limits<double>::infinity(),
-                       -std::numeric_limits<double>::infinity()}) {
+  for (double value :
+       {std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity(),
+        -std::numeric_limits<double>::infinity()}) {
     Event event("g", TSM_OP_SET, value);
     REQUIRE(sink.emit(event) == TSM_OK);
   }
@@ -542,11 +547,14 @@ TEST_CASE("jsonl: a file that cannot be opened fails create_sink, naming the fil
   Buffer error;
   CHECK(jsonl.descriptor.create_sink(jsonl.descriptor.user_data, config.c_str(), config.size(),
                                      &sink, &error.buffer) == TSM_ERROR);
-  CHECK_THAT(error.text, Catch::Contains("cannot open " + (dir.path / std::to_string(getpid())).string()));
+  CHECK_THAT(error.text,
+             Catch::Contains("cannot open " + (dir.path / std::to_string(getpid())).string()));
 }
 
-TEST_CASE("jsonl emit never waits for the disk: beyond max_pending_bytes events are dropped, "
-          "counted and logged; close keeps to its timeout", "[jsonl]") {
+TEST_CASE(
+    "jsonl emit never waits for the disk: beyond max_pending_bytes events are dropped, "
+    "counted and logged; close keeps to its timeout",
+    "[jsonl]") {
   Jsonl jsonl;
   TempDir dir;
   const fs::path fifo = dir.path / "stuck.fifo";
@@ -655,8 +663,10 @@ int register_helper_reporters(const tsm_host_api* host, tsm_buffer* error) {
 
 }  // namespace
 
-TEST_CASE("helper: exceptions in validate, create_sink, emit and close become TSM_ERROR "
-          "with the message", "[helper]") {
+TEST_CASE(
+    "helper: exceptions in validate, create_sink, emit and close become TSM_ERROR "
+    "with the message",
+    "[helper]") {
   TestHost host;
   Buffer error;
   REQUIRE(register_helper_reporters(&host.api, &error.buffer) == TSM_OK);

@@ -9,7 +9,8 @@ using namespace tokenspeed::metrics;
 TEST_CASE("counters are exposed with the _total suffix") {
   MetricDefinition counter{"tokenspeed:prompt_tokens", MetricKind::counter, "", "", {}, {}, {}};
   CHECK(counter.sample_name() == "tokenspeed:prompt_tokens_total");
-  MetricDefinition histogram{"tokenspeed:iteration_tokens_total", MetricKind::histogram, "", "", {}, {1}, {}};
+  MetricDefinition histogram{
+      "tokenspeed:iteration_tokens_total", MetricKind::histogram, "", "", {}, {1}, {}};
   CHECK(histogram.sample_name() == "tokenspeed:iteration_tokens_total");
 }
 
@@ -22,8 +23,9 @@ TEST_CASE("the engine catalog has ascending histogram buckets and the documented
     CHECK(std::adjacent_find(metric.buckets.begin(), metric.buckets.end()) == metric.buckets.end());
     CHECK(metric.buckets.empty() == (metric.kind != MetricKind::histogram));
   }
-  auto func = std::find_if(catalog.begin(), catalog.end(),
-                           [](const auto& m) { return m.name == "tokenspeed:func_latency_seconds"; });
+  auto func = std::find_if(catalog.begin(), catalog.end(), [](const auto& m) {
+    return m.name == "tokenspeed:func_latency_seconds";
+  });
   REQUIRE(func != catalog.end());
   CHECK(func->buckets.size() == 18);
   CHECK(func->buckets.front() == Approx(0.05));

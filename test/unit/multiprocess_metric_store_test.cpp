@@ -25,15 +25,19 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
-const MetricDefinition kCounter{"test:requests", MetricKind::counter, "", "", {"model"}, {}, GaugeMode::livemax};
-const MetricDefinition kHistogram{"test:latency_seconds", MetricKind::histogram, "", "", {"model"},
-                                  {0.1, 1}, GaugeMode::livemax};
+const MetricDefinition kCounter{"test:requests",   MetricKind::counter, "", "", {"model"}, {},
+                                GaugeMode::livemax};
+const MetricDefinition kHistogram{
+    "test:latency_seconds", MetricKind::histogram, "", "", {"model"}, {0.1, 1}, GaugeMode::livemax};
 
 std::map<std::string, std::vector<double>> read_all(const std::filesystem::path& file,
                                                     MultiprocessFileInfo* info = nullptr) {
   std::map<std::string, std::vector<double>> out;
   const bool ok = read_multiprocess_file(
-      file, [&](const MultiprocessFileInfo& f) { if (info) *info = f; },
+      file,
+      [&](const MultiprocessFileInfo& f) {
+        if (info) *info = f;
+      },
       [&](const MultiprocessSeriesView& view) {
         std::string key(view.metric_name);
         for (auto value : view.label_values) key += "|" + std::string(value);
@@ -84,7 +88,8 @@ TEST_CASE("the store grows by mapping new regions: slots handed out earlier neve
   MultiprocessMetricStore store({dir.path, "producer", page});
   std::vector<double*> slots;
   for (int i = 0; i < 2000; ++i) {
-    double* s = store.allocate_series(kCounter, std::vector<std::string>{"model-" + std::to_string(i)});
+    double* s =
+        store.allocate_series(kCounter, std::vector<std::string>{"model-" + std::to_string(i)});
     slots.push_back(s);
     std::atomic_ref<double>(s[0]).store(i);
   }
@@ -93,7 +98,8 @@ TEST_CASE("the store grows by mapping new regions: slots handed out earlier neve
   CHECK(std::filesystem::file_size(store.file_path()) > 10 * page);
   const auto records = read_all(store.file_path());
   REQUIRE(records.size() == 2000);
-  for (int i = 0; i < 2000; ++i) CHECK(records.at("test:requests|model-" + std::to_string(i))[0] == i);
+  for (int i = 0; i < 2000; ++i)
+    CHECK(records.at("test:requests|model-" + std::to_string(i))[0] == i);
 }
 
 TEST_CASE("a series too large for one region is refused at interning time") {
@@ -120,7 +126,8 @@ TEST_CASE("a concurrent reader sees only complete records and values that never 
   std::thread writer([&] {
     std::vector<double*> slots;
     for (int i = 0; i < kSeries; ++i) {
-      slots.push_back(store.allocate_series(kCounter, std::vector<std::string>{"m" + std::to_string(i)}));
+      slots.push_back(
+          store.allocate_series(kCounter, std::vector<std::string>{"m" + std::to_string(i)}));
       for (double* s : slots) {
         if (slots.size() % 64 == 0 || s == slots.back()) {
           std::atomic_ref<double>(s[0]).fetch_add(1.0, std::memory_order_relaxed);
@@ -135,13 +142,16 @@ TEST_CASE("a concurrent reader sees only complete records and values that never 
   bool ok = true;
   while (!done.load() || reads < 3) {
     std::map<std::string, double> now;
-    bool complete = read_multiprocess_file(store.file_path(), nullptr, [&](const MultiprocessSeriesView& view) {
-      if (view.metric_name != "test:requests" || view.label_values.size() != 1 ||
-          view.label_values[0].empty() || view.label_values[0][0] != 'm' || view.slots.size() != 1) {
-        ok = false;
-      }
-      now[std::string(view.label_values.empty() ? "" : view.label_values[0])] = view.slots.empty() ? 0 : view.slots[0];
-    });
+    bool complete =
+        read_multiprocess_file(store.file_path(), nullptr, [&](const MultiprocessSeriesView& view) {
+          if (view.metric_name != "test:requests" || view.label_values.size() != 1 ||
+              view.label_values[0].empty() || view.label_values[0][0] != 'm' ||
+              view.slots.size() != 1) {
+            ok = false;
+          }
+          now[std::string(view.label_values.empty() ? "" : view.label_values[0])] =
+              view.slots.empty() ? 0 : view.slots[0];
+        });
     ok = ok && complete && now.size() >= last_count;
     for (const auto& [name, value] : last) ok = ok && now.count(name) == 1 && now[name] >= value;
     last = std::move(now);

@@ -44,7 +44,7 @@ TEST_CASE("each run gets a fresh private (0700) directory that is removed on nor
     first_path = first.path();
     CHECK(first.path() != second.path());
     CHECK(first.path().parent_path() == base.path / "metrics");
-    struct stat info{};
+    struct stat info {};
     REQUIRE(::stat(first.path().c_str(), &info) == 0);
     CHECK((info.st_mode & 0777) == 0700);
     REQUIRE(::stat((base.path / "metrics").c_str(), &info) == 0);
@@ -62,7 +62,8 @@ TEST_CASE("a stale directory from a crashed run is removed, not merged into a ne
   std::ofstream(stale / "producer_1.db") << "old";
   const auto live = base.path / "run-live";
   std::filesystem::create_directory(live);
-  std::ofstream(live / "owner") << ::getpid() << " " << current_process_identity().start_time << "\n";
+  std::ofstream(live / "owner") << ::getpid() << " " << current_process_identity().start_time
+                                << "\n";
 
   MultiprocessRunDir run(base.path);
   CHECK_FALSE(std::filesystem::exists(stale));

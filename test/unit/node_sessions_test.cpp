@@ -51,7 +51,7 @@ int start_node(void* user_data, const char*, size_t, tsm_node_session* session,
     error->assign(error, "collector unreachable", 21);
     return TSM_ERROR;
   }
-  session->vtable = std::strcmp(name, "stuck") == 0     ? &kStuckVtable
+  session->vtable = std::strcmp(name, "stuck") == 0       ? &kStuckVtable
                     : std::strcmp(name, "bad-close") == 0 ? &kFailingVtable
                                                           : &kVtable;
   session->self = user_data;
@@ -89,7 +89,8 @@ TEST_CASE("node sessions are closed in reverse order of creation, once") {
   g_calls.clear();
   TestOutput a("a"), plain("plain", false), b("b");
   NodeSessions sessions = make_sessions();
-  const auto outputs = sessions.start({a.selected(), plain.selected(), b.selected()}, std::chrono::seconds(1));
+  const auto outputs =
+      sessions.start({a.selected(), plain.selected(), b.selected()}, std::chrono::seconds(1));
   REQUIRE(outputs.size() == 3);
   CHECK(outputs[0].producer_config == boost::json::object{{"session", "a"}});
   // Without start_node the normalized configuration is the producer configuration.
@@ -100,7 +101,9 @@ TEST_CASE("node sessions are closed in reverse order of creation, once") {
   CHECK(g_calls == std::vector<std::string>{"start a", "start b", "close b", "close a"});
 }
 
-TEST_CASE("a failing start_node closes the sessions started before it and fails startup with its message") {
+TEST_CASE(
+    "a failing start_node closes the sessions started before it and fails startup with its "
+    "message") {
   g_calls.clear();
   TestOutput a("a"), fail("fail"), c("c");
   NodeSessions sessions = make_sessions();
@@ -121,7 +124,8 @@ TEST_CASE("an error while closing one node session does not skip the others") {
   NodeSessions sessions = make_sessions();
   sessions.start({a.selected(), bad.selected()}, std::chrono::seconds(1));
   sessions.close(std::chrono::steady_clock::now() + std::chrono::seconds(1));
-  CHECK(g_calls == std::vector<std::string>{"start a", "start bad-close", "close bad-close", "close a"});
+  CHECK(g_calls ==
+        std::vector<std::string>{"start a", "start bad-close", "close bad-close", "close a"});
   REQUIRE(warnings.size() == 1);
   CHECK_THAT(warnings[0], Catch::Contains("flush failed"));
 }

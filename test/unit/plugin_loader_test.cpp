@@ -58,9 +58,10 @@ TEST_CASE("the plugin's name is its file name without a lib prefix and .so", "[l
   CHECK(plugin_name_from_file(".hidden.so").empty());
 }
 
-TEST_CASE("plugin directories: each --metrics-plugin-dir, then TOKENSPEED_PLUGIN_PATH, then the "
-          "installed default",
-          "[loader]") {
+TEST_CASE(
+    "plugin directories: each --metrics-plugin-dir, then TOKENSPEED_PLUGIN_PATH, then the "
+    "installed default",
+    "[loader]") {
   PluginSearchOptions options;
   options.plugin_dirs = {"/flag/one", "/flag/two"};
   options.plugin_path = "/env/a::/env/b:";
@@ -197,8 +198,7 @@ TEST_CASE("a plugin that does not support API version 1 is rolled back", "[loade
   CHECK(h.registry.find("unit_wrong_api") == nullptr);
 }
 
-TEST_CASE("a file without tsm_register or that cannot be loaded fails with a warning",
-          "[loader]") {
+TEST_CASE("a file without tsm_register or that cannot be loaded fails with a warning", "[loader]") {
   TempDir dir;
   dir.add_plugin("unit_no_symbol.so");
   const std::string garbage = dir.write("garbage.so", "this is not an ELF file");
@@ -210,7 +210,7 @@ TEST_CASE("a file without tsm_register or that cannot be loaded fails with a war
   const PluginRecord& bad = h.record("garbage");
   CHECK(bad.status == PluginStatus::failed);
   CHECK(contains(bad.reason, "cannot be loaded: "));
-  CHECK(contains(bad.reason, garbage));  // dlerror names the file
+  CHECK(contains(bad.reason, garbage));                              // dlerror names the file
   CHECK(h.record("unit_two_names").status == PluginStatus::loaded);  // others unaffected
   CHECK(h.warnings.size() == 2);
 }

@@ -15,8 +15,8 @@ namespace {
 ProducerHandoff sample_handoff() {
   ProducerHandoff handoff;
   handoff.outputs.push_back({"jsonl", boost::json::object{{"path", "/tmp/e-{pid}.jsonl"}}});
-  handoff.outputs.push_back({"otlp", boost::json::object{{"endpoint", "http://127.0.0.1:4318"},
-                                                         {"session", "node-7"}}});
+  handoff.outputs.push_back(
+      {"otlp", boost::json::object{{"endpoint", "http://127.0.0.1:4318"}, {"session", "node-7"}}});
   handoff.plugin_dirs = {"/opt/a", "/opt/b"};
   handoff.disabled_plugins = "statsd";
   handoff.allow_insecure_plugins = true;
@@ -42,7 +42,8 @@ void require_equal(const ProducerHandoff& a, const ProducerHandoff& b) {
 
 }  // namespace
 
-TEST_CASE("the producer configuration crosses spawn as plain JSON through an inherited descriptor") {
+TEST_CASE(
+    "the producer configuration crosses spawn as plain JSON through an inherited descriptor") {
   const ProducerHandoff handoff = sample_handoff();
   const int fd = write_handoff_memfd(handoff);
   REQUIRE(fd >= 0);
@@ -50,7 +51,7 @@ TEST_CASE("the producer configuration crosses spawn as plain JSON through an inh
   const ProducerHandoff received = read_handoff_from_environment();
   require_equal(received, handoff);
   CHECK(std::getenv(kHandoffFdEnv) == nullptr);  // not passed on further
-  CHECK(::fcntl(fd, F_GETFD) == -1);              // the descriptor was closed
+  CHECK(::fcntl(fd, F_GETFD) == -1);             // the descriptor was closed
 }
 
 TEST_CASE("the handoff memfd is sealed against writes") {

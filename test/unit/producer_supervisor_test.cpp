@@ -61,16 +61,19 @@ std::vector<ProducerProcess> wait_for_exit(ProducerSupervisor& supervisor) {
 
 }  // namespace
 
-TEST_CASE("a producer inherits the handoff as descriptor 3, named by the environment, and nothing else") {
+TEST_CASE(
+    "a producer inherits the handoff as descriptor 3, named by the environment, and nothing else") {
   TempDir dir;
   const int handoff = memfd_with("{\"outputs\":[]}");
   int leaked[2];
   REQUIRE(::pipe(leaked) == 0);  // not close-on-exec: must not reach the child
   ProducerSupervisor supervisor;
   const auto out = dir.path / "out";
-  supervisor.spawn(shell("reader", "cat <&3 > " + out.string() + "; echo \" $TOKENSPEED_METRICS_HANDOFF_FD\" >> " +
-                                       out.string() + "; ls /proc/self/fd > " + (dir.path / "fds").string()),
-                   handoff);
+  supervisor.spawn(
+      shell("reader", "cat <&3 > " + out.string() +
+                          "; echo \" $TOKENSPEED_METRICS_HANDOFF_FD\" >> " + out.string() +
+                          "; ls /proc/self/fd > " + (dir.path / "fds").string()),
+      handoff);
   ::close(handoff);
   wait_for_exit(supervisor);
   ::close(leaked[0]);
@@ -91,7 +94,8 @@ TEST_CASE("stop asks producers with SIGTERM and reaps them") {
   supervisor.spawn(shell("polite", "touch " + ready.string() + "; exec sleep 30"), handoff);
   ::close(handoff);
   wait_until_exists(ready);
-  const auto& processes = supervisor.stop(std::chrono::steady_clock::now() + std::chrono::seconds(30));
+  const auto& processes =
+      supervisor.stop(std::chrono::steady_clock::now() + std::chrono::seconds(30));
   REQUIRE(processes.size() == 1);
   CHECK_FALSE(processes[0].running);
   CHECK_FALSE(processes[0].killed);
@@ -103,11 +107,13 @@ TEST_CASE("a producer that does not exit by the deadline is killed") {
   const int handoff = memfd_with("{}");
   ProducerSupervisor supervisor;
   const auto ready = dir.path / "ready";
-  supervisor.spawn(shell("stubborn", "trap '' TERM; touch " + ready.string() + "; while :; do sleep 1; done"),
-                   handoff);
+  supervisor.spawn(
+      shell("stubborn", "trap '' TERM; touch " + ready.string() + "; while :; do sleep 1; done"),
+      handoff);
   ::close(handoff);
   wait_until_exists(ready);
-  const auto& processes = supervisor.stop(std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
+  const auto& processes =
+      supervisor.stop(std::chrono::steady_clock::now() + std::chrono::milliseconds(200));
   REQUIRE(processes.size() == 1);
   CHECK(processes[0].killed);
   CHECK(processes[0].exit_status == 128 + SIGKILL);

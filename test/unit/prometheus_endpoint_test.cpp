@@ -126,7 +126,8 @@ TEST_CASE("other paths answer 404") {
 TEST_CASE("other methods answer 405 with an Allow header") {
   PrometheusEndpoint endpoint(test_options(), [] { return kBody; });
   Client client(endpoint.port());
-  for (auto method : {http::verb::post, http::verb::put, http::verb::delete_, http::verb::options}) {
+  for (auto method :
+       {http::verb::post, http::verb::put, http::verb::delete_, http::verb::options}) {
     auto res = client.request(method, "/metrics");
     CHECK(res.result() == http::status::method_not_allowed);
     CHECK(res[http::field::allow] == "GET, HEAD");
@@ -135,7 +136,10 @@ TEST_CASE("other methods answer 405 with an Allow header") {
 
 TEST_CASE("connections are kept alive across scrapes") {
   std::atomic<int> scrapes{0};
-  PrometheusEndpoint endpoint(test_options(), [&] { ++scrapes; return kBody; });
+  PrometheusEndpoint endpoint(test_options(), [&] {
+    ++scrapes;
+    return kBody;
+  });
   Client client(endpoint.port());
   for (int i = 0; i < 3; ++i) {
     auto res = client.request(http::verb::get, "/metrics");
@@ -152,7 +156,8 @@ TEST_CASE("connections are kept alive across scrapes") {
 
 TEST_CASE("the body is gzip-encoded when the client accepts gzip, and only then") {
   std::string big;
-  for (int i = 0; i < 2000; ++i) big += "tokenspeed:x{model_name=\"m\",dp_rank=\"" + std::to_string(i) + "\"} 1\n";
+  for (int i = 0; i < 2000; ++i)
+    big += "tokenspeed:x{model_name=\"m\",dp_rank=\"" + std::to_string(i) + "\"} 1\n";
   PrometheusEndpoint endpoint(test_options(), [&] { return big; });
   Client client(endpoint.port());
   auto res = client.request(http::verb::get, "/metrics", "gzip, deflate");
@@ -301,7 +306,8 @@ TEST_CASE("a scrape handler that throws answers 500 and the server keeps serving
     return kBody;
   });
   Client client(endpoint.port());
-  CHECK(client.request(http::verb::get, "/metrics").result() == http::status::internal_server_error);
+  CHECK(client.request(http::verb::get, "/metrics").result() ==
+        http::status::internal_server_error);
   fail = false;
   CHECK(client.request(http::verb::get, "/metrics").body() == kBody);
 }

@@ -14,7 +14,8 @@ using namespace tokenspeed::metrics;
 namespace {
 
 // What Histogram::observe does to the slots (metric_store.hpp layout).
-void observe(const MetricDefinition& metric, std::vector<double>& slots, double value, double weight) {
+void observe(const MetricDefinition& metric, std::vector<double>& slots, double value,
+             double weight) {
   std::size_t bucket = 0;
   while (bucket < metric.buckets.size() && !(value <= metric.buckets[bucket])) ++bucket;
   slots[bucket] += weight;
@@ -59,9 +60,12 @@ TEST_CASE("help text escapes backslash and newline, not quotes") {
   CHECK(out == "C:\\\\path \"quoted\"\\nsecond line");
 }
 
-TEST_CASE("a counter has HELP and TYPE lines and the _total suffix; names with colons stay as they are") {
-  const MetricDefinition metric{"tokenspeed:prompt_tokens", MetricKind::counter, "Prefill\ntokens.",
-                                "tokens", {"model_name", "app_key"}, {}, GaugeMode::livemax};
+TEST_CASE(
+    "a counter has HELP and TYPE lines and the _total suffix; names with colons stay as they are") {
+  const MetricDefinition metric{"tokenspeed:prompt_tokens", MetricKind::counter,
+                                "Prefill\ntokens.",         "tokens",
+                                {"model_name", "app_key"},  {},
+                                GaugeMode::livemax};
   const std::string text =
       render(metric, {MergedSeries{{{"model_name", "m\"1"}, {"app_key", "k"}}, {42}}});
   CHECK(text ==
@@ -75,25 +79,29 @@ TEST_CASE("a gauge without labels is written without braces") {
   CHECK(render(metric, {MergedSeries{{}, {0.5}}}) == "# TYPE g gauge\ng 0.5\n");
 }
 
-TEST_CASE("an observe event with value 0.01 and weight 3 contributes a count of 3 and a sum of 0.03, "
-          "3 in each bucket it falls in, buckets cumulative with +Inf") {
-  const MetricDefinition metric{"tokenspeed:inter_token_latency_seconds", MetricKind::histogram,
-                                "Latency.", "seconds", {"model_name"}, {0.005, 0.01, 0.02},
+TEST_CASE(
+    "an observe event with value 0.01 and weight 3 contributes a count of 3 and a sum of 0.03, "
+    "3 in each bucket it falls in, buckets cumulative with +Inf") {
+  const MetricDefinition metric{"tokenspeed:inter_token_latency_seconds",
+                                MetricKind::histogram,
+                                "Latency.",
+                                "seconds",
+                                {"model_name"},
+                                {0.005, 0.01, 0.02},
                                 GaugeMode::livemax};
   std::vector<double> slots(metric.buckets.size() + 2, 0.0);
   observe(metric, slots, 0.01, 3);
   observe(metric, slots, 0.5, 1);  // lands in +Inf only
   const std::string text = render(metric, {MergedSeries{{{"model_name", "m"}}, slots}});
   const std::string n = "tokenspeed:inter_token_latency_seconds";
-  CHECK(text ==
-        "# HELP " + n + " Latency.\n"
-        "# TYPE " + n + " histogram\n" +
-        n + "_bucket{model_name=\"m\",le=\"0.005\"} 0\n" +
-        n + "_bucket{model_name=\"m\",le=\"0.01\"} 3\n" +
-        n + "_bucket{model_name=\"m\",le=\"0.02\"} 3\n" +
-        n + "_bucket{model_name=\"m\",le=\"+Inf\"} 4\n" +
-        n + "_sum{model_name=\"m\"} 0.53\n" +
-        n + "_count{model_name=\"m\"} 4\n");
+  CHECK(text == "# HELP " + n +
+                    " Latency.\n"
+                    "# TYPE " +
+                    n + " histogram\n" + n + "_bucket{model_name=\"m\",le=\"0.005\"} 0\n" + n +
+                    "_bucket{model_name=\"m\",le=\"0.01\"} 3\n" + n +
+                    "_bucket{model_name=\"m\",le=\"0.02\"} 3\n" + n +
+                    "_bucket{model_name=\"m\",le=\"+Inf\"} 4\n" + n +
+                    "_sum{model_name=\"m\"} 0.53\n" + n + "_count{model_name=\"m\"} 4\n");
 }
 
 TEST_CASE("a histogram without labels still carries le") {
@@ -104,9 +112,15 @@ TEST_CASE("a histogram without labels still carries le") {
   CHECK(text.find("h_count 0\n") != std::string::npos);
 }
 
-TEST_CASE("through the collector: observe(0.01, weight 3) is exposed as count 3, sum 0.03, 3 in every bucket from 0.01 up") {
-  const MetricDefinition metric{"tokenspeed:inter_token_latency_seconds", MetricKind::histogram,
-                                "Latency.", "seconds", {"model_name"}, {0.005, 0.01, 0.02},
+TEST_CASE(
+    "through the collector: observe(0.01, weight 3) is exposed as count 3, sum 0.03, 3 in every "
+    "bucket from 0.01 up") {
+  const MetricDefinition metric{"tokenspeed:inter_token_latency_seconds",
+                                MetricKind::histogram,
+                                "Latency.",
+                                "seconds",
+                                {"model_name"},
+                                {0.005, 0.01, 0.02},
                                 GaugeMode::livemax};
   InProcessMetricStore store;
   Collector collector(store);
@@ -130,10 +144,13 @@ TEST_CASE("through the collector: every gauge update and counter increment reach
   InProcessMetricStore store;
   Collector collector(store);
   const std::array<std::string_view, 0> none{};
-  for (double v : {3.0, 3.0, 9.0, 7.0}) collector.gauge(gauge).labels(std::span<const std::string_view>(none)).set(v);
-  for (int i = 0; i < 5; ++i) collector.counter(counter).labels(std::span<const std::string_view>(none)).inc(2);
+  for (double v : {3.0, 3.0, 9.0, 7.0})
+    collector.gauge(gauge).labels(std::span<const std::string_view>(none)).set(v);
+  for (int i = 0; i < 5; ++i)
+    collector.counter(counter).labels(std::span<const std::string_view>(none)).inc(2);
   ScrapeSources sources;
   sources.catalog = {&gauge, &counter};
   sources.local_store = &store;
-  CHECK(render_exposition(merge_scrape(sources)) == "# TYPE g gauge\ng 7\n# TYPE c_total counter\nc_total 10\n");
+  CHECK(render_exposition(merge_scrape(sources)) ==
+        "# TYPE g gauge\ng 7\n# TYPE c_total counter\nc_total 10\n");
 }

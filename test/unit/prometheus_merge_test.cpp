@@ -49,7 +49,7 @@ class Producer {
         char byte = 'r';
         (void)!::write(ready[1], &byte, 1);
         if (linger) (void)!::read(release[0], &byte, 1);  // until the parent says so
-        if (!linger) ::_exit(0);  // no destructor: as if the process died
+        if (!linger) ::_exit(0);                          // no destructor: as if the process died
       }
       ::_exit(0);
     }
@@ -92,7 +92,8 @@ MetricDefinition gauge(const char* name, GaugeMode mode) {
 }
 
 const MetricDefinition kCounter{"c", MetricKind::counter, "", "", {"rank"}, {}, GaugeMode::livemax};
-const MetricDefinition kHistogram{"h", MetricKind::histogram, "", "", {"rank"}, {0.01, 1}, GaugeMode::livemax};
+const MetricDefinition kHistogram{"h",       MetricKind::histogram, "", "", {"rank"},
+                                  {0.01, 1}, GaugeMode::livemax};
 const MetricDefinition kLivemax = gauge("g_livemax", GaugeMode::livemax);
 const MetricDefinition kLivesum = gauge("g_livesum", GaugeMode::livesum);
 const MetricDefinition kMax = gauge("g_max", GaugeMode::max);
@@ -100,8 +101,8 @@ const MetricDefinition kMin = gauge("g_min", GaugeMode::min);
 const MetricDefinition kSum = gauge("g_sum", GaugeMode::sum);
 const MetricDefinition kAll = gauge("g_all", GaugeMode::all);
 const MetricDefinition kLiveall = gauge("g_liveall", GaugeMode::liveall);
-const std::vector<const MetricDefinition*> kCatalog{&kCounter, &kHistogram, &kLivemax, &kLivesum, &kMax,
-                                                    &kMin, &kSum, &kAll, &kLiveall};
+const std::vector<const MetricDefinition*> kCatalog{
+    &kCounter, &kHistogram, &kLivemax, &kLivesum, &kMax, &kMin, &kSum, &kAll, &kLiveall};
 
 std::function<void(MultiprocessMetricStore&)> writes(double gauge_value, double counter_delta) {
   return [=](MultiprocessMetricStore& store) {
@@ -110,7 +111,8 @@ std::function<void(MultiprocessMetricStore&)> writes(double gauge_value, double 
     double* h = store.allocate_series(kHistogram, labels);
     h[0] += 3;  // observe(0.01, weight 3)
     h[3] += 0.03;
-    for (const MetricDefinition* g : {&kLivemax, &kLivesum, &kMax, &kMin, &kSum, &kAll, &kLiveall}) {
+    for (const MetricDefinition* g :
+         {&kLivemax, &kLivesum, &kMax, &kMin, &kSum, &kAll, &kLiveall}) {
       store.allocate_series(*g, labels)[0] = gauge_value;
     }
   };
@@ -213,14 +215,16 @@ TEST_CASE("the launcher's own in-process series merge with the producers' files"
   CHECK(stats.live_files == 1);
   REQUIRE(families.front().metric == &kCounter);
   REQUIRE(families.front().series.size() == 2);
-  CHECK(families.front().series[0].labels == std::vector<std::pair<std::string, std::string>>{{"rank", "0"}});
+  CHECK(families.front().series[0].labels ==
+        std::vector<std::pair<std::string, std::string>>{{"rank", "0"}});
   CHECK(families.front().series[0].slots[0] == 15);
   CHECK(families.front().series[1].slots[0] == 1);
 }
 
 TEST_CASE("series of families outside the catalog are counted and left out") {
   TempDir dir;
-  const MetricDefinition unknown{"unknown", MetricKind::counter, "", "", {}, {}, GaugeMode::livemax};
+  const MetricDefinition unknown{"unknown", MetricKind::counter, "", "", {},
+                                 {},        GaugeMode::livemax};
   {
     MultiprocessMetricStore store({dir.path});
     store.allocate_series(unknown, std::vector<std::string>{})[0] = 1;

@@ -15,14 +15,16 @@ PrometheusOptions parse(std::vector<const char*> args) {
   po::options_description description;
   add_prometheus_options(description);
   po::variables_map values;
-  po::store(po::parse_command_line(static_cast<int>(args.size()), args.data(), description), values);
+  po::store(po::parse_command_line(static_cast<int>(args.size()), args.data(), description),
+            values);
   po::notify(values);
   return read_prometheus_options(values);
 }
 
 }  // namespace
 
-TEST_CASE("the endpoint listens on 127.0.0.1 and the documented default port unless told otherwise") {
+TEST_CASE(
+    "the endpoint listens on 127.0.0.1 and the documented default port unless told otherwise") {
   const PrometheusOptions options = parse({});
   CHECK(options.endpoint.host == "127.0.0.1");
   CHECK(options.endpoint.port == kDefaultMetricsPort);
@@ -30,8 +32,8 @@ TEST_CASE("the endpoint listens on 127.0.0.1 and the documented default port unl
 }
 
 TEST_CASE("--metrics-host, --metrics-port and --metrics-multiproc-dir are read") {
-  const PrometheusOptions options =
-      parse({"--metrics-host", "0.0.0.0", "--metrics-port", "0", "--metrics-multiproc-dir", "/run/tsm"});
+  const PrometheusOptions options = parse(
+      {"--metrics-host", "0.0.0.0", "--metrics-port", "0", "--metrics-multiproc-dir", "/run/tsm"});
   CHECK(options.endpoint.host == "0.0.0.0");
   CHECK(options.endpoint.port == 0);
   CHECK(options.multiproc_base_dir == "/run/tsm");

@@ -37,7 +37,8 @@ TEST_CASE("at most one line per interval, carrying the count since the last line
   CHECK(out.lines.size() == 1);
   log.report("events dropped (queue full)", 5, t0 + 10s);
   REQUIRE(out.lines.size() == 2);
-  CHECK(out.lines[1] == "tokenspeed-metrics: output 'x': 905 events dropped (queue full) (since the last report)");
+  CHECK(out.lines[1] ==
+        "tokenspeed-metrics: output 'x': 905 events dropped (queue full) (since the last report)");
   log.report("events dropped (queue full)", 1, t0 + 11s);
   CHECK(out.lines.size() == 2);
 }
@@ -80,7 +81,8 @@ TEST_CASE("one-off messages are rate-limited too and the suppressed ones are cou
   CHECK(out.lines[0] == "tokenspeed-metrics: output 'x': emit failed (boom)");
   log.flush(t0 + 3s);
   REQUIRE(out.lines.size() == 2);
-  CHECK(out.lines[1] == "tokenspeed-metrics: output 'x': 2 further messages suppressed (since the last report)");
+  CHECK(out.lines[1] ==
+        "tokenspeed-metrics: output 'x': 2 further messages suppressed (since the last report)");
 }
 
 TEST_CASE("separate sinks are limited separately") {

@@ -40,8 +40,8 @@ int test_validate(void*, const char* config, size_t size, tsm_buffer* normalized
   }
   for (const auto& entry : object) {
     if (entry.key() != "endpoint" && entry.key() != "queue_size") {
-      assign(error, "unknown setting '" + std::string(entry.key()) +
-                        "' (allowed: endpoint, queue_size)");
+      assign(error,
+             "unknown setting '" + std::string(entry.key()) + "' (allowed: endpoint, queue_size)");
       return TSM_ERROR;
     }
   }
@@ -87,9 +87,8 @@ int good_start_node(void*, const char*, size_t, tsm_node_session* session, tsm_b
   return TSM_OK;
 }
 
-tsm_reporter_descriptor descriptor(const char* name,
-                                   decltype(tsm_reporter_descriptor::validate) validate =
-                                       test_validate) {
+tsm_reporter_descriptor descriptor(
+    const char* name, decltype(tsm_reporter_descriptor::validate) validate = test_validate) {
   tsm_reporter_descriptor d{};
   d.struct_size = sizeof d;
   d.name = name;
@@ -191,8 +190,7 @@ TEST_CASE("prometheus and external outputs keep their selection order", "[config
   CHECK(selection.outputs.size() == 2);
 }
 
-TEST_CASE("an external output without a configuration entry receives an empty object",
-          "[config]") {
+TEST_CASE("an external output without a configuration entry receives an empty object", "[config]") {
   Fixture f;
   const std::string file = f.config(R"({"beta": {"endpoint": "https://m.example/ingest"}})");
   const ReporterSelection selection =
@@ -209,7 +207,8 @@ TEST_CASE("an external output without a configuration entry receives an empty ob
 TEST_CASE("validate leaving the buffer empty keeps the settings as given", "[config]") {
   Fixture f;
   const std::string file = f.config(R"({"echo": {"anything": [1, 2]}})");
-  const ReporterSelection selection = resolve_reporters(f.enabled({"echo"}, file), f.registry, nullptr);
+  const ReporterSelection selection =
+      resolve_reporters(f.enabled({"echo"}, file), f.registry, nullptr);
   CHECK(selection.outputs[0].config == boost::json::parse(R"({"anything":[1,2]})"));
 }
 
@@ -256,10 +255,10 @@ TEST_CASE("configuration for an unselected output fails startup", "[config]") {
 TEST_CASE("a prometheus entry fails startup: Prometheus is configured by its flags", "[config]") {
   Fixture f;
   const std::string file = f.config(R"({"prometheus": {"port": 9090}})");
-  for (const auto& selection : {std::vector<std::string>{"prometheus"},
-                                std::vector<std::string>{"alpha"}}) {
-    const StartupError error = startup_error(
-        [&] { resolve_reporters(f.enabled(selection, file), f.registry, nullptr); });
+  for (const auto& selection :
+       {std::vector<std::string>{"prometheus"}, std::vector<std::string>{"alpha"}}) {
+    const StartupError error =
+        startup_error([&] { resolve_reporters(f.enabled(selection, file), f.registry, nullptr); });
     CHECK(contains(error.message(), "prometheus is configured by its command-line flags"));
     CHECK(error.context().reporter == "prometheus");
   }
@@ -325,10 +324,10 @@ TEST_CASE("a reporter flag without --enable-metrics is reported as ignored", "[c
   options.reporter_config_file = "/etc/m.json";
   options.plugin_dirs = {"/p"};
   const std::vector<std::string> warnings = ignored_flag_warnings(options);
-  CHECK(warnings == std::vector<std::string>{
-                        "--metrics-reporters is ignored without --enable-metrics",
-                        "--metrics-reporter-config is ignored without --enable-metrics",
-                        "--metrics-plugin-dir is ignored without --enable-metrics"});
+  CHECK(warnings ==
+        std::vector<std::string>{"--metrics-reporters is ignored without --enable-metrics",
+                                 "--metrics-reporter-config is ignored without --enable-metrics",
+                                 "--metrics-plugin-dir is ignored without --enable-metrics"});
   options.enable_metrics = true;
   CHECK(ignored_flag_warnings(options).empty());
 }
@@ -376,8 +375,7 @@ TEST_CASE("a selected plugin that is disabled causes an unknown-reporter error s
   PluginSearchOptions search;
   search.plugin_dirs = {plugins.str()};
   search.disabled_plugins = "unit_two_names";
-  const StartupError error =
-      startup_error([&] { validate_metrics_startup(options, search, {}); });
+  const StartupError error = startup_error([&] { validate_metrics_startup(options, search, {}); });
   CHECK(contains(error.message(), "unknown reporter"));
   CHECK(contains(error.message(), path));
   CHECK(contains(error.message(), "disabled by TOKENSPEED_DISABLE_PLUGINS"));
@@ -427,14 +425,16 @@ TEST_CASE("create_sink and start_node failures are error results, never exceptio
 
   auto node = descriptor("node");
   node.start_node = good_start_node;
-  const StartNodeResult started = Reporter(node, "t", "/t.so").start_node(config, std::chrono::seconds(1));
+  const StartNodeResult started =
+      Reporter(node, "t", "/t.so").start_node(config, std::chrono::seconds(1));
   CHECK(started.ok);
   CHECK(started.producer_config == boost::json::parse(R"({"spool":"/run/x"})"));
 
   closed_sessions = 0;
   auto bad = descriptor("bad");
   bad.start_node = bad_start_node;
-  const StartNodeResult rejected = Reporter(bad, "t", "/t.so").start_node(config, std::chrono::seconds(1));
+  const StartNodeResult rejected =
+      Reporter(bad, "t", "/t.so").start_node(config, std::chrono::seconds(1));
   CHECK_FALSE(rejected.ok);
   CHECK(contains(rejected.error, "start_node did not return a JSON object"));
   CHECK(closed_sessions == 1);  // a returned session is closed

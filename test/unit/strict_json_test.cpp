@@ -26,7 +26,8 @@ StrictJsonError parse_error(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("a well-formed document parses to the same value as boost::json::parse", "[strict_json]") {
+TEST_CASE("a well-formed document parses to the same value as boost::json::parse",
+          "[strict_json]") {
   const std::string text =
       R"({"a":{"endpoint":"https://x/\u00e9","queue_size":10000,"ratio":0.5,"big":18446744073709551615},)"
       R"("b":[1,-2,{"c":null,"d":true}],"e":"line\nbreak"})";
@@ -71,7 +72,8 @@ TEST_CASE("escaped duplicate keys are rejected too", "[strict_json]") {
 }
 
 TEST_CASE("the same key in different objects is not a duplicate", "[strict_json]") {
-  CHECK_NOTHROW(parse_strict_json(R"({"a":{"k":1,"n":{"k":2}},"b":{"k":1},"c":[{"k":1},{"k":2}]})"));
+  CHECK_NOTHROW(
+      parse_strict_json(R"({"a":{"k":1,"n":{"k":2}},"b":{"k":1},"c":[{"k":1},{"k":2}]})"));
 }
 
 TEST_CASE("invalid JSON is rejected with its position", "[strict_json]") {

@@ -61,14 +61,14 @@ struct RecordedEvent {
 
 struct TestSink {
   // ---- behaviour
-  int fail_emit_at = -1;          // the emit call (0-based) that returns TSM_ERROR
-  bool throw_in_emit = false;     // throw instead of returning an error
+  int fail_emit_at = -1;       // the emit call (0-based) that returns TSM_ERROR
+  bool throw_in_emit = false;  // throw instead of returning an error
   bool throw_in_close = false;
   int close_rc = TSM_OK;
   std::chrono::microseconds emit_delay{0};
   std::chrono::microseconds close_delay{0};  // honoured up to the timeout
-  Gate* emit_gate = nullptr;      // every emit blocks until the gate opens
-  Gate* close_gate = nullptr;     // close blocks (ignoring its timeout)
+  Gate* emit_gate = nullptr;                 // every emit blocks until the gate opens
+  Gate* close_gate = nullptr;                // close blocks (ignoring its timeout)
   bool record = true;
 
   // ---- what happened
@@ -95,7 +95,8 @@ struct TestSink {
     if (s->emit_delay.count() > 0) std::this_thread::sleep_for(s->emit_delay);
     if (s->record) {
       RecordedEvent r{e->timestamp_ns, e->metric, e->operation, e->value, e->weight, {}, e->info};
-      for (std::uint32_t i = 0; i < e->label_count; ++i) r.labels.emplace_back(e->label_names[i], e->label_values[i]);
+      for (std::uint32_t i = 0; i < e->label_count; ++i)
+        r.labels.emplace_back(e->label_names[i], e->label_values[i]);
       std::lock_guard lock(s->mutex);
       s->events.push_back(std::move(r));
       s->last_info = e->info;
@@ -118,11 +119,13 @@ struct TestSink {
     s->close_order = next_close_order().fetch_add(1);
     {
       std::lock_guard lock(s->mutex);
-      s->info_valid_at_close = s->last_info == nullptr || (s->last_info->name != nullptr && s->last_info->name[0] != '\0');
+      s->info_valid_at_close = s->last_info == nullptr ||
+                               (s->last_info->name != nullptr && s->last_info->name[0] != '\0');
     }
     if (s->close_gate != nullptr) s->close_gate->wait();
     if (s->close_delay.count() > 0) {
-      std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(s->close_delay, std::chrono::nanoseconds(timeout_ns)));
+      std::this_thread::sleep_for(
+          std::min<std::chrono::nanoseconds>(s->close_delay, std::chrono::nanoseconds(timeout_ns)));
     }
     s->closes.fetch_add(1);
     if (s->throw_in_close) throw std::runtime_error("close exploded");
@@ -144,11 +147,13 @@ struct TestSink {
   }
 };
 
-inline const tsm_sink_vtable kTestSinkVtable = {sizeof(tsm_sink_vtable), &TestSink::emit, &TestSink::close};
+inline const tsm_sink_vtable kTestSinkVtable = {sizeof(tsm_sink_vtable), &TestSink::emit,
+                                                &TestSink::close};
 
 // An output whose create_sink hands out sink (or fails with create_rc), and
 // counts its calls.
-inline OutputDefinition test_output(std::string name, TestSink* sink, std::atomic<int>* create_calls = nullptr,
+inline OutputDefinition test_output(std::string name, TestSink* sink,
+                                    std::atomic<int>* create_calls = nullptr,
                                     int create_rc = TSM_OK, Gate* create_gate = nullptr) {
   return OutputDefinition{std::move(name), [=](tsm_sink& out, std::string& error) {
                             if (create_calls != nullptr) create_calls->fetch_add(1);
