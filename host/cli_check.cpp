@@ -27,6 +27,7 @@ int run_check(int argc, char** argv) {
   po::options_description description("options");
   description.add_options()("help,h", "show this help");
   add_metrics_options(description);
+  add_delivery_options(description);
   const po::variables_map values = parse_command_line(argc, argv, description);
   if (values.count("help") != 0) {
     std::cout << usage("check", kSynopsis, description)
@@ -36,6 +37,7 @@ int run_check(int argc, char** argv) {
                  "otherwise.\n";
     return 0;
   }
+  delivery_options_from(values);  // validated like every other flag
   const MetricsStartup startup =
       validate_metrics_startup(metrics_options_from(values), [](const std::string& line) {
         std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());

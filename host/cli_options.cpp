@@ -8,11 +8,15 @@
 #include <boost/program_options/parsers.hpp>
 #include <boost/program_options/value_semantic.hpp>
 
+#include "delivery_defaults.hpp"
 #include "startup_error.hpp"
 
 namespace tokenspeed::metrics::cli {
 
 namespace po = boost::program_options;
+
+constexpr double kDefaultShutdownSeconds =
+    std::chrono::duration<double>(kDefaultShutdownTimeout).count();
 
 void add_plugin_search_options(po::options_description& description) {
   description.add_options()(
@@ -33,6 +37,33 @@ void add_metrics_options(po::options_description& description) {
       "metrics-reporter-config", po::value<std::string>(),
       "JSON file mapping external output names to their settings");
   add_plugin_search_options(description);
+}
+
+void add_delivery_options(po::options_description& description) {
+  description.add_options()(
+      "metrics-reporter-queue-size", po::value<std::size_t>()->default_value(kDefaultQueueSize),
+      "events each collector thread may queue per output before dropping (and counting) them")(
+      "metrics-shutdown-timeout", po::value<double>()->default_value(kDefaultShutdownSeconds),
+      "seconds the whole node has to drain and close its outputs at shutdown");
+}
+
+DeliveryOptions delivery_options_from(const po::variables_map& values) {
+  DeliveryOptions options;
+  options.queue_size = values.count("metrics-reporter-queue-size") != 0
+                           ? values["metrics-reporter-queue-size"].as<std::size_t>()
+                           : kDefaultQueueSize;
+  if (options.queue_size < 2 || options.queue_size > (std::size_t{1} << 24)) {
+    throw StartupError({"", "", "--metrics-reporter-queue-size"}, "must be between 2 and 16777216");
+  }
+  const double seconds = values.count("metrics-shutdown-timeout") != 0
+                             ? values["metrics-shutdown-timeout"].as<double>()
+                             : kDefaultShutdownSeconds;
+  if (!(seconds >= 0) || seconds > 3600) {
+    throw StartupError({"", "", "--metrics-shutdown-timeout"}, "must be between 0 and 3600 seconds");
+  }
+  options.shutdown_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(seconds));
+  return options;
 }
 
 MetricsOptions metrics_options_from(const po::variables_map& values) {

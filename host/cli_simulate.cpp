@@ -100,16 +100,10 @@ int run_simulate(int argc, char** argv) {
       "seconds to run; 0 runs until SIGINT or SIGTERM")(
       "linger", po::value<double>()->default_value(0),
       "after the run: stop the producers, then keep serving /metrics this many seconds "
-      "before closing (to scrape final totals)")(
-      "metrics-reporter-queue-size",
-      po::value<std::size_t>()->default_value(RouterOptions{}.queue_size),
-      "events each collector thread may queue per output before dropping")(
-      "metrics-shutdown-timeout",
-      po::value<double>()->default_value(
-          std::chrono::duration<double>(kDefaultShutdownTimeout).count()),
-      "seconds the whole node has to drain and close its outputs at shutdown");
+      "before closing (to scrape final totals)");
   add_simulation_options(description);
   add_metrics_options(description);
+  add_delivery_options(description);
   add_prometheus_options(description);
   const po::variables_map values = parse_command_line(argc, argv, description);
   if (values.count("help") != 0) {
@@ -125,23 +119,14 @@ int run_simulate(int argc, char** argv) {
   if (!(duration >= 0)) throw StartupError({"", "", "--duration"}, "must not be negative");
   const double linger = values["linger"].as<double>();
   if (!(linger >= 0)) throw StartupError({"", "", "--linger"}, "must not be negative");
-  const std::size_t queue_size = values["metrics-reporter-queue-size"].as<std::size_t>();
-  if (queue_size < 2 || queue_size > (std::size_t{1} << 24)) {
-    throw StartupError({"", "", "--metrics-reporter-queue-size"}, "must be between 2 and 16777216");
-  }
-  const double shutdown_seconds = values["metrics-shutdown-timeout"].as<double>();
-  if (!(shutdown_seconds >= 0) || shutdown_seconds > 3600) {
-    throw StartupError({"", "", "--metrics-shutdown-timeout"},
-                       "must be between 0 and 3600 seconds");
-  }
+  const DeliveryOptions delivery = delivery_options_from(values);
   const SimulationOptions simulation = simulation_options_from(values);
 
   LauncherOptions options;
   options.metrics = metrics_options_from(values);
   options.prometheus = read_prometheus_options(values);
-  options.queue_size = queue_size;
-  options.shutdown_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double>(shutdown_seconds));
+  options.queue_size = delivery.queue_size;
+  options.shutdown_timeout = delivery.shutdown_timeout;
   options.producers = producer_specs(ranks, simulation);
 
   const auto started = std::chrono::steady_clock::now();

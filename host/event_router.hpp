@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "delivery_defaults.hpp"
 #include "event_ring.hpp"
 #include "metric_series.hpp"
 #include "rate_limited_log.hpp"
@@ -23,7 +24,7 @@ struct RouterOptions {
   // --metrics-reporter-queue-size. 32 bytes per event, so the default is
   // 256 KiB per collector thread per output; memory is bounded by
   // threads x outputs x queue_size x 32 B whatever a plugin does.
-  std::size_t queue_size = 8192;
+  std::size_t queue_size = kDefaultQueueSize;
   // Safety net of the idle worker's sleep (a producer wakes it directly).
   std::chrono::milliseconds idle_park_timeout{100};
   // At most one log line per sink per interval (the first occurrence at once).

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "delivery_defaults.hpp"
 #include "multiprocess_run_dir.hpp"
 #include "node_sessions.hpp"
 #include "process_metrics.hpp"
@@ -24,13 +25,11 @@
 
 namespace tokenspeed::metrics {
 
-// --metrics-shutdown-timeout's default.
-inline constexpr std::chrono::milliseconds kDefaultShutdownTimeout{5'000};
 
 struct LauncherOptions {
   MetricsOptions metrics;
   PrometheusOptions prometheus;
-  std::size_t queue_size = RouterOptions{}.queue_size;  // --metrics-reporter-queue-size
+  std::size_t queue_size = kDefaultQueueSize;  // --metrics-reporter-queue-size
   std::chrono::nanoseconds shutdown_timeout =
       kDefaultShutdownTimeout;  // --metrics-shutdown-timeout
   std::vector<ProducerSpec> producers;

@@ -17,6 +17,7 @@
 
 #include <tokenspeed/metric_reporter.h>
 
+#include "delivery_defaults.hpp"
 #include "event_ring.hpp"
 #include "rate_limited_log.hpp"
 
@@ -58,7 +59,7 @@ struct SinkStats {
 };
 
 struct SinkWorkerOptions {
-  std::size_t queue_size = 8192;
+  std::size_t queue_size = kDefaultQueueSize;
   std::chrono::milliseconds idle_park_timeout{100};
   std::chrono::milliseconds log_interval{10'000};
   LogWriter log;  // where rate-limited lines go

@@ -212,6 +212,23 @@ class LauncherTest(unittest.TestCase):
         self.assertIn("reporter 'start_node_bad_config'", errors[0])
         self.assertIn("JSON object", errors[0])
 
+    def test_delivery_flags_out_of_range_are_startup_errors_naming_the_flag(self):
+        for flag, value in [("--metrics-reporter-queue-size", "1"),
+                            ("--metrics-reporter-queue-size", "16777217"),
+                            ("--metrics-shutdown-timeout", "-1"),
+                            ("--metrics-shutdown-timeout", "3601")]:
+            for command in ("check", "simulate"):
+                result = subprocess.run([cli_harness.BINARY, command, "--enable-metrics", flag, value],
+                                        capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S)
+                self.assertEqual(result.returncode, 2, (command, flag, value, result.stderr))
+                self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+                self.assertIn(f"key '{flag}'", result.stderr)
+        accepted = subprocess.run([cli_harness.BINARY, "check", "--enable-metrics",
+                                   "--metrics-reporter-queue-size", "2",
+                                   "--metrics-shutdown-timeout", "0"],
+                                  capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S)
+        self.assertEqual(accepted.returncode, 0, accepted.stderr)
+
     def test_a_producer_killed_with_sigkill_loses_its_gauges_but_not_its_counters(self):
         run = self.simulate("--ranks", "2", "--metrics-shutdown-timeout", "3")
         url = run.metrics_url()

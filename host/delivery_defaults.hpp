@@ -1,0 +1,18 @@
+// delivery_defaults.hpp — the defaults of the two delivery flags, in one
+// place for the router, the launcher and the command line:
+// --metrics-reporter-queue-size and --metrics-shutdown-timeout.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+
+namespace tokenspeed::metrics {
+
+// Events per ring (one ring per collector thread per output): 32 bytes each,
+// so 256 KiB per collector thread per output.
+inline constexpr std::size_t kDefaultQueueSize = 8192;
+
+// The shutdown budget of the whole node.
+inline constexpr std::chrono::milliseconds kDefaultShutdownTimeout{5'000};
+
+}  // namespace tokenspeed::metrics
