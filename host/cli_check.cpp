@@ -19,7 +19,8 @@ namespace po = boost::program_options;
 constexpr const char* kSynopsis =
     "[--enable-metrics] [--metrics-reporters NAME[,NAME...]]... "
     "[--metrics-reporter-config FILE] [--metrics-plugin-dir DIR]... "
-    "[--metrics-allow-insecure-plugins]";
+    "[--metrics-allow-insecure-plugins] [--metrics-reporter-queue-size N] "
+    "[--metrics-shutdown-timeout SECONDS]";
 
 }  // namespace
 

@@ -33,6 +33,10 @@ std::vector<OutputDefinition> output_definitions(const ReporterRegistry& registr
   return definitions;
 }
 
+// Per output, in this order: delivered, dropped (ring full), dropped (sink
+// disabled), sink failures, queue depth.
+constexpr std::size_t kSelfSeriesPerOutput = 5;
+
 void store_slot(double* slot, double value) noexcept {
   std::atomic_ref<double>(*slot).store(value, std::memory_order_relaxed);
 }
@@ -97,9 +101,10 @@ std::vector<SinkStats> ProcessMetrics::sink_stats() const {
 void ProcessMetrics::publish_self_figures() noexcept {
   try {
     const std::vector<SinkStats> stats = sink_stats();
-    for (std::size_t i = 0; i < stats.size() && (i + 1) * 5 <= self_slots_.size(); ++i) {
+    for (std::size_t i = 0;
+         i < stats.size() && (i + 1) * kSelfSeriesPerOutput <= self_slots_.size(); ++i) {
       const ReporterSelfFigures figures = self_figures_of(stats[i]);
-      double* const* slots = &self_slots_[i * 5];
+      double* const* slots = &self_slots_[i * kSelfSeriesPerOutput];
       store_slot(slots[0], static_cast<double>(figures.events_delivered));
       store_slot(slots[1], static_cast<double>(figures.dropped_ring_full));
       store_slot(slots[2], static_cast<double>(figures.dropped_sink_disabled));
