@@ -25,10 +25,10 @@
 #include <boost/lockfree/spsc_queue.hpp>
 
 #include "allocation_counter.hpp"
-#include "collector.hpp"
-#include "event_clock.hpp"
-#include "event_router.hpp"
-#include "in_process_metric_store.hpp"
+#include "pipeline/collector.hpp"
+#include "pipeline/event_clock.hpp"
+#include "pipeline/event_router.hpp"
+#include "prometheus/in_process_metric_store.hpp"
 
 using namespace tokenspeed::metrics;
 using tokenspeed::metrics::test::CountAllocations;

@@ -16,14 +16,14 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "collector.hpp"
-#include "in_process_metric_store.hpp"
-#include "metric_catalog.hpp"
-#include "multiprocess_metric_store.hpp"
-#include "multiprocess_run_dir.hpp"
-#include "prometheus_endpoint.hpp"
-#include "prometheus_exposition.hpp"
-#include "prometheus_merge.hpp"
+#include "pipeline/collector.hpp"
+#include "prometheus/in_process_metric_store.hpp"
+#include "pipeline/metric_catalog.hpp"
+#include "prometheus/multiprocess_metric_store.hpp"
+#include "prometheus/multiprocess_run_dir.hpp"
+#include "prometheus/prometheus_endpoint.hpp"
+#include "prometheus/prometheus_exposition.hpp"
+#include "prometheus/prometheus_merge.hpp"
 
 using namespace tokenspeed::metrics;
 

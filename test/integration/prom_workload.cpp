@@ -26,15 +26,15 @@
 #include <unistd.h>
 #include <vector>
 
-#include "collector.hpp"
-#include "in_process_metric_store.hpp"
-#include "metric_catalog.hpp"
-#include "multiprocess_metric_store.hpp"
-#include "multiprocess_run_dir.hpp"
-#include "prometheus_endpoint.hpp"
-#include "prometheus_exposition.hpp"
-#include "prometheus_merge.hpp"
-#include "reporter_self_metrics.hpp"
+#include "pipeline/collector.hpp"
+#include "prometheus/in_process_metric_store.hpp"
+#include "pipeline/metric_catalog.hpp"
+#include "prometheus/multiprocess_metric_store.hpp"
+#include "prometheus/multiprocess_run_dir.hpp"
+#include "prometheus/prometheus_endpoint.hpp"
+#include "prometheus/prometheus_exposition.hpp"
+#include "prometheus/prometheus_merge.hpp"
+#include "prometheus/reporter_self_metrics.hpp"
 
 using namespace tokenspeed::metrics;
 

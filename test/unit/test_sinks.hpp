@@ -17,7 +17,7 @@
 
 #include <tokenspeed/metric_reporter.h>
 
-#include "sink_worker.hpp"
+#include "pipeline/sink_worker.hpp"
 
 namespace tokenspeed::metrics::test {
 

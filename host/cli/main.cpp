@@ -1,0 +1,67 @@
+// main.cpp — the tokenspeed-metrics executable: picks the subcommand and
+// turns anything that escapes it into a one-line error. Owns no behaviour.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <span>
+
+#include "cli/commands.hpp"
+#include "config/startup_error.hpp"
+
+namespace tokenspeed::metrics::cli {
+
+int run_plugins(int argc, char** argv);   // cli_plugins.cpp
+int run_check(int argc, char** argv);     // cli_check.cpp
+int run_simulate(int argc, char** argv);  // cli_simulate.cpp
+int run_producer(int argc, char** argv);  // cli_producer.cpp
+
+namespace {
+
+constexpr Command kCommands[] = {
+    {"help", "show this help", nullptr},
+    {"plugins", "list plugin files, their status and reporters", run_plugins},
+    {"check", "validate the metrics flags and configuration without starting outputs", run_check},
+    {"simulate", "run the simulated engine: a launcher, scheduler ranks and a frontend",
+     run_simulate},
+    {"producer", "a producer process of simulate (started by it, not by hand)", run_producer},
+};
+
+void print_usage(std::FILE* out) {
+  std::fprintf(out, "usage: tokenspeed-metrics <command> [options]\n\ncommands:\n");
+  for (const Command& command : kCommands) {
+    std::fprintf(out, "  %-10s %s\n", command.name, command.summary);
+  }
+  std::fprintf(out, "\nRun 'tokenspeed-metrics <command> --help' for the options of a command.\n");
+}
+
+}  // namespace
+}  // namespace tokenspeed::metrics::cli
+
+int main(int argc, char** argv) {
+  using namespace tokenspeed::metrics;
+  if (argc < 2) {
+    cli::print_usage(stderr);
+    return kStartupErrorExitStatus;
+  }
+  const char* name = argv[1];
+  if (std::strcmp(name, "help") == 0 || std::strcmp(name, "--help") == 0 ||
+      std::strcmp(name, "-h") == 0) {
+    cli::print_usage(stdout);
+    return 0;
+  }
+  for (const cli::Command& command : cli::kCommands) {
+    if (command.run == nullptr || std::strcmp(command.name, name) != 0) continue;
+    try {
+      return command.run(argc - 1, argv + 1);
+    } catch (const StartupError& error) {
+      std::fprintf(stderr, "tokenspeed-metrics: %s\n", error.what());
+      return kStartupErrorExitStatus;
+    } catch (const std::exception& error) {
+      std::fprintf(stderr, "tokenspeed-metrics: %s\n", error.what());
+      return 1;
+    }
+  }
+  std::fprintf(
+      stderr, "tokenspeed-metrics: unknown command '%s' (see 'tokenspeed-metrics --help')\n", name);
+  return kStartupErrorExitStatus;
+}

@@ -1,0 +1,204 @@
+// simulate_command.cpp — `tokenspeed-metrics simulate`: the simulated engine. A
+// launcher with one scheduler producer per data-parallel rank and one
+// frontend producer, the metrics flags of a real engine, a live status line
+// on a terminal and a summary table per output and process at exit.
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include <boost/program_options/options_description.hpp>
+
+#include "config/metrics_flags.hpp"
+#include "cli/simulation_options.hpp"
+#include "process/launcher.hpp"
+#include "prometheus/prometheus_merge.hpp"
+#include "prometheus/reporter_self_metrics.hpp"
+#include "config/startup_error.hpp"
+
+namespace tokenspeed::metrics::cli {
+namespace {
+
+namespace po = boost::program_options;
+
+constexpr const char* kSynopsis =
+    "[--ranks N] [--duration SECONDS] [simulation flags] [metrics flags]";
+
+std::string self_executable() {
+  char path[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
+  if (n <= 0) throw std::runtime_error("cannot find the tokenspeed-metrics executable");
+  return std::string(path, static_cast<std::size_t>(n));
+}
+
+// Per output: events delivered and dropped so far, summed over processes.
+struct OutputTotals {
+  double delivered = 0;
+  double dropped = 0;
+};
+
+std::map<std::string, OutputTotals> output_totals(const std::filesystem::path& run_dir) {
+  std::map<std::string, OutputTotals> totals;
+  ScrapeSources sources;
+  for (const MetricDefinition& metric : reporter_self_metric_definitions())
+    sources.catalog.push_back(&metric);
+  sources.run_dir = run_dir;
+  for (const MergedFamily& family : merge_scrape(sources)) {
+    const bool delivered = family.metric->name == "tokenspeed_metrics_reporter_events_delivered";
+    const bool dropped = family.metric->name == "tokenspeed_metrics_reporter_events_dropped";
+    if (!delivered && !dropped) continue;
+    for (const MergedSeries& series : family.series) {
+      if (series.labels.empty() || series.slots.empty()) continue;
+      OutputTotals& entry = totals[series.labels.front().second];
+      (delivered ? entry.delivered : entry.dropped) += series.slots[0];
+    }
+  }
+  return totals;
+}
+
+std::string format_seconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", seconds);
+  return text;
+}
+
+std::vector<ProducerSpec> producer_specs(int ranks, const SimulationOptions& simulation) {
+  const std::string exe = self_executable();
+  const std::vector<std::string> shared = simulation_arguments(simulation);
+  std::vector<ProducerSpec> specs;
+  for (int rank = 0; rank < ranks; ++rank) {
+    ProducerSpec spec{"scheduler-" + std::to_string(rank),
+                      {exe, "producer", "--role", "scheduler", "--dp-rank", std::to_string(rank)}};
+    spec.argv.insert(spec.argv.end(), shared.begin(), shared.end());
+    specs.push_back(std::move(spec));
+  }
+  ProducerSpec frontend{"frontend", {exe, "producer", "--role", "frontend"}};
+  frontend.argv.insert(frontend.argv.end(), shared.begin(), shared.end());
+  specs.push_back(std::move(frontend));
+  return specs;
+}
+
+}  // namespace
+
+int run_simulate(int argc, char** argv) {
+  // Signals are taken with sigtimedwait on this thread; block them before any
+  // thread exists so every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  po::options_description description("options");
+  description.add_options()("help,h", "show this help")(
+      "ranks", po::value<int>()->default_value(2), "scheduler producers (data-parallel ranks)")(
+      "duration", po::value<double>()->default_value(0),
+      "seconds to run; 0 runs until SIGINT or SIGTERM")(
+      "linger", po::value<double>()->default_value(0),
+      "after the run: stop the producers, then keep serving /metrics this many seconds "
+      "before closing (to scrape final totals)");
+  add_simulation_options(description);
+  add_metrics_options(description);
+  add_delivery_options(description);
+  add_prometheus_options(description);
+  const po::variables_map values = parse_command_line(argc, argv, description);
+  if (values.count("help") != 0) {
+    std::cout << usage("simulate", kSynopsis, description)
+              << "\nRuns a launcher with one scheduler producer per rank and a frontend producer,\n"
+                 "recording the engine's metric catalog. Ctrl-C stops it; a summary table per\n"
+                 "output and process is printed at exit.\n";
+    return 0;
+  }
+  const int ranks = values["ranks"].as<int>();
+  if (ranks < 1 || ranks > 64) throw StartupError({"", "", "--ranks"}, "must be between 1 and 64");
+  const double duration = values["duration"].as<double>();
+  if (!(duration >= 0)) throw StartupError({"", "", "--duration"}, "must not be negative");
+  const double linger = values["linger"].as<double>();
+  if (!(linger >= 0)) throw StartupError({"", "", "--linger"}, "must not be negative");
+  const DeliveryOptions delivery = delivery_options_from(values);
+  const SimulationOptions simulation = simulation_options_from(values);
+
+  LauncherOptions options;
+  options.metrics = metrics_options_from(values);
+  options.prometheus = read_prometheus_options(values);
+  options.queue_size = delivery.queue_size;
+  options.shutdown_timeout = delivery.shutdown_timeout;
+  options.producers = producer_specs(ranks, simulation);
+
+  const auto started = std::chrono::steady_clock::now();
+  Launcher launcher(std::move(options));
+  launcher.start();
+  if (ProcessMetrics* local = launcher.local_metrics()) {
+    // The launcher records its own startup, as an engine's entry point does.
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    local->collector()
+        .histogram(catalog_metric("tokenspeed:func_latency_seconds"))
+        .labels(simulation.model_name, simulation.app_key, "launcher_startup")
+        .observe(seconds);
+  }
+  const std::string url = launcher.metrics_url();
+  if (!url.empty()) std::cout << "Prometheus metrics: " << url << std::endl;
+  std::cout << "simulating " << ranks << " scheduler rank(s) and a frontend; "
+            << (duration > 0 ? "for " + format_seconds(duration) : std::string("until Ctrl-C"))
+            << std::endl;
+
+  const bool live_status = ::isatty(STDERR_FILENO) != 0 && !launcher.run_dir().empty();
+  bool stop_requested = false;
+  std::map<std::string, OutputTotals> previous;
+  auto previous_time = std::chrono::steady_clock::now();
+  for (;;) {
+    const timespec tick{0, 250'000'000};
+    const int received = ::sigtimedwait(&stop_signals, nullptr, &tick);
+    if (received == SIGINT || received == SIGTERM) {
+      stop_requested = true;
+      break;
+    }
+    for (const ProducerProcess& exited : launcher.producers().reap()) {
+      std::fprintf(stderr, "\ntokenspeed-metrics: producer '%s' (pid %d) exited with status %d\n",
+                   exited.name.c_str(), static_cast<int>(exited.pid), exited.exit_status);
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (duration > 0 && now - started >= std::chrono::duration<double>(duration)) break;
+    if (live_status && now - previous_time >= std::chrono::seconds(1)) {
+      const double elapsed = std::chrono::duration<double>(now - previous_time).count();
+      const auto totals = output_totals(launcher.run_dir());
+      std::string line;
+      for (const auto& [name, total] : totals) {
+        const double rate = (total.delivered - previous[name].delivered) / elapsed;
+        char part[160];
+        std::snprintf(part, sizeof part, "%s %.0f ev/s, %.0f dropped | ", name.c_str(), rate,
+                      total.dropped);
+        line += part;
+      }
+      line += url.empty() ? std::string("no Prometheus endpoint") : url;
+      std::fprintf(stderr, "\r\033[K%s", line.c_str());
+      previous = totals;
+      previous_time = now;
+    }
+  }
+  if (live_status) std::fprintf(stderr, "\n");
+  if (linger > 0 && !stop_requested) {
+    launcher.stop_producers();
+    std::cout << "producers stopped; serving /metrics for " << linger << " s" << std::endl;
+    const auto linger_ns =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(linger));
+    const timespec wait{static_cast<time_t>(linger_ns.count() / 1'000'000'000),
+                        static_cast<long>(linger_ns.count() % 1'000'000'000)};
+    ::sigtimedwait(&stop_signals, nullptr, &wait);
+  }
+  std::cout << "shutting down..." << std::endl;
+  const LauncherShutdownReport report = launcher.shutdown();
+  std::cout << "stopped in " << std::chrono::duration<double>(report.elapsed).count() << " s\n";
+  if (!report.summaries.empty()) std::cout << format_summary_table(report.summaries);
+  std::cout.flush();
+  std::fflush(nullptr);
+  // A plugin thread abandoned at the deadline must not hold the process.
+  ::_exit(0);
+}
+
+}  // namespace tokenspeed::metrics::cli

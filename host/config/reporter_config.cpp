@@ -1,0 +1,181 @@
+// reporter_config.cpp — selection and configuration-file rules of startup.
+// Calls only validate on plugins; never creates a sink or a node session.
+#include "config/reporter_config.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <set>
+#include <sstream>
+
+#include "config/startup_error.hpp"
+#include "config/strict_json.hpp"
+
+namespace tokenspeed::metrics {
+namespace {
+
+std::string trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return std::string(text);
+}
+
+std::string unknown_reporter_message(const std::string& name, const PluginLoader* loader) {
+  std::string message = "unknown reporter";
+  const std::string why = loader == nullptr ? std::string() : loader->unavailable_reason(name);
+  if (!why.empty()) return message + ": " + why;
+  message += ": no loaded plugin registers this name";
+  if (loader != nullptr) {
+    message += " (plugin directories:";
+    if (loader->directories().empty()) message += " none";
+    for (const std::string& dir : loader->directories()) message += " '" + dir + "'";
+    message += ")";
+  }
+  return message;
+}
+
+}  // namespace
+
+std::vector<std::string> parse_reporter_selection(const std::vector<std::string>& values) {
+  std::vector<std::string> selection;
+  std::set<std::string> seen;
+  for (const std::string& value : values) {
+    std::size_t start = 0;
+    while (start <= value.size()) {
+      std::size_t end = value.find(',', start);
+      if (end == std::string::npos) end = value.size();
+      std::string name = trim(std::string_view(value).substr(start, end - start));
+      if (name.empty()) {
+        throw StartupError({{}, {}, "--metrics-reporters"},
+                           "empty reporter name in '" + value + "'");
+      }
+      if (seen.insert(name).second) selection.push_back(std::move(name));
+      start = end + 1;
+    }
+  }
+  if (selection.empty()) selection.emplace_back(kPrometheusReporterName);
+  return selection;
+}
+
+std::vector<std::string> ignored_flag_warnings(const MetricsOptions& options) {
+  std::vector<std::string> warnings;
+  if (options.enable_metrics) return warnings;
+  auto ignored = [&warnings](const char* flag) {
+    warnings.push_back(std::string(flag) + " is ignored without --enable-metrics");
+  };
+  if (!options.reporters.empty()) ignored("--metrics-reporters");
+  if (!options.reporter_config_file.empty()) ignored("--metrics-reporter-config");
+  if (!options.plugin_dirs.empty()) ignored("--metrics-plugin-dir");
+  if (options.allow_insecure_plugins) ignored("--metrics-allow-insecure-plugins");
+  return warnings;
+}
+
+boost::json::object read_reporter_config_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw StartupError({{}, path, {}}, std::string("cannot read the reporter configuration: ") +
+                                           std::strerror(errno));
+  }
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) {
+    throw StartupError({{}, path, {}}, "cannot read the reporter configuration");
+  }
+  boost::json::value document;
+  try {
+    document = parse_strict_json(contents.str());
+  } catch (const StrictJsonError& error) {
+    if (error.kind() == StrictJsonError::Kind::duplicate_key) {
+      throw StartupError({error.top_level_key(), path, error.key_path()}, error.what());
+    }
+    throw StartupError({{}, path, {}}, error.what());
+  }
+  if (!document.is_object()) {
+    throw StartupError({{}, path, {}},
+                       "the top level of the reporter configuration must be a JSON object");
+  }
+  return std::move(document.as_object());
+}
+
+ReporterSelection resolve_reporters(const MetricsOptions& options, const ReporterRegistry& registry,
+                                    const PluginLoader* loader) {
+  ReporterSelection result;
+  result.enabled = options.enable_metrics;
+  if (!options.enable_metrics) return result;
+
+  result.order = parse_reporter_selection(options.reporters);
+  for (const std::string& name : result.order) {
+    if (name == kPrometheusReporterName) {
+      result.prometheus = true;
+      continue;
+    }
+    const Reporter* reporter = registry.find(name);
+    if (reporter == nullptr) {
+      throw StartupError({name, {}, {}}, unknown_reporter_message(name, loader));
+    }
+    result.outputs.push_back(SelectedOutput{name, reporter, {}});
+  }
+
+  boost::json::object file;
+  const std::string& path = options.reporter_config_file;
+  if (!path.empty()) {
+    file = read_reporter_config_file(path);
+    const std::set<std::string> selected(result.order.begin(), result.order.end());
+    for (const auto& entry : file) {
+      const std::string name(entry.key());
+      if (name == kPrometheusReporterName) {
+        throw StartupError({name, path, name},
+                           "prometheus is configured by its command-line flags, not by this file");
+      }
+      if (selected.count(name) == 0) {
+        throw StartupError({name, path, name},
+                           "configuration for an output that is not selected (select it with "
+                           "--metrics-reporters " +
+                               name + ")");
+      }
+      if (!entry.value().is_object()) {
+        throw StartupError({name, path, name}, "the configuration entry must be a JSON object");
+      }
+    }
+  }
+
+  for (SelectedOutput& output : result.outputs) {
+    // An external output without a configuration entry receives an empty object.
+    const boost::json::value* entry = file.if_contains(output.name);
+    const boost::json::object config =
+        entry == nullptr ? boost::json::object() : entry->as_object();
+    output.config = output.reporter->validate(config, path);
+  }
+  return result;
+}
+
+MetricsStartup validate_metrics_startup(const MetricsOptions& options,
+                                        const std::function<void(const std::string&)>& warn) {
+  return validate_metrics_startup(
+      options,
+      PluginSearchOptions::from_environment(options.plugin_dirs, options.allow_insecure_plugins),
+      warn);
+}
+
+MetricsStartup validate_metrics_startup(const MetricsOptions& options,
+                                        const PluginSearchOptions& search,
+                                        const std::function<void(const std::string&)>& warn) {
+  MetricsStartup startup;
+  startup.registry = std::make_unique<ReporterRegistry>();
+  for (const std::string& line : ignored_flag_warnings(options)) {
+    if (warn) warn(line);
+  }
+  if (!options.enable_metrics) {
+    startup.selection.enabled = false;
+    return startup;  // with metrics disabled, nothing is loaded or created
+  }
+  // Selection syntax errors are reported before any plugin is loaded.
+  (void)parse_reporter_selection(options.reporters);
+  startup.loader = std::make_unique<PluginLoader>(*startup.registry, warn);
+  startup.loader->load(search);
+  startup.selection = resolve_reporters(options, *startup.registry, startup.loader.get());
+  return startup;
+}
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,84 @@
+// reporter_config.hpp — the startup selection of outputs (--enable-metrics,
+// --metrics-reporters, --metrics-reporter-config) and the rules of the JSON
+// file. Validates everything; never creates a sink or node resource.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <boost/json/object.hpp>
+
+#include "config/plugin_loader.hpp"
+#include "config/reporter.hpp"
+#include "config/reporter_registry.hpp"
+
+namespace tokenspeed::metrics {
+
+// The metrics flags of every command that starts metrics.
+struct MetricsOptions {
+  bool enable_metrics = false;           // --enable-metrics
+  std::vector<std::string> reporters;    // each --metrics-reporters value, as given
+  std::string reporter_config_file;      // --metrics-reporter-config, "" if absent
+  std::vector<std::string> plugin_dirs;  // each --metrics-plugin-dir, in order
+  bool allow_insecure_plugins = false;   // --metrics-allow-insecure-plugins
+};
+
+// One selected external output with its normalized configuration.
+struct SelectedOutput {
+  std::string name;
+  const Reporter* reporter = nullptr;  // owned by the registry
+  boost::json::object config;          // what validate returned
+};
+
+// The result of startup validation.
+struct ReporterSelection {
+  bool enabled = false;                 // --enable-metrics was given
+  bool prometheus = false;              // the built-in output is selected
+  std::vector<std::string> order;       // every selected name, "prometheus" included
+  std::vector<SelectedOutput> outputs;  // the external outputs, in selection order
+};
+
+// Splits the --metrics-reporters values at commas, trims blanks and keeps the
+// first occurrence of each name (a name selected twice is selected once).
+// Without any value the selection is {"prometheus"}. Throws StartupError on an
+// empty name.
+std::vector<std::string> parse_reporter_selection(const std::vector<std::string>& values);
+
+// One line per metrics flag given without --enable-metrics ("--metrics-reporters
+// is ignored without --enable-metrics"); empty when metrics are enabled.
+std::vector<std::string> ignored_flag_warnings(const MetricsOptions& options);
+
+// Reads the reporter configuration file: a JSON object, no duplicate keys at
+// any depth. Throws StartupError naming the file (and key) otherwise.
+boost::json::object read_reporter_config_file(const std::string& path);
+
+// Applies the selection and file rules against the registered reporters and
+// calls validate for each selected external output. loader (may be null)
+// explains why an unknown name is unavailable. Throws StartupError.
+ReporterSelection resolve_reporters(const MetricsOptions& options, const ReporterRegistry& registry,
+                                    const PluginLoader* loader);
+
+// The registry, the loaded plugins and the validated selection of one process.
+// Threading: built and read on the startup thread; the registry and loader
+// must live as long as any Reporter pointer in selection is used.
+struct MetricsStartup {
+  std::unique_ptr<ReporterRegistry> registry;
+  std::unique_ptr<PluginLoader> loader;  // null when metrics are disabled
+  ReporterSelection selection;
+};
+
+// The complete startup validation: warns about ignored flags, and with
+// metrics enabled loads the plugins (search options from the flags and the
+// environment) and resolves the selection. With metrics disabled nothing is
+// loaded. Warnings go to warn, one line each. Throws StartupError.
+MetricsStartup validate_metrics_startup(const MetricsOptions& options,
+                                        const std::function<void(const std::string&)>& warn);
+
+// Same, with explicit plugin search options (tests).
+MetricsStartup validate_metrics_startup(const MetricsOptions& options,
+                                        const PluginSearchOptions& search,
+                                        const std::function<void(const std::string&)>& warn);
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,147 @@
+// collector.cpp — family registry and series interning (the slow path of the
+// collector API); the hot path is inline in collector.hpp. Lookups of an
+// existing series never lock or allocate.
+#include "pipeline/collector.hpp"
+
+#include <stdexcept>
+#include <string>
+
+namespace tokenspeed::metrics {
+
+// ----------------------------------------------------------- FamilyCore
+
+FamilyCore::Table::Table(std::size_t capacity)
+    : mask(capacity - 1), slots(std::make_unique<std::atomic<MetricSeries*>[]>(capacity)) {}
+
+FamilyCore::FamilyCore(const MetricDefinition& definition, MetricStore& store, EventRouter* router)
+    : family_(definition), store_(store), router_(router) {
+  tables_.push_back(std::make_unique<Table>(16));
+  table_.store(tables_.back().get(), std::memory_order_release);
+}
+
+FamilyCore::~FamilyCore() = default;
+
+std::uint64_t FamilyCore::hash_values(std::span<const std::string_view> values) noexcept {
+  // FNV-1a over each value, with the length mixed in so ("ab","c") and
+  // ("a","bc") differ.
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (std::string_view v : values) {
+    for (unsigned char c : v) {
+      h ^= c;
+      h *= 0x100000001b3ull;
+    }
+    h ^= v.size() + 0x9e3779b97f4a7c15ull;
+    h *= 0x100000001b3ull;
+  }
+  return h ^ (h >> 29);
+}
+
+MetricSeries* FamilyCore::probe(const Table& table, std::uint64_t hash,
+                                std::span<const std::string_view> values) noexcept {
+  for (std::size_t i = hash & table.mask;; i = (i + 1) & table.mask) {
+    MetricSeries* s = table.slots[i].load(std::memory_order_acquire);
+    if (s == nullptr) return nullptr;  // the table is never full (load <= 1/2)
+    if (s->hash != hash) continue;
+    bool equal = true;
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      if (values[k] != s->label_values[k]) {
+        equal = false;
+        break;
+      }
+    }
+    if (equal) return s;
+  }
+}
+
+MetricSeries* FamilyCore::find(std::span<const std::string_view> values) const noexcept {
+  if (values.size() != family_.label_names.size()) return nullptr;
+  return probe(*table_.load(std::memory_order_acquire), hash_values(values), values);
+}
+
+MetricSeries* FamilyCore::find_or_intern(std::span<const std::string_view> values) {
+  if (values.size() != family_.label_names.size()) {
+    throw std::invalid_argument("metric " + family_.definition.name + " takes " +
+                                std::to_string(family_.label_names.size()) + " label values, got " +
+                                std::to_string(values.size()));
+  }
+  const std::uint64_t hash = hash_values(values);
+  if (MetricSeries* s = probe(*table_.load(std::memory_order_acquire), hash, values)) return s;
+
+  std::lock_guard lock(mutex_);
+  if (MetricSeries* s = probe(*table_.load(std::memory_order_relaxed), hash, values)) return s;
+  MetricSeries& series = series_.emplace_back();
+  try {
+    series.family = &family_;
+    series.router = router_;
+    series.hash = hash;
+    series.label_values.assign(values.begin(), values.end());
+    series.label_value_ptrs.reserve(series.label_values.size());
+    for (const std::string& v : series.label_values) series.label_value_ptrs.push_back(v.c_str());
+    // Grow the table before asking the store, so nothing can fail after the
+    // series got its slots (allocate_series is called exactly once per series).
+    const Table& table = *table_.load(std::memory_order_relaxed);
+    if (series_.size() * 2 > table.mask + 1) {
+      auto bigger = std::make_unique<Table>((table.mask + 1) * 2);
+      for (MetricSeries& s : series_) {
+        if (&s == &series) continue;
+        std::size_t i = s.hash & bigger->mask;
+        while (bigger->slots[i].load(std::memory_order_relaxed) != nullptr)
+          i = (i + 1) & bigger->mask;
+        bigger->slots[i].store(&s, std::memory_order_relaxed);
+      }
+      tables_.push_back(std::move(bigger));  // old tables stay: readers may hold them
+      table_.store(tables_.back().get(), std::memory_order_release);
+    }
+    series.slots = store_.allocate_series(family_.definition, series.label_values);
+  } catch (...) {
+    series_.pop_back();
+    throw;
+  }
+  insert_locked(&series);
+  return &series;
+}
+
+void FamilyCore::insert_locked(MetricSeries* series) {
+  const Table& table = *table_.load(std::memory_order_relaxed);
+  std::size_t i = series->hash & table.mask;
+  while (table.slots[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & table.mask;
+  table.slots[i].store(series, std::memory_order_release);  // publishes the series
+}
+
+std::size_t FamilyCore::series_count() const {
+  std::lock_guard lock(mutex_);
+  return series_.size();
+}
+
+// ------------------------------------------------------------ Collector
+
+Collector::Collector(MetricStore& store, EventRouter* router, CollectorOptions options)
+    : store_(store), router_(router), options_(options) {}
+
+Collector::~Collector() = default;
+
+template <class F>
+F& Collector::family(const MetricDefinition& definition, MetricKind kind,
+                     std::map<const MetricDefinition*, std::unique_ptr<F>>& families) {
+  if (definition.kind != kind) {
+    throw std::invalid_argument("metric " + definition.name + " is a " +
+                                std::string(to_string(definition.kind)) + ", not a " +
+                                std::string(to_string(kind)));
+  }
+  std::lock_guard lock(mutex_);
+  auto& slot = families[&definition];
+  if (!slot) slot = std::make_unique<F>(definition, store_, router_, &options_);
+  return *slot;
+}
+
+CounterFamily& Collector::counter(const MetricDefinition& definition) {
+  return family(definition, MetricKind::counter, counters_);
+}
+GaugeFamily& Collector::gauge(const MetricDefinition& definition) {
+  return family(definition, MetricKind::gauge, gauges_);
+}
+HistogramFamily& Collector::histogram(const MetricDefinition& definition) {
+  return family(definition, MetricKind::histogram, histograms_);
+}
+
+}  // namespace tokenspeed::metrics

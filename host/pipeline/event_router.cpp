@@ -1,0 +1,199 @@
+// event_router.cpp — thread registration (the one allocation per collector
+// thread), the shutdown sequence within one shared budget, and stats. No
+// plugin function is called here.
+#include "pipeline/event_router.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+namespace tokenspeed::metrics {
+
+namespace {
+
+std::atomic<std::uint64_t> next_router_id{1};
+
+// Live routers by id, so that a collector thread that exits can hand its
+// ring sets back to the routers that still exist. Never destroyed (threads
+// may exit during static destruction).
+std::mutex& registry_mutex() {
+  static auto* mutex = new std::mutex;
+  return *mutex;
+}
+std::vector<std::pair<std::uint64_t, EventRouter*>>& registry() {
+  static auto* routers = new std::vector<std::pair<std::uint64_t, EventRouter*>>;
+  return *routers;
+}
+
+}  // namespace
+
+// Per collector thread: the ring sets it uses, by router id. On thread exit
+// each set goes back to its router (if alive) for the next new thread, so
+// threads that come and go do not grow memory.
+struct EventRouter::ThreadExit {
+  std::vector<std::pair<std::uint64_t, EventRing* const*>> known;
+  ~ThreadExit() {
+    try {
+      std::lock_guard lock(registry_mutex());
+      for (const auto& [id, rings] : known) {
+        for (const auto& [router_id, router] : registry()) {
+          if (router_id == id) router->release_thread_rings(rings);
+        }
+      }
+    } catch (...) {
+    }
+  }
+};
+
+void EventRouter::release_thread_rings(EventRing* const* rings) noexcept {
+  try {
+    std::lock_guard lock(threads_mutex_);
+    for (auto& thread : threads_) {
+      if (thread->rings.data() == rings) free_threads_.push_back(thread.get());
+    }
+  } catch (...) {
+  }
+}
+
+std::size_t EventRouter::ring_sets() const {
+  std::lock_guard lock(threads_mutex_);
+  return threads_.size();
+}
+
+EventRouter::EventRouter(std::vector<OutputDefinition> outputs, RouterOptions options)
+    : options_(std::move(options)), id_(next_router_id.fetch_add(1, std::memory_order_relaxed)) {
+  SinkWorkerOptions worker_options;
+  worker_options.queue_size = std::max<std::size_t>(options_.queue_size, 1);
+  worker_options.idle_park_timeout = options_.idle_park_timeout;
+  worker_options.log_interval = options_.log_interval;
+  worker_options.log = options_.log;
+  workers_.reserve(outputs.size());
+  for (OutputDefinition& output : outputs) {
+    workers_.push_back(std::make_shared<SinkWorker>(std::move(output), worker_options));
+    worker_raw_.push_back(workers_.back().get());
+  }
+  // The workers start parked: they create their sink when its first event
+  // arrives, so no plugin resource exists before an event does.
+  for (auto& worker : workers_) worker->start();
+  std::lock_guard lock(registry_mutex());
+  registry().emplace_back(id_, this);
+}
+
+EventRouter::~EventRouter() {
+  {
+    std::lock_guard lock(registry_mutex());
+    auto& routers = registry();
+    routers.erase(std::remove_if(routers.begin(), routers.end(),
+                                 [&](const auto& r) { return r.first == id_; }),
+                  routers.end());
+  }
+  close(options_.close_grace);
+}
+
+EventRing* const* EventRouter::register_thread() noexcept {
+  try {
+    // Every router this thread has published to (ids are never reused).
+    static thread_local ThreadExit thread_exit;
+    auto& known = thread_exit.known;
+    for (const auto& [id, rings] : known) {
+      if (id == id_) {
+        tl_cache_ = ThreadCache{id_, rings};
+        return rings;
+      }
+    }
+    known.reserve(known.size() + 1);  // nothing can fail after the rings are taken
+    EventRing* const* rings = nullptr;
+    {
+      // A set left by a thread that exited: its rings keep their counts and
+      // whatever is still queued; the mutex orders the old producer's last
+      // push before this thread's first.
+      std::lock_guard lock(threads_mutex_);
+      if (!free_threads_.empty()) {
+        rings = free_threads_.back()->rings.data();
+        free_threads_.pop_back();
+      }
+    }
+    if (rings == nullptr) {
+      auto thread = std::make_unique<ThreadRings>();
+      thread->router_id = id_;
+      thread->rings.reserve(workers_.size());
+      for (auto& worker : workers_) thread->rings.push_back(worker->new_ring());
+      rings = thread->rings.data();
+      std::lock_guard lock(threads_mutex_);
+      threads_.push_back(std::move(thread));
+    }
+    known.emplace_back(id_, rings);
+    tl_cache_ = ThreadCache{id_, rings};
+    return rings;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+bool EventRouter::close(std::chrono::nanoseconds budget) noexcept {
+  std::unique_lock lock(close_mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return false;  // another thread is closing
+  if (closed_) return close_result_;
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::max(budget, std::chrono::nanoseconds::zero());
+  const auto hard_deadline = deadline + options_.close_grace;
+
+  // 1. Stop accepting: later events count as dropped after close.
+  closing_.store(true, std::memory_order_seq_cst);
+  // 2. Drain every sink in parallel (each on its own worker) until the deadline.
+  for (auto& worker : workers_) worker->request_drain();
+  bool ok = true;
+  for (auto& worker : workers_) ok = worker->wait_drained(deadline) && ok;
+  // 3. What is still queued now is discarded at the deadline.
+  for (auto& worker : workers_) worker->freeze();
+  // 4. Close the plugin sinks one after the other with what remains of the
+  //    budget; one failure skips nothing. Sinks whose worker finished
+  //    draining go first; those still inside a plugin call (they stop when
+  //    it returns) last, so a stuck one cannot eat the others' grace.
+  std::vector<SinkWorker*> order;
+  order.reserve(workers_.size());
+  for (auto& worker : workers_) {
+    if (worker->drain_finished()) order.push_back(worker.get());
+  }
+  for (auto& worker : workers_) {
+    if (std::find(order.begin(), order.end(), worker.get()) == order.end())
+      order.push_back(worker.get());
+  }
+  for (SinkWorker* worker : order) {
+    const auto remaining =
+        std::max(std::chrono::nanoseconds::zero(),
+                 std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()));
+    ok = worker->close_plugin(remaining, hard_deadline) && ok;
+  }
+  for (auto& worker : workers_) worker->release_thread();
+  for (auto& worker : workers_) {
+    try {
+      const SinkStats s = worker->stats();
+      if (s.discarded_at_deadline > 0 || s.abandoned) {
+        LogWriter write = options_.log ? options_.log : LogWriter(&write_log_line_to_stderr);
+        write("tokenspeed-metrics: output '" + s.name + "': close: " +
+              std::to_string(s.discarded_at_deadline) + " events discarded at the deadline" +
+              (s.abandoned ? "; the sink did not finish in time and was left running" : ""));
+      }
+    } catch (...) {
+    }
+  }
+  closed_ = true;
+  close_result_ = ok;
+  return ok;
+}
+
+std::vector<SinkStats> EventRouter::stats() const {
+  std::vector<SinkStats> out;
+  out.reserve(workers_.size());
+  const std::uint64_t unregistered = unregistered_drops_.load(std::memory_order_relaxed);
+  for (const auto& worker : workers_) {
+    SinkStats s = worker->stats();
+    s.accepted += unregistered;
+    s.dropped_full += unregistered;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,134 @@
+// event_router.hpp — fans events out to the external outputs through per-thread,
+// per-sink SPSC rings, and closes them within one shared budget. Never calls a
+// plugin function; never locks or allocates after a thread's first event.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pipeline/delivery_defaults.hpp"
+#include "pipeline/event_ring.hpp"
+#include "pipeline/metric_series.hpp"
+#include "pipeline/rate_limited_log.hpp"
+#include "pipeline/sink_worker.hpp"
+
+namespace tokenspeed::metrics {
+
+struct RouterOptions {
+  // Capacity, in events, of each ring (one per collector thread per sink):
+  // --metrics-reporter-queue-size. 32 bytes per event, so the default is
+  // 256 KiB per collector thread per output; memory is bounded by
+  // threads x outputs x queue_size x 32 B whatever a plugin does.
+  std::size_t queue_size = kDefaultQueueSize;
+  // Safety net of the idle worker's sleep (a producer wakes it directly).
+  std::chrono::milliseconds idle_park_timeout{100};
+  // At most one log line per sink per interval (the first occurrence at once).
+  std::chrono::milliseconds log_interval{10'000};
+  // How far close() may overrun its budget while waiting for a plugin that
+  // ignores its close timeout, before it abandons that thread.
+  std::chrono::milliseconds close_grace{50};
+  // Destination of the rate-limited log lines; stderr when empty.
+  LogWriter log;
+};
+
+// Threading: publish from any number of collector threads (noexcept, no lock
+// after the thread's first event); close and stats from any thread, close
+// possibly more than once.
+class EventRouter {
+ public:
+  explicit EventRouter(std::vector<OutputDefinition> outputs, RouterOptions options = {});
+  // Closes with a budget of close_grace when close() was not called.
+  ~EventRouter();
+  EventRouter(const EventRouter&) = delete;
+  EventRouter& operator=(const EventRouter&) = delete;
+
+  // Hands one event to every sink. Never blocks, never allocates after this
+  // thread's first event, never makes a system call unless a worker sleeps.
+  void publish(const EventSlot& slot) noexcept;
+
+  // Stops accepting events, lets every worker drain until the deadline,
+  // then closes the plugin sinks one after the other, each with what remains
+  // of the budget. Returns within budget + close_grace whatever the plugins
+  // do; returns true when every sink drained and closed cleanly in time.
+  // A repeated call returns the first call's result at once; a call while
+  // another thread is closing returns false at once.
+  bool close(std::chrono::nanoseconds budget) noexcept;
+
+  std::vector<SinkStats> stats() const;
+  // Ring sets ever allocated (one per concurrently live collector thread).
+  std::size_t ring_sets() const;
+  std::size_t sink_count() const noexcept { return workers_.size(); }
+  const RouterOptions& options() const noexcept { return options_; }
+
+ private:
+  struct ThreadRings {
+    std::uint64_t router_id;
+    std::vector<EventRing*> rings;  // one per sink, in sink order
+  };
+  struct ThreadCache {
+    std::uint64_t router_id;
+    EventRing* const* rings;
+  };
+  // The ring set of the calling thread for the router it used last.
+  inline static thread_local ThreadCache tl_cache_
+      __attribute__((tls_model("initial-exec"))) = {0, nullptr};
+
+  EventRing* const* thread_rings() noexcept {
+    if (tl_cache_.router_id == id_) [[likely]]
+      return tl_cache_.rings;
+    return register_thread();
+  }
+  EventRing* const* register_thread() noexcept;
+  struct ThreadExit;
+  void release_thread_rings(EventRing* const* rings) noexcept;
+
+  const RouterOptions options_;
+  const std::uint64_t id_;
+  std::vector<std::shared_ptr<SinkWorker>> workers_;
+  std::vector<SinkWorker*> worker_raw_;  // same order, for the hot path
+  std::atomic<bool> closing_{false};
+  std::atomic<std::uint64_t> unregistered_drops_{0};  // ring allocation failed
+
+  mutable std::mutex threads_mutex_;
+  std::vector<std::unique_ptr<ThreadRings>> threads_;
+  std::vector<ThreadRings*> free_threads_;  // left by threads that exited
+
+  std::mutex close_mutex_;
+  bool closed_ = false;
+  bool close_result_ = false;
+};
+
+inline void EventRouter::publish(const EventSlot& slot) noexcept {
+  const std::size_t n = worker_raw_.size();
+  if (n == 0) return;
+  EventRing* const* rings = thread_rings();
+  if (rings == nullptr) [[unlikely]] {
+    unregistered_drops_.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const bool closing = closing_.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < n; ++i) {
+    EventRing& ring = *rings[i];
+    SinkWorker& worker = *worker_raw_[i];
+    if (closing) [[unlikely]] {
+      EventRing::bump(ring.dropped_after_close);
+    } else if (worker.disabled()) [[unlikely]] {
+      EventRing::bump(ring.dropped_disabled);
+    } else if (ring.queue.write_available() == 0) [[unlikely]] {
+      EventRing::bump(ring.dropped_full);
+    } else {
+      // Counted before the push, so the worker can never resolve an event
+      // the counter does not show yet; the push cannot fail (one producer).
+      EventRing::bump(ring.pushed);
+      ring.queue.push(slot);
+      worker.wake();
+    }
+  }
+}
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,71 @@
+// metric_series.hpp — the interned family metadata and series shared by the
+// collector (creates them) and the delivery workers (build ABI events from
+// them). Immutable once published, except the gauge de-duplication state.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <tokenspeed/metric_reporter.h>
+
+#include "pipeline/gauge_dedup.hpp"
+#include "pipeline/metric_catalog.hpp"
+
+namespace tokenspeed::metrics {
+
+class EventRouter;
+
+// The metadata of one family as plugins see it. info points into this object,
+// so it is neither copied nor moved once built; it lives as long as the
+// Collector that owns it (which outlives every sink: see collector.hpp).
+struct SeriesFamily {
+  explicit SeriesFamily(const MetricDefinition& definition);
+  SeriesFamily(const SeriesFamily&) = delete;
+  SeriesFamily& operator=(const SeriesFamily&) = delete;
+
+  const MetricDefinition& definition;
+  const std::string sample_name;               // counters end in _total
+  const std::vector<const char*> label_names;  // point into definition
+  tsm_metric_info info{};                      // built once, read by plugins
+};
+
+// One series: a family and one label-value set, interned once. The address
+// is stable for the life of the Collector. Threading: immutable after
+// publication except slots (std::atomic_ref) and dedup (its own atomics).
+struct MetricSeries {
+  const SeriesFamily* family = nullptr;
+  double* slots = nullptr;        // Prometheus aggregate, see metric_store.hpp
+  EventRouter* router = nullptr;  // null: no external output selected
+  std::uint64_t hash = 0;         // hash of the label values (lookup table)
+  std::vector<std::string> label_values;
+  std::vector<const char*> label_value_ptrs;  // c_str() of label_values
+  // Gauges only. On a cache line of its own: collector threads write it,
+  // delivery workers read the fields above.
+  alignas(64) GaugeDedup dedup;
+};
+
+// What a collector thread hands to the router per event: 32 bytes, no
+// strings. The operation follows from the family's kind (counter: inc,
+// gauge: set, histogram: observe); raw_time is an EventClock raw reading
+// converted to Unix nanoseconds by the delivery worker.
+struct EventSlot {
+  const MetricSeries* series;
+  double value;
+  std::uint64_t weight;
+  std::int64_t raw_time;
+};
+
+inline tsm_operation operation_of(MetricKind kind) noexcept {
+  switch (kind) {
+    case MetricKind::counter:
+      return TSM_OP_INC;
+    case MetricKind::gauge:
+      return TSM_OP_SET;
+    case MetricKind::histogram:
+      return TSM_OP_OBSERVE;
+  }
+  return TSM_OP_INC;
+}
+
+}  // namespace tokenspeed::metrics

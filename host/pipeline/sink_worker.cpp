@@ -1,0 +1,459 @@
+// sink_worker.cpp — the delivery worker of one output: lazy create_sink,
+// draining, emit, disabling on failure, parking, accounting and the plugin's
+// close. Plugin calls happen here only, never on a collector thread.
+#include "pipeline/sink_worker.hpp"
+
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <array>
+#include <climits>
+#include <ctime>
+#include <exception>
+
+#include "config/abi_buffer.hpp"
+#include "pipeline/event_clock.hpp"
+#include "pipeline/metric_series.hpp"
+
+namespace tokenspeed::metrics {
+
+namespace {
+
+constexpr std::size_t kBatch = 256;
+
+void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
+                std::chrono::nanoseconds timeout) noexcept {
+  timespec ts{};
+  ts.tv_sec = static_cast<time_t>(timeout.count() / 1'000'000'000);
+  ts.tv_nsec = static_cast<long>(timeout.count() % 1'000'000'000);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAIT_PRIVATE, expected, &ts,
+          nullptr, 0);
+}
+
+void futex_wake(std::atomic<std::uint32_t>* word) noexcept {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+// The heavy half of an asymmetric barrier: after it returns, every other
+// thread of the process has executed a full barrier, so a producer's plain
+// "push, then load parked" cannot be reordered against the worker's
+// "store parked, then check the rings" (no fence on the hot path). Without
+// membarrier (old kernel, seccomp) a missed wake-up costs at most one park
+// timeout.
+bool register_membarrier() noexcept {
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+void heavy_barrier() noexcept {
+  static const bool available = register_membarrier();
+  if (available) {
+    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+  } else {
+    // A locked read-modify-write: a full barrier on this thread only.
+    static std::atomic<int> fence_word{0};
+    fence_word.fetch_add(0, std::memory_order_seq_cst);
+  }
+}
+
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// A pause of about a microsecond that touches no shared memory.
+inline void backoff() noexcept {
+  for (int i = 0; i < 64; ++i) cpu_relax();
+}
+
+// A drain pass that found fewer events than this waits a moment before the
+// next one, so events reach the worker in batches: one transfer of the
+// ring's cache lines per batch instead of one per event.
+constexpr std::size_t kSmallPass = 128;
+
+}  // namespace
+
+SinkWorker::SinkWorker(OutputDefinition output, const SinkWorkerOptions& options)
+    : output_(std::move(output)),
+      options_(options),
+      log_("output '" + output_.name + "'", options.log_interval, options.log) {
+  sink_.struct_size = sizeof(tsm_sink);
+}
+
+SinkWorker::~SinkWorker() {
+  // release_thread() ran (router close); a joinable thread here would abort.
+  if (thread_.joinable()) thread_.detach();
+}
+
+void SinkWorker::start() {
+  thread_ = std::thread([self = shared_from_this()] { self->run(); });
+}
+
+EventRing* SinkWorker::new_ring() {
+  auto ring = std::make_unique<EventRing>(options_.queue_size);
+  EventRing* raw = ring.get();
+  std::lock_guard lock(rings_mutex_);
+  owned_rings_.push_back(std::move(ring));
+  raw->next = rings_.load(std::memory_order_relaxed);
+  rings_.store(raw, std::memory_order_release);
+  return raw;
+}
+
+// ------------------------------------------------------------ worker thread
+
+bool SinkWorker::resolve(std::atomic<std::uint64_t>& counter) noexcept {
+  return (counter.fetch_add(1, std::memory_order_acq_rel) & kFrozen) == 0;
+}
+
+bool SinkWorker::ensure_sink() noexcept {
+  if (created_.load(std::memory_order_relaxed)) return true;
+  if (create_failed_.load(std::memory_order_relaxed)) return false;
+  tsm_sink out{};
+  out.struct_size = sizeof(tsm_sink);
+  std::string error;
+  int rc = TSM_ERROR;
+  try {
+    rc = output_.create_sink ? output_.create_sink(out, error) : TSM_ERROR;
+    if (!output_.create_sink) error = "no create_sink";
+  } catch (const std::exception& e) {
+    rc = TSM_ERROR;
+    error = e.what();
+  } catch (...) {
+    rc = TSM_ERROR;
+    error = "unknown exception";
+  }
+  constexpr std::size_t kNeeded = offsetof(tsm_sink_vtable, close) + sizeof(void*);
+  if (rc == TSM_OK && (out.vtable == nullptr || out.vtable->struct_size < kNeeded ||
+                       out.vtable->emit == nullptr || out.vtable->close == nullptr)) {
+    // Nothing we could call close on: treat as a failed factory.
+    rc = TSM_ERROR;
+    error = "create_sink returned a sink without emit/close";
+  }
+  try {
+    if (rc == TSM_OK) {
+      sink_ = out;
+      created_.store(true, std::memory_order_release);
+      return true;
+    }
+    create_failed_.store(true, std::memory_order_release);
+    disabled_.store(true, std::memory_order_relaxed);
+    log_.message("create_sink failed (" + (error.empty() ? std::string("no message") : error) +
+                     "); the output is disabled for the rest of the process, its events are "
+                     "counted as dropped",
+                 RateLimitedLog::Clock::now());
+  } catch (...) {
+  }
+  return false;
+}
+
+std::size_t SinkWorker::drain_batch() noexcept {
+  static thread_local std::array<EventSlot, kBatch> batch;
+  static thread_local WallClockConverter* clock = nullptr;
+  static thread_local AbiBuffer* error = nullptr;
+  if (clock == nullptr) {
+    static thread_local WallClockConverter clock_storage;
+    static thread_local AbiBuffer error_storage;
+    clock = &clock_storage;
+    error = &error_storage;
+  }
+  clock->maybe_recalibrate();
+  tsm_metric_event event{};
+  event.struct_size = sizeof(tsm_metric_event);
+  std::size_t popped = 0;
+  for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
+       ring = ring->next) {
+    const std::size_t n = ring->queue.pop(batch.data(), batch.size());
+    if (n == 0) continue;
+    popped += n;
+    for (std::size_t i = 0; i < n; ++i) {
+      const EventSlot& slot = batch[i];
+      if (delivered_.load(std::memory_order_relaxed) & kFrozen) {
+        stop_now_ = true;  // abandoned: touch no series, build no event
+        return popped;
+      }
+      if (disabled_.load(std::memory_order_relaxed) || !ensure_sink()) {
+        if (!resolve(dropped_disabled_worker_)) {
+          stop_now_ = true;
+          return popped;
+        }
+        continue;
+      }
+      const MetricSeries& series = *slot.series;
+      const SeriesFamily& family = *series.family;
+      event.operation = static_cast<std::uint32_t>(operation_of(family.definition.kind));
+      event.timestamp_ns = clock->to_unix_ns(slot.raw_time);
+      event.metric = family.info.name;
+      event.value = slot.value;
+      event.weight = slot.weight;
+      event.label_count = family.info.label_count;
+      event.label_names = family.info.label_names;
+      event.label_values =
+          series.label_value_ptrs.empty() ? nullptr : series.label_value_ptrs.data();
+      event.info = &family.info;
+      int rc = TSM_ERROR;
+      bool threw = false;
+      try {
+        rc = sink_.vtable->emit(sink_.self, &event, error->get());
+      } catch (...) {
+        threw = true;
+      }
+      if (rc == TSM_OK && !threw) {
+        if (!resolve(delivered_)) {
+          stop_now_ = true;
+          return popped;
+        }
+        continue;
+      }
+      // The event whose emit failed counts as dropped (disabled).
+      disabled_.store(true, std::memory_order_relaxed);
+      const bool counted = resolve(dropped_disabled_worker_);
+      try {
+        log_.message(
+            std::string(threw ? "emit threw an exception" : "emit failed (") +
+                (threw ? "" : (error->empty() ? std::string("no message") : error->str()) + ")") +
+                "; the sink is disabled, later events are counted as dropped",
+            RateLimitedLog::Clock::now());
+      } catch (...) {
+      }
+      if (!counted) {
+        stop_now_ = true;
+        return popped;
+      }
+    }
+  }
+  return popped;
+}
+
+bool SinkWorker::rings_empty() noexcept {
+  for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
+       ring = ring->next) {
+    if (ring->queue.read_available() != 0) return false;
+  }
+  return true;
+}
+
+void SinkWorker::park() noexcept {
+  // Spin a little before sleeping, checking the rings only every few
+  // pauses: polling them back to back would pull the producers' cache
+  // lines away from them on every event.
+  for (int i = 0; i < 16; ++i) {
+    if (!rings_empty() || stop_.load(std::memory_order_seq_cst)) return;
+    backoff();
+  }
+  parked_.store(1, std::memory_order_seq_cst);
+  heavy_barrier();
+  if (!rings_empty() || stop_.load(std::memory_order_seq_cst)) {
+    parked_.store(0, std::memory_order_relaxed);
+    return;
+  }
+  parks_.fetch_add(1, std::memory_order_relaxed);
+  futex_wait(&parked_, 1, options_.idle_park_timeout);
+  parked_.store(0, std::memory_order_relaxed);
+}
+
+void SinkWorker::wake_slow() noexcept {
+  if (parked_.exchange(0, std::memory_order_acq_rel) != 0) {
+    wakeups_.fetch_add(1, std::memory_order_relaxed);
+    futex_wake(&parked_);
+  }
+}
+
+std::uint64_t SinkWorker::sum_rings(std::atomic<std::uint64_t> EventRing::*field) const noexcept {
+  std::uint64_t sum = 0;
+  for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
+       ring = ring->next) {
+    sum += (ring->*field).load(std::memory_order_relaxed);
+  }
+  return sum;
+}
+
+void SinkWorker::report_problems(bool force) noexcept {
+  try {
+    const auto now = RateLimitedLog::Clock::now();
+    const std::uint64_t full = sum_rings(&EventRing::dropped_full);
+    const std::uint64_t disabled =
+        sum_rings(&EventRing::dropped_disabled) +
+        (dropped_disabled_worker_.load(std::memory_order_relaxed) & ~kFrozen);
+    log_.report("events dropped (queue full)", full - reported_full_, now);
+    log_.report("events dropped (output disabled)", disabled - reported_disabled_, now);
+    reported_full_ = full;
+    reported_disabled_ = disabled;
+    if (force) log_.flush(now);
+  } catch (...) {
+  }
+}
+
+void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
+  if (!created_.load(std::memory_order_acquire)) return;  // nothing was returned: nothing to close
+  AbiBuffer error;
+  int rc = TSM_ERROR;
+  bool threw = false;
+  try {
+    rc = sink_.vtable->close(sink_.self, timeout_ns, error.get());
+  } catch (...) {
+    threw = true;
+  }
+  if (rc != TSM_OK || threw) {
+    close_failed_.store(true, std::memory_order_relaxed);
+    try {
+      log_.message(threw ? std::string("close threw an exception")
+                         : "close failed (" +
+                               (error.empty() ? std::string("no message") : error.str()) + ")",
+                   RateLimitedLog::Clock::now());
+      log_.flush(RateLimitedLog::Clock::now());
+    } catch (...) {
+    }
+  }
+}
+
+void SinkWorker::run() noexcept {
+  auto next_report = RateLimitedLog::Clock::now();
+  for (;;) {
+    if (const std::size_t popped = drain_batch(); popped > 0) {
+      if (stop_now_) break;
+      if (popped < kSmallPass) backoff();
+      // Busy: still report drops about every 100 ms (the limiter decides
+      // whether a line is due).
+      const auto now = RateLimitedLog::Clock::now();
+      if (now >= next_report) {
+        report_problems(false);
+        next_report = now + std::chrono::milliseconds(100);
+      }
+      continue;
+    }
+    if (stop_.load(std::memory_order_seq_cst) && rings_empty()) break;
+    report_problems(false);
+    park();
+  }
+  report_problems(true);
+  std::int64_t timeout_ns = 0;
+  {
+    std::unique_lock lock(mutex_);
+    drained_ = !stop_now_;
+    worker_done_draining_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return close_turn_ || abandoned_; });
+    timeout_ns = abandoned_ ? 0 : close_timeout_ns_;
+  }
+  do_plugin_close(timeout_ns);
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+    finished_ = true;
+  }
+  cv_.notify_all();
+}
+
+// ------------------------------------------------------------------- close
+
+void SinkWorker::request_drain() noexcept {
+  stop_.store(true, std::memory_order_seq_cst);
+  wake_slow();
+}
+
+bool SinkWorker::wait_drained(std::chrono::steady_clock::time_point deadline) noexcept {
+  std::unique_lock lock(mutex_);
+  return cv_.wait_until(lock, deadline, [&] { return worker_done_draining_; }) && drained_;
+}
+
+void SinkWorker::freeze() noexcept {
+  const std::uint64_t delivered = delivered_.fetch_or(kFrozen, std::memory_order_acq_rel);
+  const std::uint64_t disabled =
+      dropped_disabled_worker_.fetch_or(kFrozen, std::memory_order_acq_rel);
+  const std::uint64_t pushed = sum_rings(&EventRing::pushed);
+  std::lock_guard lock(mutex_);
+  if (frozen_) return;
+  frozen_ = true;
+  frozen_delivered_ = delivered & ~kFrozen;
+  frozen_dropped_disabled_ = disabled & ~kFrozen;
+  frozen_pushed_ = pushed;
+}
+
+bool SinkWorker::close_plugin(std::chrono::nanoseconds timeout,
+                              std::chrono::steady_clock::time_point hard_deadline) noexcept {
+  std::unique_lock lock(mutex_);
+  // After freeze() the worker stops as soon as the plugin call in progress
+  // returns. Wait for that until the hard deadline; a worker still inside
+  // emit or create_sink then is abandoned: close is never called while emit
+  // runs, and the worker closes the sink with a zero timeout if the call
+  // ever returns, with nobody waiting for it.
+  if (!cv_.wait_until(lock, hard_deadline, [&] { return worker_done_draining_; })) {
+    abandoned_ = true;
+    cv_.notify_all();
+    return false;
+  }
+  close_turn_ = true;
+  close_timeout_ns_ = timeout.count() > 0 ? timeout.count() : 0;
+  cv_.notify_all();
+  if (!cv_.wait_until(lock, hard_deadline, [&] { return closed_; })) {
+    abandoned_ = true;  // ignores its close timeout: left running
+    return false;
+  }
+  return !close_failed_.load(std::memory_order_relaxed);
+}
+
+bool SinkWorker::drain_finished() const noexcept {
+  std::lock_guard lock(mutex_);
+  return worker_done_draining_;
+}
+
+void SinkWorker::release_thread() noexcept {
+  bool finished = false;
+  {
+    std::lock_guard lock(mutex_);
+    finished = finished_;
+  }
+  if (!thread_.joinable()) return;
+  try {
+    if (finished) {
+      thread_.join();
+    } else {
+      thread_.detach();
+    }
+  } catch (...) {
+  }
+}
+
+// ------------------------------------------------------------------- stats
+
+SinkStats SinkWorker::stats() const {
+  SinkStats s;
+  s.name = output_.name;
+  // Worker counters first, then the ring counters: pushed >= resolved.
+  const std::uint64_t delivered = delivered_.load(std::memory_order_acquire) & ~kFrozen;
+  const std::uint64_t disabled_worker =
+      dropped_disabled_worker_.load(std::memory_order_acquire) & ~kFrozen;
+  const std::uint64_t pushed = sum_rings(&EventRing::pushed);
+  s.dropped_full = sum_rings(&EventRing::dropped_full);
+  const std::uint64_t disabled_publish = sum_rings(&EventRing::dropped_disabled);
+  s.dropped_after_close = sum_rings(&EventRing::dropped_after_close);
+  s.accepted = pushed + s.dropped_full + disabled_publish + s.dropped_after_close;
+  s.created = created_.load(std::memory_order_acquire);
+  s.create_failed = create_failed_.load(std::memory_order_acquire);
+  s.disabled = disabled_.load(std::memory_order_acquire);
+  s.close_failed = close_failed_.load(std::memory_order_acquire);
+  s.wakeups = wakeups_.load(std::memory_order_relaxed);
+  s.parks = parks_.load(std::memory_order_relaxed);
+  std::lock_guard lock(mutex_);
+  s.closed = closed_;
+  s.abandoned = abandoned_;
+  if (frozen_) {
+    s.delivered = frozen_delivered_;
+    s.dropped_disabled = disabled_publish + frozen_dropped_disabled_;
+    s.discarded_at_deadline = frozen_pushed_ - frozen_delivered_ - frozen_dropped_disabled_;
+    // Pushed after the accounting froze: a thread that passed the closing
+    // check just before close() began. Nobody will deliver them.
+    s.dropped_after_close += pushed - frozen_pushed_;
+    s.in_queue = 0;
+  } else {
+    s.delivered = delivered;
+    s.dropped_disabled = disabled_publish + disabled_worker;
+    s.in_queue = pushed - delivered - disabled_worker;
+  }
+  return s;
+}
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,169 @@
+// sink_worker.hpp — one output's delivery worker: lazy create_sink, draining its
+// rings, emit, and the plugin's close. The only caller of plugin sink functions;
+// collector threads touch it only through wake(), never a plugin call.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <tokenspeed/metric_reporter.h>
+
+#include "pipeline/delivery_defaults.hpp"
+#include "pipeline/event_ring.hpp"
+#include "pipeline/rate_limited_log.hpp"
+
+namespace tokenspeed::metrics {
+
+// One external output as the router sees it: a name and the factory of its
+// process-local sink. create_sink fills out (vtable, self) and returns TSM_OK,
+// or returns nonzero with a message in error, having released what it
+// allocated. It is called at most once, on the output's worker thread.
+struct OutputDefinition {
+  std::string name;
+  std::function<int(tsm_sink& out, std::string& error)> create_sink;
+};
+
+// Per-sink accounting. Every event offered to the sink (accepted) has exactly
+// one fate:
+//   accepted = delivered + dropped_full + dropped_disabled
+//              + dropped_after_close + discarded_at_deadline + in_queue
+// in_queue (in a ring, or inside an emit call that has not returned) is zero
+// once close() has returned: what remained then is discarded_at_deadline.
+struct SinkStats {
+  std::string name;
+  std::uint64_t accepted = 0;               // offered by a collector thread
+  std::uint64_t delivered = 0;              // emit returned 0
+  std::uint64_t dropped_full = 0;           // the thread's ring was full
+  std::uint64_t dropped_disabled = 0;       // sink disabled or never created;
+                                            // includes the event whose emit failed
+  std::uint64_t dropped_after_close = 0;    // offered after close() began
+  std::uint64_t discarded_at_deadline = 0;  // still queued (or in emit) at the deadline
+  std::uint64_t in_queue = 0;               // not yet resolved
+  bool created = false;                     // create_sink returned success
+  bool create_failed = false;               // create_sink failed (never retried)
+  bool disabled = false;                    // emit failed, or create_sink failed
+  bool closed = false;                      // the plugin's close returned (or no sink to close)
+  bool close_failed = false;                // close returned nonzero or threw
+  bool abandoned = false;                   // the worker missed the deadline; left running
+  std::uint64_t wakeups = 0;                // futex wake calls (collector threads; one by close)
+  std::uint64_t parks = 0;                  // times the worker went to sleep
+};
+
+struct SinkWorkerOptions {
+  std::size_t queue_size = kDefaultQueueSize;
+  std::chrono::milliseconds idle_park_timeout{100};
+  std::chrono::milliseconds log_interval{10'000};
+  LogWriter log;  // where rate-limited lines go
+};
+
+// Threading: the worker thread owns the plugin sink. Collector threads call
+// only wake(); the router calls register_ring (under its lock), the close
+// steps and stats from its own threads. The state is held by shared_ptr so an
+// abandoned worker (stuck in a plugin) keeps what it touches alive; it never
+// touches a ring or a series after it was abandoned.
+class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
+ public:
+  SinkWorker(OutputDefinition output, const SinkWorkerOptions& options);
+  ~SinkWorker();
+  SinkWorker(const SinkWorker&) = delete;
+  SinkWorker& operator=(const SinkWorker&) = delete;
+
+  void start();  // starts the thread (parked until the first event)
+
+  // ---- collector threads (hot path)
+  bool disabled() const noexcept { return disabled_.load(std::memory_order_relaxed); }
+  void wake() noexcept {
+    // The asymmetric barrier (see park()) orders the ring store before this load.
+    std::atomic_signal_fence(std::memory_order_seq_cst);
+    if (parked_.load(std::memory_order_relaxed) != 0) wake_slow();
+  }
+
+  // ---- router (slow path)
+  EventRing* new_ring();  // allocates; links the ring for the worker
+  // Close steps, in order: stop after draining; wait until drained (or the
+  // deadline); freeze the accounting; close the plugin sink with timeout and
+  // wait until it returned (or hard_deadline).
+  void request_drain() noexcept;
+  bool wait_drained(std::chrono::steady_clock::time_point deadline) noexcept;
+  void freeze() noexcept;
+  bool close_plugin(std::chrono::nanoseconds timeout,
+                    std::chrono::steady_clock::time_point hard_deadline) noexcept;
+  bool drain_finished() const noexcept;
+  // After close: join if the thread ended, detach it otherwise.
+  void release_thread() noexcept;
+
+  SinkStats stats() const;
+  const std::string& name() const noexcept { return output_.name; }
+
+ private:
+  static constexpr std::uint64_t kFrozen = std::uint64_t{1} << 63;
+
+  void run() noexcept;
+  std::size_t drain_batch() noexcept;  // events popped in this pass
+  bool rings_empty() noexcept;         // consumer side
+  void park() noexcept;
+  void wake_slow() noexcept;
+  bool ensure_sink() noexcept;
+  // Records one resolved event; false when the accounting was frozen (the
+  // event then counts as discarded at the deadline and the worker stops).
+  bool resolve(std::atomic<std::uint64_t>& counter) noexcept;
+  void report_problems(bool force) noexcept;
+  void do_plugin_close(std::int64_t timeout_ns) noexcept;
+  std::uint64_t sum_rings(std::atomic<std::uint64_t> EventRing::*field) const noexcept;
+
+  const OutputDefinition output_;
+  const SinkWorkerOptions options_;
+  std::thread thread_;
+
+  // hot-path shared flags, each on its own line
+  alignas(64) std::atomic<std::uint32_t> parked_{0};
+  alignas(64) std::atomic<std::uint64_t> wakeups_{0};
+  std::atomic<std::uint64_t> parks_{0};
+  alignas(64) std::atomic<bool> disabled_{false};
+  alignas(64) std::atomic<EventRing*> rings_{nullptr};
+  std::mutex rings_mutex_;
+  std::vector<std::unique_ptr<EventRing>> owned_rings_;
+
+  // worker-written accounting (bit 63 of each: frozen)
+  alignas(64) std::atomic<std::uint64_t> delivered_{0};
+  std::atomic<std::uint64_t> dropped_disabled_worker_{0};
+  std::atomic<bool> stop_{false};
+  bool stop_now_ = false;  // worker only: accounting frozen, stop at once
+
+  // plugin sink, owned by the worker thread
+  tsm_sink sink_{};
+  std::atomic<bool> created_{false};
+  std::atomic<bool> create_failed_{false};
+  std::atomic<bool> close_failed_{false};
+
+  // close handshake
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  bool worker_done_draining_ = false;  // the drain loop ended
+  bool drained_ = false;               // ... with every ring emptied
+  bool close_turn_ = false;
+  bool closed_ = false;
+  bool abandoned_ = false;
+  bool finished_ = false;
+  bool frozen_ = false;
+  std::int64_t close_timeout_ns_ = 0;
+  std::uint64_t frozen_pushed_ = 0;  // ring pushes when frozen
+  std::uint64_t frozen_delivered_ = 0;
+  std::uint64_t frozen_dropped_disabled_ = 0;
+
+  // rate-limited reporting (worker thread)
+  RateLimitedLog log_;
+  std::uint64_t reported_full_ = 0;
+  std::uint64_t reported_disabled_ = 0;
+};
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,161 @@
+// launcher.cpp — startup in the order the spec gives (validate, start_node,
+// serve, spawn) and shutdown in the reverse one (producers, own sinks, node
+// sessions), on one budget.
+#include "process/launcher.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "prometheus/prometheus_exposition.hpp"
+#include "prometheus/prometheus_merge.hpp"
+#include "prometheus/reporter_self_metrics.hpp"
+
+namespace tokenspeed::metrics {
+namespace {
+
+// The producers' share of the shutdown budget; the launcher keeps the rest
+// for its own sinks and the node sessions.
+constexpr double kProducerShare = 0.75;
+// A process needs a moment to exit after its sinks are closed.
+constexpr std::chrono::milliseconds kProducerExitGrace{100};
+
+std::vector<const MetricDefinition*> exposed_catalog() {
+  std::vector<const MetricDefinition*> catalog = catalog_pointers(tokenspeed_catalog());
+  for (const MetricDefinition& metric : reporter_self_metric_definitions())
+    catalog.push_back(&metric);
+  return catalog;
+}
+
+}  // namespace
+
+Launcher::Launcher(LauncherOptions options) : options_(std::move(options)) {}
+
+Launcher::~Launcher() { shutdown(); }
+
+void Launcher::warn(const std::string& line) const {
+  if (options_.warn) {
+    options_.warn(line);
+  } else {
+    std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
+  }
+}
+
+void Launcher::start() {
+  started_ = true;
+  auto warn_line = [this](const std::string& line) { warn(line); };
+  startup_ = validate_metrics_startup(options_.metrics, warn_line);
+  const ReporterSelection& selection = startup_.selection;
+  const bool enabled = selection.enabled;
+
+  ProducerHandoff handoff;
+  if (enabled) {
+    run_dir_ = std::make_unique<MultiprocessRunDir>(options_.prometheus.multiproc_base_dir);
+    sessions_ = std::make_unique<NodeSessions>(warn_line);
+    producer_outputs_ = sessions_->start(selection.outputs, options_.shutdown_timeout);
+
+    RouterOptions router;
+    router.queue_size = options_.queue_size;
+    local_ = std::make_unique<ProcessMetrics>(
+        *startup_.registry,
+        ProcessMetricsOptions{producer_outputs_, run_dir_->path().string(), "launcher", router});
+
+    if (selection.prometheus) {
+      endpoint_ = std::make_unique<PrometheusEndpoint>(options_.prometheus.endpoint,
+                                                       [this] { return render_metrics(); });
+    }
+    handoff.outputs = producer_outputs_;
+    handoff.plugin_dirs =
+        startup_.loader ? startup_.loader->directories() : std::vector<std::string>{};
+    handoff.disabled_plugins = PluginSearchOptions::from_environment({}, false).disabled_plugins;
+    handoff.allow_insecure_plugins = options_.metrics.allow_insecure_plugins;
+    handoff.run_dir = run_dir_->path().string();
+  }
+  handoff.queue_size = options_.queue_size;
+  handoff.shutdown_budget = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      options_.shutdown_timeout * kProducerShare);
+
+  if (options_.producers.empty()) return;
+  const int fd = write_handoff_memfd(handoff);
+  try {
+    for (const ProducerSpec& producer : options_.producers) supervisor_.spawn(producer, fd);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+}
+
+std::string Launcher::metrics_url() const {
+  return endpoint_ ? "http://" + endpoint_->address() + "/metrics" : std::string();
+}
+
+std::filesystem::path Launcher::run_dir() const {
+  return run_dir_ ? run_dir_->path() : std::filesystem::path();
+}
+
+std::string Launcher::render_metrics() const {
+  if (!run_dir_) return {};
+  if (local_) local_->publish_self_figures();
+  ScrapeSources sources;
+  sources.catalog = exposed_catalog();
+  sources.run_dir = run_dir_->path();
+  return render_exposition(merge_scrape(sources));
+}
+
+void Launcher::stop_producers() noexcept {
+  if (producers_stopped_ || !started_) return;
+  producers_stopped_ = true;
+  shutdown_begin_ = std::chrono::steady_clock::now();
+  const auto deadline = shutdown_begin_ +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            options_.shutdown_timeout * kProducerShare) +
+                        kProducerExitGrace;
+  report_.producers = supervisor_.stop(deadline);
+  for (const ProducerProcess& process : report_.producers) {
+    if (process.killed) {
+      warn("producer '" + process.name + "' (pid " + std::to_string(process.pid) +
+           ") did not exit within the shutdown budget and was killed");
+    }
+  }
+}
+
+LauncherShutdownReport Launcher::shutdown() noexcept {
+  if (shut_down_ || !started_) return report_;
+  shut_down_ = true;
+  // One budget from the moment shutdown began. When the producers were
+  // stopped earlier (and /metrics served a while), the launcher's own steps
+  // get their share of the budget from now.
+  const bool producers_were_stopped = producers_stopped_;
+  stop_producers();
+  const auto begin = producers_were_stopped ? std::chrono::steady_clock::now() : shutdown_begin_;
+  const auto deadline =
+      producers_were_stopped
+          ? begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        options_.shutdown_timeout * (1.0 - kProducerShare))
+          : begin + options_.shutdown_timeout;
+
+  // The launcher closes its local sinks before the shared node resources.
+  if (local_) {
+    const auto remaining = std::max(deadline - std::chrono::steady_clock::now(),
+                                    std::chrono::steady_clock::duration::zero());
+    report_.launcher_sinks_closed =
+        local_->close(std::chrono::duration_cast<std::chrono::nanoseconds>(remaining));
+    report_.launcher_sinks = local_->sink_stats();
+    write_process_summary(run_dir_->path(), {"launcher", ::getpid(), report_.launcher_sinks});
+  }
+  if (sessions_) sessions_->close(deadline);
+  if (endpoint_) endpoint_->stop(std::chrono::milliseconds(500));
+  if (run_dir_) {
+    try {
+      report_.summaries = read_process_summaries(run_dir_->path());
+    } catch (...) {
+      // The summary is a courtesy; shutdown goes on.
+    }
+    run_dir_->remove();
+  }
+  report_.elapsed = std::chrono::steady_clock::now() - begin;
+  return report_;
+}
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,105 @@
+// launcher.hpp — the launcher process of a node: the whole startup
+// validation, start_node for the outputs that have one, the Prometheus
+// endpoint over the per-run directory, the producer processes with their
+// handoff, and the ordered shutdown within one budget. Usable by an engine
+// that embeds the host library; never on the hot path.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pipeline/delivery_defaults.hpp"
+#include "prometheus/multiprocess_run_dir.hpp"
+#include "process/node_sessions.hpp"
+#include "process/process_metrics.hpp"
+#include "process/process_summary.hpp"
+#include "process/producer_supervisor.hpp"
+#include "prometheus/prometheus_endpoint.hpp"
+#include "prometheus/prometheus_options.hpp"
+#include "config/reporter_config.hpp"
+
+namespace tokenspeed::metrics {
+
+
+struct LauncherOptions {
+  MetricsOptions metrics;
+  PrometheusOptions prometheus;
+  std::size_t queue_size = kDefaultQueueSize;  // --metrics-reporter-queue-size
+  std::chrono::nanoseconds shutdown_timeout =
+      kDefaultShutdownTimeout;  // --metrics-shutdown-timeout
+  std::vector<ProducerSpec> producers;
+  std::function<void(const std::string&)> warn;  // one line each; stderr when empty
+};
+
+// What shutdown did, for the summary.
+struct LauncherShutdownReport {
+  std::vector<ProducerProcess> producers;
+  std::vector<SinkStats> launcher_sinks;
+  bool launcher_sinks_closed = true;
+  // Every process's summary of its outputs (the launcher's included), read
+  // from the run directory before it is removed.
+  std::vector<ProcessSummary> summaries;
+  std::chrono::nanoseconds elapsed{0};
+};
+
+// Threading: one control thread calls start, the accessors and shutdown.
+class Launcher {
+ public:
+  explicit Launcher(LauncherOptions options);
+  ~Launcher();  // shutdown() when it was not called
+  Launcher(const Launcher&) = delete;
+  Launcher& operator=(const Launcher&) = delete;
+
+  // Validates (exit-2 errors as StartupError), creates the run directory,
+  // runs start_node, creates this process's metrics, serves Prometheus when
+  // selected, and spawns the producers. On failure everything started so
+  // far is closed before the error propagates.
+  void start();
+
+  // Metrics of this process (its own sinks); null with metrics disabled.
+  ProcessMetrics* local_metrics() noexcept { return local_.get(); }
+  // "http://host:port/metrics", or "" when no endpoint runs.
+  std::string metrics_url() const;
+  const ReporterSelection& selection() const noexcept { return startup_.selection; }
+  // The per-run directory ("" with metrics disabled). Removed at shutdown.
+  std::filesystem::path run_dir() const;
+  ProducerSupervisor& producers() noexcept { return supervisor_; }
+  // The merged exposition, as a scrape would return it.
+  std::string render_metrics() const;
+
+  // The first step of shutdown on its own: asks the producers to stop, waits
+  // for them (their share of the budget) and kills the late ones. Their
+  // metric files stay, so /metrics keeps serving what they recorded (dead
+  // processes' live gauges excepted). Idempotent; shutdown() calls it.
+  void stop_producers() noexcept;
+
+  // Asks the producers to stop and waits for them (their share of the
+  // budget: three quarters), kills the late ones, closes this process's
+  // sinks, then the node sessions in reverse order, within what remains.
+  // Then stops the endpoint and removes the run directory. Idempotent.
+  LauncherShutdownReport shutdown() noexcept;
+
+ private:
+  void warn(const std::string& line) const;
+
+  LauncherOptions options_;
+  MetricsStartup startup_;
+  std::unique_ptr<MultiprocessRunDir> run_dir_;
+  std::unique_ptr<NodeSessions> sessions_;
+  std::vector<ProducerOutput> producer_outputs_;
+  std::unique_ptr<ProcessMetrics> local_;
+  std::unique_ptr<PrometheusEndpoint> endpoint_;
+  ProducerSupervisor supervisor_;
+  bool started_ = false;
+  bool shut_down_ = false;
+  bool producers_stopped_ = false;
+  std::chrono::steady_clock::time_point shutdown_begin_{};
+  LauncherShutdownReport report_;
+};
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,128 @@
+// process_metrics.cpp — wires the registry's reporters to the event router
+// and keeps the host's own figures in the process's metric file.
+#include "process/process_metrics.hpp"
+
+#include <atomic>
+
+namespace tokenspeed::metrics {
+namespace {
+
+std::vector<OutputDefinition> output_definitions(const ReporterRegistry& registry,
+                                                 const std::vector<ProducerOutput>& outputs) {
+  std::vector<OutputDefinition> definitions;
+  for (const ProducerOutput& output : outputs) {
+    const Reporter* reporter = registry.find(output.name);
+    definitions.push_back(
+        OutputDefinition{output.name,
+                         // Called once, by the output's worker, on its first event.
+                         [reporter, name = output.name, config = output.producer_config](
+                             tsm_sink& sink, std::string& error) -> int {
+                           if (reporter == nullptr) {
+                             error = "reporter '" + name + "' is not registered in this process";
+                             return TSM_ERROR;
+                           }
+                           CreateSinkResult result = reporter->create_sink(config);
+                           if (!result.ok) {
+                             error = std::move(result.error);
+                             return TSM_ERROR;
+                           }
+                           sink = result.sink;
+                           return TSM_OK;
+                         }});
+  }
+  return definitions;
+}
+
+// Per output, in this order: delivered, dropped (ring full), dropped (sink
+// disabled), sink failures, queue depth.
+constexpr std::size_t kSelfSeriesPerOutput = 5;
+
+void store_slot(double* slot, double value) noexcept {
+  std::atomic_ref<double>(*slot).store(value, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+ReporterSelfFigures self_figures_of(const SinkStats& stats) noexcept {
+  ReporterSelfFigures figures;
+  try {
+    figures.reporter = stats.name;
+  } catch (...) {
+  }
+  figures.events_delivered = stats.delivered;
+  figures.dropped_ring_full = stats.dropped_full;
+  figures.dropped_sink_disabled = stats.dropped_disabled;
+  figures.sink_failures = (stats.disabled || stats.create_failed) ? 1 : 0;
+  figures.queue_depth = stats.in_queue;
+  return figures;
+}
+
+ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsOptions options) {
+  if (options.run_dir.empty()) {
+    store_ = std::make_unique<InProcessMetricStore>();
+  } else {
+    auto file_store = std::make_unique<MultiprocessMetricStore>(
+        MultiprocessStoreOptions{options.run_dir, options.file_prefix});
+    file_store_ = file_store.get();
+    store_ = std::move(file_store);
+  }
+  if (!options.outputs.empty()) {
+    router_ = std::make_unique<EventRouter>(output_definitions(registry, options.outputs),
+                                            options.router);
+  }
+  collector_ = std::make_unique<Collector>(*store_, router_.get());
+
+  const auto& defs = reporter_self_metric_definitions();
+  for (const ProducerOutput& output : options.outputs) {
+    const std::string one[] = {output.name};
+    const std::string ring_full[] = {output.name, "ring_full"};
+    const std::string disabled[] = {output.name, "sink_disabled"};
+    self_slots_.push_back(store_->allocate_series(defs[0], one));
+    self_slots_.push_back(store_->allocate_series(defs[1], ring_full));
+    self_slots_.push_back(store_->allocate_series(defs[1], disabled));
+    self_slots_.push_back(store_->allocate_series(defs[2], one));
+    self_slots_.push_back(store_->allocate_series(defs[3], one));
+  }
+}
+
+ProcessMetrics::~ProcessMetrics() {
+  if (!close(std::chrono::nanoseconds::zero())) {
+    // A worker abandoned inside a plugin may still read the series and the
+    // router's state: leave them to the process, as the plugin library is.
+    static_cast<void>(collector_.release());
+    static_cast<void>(router_.release());
+  }
+}
+
+std::vector<SinkStats> ProcessMetrics::sink_stats() const {
+  return router_ ? router_->stats() : std::vector<SinkStats>{};
+}
+
+void ProcessMetrics::publish_self_figures() noexcept {
+  try {
+    const std::vector<SinkStats> stats = sink_stats();
+    for (std::size_t i = 0;
+         i < stats.size() && (i + 1) * kSelfSeriesPerOutput <= self_slots_.size(); ++i) {
+      const ReporterSelfFigures figures = self_figures_of(stats[i]);
+      double* const* slots = &self_slots_[i * kSelfSeriesPerOutput];
+      store_slot(slots[0], static_cast<double>(figures.events_delivered));
+      store_slot(slots[1], static_cast<double>(figures.dropped_ring_full));
+      store_slot(slots[2], static_cast<double>(figures.dropped_sink_disabled));
+      store_slot(slots[3], static_cast<double>(figures.sink_failures));
+      store_slot(slots[4], static_cast<double>(figures.queue_depth));
+    }
+  } catch (...) {
+    // Figures are best-effort; the next publication catches up.
+  }
+}
+
+bool ProcessMetrics::close(std::chrono::nanoseconds budget) noexcept {
+  if (closed_) return close_result_;
+  closed_ = true;
+  close_result_ = router_ ? router_->close(budget) : true;
+  publish_self_figures();
+  if (file_store_ != nullptr) file_store_->close();
+  return close_result_;
+}
+
+}  // namespace tokenspeed::metrics

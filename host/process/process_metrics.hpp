@@ -1,0 +1,77 @@
+// process_metrics.hpp — the metrics side of one process (launcher or
+// producer): its Prometheus aggregate in a file of the run directory, the
+// event router with one lazily created sink per selected output, the
+// collector the engine records with, the host's own figures per output, and
+// closing all of it within a budget. Never loads plugins or validates
+// configuration: it receives a registry and producer configurations.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pipeline/collector.hpp"
+#include "pipeline/event_router.hpp"
+#include "prometheus/in_process_metric_store.hpp"
+#include "prometheus/metric_store.hpp"
+#include "prometheus/multiprocess_metric_store.hpp"
+#include "process/producer_handoff.hpp"
+#include "config/reporter_registry.hpp"
+#include "prometheus/reporter_self_metrics.hpp"
+
+namespace tokenspeed::metrics {
+
+struct ProcessMetricsOptions {
+  std::vector<ProducerOutput> outputs;  // external outputs with producer configs
+  // Where this process's metric file lives; "" keeps the aggregate in this
+  // process's memory (no Prometheus endpoint reads it).
+  std::string run_dir;
+  std::string file_prefix = "producer";  // "<prefix>_<pid>.db"
+  RouterOptions router;
+};
+
+// Threading: construct, publish_self_figures and close from one control
+// thread; collector() handles from any number of collector threads.
+class ProcessMetrics {
+ public:
+  // registry must outlive this object; every output's reporter must be in
+  // it, otherwise that output's sink fails to be created (counted as
+  // dropped, logged once), as for any create_sink failure.
+  ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsOptions options);
+  ~ProcessMetrics();
+  ProcessMetrics(const ProcessMetrics&) = delete;
+  ProcessMetrics& operator=(const ProcessMetrics&) = delete;
+
+  Collector& collector() noexcept { return *collector_; }
+  // Null when no external output is selected (no event is ever built).
+  EventRouter* router() noexcept { return router_.get(); }
+
+  // The per-output figures of the router, now.
+  std::vector<SinkStats> sink_stats() const;
+  // Writes them into this process's metric file under the
+  // tokenspeed_metrics_reporter_ families (the Prometheus aggregate only:
+  // these are never events).
+  void publish_self_figures() noexcept;
+
+  // Stops accepting events, drains and closes every sink within budget,
+  // publishes the final figures and marks the metric file closed (its live
+  // gauges leave /metrics). Returns true when every sink closed in time.
+  // Repeated calls return the first result.
+  bool close(std::chrono::nanoseconds budget) noexcept;
+
+ private:
+  std::unique_ptr<MetricStore> store_;
+  MultiprocessMetricStore* file_store_ = nullptr;  // store_ when it is a file
+  std::unique_ptr<EventRouter> router_;
+  std::unique_ptr<Collector> collector_;
+  std::vector<double*> self_slots_;  // per output: delivered, ring_full, disabled, failures, depth
+  bool closed_ = false;
+  bool close_result_ = false;
+};
+
+// The figures the endpoint exposes for one sink.
+ReporterSelfFigures self_figures_of(const SinkStats& stats) noexcept;
+
+}  // namespace tokenspeed::metrics

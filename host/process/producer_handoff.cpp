@@ -1,0 +1,142 @@
+// producer_handoff.cpp — (de)serializes the handoff with Boost.JSON and moves
+// it through a sealed memfd, readable only through the inherited descriptor.
+#include "process/producer_handoff.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <system_error>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/serialize.hpp>
+
+#include "config/startup_error.hpp"
+
+namespace tokenspeed::metrics {
+namespace {
+
+[[noreturn]] void bad_handoff(const std::string& key, const std::string& message) {
+  throw StartupError({"", "", key}, "invalid producer handoff: " + message);
+}
+
+const boost::json::value& member(const boost::json::object& json, const char* key) {
+  const boost::json::value* value = json.if_contains(key);
+  if (value == nullptr) bad_handoff(key, "missing");
+  return *value;
+}
+
+std::string string_member(const boost::json::object& json, const char* key) {
+  const boost::json::value& value = member(json, key);
+  if (!value.is_string()) bad_handoff(key, "not a string");
+  return std::string(value.get_string());
+}
+
+std::int64_t int_member(const boost::json::object& json, const char* key) {
+  const boost::json::value& value = member(json, key);
+  if (!value.is_int64() && !value.is_uint64()) bad_handoff(key, "not an integer");
+  return value.to_number<std::int64_t>();
+}
+
+}  // namespace
+
+boost::json::object handoff_to_json(const ProducerHandoff& handoff) {
+  boost::json::array outputs;
+  for (const ProducerOutput& output : handoff.outputs) {
+    outputs.push_back(
+        boost::json::object{{"name", output.name}, {"producer_config", output.producer_config}});
+  }
+  boost::json::array dirs;
+  for (const std::string& dir : handoff.plugin_dirs) dirs.push_back(boost::json::string(dir));
+  return boost::json::object{
+      {"outputs", std::move(outputs)},
+      {"plugin_dirs", std::move(dirs)},
+      {"disabled_plugins", handoff.disabled_plugins},
+      {"allow_insecure_plugins", handoff.allow_insecure_plugins},
+      {"run_dir", handoff.run_dir},
+      {"queue_size", static_cast<std::uint64_t>(handoff.queue_size)},
+      {"shutdown_budget_ns", static_cast<std::int64_t>(handoff.shutdown_budget.count())},
+  };
+}
+
+ProducerHandoff handoff_from_json(const boost::json::object& json) {
+  ProducerHandoff handoff;
+  const boost::json::value& outputs = member(json, "outputs");
+  if (!outputs.is_array()) bad_handoff("outputs", "not an array");
+  for (const boost::json::value& entry : outputs.get_array()) {
+    if (!entry.is_object()) bad_handoff("outputs", "entry is not an object");
+    const boost::json::value& config = member(entry.get_object(), "producer_config");
+    if (!config.is_object()) bad_handoff("outputs.producer_config", "not a JSON object");
+    handoff.outputs.push_back({string_member(entry.get_object(), "name"), config.get_object()});
+  }
+  const boost::json::value& dirs = member(json, "plugin_dirs");
+  if (!dirs.is_array()) bad_handoff("plugin_dirs", "not an array");
+  for (const boost::json::value& dir : dirs.get_array()) {
+    if (!dir.is_string()) bad_handoff("plugin_dirs", "entry is not a string");
+    handoff.plugin_dirs.emplace_back(dir.get_string());
+  }
+  handoff.disabled_plugins = string_member(json, "disabled_plugins");
+  const boost::json::value& insecure = member(json, "allow_insecure_plugins");
+  if (!insecure.is_bool()) bad_handoff("allow_insecure_plugins", "not a boolean");
+  handoff.allow_insecure_plugins = insecure.get_bool();
+  handoff.run_dir = string_member(json, "run_dir");
+  const std::int64_t queue_size = int_member(json, "queue_size");
+  if (queue_size <= 0) bad_handoff("queue_size", "must be positive");
+  handoff.queue_size = static_cast<std::size_t>(queue_size);
+  handoff.shutdown_budget = std::chrono::nanoseconds(int_member(json, "shutdown_budget_ns"));
+  return handoff;
+}
+
+int write_handoff_memfd(const ProducerHandoff& handoff) {
+  const std::string text = boost::json::serialize(handoff_to_json(handoff));
+  const int fd = ::memfd_create("tokenspeed-metrics-handoff", MFD_ALLOW_SEALING);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "memfd_create");
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = errno;
+      ::close(fd);
+      throw std::system_error(error, std::generic_category(), "write handoff");
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  // Sealed: no process that inherits it can change what the others read.
+  ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  return fd;
+}
+
+ProducerHandoff read_handoff_from_environment() {
+  const char* variable = std::getenv(kHandoffFdEnv);
+  if (variable == nullptr || *variable == '\0') {
+    throw StartupError({"", "", kHandoffFdEnv},
+                       "not set: a producer is started by a launcher that hands it the "
+                       "metrics configuration");
+  }
+  char* end = nullptr;
+  const long fd = std::strtol(variable, &end, 10);
+  if (*end != '\0' || fd < 0) bad_handoff(kHandoffFdEnv, "not a descriptor number");
+  std::string text;
+  char chunk[4096];
+  for (off_t offset = 0;;) {
+    const ssize_t n = ::pread(static_cast<int>(fd), chunk, sizeof chunk, offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) bad_handoff(kHandoffFdEnv, std::string("cannot be read: ") + std::strerror(errno));
+    if (n == 0) break;
+    text.append(chunk, static_cast<std::size_t>(n));
+    offset += n;
+  }
+  ::close(static_cast<int>(fd));
+  ::unsetenv(kHandoffFdEnv);  // not inherited by anything the producer starts
+  boost::system::error_code error;
+  boost::json::value json = boost::json::parse(text, error);
+  if (error || !json.is_object()) bad_handoff(kHandoffFdEnv, "not a JSON object");
+  return handoff_from_json(json.get_object());
+}
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,324 @@
+// multiprocess_metric_store.cpp — writing records into a producer's mapped
+// file and reading them back at scrape time. Only allocate_series and the
+// reader live here; slot updates never call into this file.
+#include "prometheus/multiprocess_metric_store.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <stdexcept>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <system_error>
+#include <unistd.h>
+
+namespace tokenspeed::metrics {
+namespace {
+
+constexpr char kMagic[8] = {'T', 'S', 'M', 'P', 'R', 'O', 'M', '1'};
+constexpr std::uint32_t kVersion = 1;
+
+struct FileHeader {
+  char magic[8];
+  std::uint32_t version;
+  std::uint32_t header_size;
+  std::uint64_t region_bytes;
+  std::int64_t pid;
+  std::uint64_t start_time;
+  std::uint64_t used;    // std::atomic_ref: release on publish, acquire on read
+  std::uint32_t closed;  // std::atomic_ref
+  std::uint32_t reserved0;
+  std::uint64_t reserved1;
+};
+static_assert(sizeof(FileHeader) == 64);
+
+struct RecordHeader {
+  std::uint32_t record_size;
+  std::uint32_t slot_count;
+  std::uint32_t name_size;
+  std::uint32_t label_count;
+};
+static_assert(sizeof(RecordHeader) == 16);
+
+static_assert(std::atomic_ref<double>::is_always_lock_free);
+static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free);
+
+constexpr std::size_t round8(std::size_t n) noexcept { return (n + 7) & ~std::size_t{7}; }
+
+[[noreturn]] void throw_errno(const std::string& what) {
+  throw std::system_error(errno, std::generic_category(), what);
+}
+
+std::string series_key(std::string_view name, std::span<const std::string> labels) {
+  std::string key(name);
+  key.push_back('\0');
+  for (const std::string& value : labels) {
+    key += std::to_string(value.size());
+    key.push_back(':');
+    key += value;
+  }
+  return key;
+}
+
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) noexcept : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const noexcept { return fd_; }
+
+ private:
+  int fd_;
+};
+
+class Mapping {
+ public:
+  Mapping(int fd, std::size_t size) noexcept
+      : size_(size), base_(::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0)) {}
+  ~Mapping() {
+    if (base_ != MAP_FAILED) ::munmap(base_, size_);
+  }
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  const std::byte* data() const noexcept {
+    return base_ == MAP_FAILED ? nullptr : static_cast<const std::byte*>(base_);
+  }
+
+ private:
+  std::size_t size_;
+  void* base_;
+};
+
+template <typename T>
+T load_relaxed(const T* where) noexcept {
+  return std::atomic_ref<T>(*const_cast<T*>(where)).load(std::memory_order_relaxed);
+}
+
+}  // namespace
+
+MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions options)
+    : options_(std::move(options)) {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  if (options_.region_bytes < page || options_.region_bytes % page != 0) {
+    throw std::invalid_argument(
+        "multiprocess store: region size must be a multiple of the page size");
+  }
+  const ProcessIdentity self = current_process_identity();
+  for (int attempt = 0; fd_ < 0; ++attempt) {
+    std::string name = options_.file_prefix + "_" + std::to_string(self.pid);
+    if (attempt > 0) name += "_" + std::to_string(attempt);
+    path_ = options_.directory / (name + ".db");
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd_ < 0 && (errno != EEXIST || attempt > 1000))
+      throw_errno("cannot create " + path_.string());
+  }
+  try {
+    std::byte* first = map_new_region();
+    FileHeader header{};
+    std::memcpy(header.magic, kMagic, sizeof kMagic);
+    header.version = kVersion;
+    header.header_size = sizeof(FileHeader);
+    header.region_bytes = options_.region_bytes;
+    header.pid = self.pid;
+    header.start_time = self.start_time;
+    header.used = sizeof(FileHeader);
+    std::memcpy(first, &header, sizeof header);
+    used_ = sizeof(FileHeader);
+    // The header is complete before a reader can trust the magic of a
+    // published used size; a reader that sees a zero magic skips the file.
+    std::atomic_thread_fence(std::memory_order_release);
+  } catch (...) {
+    for (const Region& region : regions_) ::munmap(region.base, options_.region_bytes);
+    ::close(fd_);
+    ::unlink(path_.c_str());
+    throw;
+  }
+}
+
+MultiprocessMetricStore::~MultiprocessMetricStore() {
+  close();
+  for (const Region& region : regions_) ::munmap(region.base, options_.region_bytes);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void MultiprocessMetricStore::close() noexcept {
+  std::lock_guard lock(mutex_);
+  if (closed_ || regions_.empty()) return;
+  auto* header = reinterpret_cast<FileHeader*>(regions_.front().base);
+  std::atomic_ref<std::uint32_t>(header->closed).store(1, std::memory_order_release);
+  closed_ = true;
+}
+
+std::byte* MultiprocessMetricStore::map_new_region() {
+  const std::size_t offset = regions_.size() * options_.region_bytes;
+  const int rc =
+      ::posix_fallocate(fd_, static_cast<off_t>(offset), static_cast<off_t>(options_.region_bytes));
+  if (rc != 0) {
+    // Some file systems cannot reserve space; extend the file instead.
+    if (rc != EOPNOTSUPP && rc != EINVAL) {
+      errno = rc;
+      throw_errno("cannot grow " + path_.string());
+    }
+    if (::ftruncate(fd_, static_cast<off_t>(offset + options_.region_bytes)) != 0) {
+      throw_errno("cannot grow " + path_.string());
+    }
+  }
+  void* base = ::mmap(nullptr, options_.region_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+                      static_cast<off_t>(offset));
+  if (base == MAP_FAILED) throw_errno("cannot map " + path_.string());
+  regions_.push_back(Region{static_cast<std::byte*>(base), offset});
+  return regions_.back().base;
+}
+
+double* MultiprocessMetricStore::allocate_series(const MetricDefinition& metric,
+                                                 std::span<const std::string> label_values) {
+  const std::string& name = metric.name;  // the family name, as in the catalog
+  std::string key = series_key(name, label_values);
+  const std::size_t slot_count = series_slot_count(metric);
+  std::size_t header_bytes = sizeof(RecordHeader) + name.size();
+  for (const std::string& value : label_values)
+    header_bytes += sizeof(std::uint32_t) + value.size();
+  header_bytes = round8(header_bytes);
+  const std::size_t record_bytes = header_bytes + slot_count * sizeof(double);
+  if (record_bytes > options_.region_bytes - sizeof(FileHeader) || name.size() > UINT32_MAX) {
+    throw std::length_error("multiprocess store: series '" + name + "' does not fit in a region");
+  }
+
+  std::lock_guard lock(mutex_);
+  if (auto found = interned_.find(key); found != interned_.end()) return found->second;
+
+  std::size_t within = used_ % options_.region_bytes;
+  if (within + record_bytes > options_.region_bytes) {
+    used_ += options_.region_bytes - within;  // the tail stays zero: "skip"
+    within = 0;
+  }
+  const std::size_t index = used_ / options_.region_bytes;
+  while (regions_.size() <= index) map_new_region();
+  std::byte* record = regions_[index].base + within;
+
+  RecordHeader header{
+      static_cast<std::uint32_t>(record_bytes), static_cast<std::uint32_t>(slot_count),
+      static_cast<std::uint32_t>(name.size()), static_cast<std::uint32_t>(label_values.size())};
+  std::byte* out = record;
+  std::memcpy(out, &header, sizeof header);
+  out += sizeof header;
+  std::memcpy(out, name.data(), name.size());
+  out += name.size();
+  for (const std::string& value : label_values) {
+    const auto size = static_cast<std::uint32_t>(value.size());
+    std::memcpy(out, &size, sizeof size);
+    out += sizeof size;
+    std::memcpy(out, value.data(), value.size());
+    out += value.size();
+  }
+  auto* slots = reinterpret_cast<double*>(record + header_bytes);
+  for (std::size_t i = 0; i < slot_count; ++i) {
+    std::atomic_ref<double>(slots[i]).store(0.0, std::memory_order_relaxed);
+  }
+
+  used_ += record_bytes;
+  auto* file_header = reinterpret_cast<FileHeader*>(regions_.front().base);
+  std::atomic_ref<std::uint64_t>(file_header->used).store(used_, std::memory_order_release);
+  interned_.emplace(std::move(key), slots);
+  return slots;
+}
+
+bool read_multiprocess_file(const std::filesystem::path& path,
+                            const std::function<void(const MultiprocessFileInfo&)>& on_file,
+                            const std::function<void(const MultiprocessSeriesView&)>& visit) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (fd.get() < 0) return false;
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode) ||
+      static_cast<std::size_t>(info.st_size) < sizeof(FileHeader)) {
+    return false;
+  }
+  std::uint64_t used = 0;
+  FileHeader header{};
+  {
+    Mapping head(fd.get(), sizeof(FileHeader));
+    if (head.data() == nullptr) return false;
+    const auto* mapped = reinterpret_cast<const FileHeader*>(head.data());
+    used = std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(mapped->used))
+               .load(std::memory_order_acquire);
+    std::memcpy(&header, mapped, sizeof header);
+    header.closed = std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(mapped->closed))
+                        .load(std::memory_order_acquire);
+  }
+  if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0 || header.version != kVersion ||
+      header.header_size != sizeof(FileHeader) || header.region_bytes == 0) {
+    return false;
+  }
+  // The file grows before a larger used size is published, so a fresh stat
+  // covers everything up to `used`.
+  if (::fstat(fd.get(), &info) != 0) return false;
+  const std::size_t limit = std::min<std::size_t>(used, static_cast<std::size_t>(info.st_size));
+
+  MultiprocessFileInfo file;
+  file.path = path;
+  file.writer = ProcessIdentity{static_cast<pid_t>(header.pid), header.start_time};
+  file.live = header.closed == 0 && process_alive(file.writer);
+  if (on_file) on_file(file);
+
+  Mapping body(fd.get(), limit);
+  const std::byte* base = body.data();
+  if (base == nullptr) return false;
+  const std::size_t region = header.region_bytes;
+  std::vector<std::string_view> labels;
+  std::vector<double> slots;
+  std::size_t offset = sizeof(FileHeader);
+  while (offset + sizeof(RecordHeader) <= limit) {
+    const std::size_t region_end = (offset / region + 1) * region;
+    RecordHeader record{};
+    if (region_end - offset >= sizeof(RecordHeader))
+      std::memcpy(&record, base + offset, sizeof record);
+    if (record.record_size == 0) {  // rest of the region unused
+      offset = region_end;
+      continue;
+    }
+    if (record.record_size % 8 != 0 || record.record_size > region_end - offset ||
+        offset + record.record_size > limit) {
+      break;  // corrupt: stop reading this file
+    }
+    const std::byte* end = base + offset + record.record_size;
+    const std::byte* p = base + offset + sizeof record;
+    const std::size_t slot_bytes = std::size_t{record.slot_count} * sizeof(double);
+    if (slot_bytes > record.record_size - sizeof record ||
+        record.name_size > static_cast<std::size_t>(end - p) - slot_bytes) {
+      break;
+    }
+    const std::byte* slot_begin = end - slot_bytes;
+    std::string_view name(reinterpret_cast<const char*>(p), record.name_size);
+    p += record.name_size;
+    labels.clear();
+    bool ok = true;
+    for (std::uint32_t i = 0; i < record.label_count && ok; ++i) {
+      std::uint32_t size = 0;
+      if (static_cast<std::size_t>(slot_begin - p) < sizeof size) {
+        ok = false;
+        break;
+      }
+      std::memcpy(&size, p, sizeof size);
+      p += sizeof size;
+      if (static_cast<std::size_t>(slot_begin - p) < size) {
+        ok = false;
+        break;
+      }
+      labels.emplace_back(reinterpret_cast<const char*>(p), size);
+      p += size;
+    }
+    if (!ok) break;
+    slots.resize(record.slot_count);
+    const auto* mapped_slots = reinterpret_cast<const double*>(slot_begin);
+    for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = load_relaxed(mapped_slots + i);
+    visit(MultiprocessSeriesView{name, labels, slots});
+    offset += record.record_size;
+  }
+  return true;
+}
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,390 @@
+// prometheus_endpoint.cpp — Boost.Beast server for /metrics: accept, read
+// with a deadline and a size bound, answer, keep alive, gzip with zlib.
+// Never blocks a producer: it only calls the scrape handler.
+#include "prometheus/prometheus_endpoint.hpp"
+
+#include <condition_variable>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <zlib.h>
+
+#include "prometheus/prometheus_exposition.hpp"
+#include "config/startup_error.hpp"
+
+namespace tokenspeed::metrics {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+std::string_view trim(std::string_view text) noexcept {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+bool iequals(std::string_view a, std::string_view b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto lower = [](char c) {
+      return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+// The q value of one Accept-Encoding element ("gzip;q=0.5"); 1 when absent.
+double quality(std::string_view params) noexcept {
+  while (!params.empty()) {
+    const std::size_t semi = params.find(';');
+    std::string_view param = trim(params.substr(0, semi));
+    params = semi == std::string_view::npos ? std::string_view() : params.substr(semi + 1);
+    if (param.size() >= 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=') {
+      std::string value(trim(param.substr(2)));
+      char* end = nullptr;
+      const double q = std::strtod(value.c_str(), &end);
+      return end == value.c_str() ? 0.0 : q;
+    }
+  }
+  return 1.0;
+}
+
+}  // namespace
+
+bool accepts_gzip(std::string_view header) noexcept {
+  std::optional<double> gzip_q;
+  std::optional<double> any_q;
+  while (!header.empty()) {
+    const std::size_t comma = header.find(',');
+    std::string_view element = header.substr(0, comma);
+    header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
+    const std::size_t semi = element.find(';');
+    const std::string_view coding = trim(element.substr(0, semi));
+    const double q = semi == std::string_view::npos ? 1.0 : quality(element.substr(semi + 1));
+    if (iequals(coding, "gzip") || iequals(coding, "x-gzip"))
+      gzip_q = q;
+    else if (coding == "*")
+      any_q = q;
+  }
+  if (gzip_q) return *gzip_q > 0;
+  return any_q && *any_q > 0;
+}
+
+std::string gzip_compress(std::string_view data, int level) {
+  z_stream stream{};
+  if (deflateInit2(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+    throw std::runtime_error("zlib: deflateInit2 failed");
+  }
+  std::string out;
+  out.resize(deflateBound(&stream, static_cast<uLong>(data.size())) + 32);
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream.avail_in = static_cast<uInt>(data.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  const int rc = deflate(&stream, Z_FINISH);
+  const std::size_t written = stream.total_out;
+  deflateEnd(&stream);
+  if (rc != Z_STREAM_END) throw std::runtime_error("zlib: deflate did not finish");
+  out.resize(written);
+  return out;
+}
+
+struct PrometheusEndpoint::Impl {
+  PrometheusEndpointOptions options;
+  ScrapeHandler handler;
+  std::atomic<std::uint64_t> accepted{0}, rejected{0}, requests{0}, timeouts{0}, oversized{0};
+  std::atomic<std::size_t> active{0};
+
+  std::mutex done_mutex;
+  std::condition_variable done_cv;
+  unsigned finished = 0;
+  bool stopped = false;
+  std::vector<std::thread> threads;
+  unsigned short bound_port = 0;
+  std::string bound_host;
+
+  // Declared last: destroyed first, releasing every session before the
+  // members above go away.
+  // stop() destroys them once the threads are joined, which closes every
+  // open connection (their sessions live in pending handlers).
+  std::optional<asio::io_context> io{std::in_place};
+  std::optional<tcp::acceptor> acceptor{std::in_place, *io};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+
+  void do_accept();
+  http::response<http::string_body> respond(const http::request<http::string_body>& request);
+};
+
+namespace {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, PrometheusEndpoint::Impl& server)
+      : stream_(std::move(socket)),
+        buffer_(server.options.max_request_bytes + 1024),
+        server_(server) {}
+  ~Session() { server_.active.fetch_sub(1, std::memory_order_relaxed); }
+
+  void start() { read_request(); }
+
+ private:
+  void read_request() {
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_request_bytes));
+    parser_->body_limit(server_.options.max_request_bytes);
+    stream_.expires_after(server_.options.read_timeout);
+    http::async_read(stream_, buffer_, *parser_,
+                     beast::bind_front_handler(&Session::on_read, shared_from_this()));
+  }
+
+  void on_read(beast::error_code ec, std::size_t) {
+    if (ec == http::error::end_of_stream) return close();
+    if (ec == beast::error::timeout) {
+      server_.timeouts.fetch_add(1, std::memory_order_relaxed);
+      return;  // the stream is already closed by the timeout
+    }
+    if (ec == http::error::header_limit || ec == http::error::body_limit ||
+        ec == http::error::buffer_overflow) {
+      server_.oversized.fetch_add(1, std::memory_order_relaxed);
+      const bool headers = ec != http::error::body_limit;
+      return send_error(headers ? http::status::request_header_fields_too_large
+                                : http::status::payload_too_large);
+    }
+    if (ec) {
+      if (ec == asio::error::operation_aborted || ec == asio::error::eof ||
+          ec == asio::error::connection_reset) {
+        return;
+      }
+      return send_error(http::status::bad_request);
+    }
+    server_.requests.fetch_add(1, std::memory_order_relaxed);
+    response_ = server_.respond(parser_->get());
+    write_response();
+  }
+
+  void send_error(http::status status) {
+    response_ = {};
+    response_.result(status);
+    response_.version(11);
+    response_.set(http::field::content_type, "text/plain; charset=utf-8");
+    response_.set(http::field::connection, "close");
+    response_.body() = std::string(http::obsolete_reason(status)) + "\n";
+    response_.keep_alive(false);
+    response_.prepare_payload();
+    write_response();
+  }
+
+  void write_response() {
+    stream_.expires_after(server_.options.write_timeout);
+    http::async_write(stream_, response_,
+                      beast::bind_front_handler(&Session::on_write, shared_from_this()));
+  }
+
+  void on_write(beast::error_code ec, std::size_t) {
+    if (ec == beast::error::timeout) server_.timeouts.fetch_add(1, std::memory_order_relaxed);
+    if (ec) return;
+    if (!response_.keep_alive()) return close();
+    response_ = {};
+    read_request();
+  }
+
+  void close() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
+  http::response<http::string_body> response_;
+  PrometheusEndpoint::Impl& server_;
+};
+
+}  // namespace
+
+http::response<http::string_body> PrometheusEndpoint::Impl::respond(
+    const http::request<http::string_body>& request) {
+  http::response<http::string_body> response;
+  response.version(request.version());
+  response.keep_alive(request.keep_alive());
+  std::string_view target(request.target().data(), request.target().size());
+  target = target.substr(0, target.find('?'));
+  const bool head = request.method() == http::verb::head;
+  if (target != "/metrics") {
+    response.result(http::status::not_found);
+    response.set(http::field::content_type, "text/plain; charset=utf-8");
+    response.body() = "not found: the exposition is at /metrics\n";
+    response.prepare_payload();
+    if (head) response.body().clear();  // the length stays: what GET would send
+    return response;
+  }
+  if (request.method() != http::verb::get && !head) {
+    response.result(http::status::method_not_allowed);
+    response.set(http::field::allow, "GET, HEAD");
+    response.set(http::field::content_type, "text/plain; charset=utf-8");
+    response.body() = "method not allowed\n";
+    response.prepare_payload();
+    return response;
+  }
+  std::string body;
+  try {
+    body = handler();
+  } catch (const std::exception& error) {
+    response.result(http::status::internal_server_error);
+    response.set(http::field::content_type, "text/plain; charset=utf-8");
+    response.body() = std::string("scrape failed: ") + error.what() + "\n";
+    response.prepare_payload();
+    return response;
+  }
+  response.result(http::status::ok);
+  response.set(http::field::content_type,
+               beast::string_view(kExpositionContentType.data(), kExpositionContentType.size()));
+  response.set(http::field::vary, "Accept-Encoding");
+  const auto accept = request[http::field::accept_encoding];
+  if (accepts_gzip(std::string_view(accept.data(), accept.size()))) {
+    body = gzip_compress(body, options.gzip_level);
+    response.set(http::field::content_encoding, "gzip");
+  }
+  if (head) {
+    response.content_length(body.size());  // the length a GET would send
+  } else {
+    response.body() = std::move(body);
+    response.prepare_payload();
+  }
+  return response;
+}
+
+void PrometheusEndpoint::Impl::do_accept() {
+  acceptor->async_accept(asio::make_strand(*io), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
+    if (!ec) {
+      if (active.load(std::memory_order_relaxed) >= options.max_connections) {
+        rejected.fetch_add(1, std::memory_order_relaxed);
+        beast::error_code ignored;
+        socket.close(ignored);
+      } else {
+        accepted.fetch_add(1, std::memory_order_relaxed);
+        active.fetch_add(1, std::memory_order_relaxed);
+        std::make_shared<Session>(std::move(socket), *this)->start();
+      }
+    }
+    do_accept();
+  });
+}
+
+PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, ScrapeHandler handler)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& impl = *impl_;
+  impl.options = std::move(options);
+  impl.handler = std::move(handler);
+  if (impl.options.threads == 0) impl.options.threads = 1;
+  const std::string& host = impl.options.host;
+  const unsigned short port = impl.options.port;
+  const std::string where = host + ":" + std::to_string(port);
+
+  beast::error_code ec;
+  tcp::endpoint endpoint;
+  const auto address = asio::ip::make_address(host, ec);
+  if (!ec) {
+    endpoint = tcp::endpoint(address, port);
+  } else {
+    tcp::resolver resolver(*impl.io);
+    const auto results = resolver.resolve(host, std::to_string(port), ec);
+    if (ec || results.empty()) {
+      throw StartupError({"prometheus", "", "--metrics-host"},
+                         "cannot resolve metrics host '" + host + "'" +
+                             (ec ? ": " + ec.message() : std::string()));
+    }
+    endpoint = results.begin()->endpoint();
+  }
+  auto fail = [&](const char* step) {
+    throw StartupError({"prometheus", "", "--metrics-port"},
+                       std::string("cannot ") + step + " on " + where + " (port " +
+                           std::to_string(port) + "): " + ec.message());
+  };
+  impl.acceptor->open(endpoint.protocol(), ec);
+  if (ec) fail("open a socket");
+  impl.acceptor->set_option(asio::socket_base::reuse_address(true), ec);
+  impl.acceptor->bind(endpoint, ec);
+  if (ec) fail("listen");
+  impl.acceptor->listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) fail("listen");
+  const tcp::endpoint local = impl.acceptor->local_endpoint(ec);
+  impl.bound_port = local.port();
+  impl.bound_host = local.address().to_string();
+
+  impl.work.emplace(impl.io->get_executor());
+  impl.do_accept();
+  for (unsigned i = 0; i < impl.options.threads; ++i) {
+    impl.threads.emplace_back([&impl] {
+      for (;;) {
+        try {
+          impl.io->run();
+          break;
+        } catch (...) {
+          // A handler threw: keep serving.
+        }
+      }
+      std::lock_guard lock(impl.done_mutex);
+      ++impl.finished;
+      impl.done_cv.notify_all();
+    });
+  }
+}
+
+PrometheusEndpoint::~PrometheusEndpoint() {
+  stop(std::chrono::seconds(5));
+  for (std::thread& thread : impl_->threads) {
+    if (thread.joinable()) thread.join();
+  }
+}
+
+unsigned short PrometheusEndpoint::port() const noexcept { return impl_->bound_port; }
+
+std::string PrometheusEndpoint::address() const {
+  return impl_->bound_host + ":" + std::to_string(impl_->bound_port);
+}
+
+EndpointCounters PrometheusEndpoint::counters() const noexcept {
+  return EndpointCounters{impl_->accepted.load(), impl_->rejected.load(), impl_->requests.load(),
+                          impl_->timeouts.load(), impl_->oversized.load()};
+}
+
+bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
+  Impl& impl = *impl_;
+  {
+    std::lock_guard lock(impl.done_mutex);
+    if (impl.stopped) return impl.finished == impl.threads.size();
+    impl.stopped = true;
+  }
+  impl.work.reset();
+  impl.io->stop();
+  std::unique_lock lock(impl.done_mutex);
+  const bool done = impl.done_cv.wait_for(lock, timeout,
+                                          [&impl] { return impl.finished == impl.threads.size(); });
+  lock.unlock();
+  if (!done) return false;
+  for (std::thread& thread : impl.threads) {
+    if (thread.joinable()) thread.join();
+  }
+  // No server thread runs any more: close the listener, then destroy the
+  // pending handlers, which owns and so closes every open connection.
+  impl.acceptor.reset();
+  impl.io.reset();
+  return true;
+}
+
+}  // namespace tokenspeed::metrics

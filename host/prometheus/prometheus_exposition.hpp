@@ -1,0 +1,35 @@
+// prometheus_exposition.hpp — renders merged families in the Prometheus text
+// exposition format 0.0.4 (HELP, TYPE, escaped labels, cumulative histogram
+// buckets, Go-compatible numbers). Pure formatting: reads no store, no file.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "prometheus/prometheus_merge.hpp"
+
+namespace tokenspeed::metrics {
+
+inline constexpr std::string_view kExpositionContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
+
+// A sample value or le bound as Prometheus's Go client writes it:
+// "+Inf", "-Inf", "NaN", otherwise the shortest text that reads back as the
+// same double, in strconv 'g' style ("3", "0.03", "1e+06", "1e-05").
+std::string format_prometheus_value(double value);
+
+// Label values: backslash, double quote and newline escaped.
+void append_escaped_label_value(std::string& out, std::string_view value);
+// HELP text: backslash and newline escaped.
+void append_escaped_help(std::string& out, std::string_view help);
+
+// One family: HELP (when there is help text), TYPE, then its samples.
+// Counters are named with _total; histograms expose _bucket (cumulative, le
+// ending in +Inf), _sum and _count; the count is the +Inf bucket.
+void append_family(std::string& out, const MergedFamily& family);
+
+// Threading: pure function, any thread.
+std::string render_exposition(std::span<const MergedFamily> families);
+
+}  // namespace tokenspeed::metrics

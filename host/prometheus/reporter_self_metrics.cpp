@@ -1,0 +1,87 @@
+// reporter_self_metrics.cpp — reporter figures as Prometheus series. Scrape
+// time only; never reached from a plugin sink or the event channel.
+#include "prometheus/reporter_self_metrics.hpp"
+
+#include <string_view>
+
+#include "prometheus/multiprocess_run_dir.hpp"
+#include "prometheus/prometheus_merge.hpp"
+
+namespace tokenspeed::metrics {
+namespace {
+
+std::vector<MetricDefinition> build_definitions() {
+  const std::vector<std::string> labels{"reporter"};
+  return {
+      MetricDefinition{"tokenspeed_metrics_reporter_events_delivered",
+                       MetricKind::counter,
+                       "Events an output's sink accepted.",
+                       "events",
+                       labels,
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_reporter_events_dropped",
+                       MetricKind::counter,
+                       "Events dropped before delivery, by reason (ring_full, sink_disabled).",
+                       "events",
+                       {"reporter", "reason"},
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_reporter_sink_failures",
+                       MetricKind::counter,
+                       "Failures of an output's sink (creation or emit).",
+                       "failures",
+                       labels,
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_reporter_queue_depth",
+                       MetricKind::gauge,
+                       "Events queued for an output and not yet delivered.",
+                       "events",
+                       labels,
+                       {},
+                       GaugeMode::livesum},
+  };
+}
+
+}  // namespace
+
+const std::vector<MetricDefinition>& reporter_self_metric_definitions() {
+  static const std::vector<MetricDefinition> definitions = build_definitions();
+  return definitions;
+}
+
+void add_reporter_self_figures(PrometheusMerge& merge,
+                               const std::vector<ReporterSelfFigures>& figures) {
+  const auto& defs = reporter_self_metric_definitions();
+  const ProcessIdentity self = current_process_identity();
+  for (const ReporterSelfFigures& f : figures) {
+    const std::string_view reporter = f.reporter;
+    const std::string_view one[] = {reporter};
+    const std::string_view ring[] = {reporter, "ring_full"};
+    const std::string_view disabled[] = {reporter, "sink_disabled"};
+    auto add = [&](const MetricDefinition& def, std::span<const std::string_view> labels,
+                   std::uint64_t v) {
+      const double value[] = {static_cast<double>(v)};
+      merge.add_series(def, labels, value, self, true);
+    };
+    add(defs[0], one, f.events_delivered);
+    add(defs[1], ring, f.dropped_ring_full);
+    add(defs[1], disabled, f.dropped_sink_disabled);
+    add(defs[2], one, f.sink_failures);
+    add(defs[3], one, f.queue_depth);
+  }
+}
+
+void ReporterSelfMetrics::set_source(ReporterFiguresSource source) {
+  std::lock_guard lock(mutex_);
+  source_ = std::move(source);
+}
+
+void ReporterSelfMetrics::add_to(PrometheusMerge& merge) const {
+  std::lock_guard lock(mutex_);
+  if (!source_) return;
+  add_reporter_self_figures(merge, source_());
+}
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,59 @@
+// reporter_self_metrics.hpp — the host's own figures per output (delivered,
+// dropped, failed, queued), exposed on /metrics under the
+// tokenspeed_metrics_reporter_ prefix with a `reporter` label. These series
+// are never turned into plugin events.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "pipeline/metric_catalog.hpp"
+
+namespace tokenspeed::metrics {
+
+class PrometheusMerge;
+
+// One output's figures at one moment, as the event router counts them.
+struct ReporterSelfFigures {
+  std::string reporter;                     // the output name
+  std::uint64_t events_delivered = 0;       // emit returned success
+  std::uint64_t dropped_ring_full = 0;      // not queued: the ring was full
+  std::uint64_t dropped_sink_disabled = 0;  // not queued: the sink was disabled
+  std::uint64_t sink_failures = 0;          // emit or create_sink failed
+  std::uint64_t queue_depth = 0;            // events queued, not yet emitted
+};
+
+// Called at scrape time on an endpoint thread; must not block for long.
+using ReporterFiguresSource = std::function<std::vector<ReporterSelfFigures>()>;
+
+// The families, in exposition order:
+//   tokenspeed_metrics_reporter_events_delivered_total{reporter}     counter
+//   tokenspeed_metrics_reporter_events_dropped_total{reporter,reason} counter,
+//       reason "ring_full" or "sink_disabled"
+//   tokenspeed_metrics_reporter_sink_failures_total{reporter}        counter
+//   tokenspeed_metrics_reporter_queue_depth{reporter}                gauge (livesum)
+// Producer processes may intern series of these families in their own
+// MetricStore; the merge then sums them over processes.
+const std::vector<MetricDefinition>& reporter_self_metric_definitions();
+
+// Adds one process's figures to a scrape's merge (as a live process).
+void add_reporter_self_figures(PrometheusMerge& merge,
+                               const std::vector<ReporterSelfFigures>& figures);
+
+// Threading: set_source and add_to may be called from any thread (one mutex);
+// the source runs on the scraping thread with that mutex held.
+class ReporterSelfMetrics {
+ public:
+  // Replaces the source (nullptr: none). The event router wires itself here.
+  void set_source(ReporterFiguresSource source);
+  void add_to(PrometheusMerge& merge) const;
+
+ private:
+  mutable std::mutex mutex_;
+  ReporterFiguresSource source_;
+};
+
+}  // namespace tokenspeed::metrics

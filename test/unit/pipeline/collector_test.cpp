@@ -1,0 +1,281 @@
+// collector_test.cpp — the collector API: families from definitions, series
+// interned once, updates reaching the Prometheus aggregate, events that match
+// the spec field by field, and no allocation on the hot path.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pipeline/collector.hpp"
+#include "pipeline/event_router.hpp"
+#include "prometheus/in_process_metric_store.hpp"
+#include "allocation_counter.hpp"
+#include "test_sinks.hpp"
+
+using namespace tokenspeed::metrics;
+using namespace tokenspeed::metrics::test;
+
+namespace {
+
+// A store that counts allocate_series calls.
+class CountingStore final : public MetricStore {
+ public:
+  double* allocate_series(const MetricDefinition& metric,
+                          std::span<const std::string> values) override {
+    calls.fetch_add(1);
+    return inner.allocate_series(metric, values);
+  }
+  std::atomic<int> calls{0};
+  InProcessMetricStore inner;
+};
+
+const MetricDefinition kCounter{"tokenspeed:prompt_tokens",
+                                MetricKind::counter,
+                                "Prompt tokens",
+                                "tokens",
+                                {"model", "rank"},
+                                {},
+                                {}};
+const MetricDefinition kGauge{
+    "tokenspeed:kv_cache_usage_perc", MetricKind::gauge, "KV use", "", {"model", "rank"}, {}, {}};
+const MetricDefinition kHistogram{"tokenspeed:inter_token_latency_seconds",
+                                  MetricKind::histogram,
+                                  "ITL",
+                                  "seconds",
+                                  {"model", "rank"},
+                                  {0.01, 0.1, 1.0},
+                                  {}};
+
+std::vector<const InProcessMetricStore::Series*> all_series(const InProcessMetricStore& store) {
+  std::vector<const InProcessMetricStore::Series*> out;
+  store.for_each_series([&](const InProcessMetricStore::Series& s) { out.push_back(&s); });
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a series is interned once: allocate_series is called exactly once per label set") {
+  CountingStore store;
+  Collector collector(store);
+  auto& family = collector.counter(kCounter);
+  Counter a = family.labels("llama", "0");
+  Counter b = family.labels("llama", "0");
+  Counter c = family.labels(std::string("llama"), std::string_view("1"));
+  CHECK(a.series() == b.series());
+  CHECK(a.series() != c.series());
+  CHECK(store.calls == 2);
+  CHECK(&collector.counter(kCounter) == &family);
+  CHECK(family.series_count() == 2);
+}
+
+TEST_CASE("concurrent first lookups of one series intern it once") {
+  CountingStore store;
+  Collector collector(store);
+  auto& family = collector.counter(kCounter);
+  std::vector<std::thread> threads;
+  std::vector<const MetricSeries*> seen(8);
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        Counter c = family.labels("llama", std::to_string(i % 50));
+        if (i == 7) seen[t] = c.series();
+        c.inc();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(store.calls == 50);
+  for (auto* s : seen) CHECK(s == seen[0]);
+  double total = 0;
+  for (auto* s : all_series(store.inner)) total += s->slots[0];
+  CHECK(total == 8 * 200);
+}
+
+TEST_CASE("the lookup table keeps finding every series as it grows") {
+  InProcessMetricStore store;
+  Collector collector(store);
+  auto& family = collector.counter(kCounter);
+  std::vector<const MetricSeries*> first;
+  for (int i = 0; i < 1000; ++i) first.push_back(family.labels("m", std::to_string(i)).series());
+  for (int i = 0; i < 1000; ++i)
+    CHECK(family.labels("m", std::to_string(i)).series() == first[static_cast<size_t>(i)]);
+  CHECK(std::set<const MetricSeries*>(first.begin(), first.end()).size() == 1000);
+}
+
+TEST_CASE("label values that concatenate alike are different series") {
+  InProcessMetricStore store;
+  Collector collector(store);
+  auto& family = collector.counter(kCounter);
+  CHECK(family.labels("ab", "c").series() != family.labels("a", "bc").series());
+}
+
+TEST_CASE("a wrong number of label values is refused; a wrong kind is refused") {
+  InProcessMetricStore store;
+  Collector collector(store);
+  CHECK_THROWS_AS(collector.counter(kCounter).labels("only-one"), std::invalid_argument);
+  CHECK_THROWS_AS(collector.gauge(kCounter), std::invalid_argument);
+  CHECK_THROWS_AS(collector.histogram(kGauge), std::invalid_argument);
+}
+
+TEST_CASE("counter inc reaches the Prometheus aggregate; a negative or NaN delta is ignored") {
+  InProcessMetricStore store;
+  Collector collector(store);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  c.inc();
+  c.inc(2.5);
+  c.inc(-1);
+  c.inc(std::numeric_limits<double>::quiet_NaN());
+  auto series = all_series(store);
+  REQUIRE(series.size() == 1);
+  CHECK(series[0]->slots[0] == 3.5);
+  CHECK(series[0]->label_values == std::vector<std::string>{"llama", "0"});
+}
+
+TEST_CASE(
+    "histogram observe fills the non-cumulative bucket, the +Inf bucket and the sum, weight "
+    "times") {
+  InProcessMetricStore store;
+  Collector collector(store);
+  Histogram h = collector.histogram(kHistogram).labels("llama", "0");
+  h.observe(0.01, 3);  // le 0.01 (bounds are inclusive)
+  h.observe(0.5);      // le 1.0
+  h.observe(7.0, 2);   // +Inf
+  h.observe(1.0, 0);   // weight 0: nothing
+  auto series = all_series(store);
+  REQUIRE(series.size() == 1);
+  const double* s = series[0]->slots;
+  CHECK(s[0] == 3);
+  CHECK(s[1] == 0);
+  CHECK(s[2] == 1);
+  CHECK(s[3] == 2);
+  CHECK(s[4] == Approx(0.03 + 0.5 + 14.0));
+}
+
+TEST_CASE("without an external output no event is built") {
+  InProcessMetricStore store;
+  Collector collector(store);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  CHECK(c.series()->router == nullptr);
+  CountAllocations allocations;
+  for (int i = 0; i < 100; ++i) c.inc();
+  CHECK(allocations.count() == 0);
+}
+
+TEST_CASE("the event a plugin receives matches the spec field by field, with the metric metadata") {
+  InProcessMetricStore store;
+  TestSink sink;
+  EventRouter router({test_output("rec", &sink)});
+  Collector collector(store, &router);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  Gauge g = collector.gauge(kGauge).labels("llama", "0");
+  Histogram h = collector.histogram(kHistogram).labels("llama", "0");
+  const std::int64_t before = event_clock::realtime_ns();
+  c.inc(5);
+  g.set(0.25);
+  h.observe(0.01, 3);
+  const std::int64_t after = event_clock::realtime_ns();
+  REQUIRE(router.close(std::chrono::seconds(10)));
+  const auto events = sink.snapshot();
+  REQUIRE(events.size() == 3);
+  const std::vector<std::pair<std::string, std::string>> labels{{"model", "llama"}, {"rank", "0"}};
+
+  CHECK(events[0].metric == "tokenspeed:prompt_tokens_total");  // counters carry _total
+  CHECK(events[0].operation == TSM_OP_INC);
+  CHECK(events[0].value == 5);
+  CHECK(events[0].weight == 1);
+  CHECK(events[0].labels == labels);
+  CHECK(events[1].metric == "tokenspeed:kv_cache_usage_perc");
+  CHECK(events[1].operation == TSM_OP_SET);
+  CHECK(events[1].value == 0.25);
+  CHECK(events[1].weight == 1);
+  CHECK(events[2].metric == "tokenspeed:inter_token_latency_seconds");
+  CHECK(events[2].operation == TSM_OP_OBSERVE);
+  CHECK(events[2].value == 0.01);
+  CHECK(events[2].weight == 3);
+  CHECK(events[2].labels == labels);
+  for (const auto& e : events) {
+    // Wall clock of the observation (TSC conversion: microseconds of error).
+    CHECK(e.timestamp_ns >= before - 1'000'000);
+    CHECK(e.timestamp_ns <= after + 1'000'000);
+  }
+  const tsm_metric_info* info = events[2].info;
+  REQUIRE(info != nullptr);
+  CHECK(info->struct_size == sizeof(tsm_metric_info));
+  CHECK(info->kind == TSM_KIND_HISTOGRAM);
+  CHECK(std::string(info->name) == "tokenspeed:inter_token_latency_seconds");
+  CHECK(std::string(info->help) == "ITL");
+  CHECK(std::string(info->unit) == "seconds");
+  REQUIRE(info->label_count == 2);
+  CHECK(std::string(info->label_names[0]) == "model");
+  REQUIRE(info->bucket_count == 3);
+  CHECK(info->bucket_bounds[2] == 1.0);
+  CHECK(std::string(events[0].info->name) == "tokenspeed:prompt_tokens_total");
+  CHECK(events[0].info->kind == TSM_KIND_COUNTER);
+  CHECK(events[0].info->bucket_bounds == nullptr);
+  // Built once per family: every event of a family points to the same info.
+  CHECK(sink.info_valid_at_close);
+}
+
+TEST_CASE("counter increments and histogram observations are never de-duplicated") {
+  InProcessMetricStore store;
+  TestSink sink;
+  EventRouter router({test_output("rec", &sink)});
+  Collector collector(store, &router);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  Histogram h = collector.histogram(kHistogram).labels("llama", "0");
+  for (int i = 0; i < 5; ++i) {
+    c.inc(1);
+    h.observe(0.5, 1);
+  }
+  REQUIRE(router.close(std::chrono::seconds(10)));
+  CHECK(sink.snapshot().size() == 10);
+}
+
+TEST_CASE("labels(...).inc() on an existing series and inc on a handle allocate nothing") {
+  InProcessMetricStore store;
+  TestSink sink;
+  sink.record = false;
+  EventRouter router({test_output("rec", &sink)});
+  Collector collector(store, &router);
+  auto& counters = collector.counter(kCounter);
+  auto& histograms = collector.histogram(kHistogram);
+  auto& gauges = collector.gauge(kGauge);
+  counters.labels("llama", "0").inc();  // interns the series and registers this thread's rings
+  histograms.labels("llama", "0").observe(1);
+  gauges.labels("llama", "0").set(1);
+  Counter handle = counters.labels("llama", "0");
+  const std::string model = "llama";
+  long counted = 0;
+  {
+    CountAllocations allocations;
+    for (int i = 0; i < 1000; ++i) {
+      counters.labels(model, "0").inc();
+      handle.inc(2);
+      histograms.labels("llama", "0").observe(0.5, 2);
+      gauges.labels("llama", "0").set(i);
+    }
+    counted = allocations.count();
+  }
+  CHECK(counted == 0);
+  router.close(std::chrono::seconds(10));
+}
+
+TEST_CASE(
+    "events are observations before aggregation: counter events carry deltas, not running totals") {
+  InProcessMetricStore store;
+  TestSink sink;
+  EventRouter router({test_output("rec", &sink)});
+  Collector collector(store, &router);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  c.inc(5);
+  c.inc(2);
+  REQUIRE(router.close(std::chrono::seconds(10)));
+  const auto events = sink.snapshot();
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].value == 5);
+  CHECK(events[1].value == 2);
+  CHECK(all_series(store)[0]->slots[0] == 7);  // the aggregate is Prometheus's
+}

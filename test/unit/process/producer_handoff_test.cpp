@@ -1,0 +1,86 @@
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "process/producer_handoff.hpp"
+#include "config/startup_error.hpp"
+
+using namespace tokenspeed::metrics;
+
+namespace {
+
+ProducerHandoff sample_handoff() {
+  ProducerHandoff handoff;
+  handoff.outputs.push_back({"jsonl", boost::json::object{{"path", "/tmp/e-{pid}.jsonl"}}});
+  handoff.outputs.push_back(
+      {"otlp", boost::json::object{{"endpoint", "http://127.0.0.1:4318"}, {"session", "node-7"}}});
+  handoff.plugin_dirs = {"/opt/a", "/opt/b"};
+  handoff.disabled_plugins = "statsd";
+  handoff.allow_insecure_plugins = true;
+  handoff.run_dir = "/tmp/run-x";
+  handoff.queue_size = 4096;
+  handoff.shutdown_budget = std::chrono::milliseconds(3750);
+  return handoff;
+}
+
+void require_equal(const ProducerHandoff& a, const ProducerHandoff& b) {
+  REQUIRE(a.outputs.size() == b.outputs.size());
+  for (std::size_t i = 0; i < a.outputs.size(); ++i) {
+    CHECK(a.outputs[i].name == b.outputs[i].name);
+    CHECK(a.outputs[i].producer_config == b.outputs[i].producer_config);
+  }
+  CHECK(a.plugin_dirs == b.plugin_dirs);
+  CHECK(a.disabled_plugins == b.disabled_plugins);
+  CHECK(a.allow_insecure_plugins == b.allow_insecure_plugins);
+  CHECK(a.run_dir == b.run_dir);
+  CHECK(a.queue_size == b.queue_size);
+  CHECK(a.shutdown_budget == b.shutdown_budget);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "the producer configuration crosses spawn as plain JSON through an inherited descriptor") {
+  const ProducerHandoff handoff = sample_handoff();
+  const int fd = write_handoff_memfd(handoff);
+  REQUIRE(fd >= 0);
+  ::setenv(kHandoffFdEnv, std::to_string(fd).c_str(), 1);
+  const ProducerHandoff received = read_handoff_from_environment();
+  require_equal(received, handoff);
+  CHECK(std::getenv(kHandoffFdEnv) == nullptr);  // not passed on further
+  CHECK(::fcntl(fd, F_GETFD) == -1);             // the descriptor was closed
+}
+
+TEST_CASE("the handoff memfd is sealed against writes") {
+  const int fd = write_handoff_memfd(sample_handoff());
+  REQUIRE(fd >= 0);
+  CHECK(::write(fd, "x", 1) == -1);
+  ::close(fd);
+}
+
+TEST_CASE("a producer without a launcher's handoff fails with an error naming the variable") {
+  ::unsetenv(kHandoffFdEnv);
+  try {
+    read_handoff_from_environment();
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.context().key == kHandoffFdEnv);
+  }
+}
+
+TEST_CASE("a producer configuration that is not a JSON object is refused in the handoff") {
+  boost::json::object json = handoff_to_json(sample_handoff());
+  json["outputs"].as_array()[0].as_object()["producer_config"] = boost::json::array{1, 2};
+  try {
+    handoff_from_json(json);
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.context().key == "outputs.producer_config");
+  }
+  boost::json::object missing = handoff_to_json(sample_handoff());
+  missing.erase("run_dir");
+  CHECK_THROWS_AS(handoff_from_json(missing), StartupError);
+}

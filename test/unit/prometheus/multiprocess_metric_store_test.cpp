@@ -1,0 +1,166 @@
+// multiprocess_metric_store_test.cpp — the producer file: records, growth by
+// regions, publication to a concurrent reader, pid and closed flag.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <thread>
+#include <unistd.h>
+
+#include "prometheus/multiprocess_metric_store.hpp"
+
+using namespace tokenspeed::metrics;
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string templ = (std::filesystem::temp_directory_path() / "tsm-store-XXXXXX").string();
+    REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    path = templ;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+const MetricDefinition kCounter{"test:requests",   MetricKind::counter, "", "", {"model"}, {},
+                                GaugeMode::livemax};
+const MetricDefinition kHistogram{
+    "test:latency_seconds", MetricKind::histogram, "", "", {"model"}, {0.1, 1}, GaugeMode::livemax};
+
+std::map<std::string, std::vector<double>> read_all(const std::filesystem::path& file,
+                                                    MultiprocessFileInfo* info = nullptr) {
+  std::map<std::string, std::vector<double>> out;
+  const bool ok = read_multiprocess_file(
+      file,
+      [&](const MultiprocessFileInfo& f) {
+        if (info) *info = f;
+      },
+      [&](const MultiprocessSeriesView& view) {
+        std::string key(view.metric_name);
+        for (auto value : view.label_values) key += "|" + std::string(value);
+        out[key] = {view.slots.begin(), view.slots.end()};
+      });
+  REQUIRE(ok);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("records are keyed by metric and label values: the same series gets the same slots") {
+  TempDir dir;
+  MultiprocessMetricStore store({dir.path});
+  const std::vector<std::string> a{"llama"}, b{"mistral"};
+  double* first = store.allocate_series(kCounter, a);
+  CHECK(store.allocate_series(kCounter, a) == first);
+  double* other = store.allocate_series(kCounter, b);
+  CHECK(other != first);
+  double* hist = store.allocate_series(kHistogram, a);
+  std::atomic_ref<double>(first[0]).fetch_add(2.5);
+  std::atomic_ref<double>(hist[1]).fetch_add(3);
+  std::atomic_ref<double>(hist[3]).fetch_add(0.9);
+  const auto records = read_all(store.file_path());
+  REQUIRE(records.size() == 3);
+  CHECK(records.at("test:requests|llama") == std::vector<double>{2.5});
+  CHECK(records.at("test:requests|mistral") == std::vector<double>{0});
+  CHECK(records.at("test:latency_seconds|llama") == std::vector<double>{0, 3, 0, 0.9});
+}
+
+TEST_CASE("the file carries the writer's pid; a closed file is not live") {
+  TempDir dir;
+  MultiprocessMetricStore store({dir.path, "frontend"});
+  CHECK(store.file_path().filename() == "frontend_" + std::to_string(::getpid()) + ".db");
+  store.allocate_series(kCounter, std::vector<std::string>{"x"});
+  MultiprocessFileInfo info;
+  read_all(store.file_path(), &info);
+  CHECK(info.writer.pid == ::getpid());
+  CHECK(info.live);
+  store.close();
+  read_all(store.file_path(), &info);
+  CHECK_FALSE(info.live);
+}
+
+TEST_CASE("the store grows by mapping new regions: slots handed out earlier never move") {
+  TempDir dir;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  MultiprocessMetricStore store({dir.path, "producer", page});
+  std::vector<double*> slots;
+  for (int i = 0; i < 2000; ++i) {
+    double* s =
+        store.allocate_series(kCounter, std::vector<std::string>{"model-" + std::to_string(i)});
+    slots.push_back(s);
+    std::atomic_ref<double>(s[0]).store(i);
+  }
+  // Every earlier slot is still ours and still holds its value.
+  for (int i = 0; i < 2000; ++i) CHECK(*slots[static_cast<std::size_t>(i)] == i);
+  CHECK(std::filesystem::file_size(store.file_path()) > 10 * page);
+  const auto records = read_all(store.file_path());
+  REQUIRE(records.size() == 2000);
+  for (int i = 0; i < 2000; ++i)
+    CHECK(records.at("test:requests|model-" + std::to_string(i))[0] == i);
+}
+
+TEST_CASE("a series too large for one region is refused at interning time") {
+  TempDir dir;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  MultiprocessMetricStore store({dir.path, "producer", page});
+  CHECK_THROWS_AS(store.allocate_series(kCounter, std::vector<std::string>{std::string(page, 'x')}),
+                  std::length_error);
+}
+
+TEST_CASE("a file that is not a store file is skipped") {
+  TempDir dir;
+  std::ofstream(dir.path / "garbage.db") << std::string(200, 'z');
+  CHECK_FALSE(read_multiprocess_file(dir.path / "garbage.db", nullptr, [](const auto&) {}));
+  CHECK_FALSE(read_multiprocess_file(dir.path / "missing.db", nullptr, [](const auto&) {}));
+}
+
+TEST_CASE("a concurrent reader sees only complete records and values that never go backwards") {
+  TempDir dir;
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  MultiprocessMetricStore store({dir.path, "producer", page});
+  constexpr int kSeries = 3000;
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    std::vector<double*> slots;
+    for (int i = 0; i < kSeries; ++i) {
+      slots.push_back(
+          store.allocate_series(kCounter, std::vector<std::string>{"m" + std::to_string(i)}));
+      for (double* s : slots) {
+        if (slots.size() % 64 == 0 || s == slots.back()) {
+          std::atomic_ref<double>(s[0]).fetch_add(1.0, std::memory_order_relaxed);
+        }
+      }
+    }
+    done.store(true);
+  });
+  std::map<std::string, double> last;
+  std::size_t last_count = 0;
+  int reads = 0;
+  bool ok = true;
+  while (!done.load() || reads < 3) {
+    std::map<std::string, double> now;
+    bool complete =
+        read_multiprocess_file(store.file_path(), nullptr, [&](const MultiprocessSeriesView& view) {
+          if (view.metric_name != "test:requests" || view.label_values.size() != 1 ||
+              view.label_values[0].empty() || view.label_values[0][0] != 'm' ||
+              view.slots.size() != 1) {
+            ok = false;
+          }
+          now[std::string(view.label_values.empty() ? "" : view.label_values[0])] =
+              view.slots.empty() ? 0 : view.slots[0];
+        });
+    ok = ok && complete && now.size() >= last_count;
+    for (const auto& [name, value] : last) ok = ok && now.count(name) == 1 && now[name] >= value;
+    last = std::move(now);
+    last_count = last.size();
+    ++reads;
+  }
+  writer.join();
+  CHECK(ok);
+  CHECK(reads >= 3);
+  const auto records = read_all(store.file_path());
+  CHECK(records.size() == kSeries);
+}
