@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <type_traits>
 
 #include "tokenspeed/metrics/metric_definition.hpp"
 
@@ -97,10 +98,12 @@ class Family {
   // family.labels("llama", "0"): the handle of that series, in label-name
   // order. Throws std::invalid_argument when the number of values is wrong.
   template <class... Values>
+    requires(std::is_convertible_v<const Values&, std::string_view> && ...)
   Handle labels(const Values&... values) {
     const std::array<std::string_view, sizeof...(Values)> views{std::string_view(values)...};
     return labels(std::span<const std::string_view>(views));
   }
+  // The same from a run of values (a std::vector<std::string_view>, say).
   Handle labels(std::span<const std::string_view> values);
 
   const MetricDefinition& definition() const noexcept { return definition_; }
