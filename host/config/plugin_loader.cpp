@@ -4,6 +4,7 @@
 #include "config/plugin_loader.hpp"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -41,8 +43,22 @@ struct LoadedLibraries {
   std::set<std::pair<dev_t, ino_t>> registered;
 };
 
+LoadedLibraries* libraries_of_this_process = nullptr;
+
+// A forked child is a process of its own: it registers its plugins again
+// (the libraries stay loaded), and its copy of the mutex may have been held
+// by another thread of the parent when it forked.
+void forget_registrations_in_child() noexcept {
+  new (&libraries_of_this_process->mutex) std::mutex();
+  libraries_of_this_process->registered.clear();
+}
+
 LoadedLibraries& loaded_libraries() {
-  static auto* libraries = new LoadedLibraries;
+  static auto* libraries = [] {
+    libraries_of_this_process = new LoadedLibraries;
+    ::pthread_atfork(nullptr, nullptr, &forget_registrations_in_child);
+    return libraries_of_this_process;
+  }();
   return *libraries;
 }
 

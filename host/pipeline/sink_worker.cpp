@@ -5,6 +5,7 @@
 
 #include <linux/futex.h>
 #include <linux/membarrier.h>
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -46,9 +47,27 @@ bool register_membarrier() noexcept {
   return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
+// Registration belongs to the process (its address space): a forked child
+// registers again. An atomic rather than a guarded static, whose guard a
+// fork could copy half-taken by another thread.
+enum MembarrierState : int { kUnknown, kAvailable, kUnavailable };
+std::atomic<int> membarrier_state{kUnknown};
+
+void forget_membarrier_in_child() noexcept {
+  membarrier_state.store(kUnknown, std::memory_order_relaxed);
+}
+
+[[maybe_unused]] const int membarrier_fork_handler =
+    ::pthread_atfork(nullptr, nullptr, &forget_membarrier_in_child);
+
 void heavy_barrier() noexcept {
-  static const bool available = register_membarrier();
-  if (available) {
+  int state = membarrier_state.load(std::memory_order_acquire);
+  if (state == kUnknown) {
+    // Registering twice (two workers at once) is harmless.
+    state = register_membarrier() ? kAvailable : kUnavailable;
+    membarrier_state.store(state, std::memory_order_release);
+  }
+  if (state == kAvailable) {
     syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   } else {
     // A locked read-modify-write: a full barrier on this thread only.

@@ -1,0 +1,248 @@
+"""The tokenspeed_metrics module as a Python engine uses it: a port of a
+prometheus_client program, a launcher with multiprocessing workers (spawn and
+fork) whose /metrics and jsonl output agree, a worker killed with SIGKILL,
+and bad arguments.
+
+Environment: PYTHONPATH reaches the package and the extension;
+TSM_JSONL_PLUGIN_DIR holds jsonl.so; TSM_TEST_TMPDIR is a private directory
+in the build tree (plugin directories under /tmp are refused)."""
+import glob
+import json
+import math
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+import tokenspeed_metrics
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JSONL_DIR = os.environ.get("TSM_JSONL_PLUGIN_DIR", "")
+TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR", tempfile.gettempdir())
+TIMEOUT_S = 60  # hang guard only
+
+
+def samples(text, prefix):
+    """{(name, sorted labels): value} of the samples whose name starts with
+    prefix. A bucket's le is compared as a number: prometheus_client writes
+    "1.0" where we write "1", as the Go client does."""
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.startswith(prefix):
+                labels = dict(sample.labels)
+                if "le" in labels:
+                    labels["le"] = repr(float(labels["le"]))
+                out[(sample.name, tuple(sorted(labels.items())))] = sample.value
+    return out
+
+
+@pytest.fixture
+def workdir():
+    os.makedirs(TMP_ROOT, exist_ok=True)
+    path = tempfile.mkdtemp(prefix="tsm-py-", dir=TMP_ROOT)
+    os.chmod(path, 0o755)
+    yield path
+    subprocess.run(["rm", "-rf", path], check=False)
+
+
+def run_python(*args, env=None):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                          timeout=TIMEOUT_S, env=env, check=False)
+
+
+def run_script(workdir, text, env=None):
+    """Runs text as a file's main program: the spawn start method imports it
+    again in each worker."""
+    path = os.path.join(workdir, "program.py")
+    with open(path, "w") as script:
+        script.write(text)
+    return run_python(path, env=env)
+
+
+def test_a_prometheus_client_program_ported_by_its_import_gives_the_same_exposition(workdir):
+    program = os.path.join(HERE, "ported_program.py")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOKENSPEED_", "PROMETHEUS_"))}
+    reference_dir = os.path.join(workdir, "reference")
+    os.mkdir(reference_dir)
+    reference = run_python(program, "--client", "prometheus_client", "--dir", reference_dir,
+                           env=env)
+    assert reference.returncode == 0, reference.stderr
+    ported = run_python(program, "--client", "tokenspeed_metrics", "--dir", workdir, env=env)
+    assert ported.returncode == 0, ported.stderr
+    expected = samples(reference.stdout, "app:")
+    got = samples(ported.stdout, "app:")
+    assert expected, reference.stdout
+    # prometheus_client adds a _created sample per counter and histogram; we have none.
+    expected = {key: value for key, value in expected.items() if not key[0].endswith("_created")}
+    assert set(got) == set(expected)
+    for key, value in expected.items():
+        assert math.isclose(got[key], value, rel_tol=1e-12, abs_tol=1e-12), key
+
+
+def record_in_worker(index):
+    requests = tokenspeed_metrics.Counter("py:requests", "Requests.", ["worker"])
+    tokens = tokenspeed_metrics.Histogram("py:chunk_latency_seconds", "Per-token latency.",
+                                          ["worker"], buckets=(0.01, 0.1, 1.0))
+    child = requests.labels(str(index))
+    latency = tokens.labels(worker=str(index))
+    for i in range(500):
+        child.inc(index + 1)
+        latency.observe(0.02, weight=4)  # one chunk of four tokens
+    latency.observe_many([0.005, 0.5])
+
+
+@pytest.mark.parametrize("start_method", ["spawn", "fork"])
+def test_a_launcher_with_three_multiprocessing_workers_sums_them_and_jsonl_agrees(
+        workdir, start_method):
+    script = f"""
+import json, multiprocessing, os, sys, urllib.request
+sys.path.insert(0, {HERE!r})
+import tokenspeed_metrics
+from test_tokenspeed_metrics import record_in_worker
+if __name__ == "__main__":
+    sys.argv[1:] = ["--enable-metrics", "--metrics-reporters", "prometheus,jsonl",
+                    "--metrics-reporter-config", {os.path.join(workdir, "m.json")!r},
+                    "--metrics-plugin-dir", {JSONL_DIR!r}, "--metrics-port", "0",
+                    "--metrics-multiproc-dir", {workdir!r}, "--engine-flag", "kept"]
+    tokenspeed_metrics.start()
+    assert sys.argv[1:] == ["--engine-flag", "kept"], sys.argv
+    context = multiprocessing.get_context({start_method!r})
+    workers = [context.Process(target=record_in_worker, args=(i,)) for i in range(3)]
+    for w in workers: w.start()
+    for w in workers: w.join(); assert w.exitcode == 0, w.exitcode
+    with urllib.request.urlopen(tokenspeed_metrics.metrics_url(), timeout=30) as r:
+        sys.stdout.write(r.read().decode())
+    report = tokenspeed_metrics.close()
+    sys.stderr.write(report["table"])
+"""
+    with open(os.path.join(workdir, "m.json"), "w") as config:
+        json.dump({"jsonl": {"path": os.path.join(workdir, "events-{pid}.jsonl")}}, config)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
+    result = run_script(workdir, script, env=env)
+    assert result.returncode == 0, result.stderr
+    scrape = samples(result.stdout, "py:")
+    for worker in range(3):
+        label = (("worker", str(worker)),)
+        assert scrape[("py:requests_total", label)] == 500 * (worker + 1)
+        assert scrape[("py:chunk_latency_seconds_count", label)] == 500 * 4 + 2
+        assert math.isclose(scrape[("py:chunk_latency_seconds_sum", label)], 500 * 0.08 + 0.505)
+        assert scrape[("py:chunk_latency_seconds_bucket", (("le", repr(0.1)),) + label)] == 2001
+    totals = {}
+    files = glob.glob(os.path.join(workdir, "events-*.jsonl"))
+    assert len(files) == 3, files
+    for path in files:
+        with open(path) as lines:
+            for line in lines:
+                event = json.loads(line)
+                key = (event["metric"], event["labels"]["worker"])
+                count, total = totals.get(key, (0, 0.0))
+                totals[key] = (count + event["weight"], total + event["value"] * event["weight"])
+    for worker in range(3):
+        assert totals[("py:requests_total", str(worker))][1] == 500 * (worker + 1)
+        count, total = totals[("py:chunk_latency_seconds", str(worker))]
+        assert count == 2002
+        assert math.isclose(total, 500 * 0.08 + 0.505)
+    assert "Process-" in result.stderr  # the summary names the multiprocessing workers
+
+
+def test_a_worker_killed_with_sigkill_leaves_its_counters_and_drops_its_live_gauges(workdir):
+    script = f"""
+import multiprocessing, os, signal, sys, time
+import tokenspeed_metrics
+REQ = tokenspeed_metrics.Counter("py:killed_requests", "Requests.")
+BUSY = tokenspeed_metrics.Gauge("py:busy", "Busy.", multiprocess_mode="livesum")
+def victim(ready):
+    REQ.inc(7)
+    BUSY.set(5)
+    ready.set()
+    time.sleep(600)
+if __name__ == "__main__":
+    tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
+                              "--metrics-multiproc-dir", {workdir!r}])
+    context = multiprocessing.get_context("spawn")
+    ready = context.Event()
+    worker = context.Process(target=victim, args=(ready,))
+    worker.start()
+    assert ready.wait(30)
+    before = tokenspeed_metrics.generate_latest().decode()
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join()
+    after = tokenspeed_metrics.generate_latest().decode()
+    print(before + "\\n=====\\n" + after)
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
+    result = run_script(workdir, script, env=env)
+    assert result.returncode == 0, result.stderr
+    before, after = result.stdout.split("=====")
+    assert samples(before, "py:")[("py:busy", ())] == 5
+    assert samples(before, "py:")[("py:killed_requests_total", ())] == 7
+    assert ("py:busy", ()) not in samples(after, "py:")
+    assert samples(after, "py:")[("py:killed_requests_total", ())] == 7
+
+
+def test_bad_arguments_raise_with_a_clear_message():
+    counter = tokenspeed_metrics.Counter("py:bad", "Bad.", ["a", "b"])
+    with pytest.raises(ValueError, match="Incorrect label count"):
+        counter.labels("only-one")
+    with pytest.raises(ValueError, match="missing label values"):
+        counter.inc()
+    with pytest.raises(ValueError, match="not a valid metric name"):
+        tokenspeed_metrics.Counter("9bad", "Bad.")
+    with pytest.raises(ValueError, match="Invalid multiprocess mode"):
+        tokenspeed_metrics.Gauge("py:g", "G.", multiprocess_mode="mostrecent")
+    with pytest.raises(tokenspeed_metrics.StartupError) as unknown:
+        tokenspeed_metrics.extract_metrics_flags(["--metrics-reporter", "x"])
+    assert unknown.value.args[3] == "--metrics-reporter"
+    assert "unknown metrics flag" in str(unknown.value)
+
+
+def test_negative_increments_and_recording_before_start_are_refused():
+    script = """
+import os, tokenspeed_metrics
+for v in ("TOKENSPEED_METRICS_HANDOFF_FILE", "TOKENSPEED_METRICS_HANDOFF_FD",
+          "TOKENSPEED_METRICS_DISABLED"):
+    os.environ.pop(v, None)
+c = tokenspeed_metrics.Counter("py:early", "Early.")
+try:
+    c.inc()
+except RuntimeError as error:
+    print("refused:", error)
+tokenspeed_metrics.start([])  # metrics disabled: handles do nothing
+c.inc()
+try:
+    c.inc(-1)
+except ValueError as error:
+    print("negative:", error)
+"""
+    result = run_python("-c", script)
+    assert result.returncode == 0, result.stderr
+    assert "refused: tokenspeed_metrics: metrics are not started" in result.stdout
+    assert "negative: Counters can only be incremented by non-negative amounts." in result.stdout
+
+
+def test_a_startup_error_names_reporter_file_and_key(workdir):
+    config = os.path.join(workdir, "bad.json")
+    with open(config, "w") as out:
+        out.write('{"jsonl": {"path": "/x"}, "jsonl": {}}')
+    script = f"""
+import tokenspeed_metrics
+try:
+    tokenspeed_metrics.start(["--enable-metrics", "--metrics-reporters", "jsonl",
+                              "--metrics-reporter-config", {config!r},
+                              "--metrics-plugin-dir", {JSONL_DIR!r}])
+except tokenspeed_metrics.StartupError as error:
+    print(error.args[0]); print(error.args[2])
+"""
+    result = run_python("-c", script)
+    assert result.returncode == 0, result.stderr
+    message, file_name = result.stdout.splitlines()[:2]
+    assert file_name == config
+    assert "duplicate" in message
