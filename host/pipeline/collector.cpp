@@ -182,7 +182,37 @@ void Histogram::observe(double value, std::uint64_t weight) const noexcept {
 }
 
 void Histogram::observe_each(std::span<const double> values) const noexcept {
-  for (const double value : values) record_observe(series_, value, 1);
+  if (series_ == nullptr) return;
+  const std::vector<double>& bounds = series_->family->definition.buckets;
+  const std::size_t n = bounds.size();
+  constexpr std::size_t kLocalBuckets = 64;
+  if (n + 1 > kLocalBuckets) {
+    for (const double value : values) record_observe(series_, value, 1);
+    return;
+  }
+  // Counted here first: one atomic add per bucket touched, not per value.
+  std::array<double, kLocalBuckets> counts{};
+  double sum = 0.0;
+  for (const double value : values) {
+    std::size_t bucket = 0;
+    while (bucket < n && !(value <= bounds[bucket])) ++bucket;  // NaN lands in +Inf
+    counts[bucket] += 1.0;
+    sum += value;
+  }
+  for (std::size_t bucket = 0; bucket <= n; ++bucket) {
+    if (counts[bucket] != 0.0) {
+      std::atomic_ref<double>(series_->slots[bucket])
+          .fetch_add(counts[bucket], std::memory_order_relaxed);
+    }
+  }
+  if (!values.empty()) {
+    std::atomic_ref<double>(series_->slots[n + 1]).fetch_add(sum, std::memory_order_relaxed);
+  }
+  if (EventRouter* router = series_->router) {
+    for (const double value : values) {
+      router->publish(EventSlot{series_, value, 1, event_clock::raw_now()});
+    }
+  }
 }
 
 template <class Handle>
