@@ -14,9 +14,12 @@ second) whose output 'stalled' (test/plugins/stalls_in_emit) blocks in emit:
   define, or that appears only with a producer crash, is listed as skipped
   with its reason;
 - the rules file loads into the server and every rule evaluates cleanly; with
-  its windows shortened to 10 s, the stall alert's expression holds for
-  'stalled' and not for 'jsonl', and the alert fires; the endpoint-down
-  expression holds once the engine is gone.
+  its windows shortened to 10 s (and every `for` to 1 s), the stall and
+  dropping expressions hold for 'stalled', the stall expression never for
+  'jsonl', and the stall alert fires; once the engine is gone the
+  endpoint-down expression holds and its alert fires.
+
+Never writes outside its temporary directory; waits are hang guards only.
 
 Arguments: tokenspeed-metrics, prometheus ('' when missing), the host library
 (to tell which families this build defines), the dashboard, the rules file,
