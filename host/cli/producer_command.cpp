@@ -85,11 +85,12 @@ int run_producer(int argc, char** argv) {
   ProcessMetrics metrics(registry, {handoff.outputs, handoff.run_dir, process_name, router});
 
   std::atomic<bool> stop{false};
+  Recorder recorder(&metrics.collector());
   std::thread workload([&] {
     if (role == "scheduler") {
-      SchedulerSimulator(metrics.collector(), simulation, dp_rank).run(stop);
+      SchedulerSimulator(recorder, simulation, dp_rank).run(stop);
     } else {
-      FrontendSimulator(metrics.collector(), simulation).run(stop);
+      FrontendSimulator(recorder, simulation).run(stop);
     }
   });
 

@@ -137,7 +137,7 @@ int run_simulate(int argc, char** argv) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     local->collector()
-        .histogram(catalog_metric("tokenspeed:func_latency_seconds"))
+        .histogram(tokenspeed_metric("tokenspeed:func_latency_seconds"))
         .labels(simulation.model_name, simulation.app_key, "launcher_startup")
         .observe(seconds);
   }

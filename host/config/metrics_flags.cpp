@@ -105,6 +105,36 @@ po::variables_map parse_command_line(int argc, char** argv,
   return values;
 }
 
+ExtractedFlags extract_flags(const std::vector<std::string>& args,
+                             const po::options_description& description) {
+  ExtractedFlags result;
+  try {
+    const po::parsed_options parsed =
+        po::command_line_parser(args)
+            .options(description)
+            .allow_unregistered()
+            .style(po::command_line_style::default_style & ~po::command_line_style::allow_guessing)
+            .run();
+    for (const po::option& option : parsed.options) {
+      if (!option.unregistered) continue;
+      const std::string& flag = option.original_tokens.empty() ? option.string_key
+                                                               : option.original_tokens.front();
+      const std::string name = flag.substr(0, flag.find('='));
+      if (name.starts_with("--metrics-") || name.starts_with("--enable-metrics")) {
+        throw StartupError({"", "", name}, "unknown metrics flag");
+      }
+    }
+    po::store(parsed, result.values);
+    po::notify(result.values);
+    result.rest = po::collect_unrecognized(parsed.options, po::include_positional);
+  } catch (const po::error_with_option_name& error) {
+    throw StartupError({{}, {}, error.get_option_name()}, error.what());
+  } catch (const po::error& error) {
+    throw StartupError({}, error.what());
+  }
+  return result;
+}
+
 std::string usage(const std::string& command, const std::string& synopsis,
                   const po::options_description& description) {
   std::ostringstream out;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/variables_map.hpp>
@@ -45,6 +46,17 @@ MetricsOptions metrics_options_from(const boost::program_options::variables_map&
 // flags, missing values and stray arguments throw StartupError naming the flag.
 boost::program_options::variables_map parse_command_line(
     int argc, char** argv, const boost::program_options::options_description& description);
+
+// Takes the flags of description out of args (the arguments after the
+// program name) and returns the others in their order. An unknown flag that
+// begins with --metrics- or --enable-metrics, a missing value or a bad value
+// throws StartupError naming the flag.
+struct ExtractedFlags {
+  boost::program_options::variables_map values;
+  std::vector<std::string> rest;
+};
+ExtractedFlags extract_flags(const std::vector<std::string>& args,
+                             const boost::program_options::options_description& description);
 
 // "usage: tokenspeed-metrics <command> <synopsis>" followed by the options.
 std::string usage(const std::string& command, const std::string& synopsis,

@@ -116,32 +116,100 @@ std::size_t FamilyCore::series_count() const {
 // ------------------------------------------------------------ Collector
 
 Collector::Collector(MetricStore& store, EventRouter* router, CollectorOptions options)
-    : store_(store), router_(router), options_(options) {}
+    : store_(&store), router_(router), options_(options) {}
+
+Collector::Collector(std::nullptr_t) : store_(nullptr), router_(nullptr), options_() {}
 
 Collector::~Collector() = default;
 
-template <class F>
-F& Collector::family(const MetricDefinition& definition, MetricKind kind,
-                     std::map<const MetricDefinition*, std::unique_ptr<F>>& families) {
+Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKind kind) {
   if (definition.kind != kind) {
     throw std::invalid_argument("metric " + definition.name + " is a " +
                                 std::string(to_string(definition.kind)) + ", not a " +
                                 std::string(to_string(kind)));
   }
+  MetricDefinition checked = checked_definition(definition);
   std::lock_guard lock(mutex_);
-  auto& slot = families[&definition];
-  if (!slot) slot = std::make_unique<F>(definition, store_, router_, &options_);
-  return *slot;
+  auto found = families_.find(checked.name);
+  if (found != families_.end()) {
+    if (!(*found->second.definition == checked)) {
+      throw std::invalid_argument("metric " + checked.name +
+                                  " is already defined differently in this process (kind, help, "
+                                  "unit, label names, buckets and gauge mode must match)");
+    }
+    return found->second;
+  }
+  Entry& entry = families_[checked.name];
+  entry.definition = std::make_unique<MetricDefinition>(std::move(checked));
+  if (store_ != nullptr) {
+    entry.core = std::make_unique<FamilyCore>(*entry.definition, *store_, router_);
+  }
+  const MetricDefinition& stable = *entry.definition;
+  switch (kind) {
+    case MetricKind::counter:
+      entry.counter.reset(new CounterFamily(stable, entry.core.get(), &options_));
+      break;
+    case MetricKind::gauge:
+      entry.gauge.reset(new GaugeFamily(stable, entry.core.get(), &options_));
+      break;
+    case MetricKind::histogram:
+      entry.histogram.reset(new HistogramFamily(stable, entry.core.get(), &options_));
+      break;
+  }
+  return entry;
 }
 
 CounterFamily& Collector::counter(const MetricDefinition& definition) {
-  return family(definition, MetricKind::counter, counters_);
+  return *entry(definition, MetricKind::counter).counter;
 }
 GaugeFamily& Collector::gauge(const MetricDefinition& definition) {
-  return family(definition, MetricKind::gauge, gauges_);
+  return *entry(definition, MetricKind::gauge).gauge;
 }
 HistogramFamily& Collector::histogram(const MetricDefinition& definition) {
-  return family(definition, MetricKind::histogram, histograms_);
+  return *entry(definition, MetricKind::histogram).histogram;
 }
+
+// ------------------------------------------------------- public handles
+
+void Counter::inc(double delta) const noexcept { record_inc(series_, delta); }
+
+void Gauge::set(double value) const noexcept { record_set(series_, options_, value); }
+
+void Gauge::inc(double delta) const noexcept { record_add(series_, options_, delta); }
+
+void Histogram::observe(double value, std::uint64_t weight) const noexcept {
+  record_observe(series_, value, weight);
+}
+
+void Histogram::observe_each(std::span<const double> values) const noexcept {
+  for (const double value : values) record_observe(series_, value, 1);
+}
+
+template <class Handle>
+Handle Family<Handle>::labels(std::span<const std::string_view> values) {
+  if (core_ == nullptr) {
+    if (values.size() != definition_.label_names.size()) {
+      throw std::invalid_argument("metric " + definition_.name + " takes " +
+                                  std::to_string(definition_.label_names.size()) +
+                                  " label values, got " + std::to_string(values.size()));
+    }
+    return Handle();
+  }
+  MetricSeries* series = core_->find_or_intern(values);
+  if constexpr (std::is_same_v<Handle, Gauge>) {
+    return Gauge(series, options_);
+  } else {
+    return Handle(series);
+  }
+}
+
+template <class Handle>
+std::size_t Family<Handle>::series_count() const {
+  return core_ != nullptr ? core_->series_count() : 0;
+}
+
+template class Family<Counter>;
+template class Family<Gauge>;
+template class Family<Histogram>;
 
 }  // namespace tokenspeed::metrics

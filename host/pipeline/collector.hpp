@@ -20,6 +20,7 @@
 #include "pipeline/metric_catalog.hpp"
 #include "pipeline/metric_series.hpp"
 #include "prometheus/metric_store.hpp"
+#include "tokenspeed/metrics/recording.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -34,56 +35,6 @@ struct CollectorOptions {
   std::chrono::nanoseconds gauge_snapshot_interval = std::chrono::seconds(1);
 };
 
-// Handles are small values (copy them freely) bound to one interned series.
-// A default-constructed handle does nothing. Threading: any thread, any
-// number of threads at once; every method is wait-free except the CAS loops
-// of the aggregate (lock-free).
-class Counter {
- public:
-  Counter() = default;
-  explicit Counter(MetricSeries* series) noexcept : series_(series) {}
-
-  // Adds delta (>= 0; a negative or NaN delta is ignored, as a counter
-  // never decreases) to the aggregate and emits an inc event.
-  void inc(double delta = 1.0) const noexcept;
-  const MetricSeries* series() const noexcept { return series_; }
-
- private:
-  MetricSeries* series_ = nullptr;
-};
-
-class Gauge {
- public:
-  Gauge() = default;
-  Gauge(MetricSeries* series, const CollectorOptions* options) noexcept
-      : series_(series), options_(options) {}
-
-  // Stores value in the aggregate (every update) and emits a set event
-  // unless gauge de-duplication suppresses it (see gauge_dedup.hpp).
-  void set(double value) const noexcept;
-  const MetricSeries* series() const noexcept { return series_; }
-
- private:
-  MetricSeries* series_ = nullptr;
-  const CollectorOptions* options_ = nullptr;
-};
-
-class Histogram {
- public:
-  Histogram() = default;
-  explicit Histogram(MetricSeries* series) noexcept : series_(series) {}
-
-  // Records weight samples of value: bucket count += weight, sum +=
-  // value * weight, and emits one observe event carrying the weight.
-  // weight 0 is ignored.
-  void observe(double value, std::uint64_t weight = 1) const noexcept;
-  const MetricSeries* series() const noexcept { return series_; }
-
- private:
-  MetricSeries* series_ = nullptr;
-};
-
-class Collector;
 
 // The series table of one family: lookup by label values without locking or
 // allocating when the series exists (an open-addressing table of series
@@ -128,46 +79,6 @@ class FamilyCore {
   std::deque<MetricSeries> series_;  // stable addresses
 };
 
-// A metric family: the handles of its series. Threading: labels() from any
-// thread; it locks (and allocates) only when it interns a new series.
-template <class Handle>
-class Family {
- public:
-  Family(const MetricDefinition& definition, MetricStore& store, EventRouter* router,
-         const CollectorOptions* options)
-      : core_(definition, store, router), options_(options) {}
-
-  // family.labels("llama", "0"): the handle of that series, interned on first
-  // use; no allocation when it exists. Values are in label-name order.
-  template <class... Values>
-  Handle labels(const Values&... values) {
-    const std::array<std::string_view, sizeof...(Values)> views{std::string_view(values)...};
-    return make(core_.find_or_intern(views));
-  }
-  Handle labels(std::span<const std::string_view> values) {
-    return make(core_.find_or_intern(values));
-  }
-
-  const MetricDefinition& definition() const noexcept { return core_.definition(); }
-  const SeriesFamily& series_family() const noexcept { return core_.series_family(); }
-  std::size_t series_count() const { return core_.series_count(); }
-
- private:
-  Handle make(MetricSeries* series) const noexcept {
-    if constexpr (std::is_same_v<Handle, Gauge>) {
-      return Gauge(series, options_);
-    } else {
-      return Handle(series);
-    }
-  }
-
-  FamilyCore core_;
-  const CollectorOptions* options_;
-};
-
-using CounterFamily = Family<Counter>;
-using GaugeFamily = Family<Gauge>;
-using HistogramFamily = Family<Histogram>;
 
 // The registry of families of one process.
 // Lifetimes: each MetricDefinition outlives the Collector and the store; the
@@ -178,12 +89,18 @@ class Collector {
  public:
   // router is null when no external output is selected: no event is built.
   Collector(MetricStore& store, EventRouter* router = nullptr, CollectorOptions options = {});
+  // A collector of a process with metrics disabled: every handle does nothing.
+  explicit Collector(std::nullptr_t);
   ~Collector();
   Collector(const Collector&) = delete;
   Collector& operator=(const Collector&) = delete;
 
-  // The family of definition (created on first call, the same object later).
-  // Throws std::invalid_argument when definition's kind does not match.
+  // The family of definition, created on first call (the definition is
+  // checked and copied: see checked_definition) and the same object for
+  // every later call with an equal definition. Throws std::invalid_argument
+  // when the kind does not match, the definition is invalid, or another
+  // definition of that name exists. store may be null (metrics disabled):
+  // the family then hands out handles that do nothing.
   CounterFamily& counter(const MetricDefinition& definition);
   GaugeFamily& gauge(const MetricDefinition& definition);
   HistogramFamily& histogram(const MetricDefinition& definition);
@@ -192,52 +109,73 @@ class Collector {
   const CollectorOptions& options() const noexcept { return options_; }
 
  private:
-  template <class F>
-  F& family(const MetricDefinition& definition, MetricKind kind,
-            std::map<const MetricDefinition*, std::unique_ptr<F>>& families);
+  // One family per name: the definition (a normalized copy), its series
+  // table and the public Family that hands out handles.
+  struct Entry {
+    std::unique_ptr<MetricDefinition> definition;
+    std::unique_ptr<FamilyCore> core;
+    std::unique_ptr<CounterFamily> counter;
+    std::unique_ptr<GaugeFamily> gauge;
+    std::unique_ptr<HistogramFamily> histogram;
+  };
+  Entry& entry(const MetricDefinition& definition, MetricKind kind);
 
-  MetricStore& store_;
+  MetricStore* store_;
   EventRouter* router_;
   const CollectorOptions options_;
   std::mutex mutex_;
-  std::map<const MetricDefinition*, std::unique_ptr<CounterFamily>> counters_;
-  std::map<const MetricDefinition*, std::unique_ptr<GaugeFamily>> gauges_;
-  std::map<const MetricDefinition*, std::unique_ptr<HistogramFamily>> histograms_;
+  std::map<std::string, Entry, std::less<>> families_;
 };
 
 // ------------------------------------------------------------ hot path
+// The bodies of the handles' methods, inline for the host's own callers; the
+// public handles call them from collector.cpp.
 
-inline void Counter::inc(double delta) const noexcept {
-  if (series_ == nullptr || !(delta >= 0.0)) return;
-  std::atomic_ref<double>(series_->slots[0]).fetch_add(delta, std::memory_order_relaxed);
-  if (EventRouter* router = series_->router) {
-    router->publish(EventSlot{series_, delta, 1, event_clock::raw_now()});
+inline void record_inc(MetricSeries* series, double delta) noexcept {
+  if (series == nullptr || !(delta >= 0.0)) return;
+  std::atomic_ref<double>(series->slots[0]).fetch_add(delta, std::memory_order_relaxed);
+  if (EventRouter* router = series->router) {
+    router->publish(EventSlot{series, delta, 1, event_clock::raw_now()});
   }
 }
 
-inline void Gauge::set(double value) const noexcept {
-  if (series_ == nullptr) return;
-  std::atomic_ref<double>(series_->slots[0]).store(value, std::memory_order_relaxed);
-  if (EventRouter* router = series_->router) {
-    const std::int64_t now = options_->monotonic_now();
-    if (series_->dedup.should_emit(value, now, options_->gauge_snapshot_interval.count())) {
-      router->publish(EventSlot{series_, value, 1, event_clock::raw_now()});
+inline void emit_gauge(MetricSeries* series, const CollectorOptions& options,
+                       double value) noexcept {
+  if (EventRouter* router = series->router) {
+    const std::int64_t now = options.monotonic_now();
+    if (series->dedup.should_emit(value, now, options.gauge_snapshot_interval.count())) {
+      router->publish(EventSlot{series, value, 1, event_clock::raw_now()});
     }
   }
 }
 
-inline void Histogram::observe(double value, std::uint64_t weight) const noexcept {
-  if (series_ == nullptr || weight == 0) return;
-  const std::vector<double>& bounds = series_->family->definition.buckets;
+inline void record_set(MetricSeries* series, const CollectorOptions* options,
+                       double value) noexcept {
+  if (series == nullptr) return;
+  std::atomic_ref<double>(series->slots[0]).store(value, std::memory_order_relaxed);
+  emit_gauge(series, *options, value);
+}
+
+inline void record_add(MetricSeries* series, const CollectorOptions* options,
+                       double delta) noexcept {
+  if (series == nullptr) return;
+  const double value =
+      std::atomic_ref<double>(series->slots[0]).fetch_add(delta, std::memory_order_relaxed) + delta;
+  emit_gauge(series, *options, value);
+}
+
+inline void record_observe(MetricSeries* series, double value, std::uint64_t weight) noexcept {
+  if (series == nullptr || weight == 0) return;
+  const std::vector<double>& bounds = series->family->definition.buckets;
   const std::size_t n = bounds.size();
   std::size_t bucket = 0;
   while (bucket < n && !(value <= bounds[bucket])) ++bucket;  // NaN lands in +Inf
-  std::atomic_ref<double>(series_->slots[bucket])
+  std::atomic_ref<double>(series->slots[bucket])
       .fetch_add(static_cast<double>(weight), std::memory_order_relaxed);
-  std::atomic_ref<double>(series_->slots[n + 1])
+  std::atomic_ref<double>(series->slots[n + 1])
       .fetch_add(value * static_cast<double>(weight), std::memory_order_relaxed);
-  if (EventRouter* router = series_->router) {
-    router->publish(EventSlot{series_, value, weight, event_clock::raw_now()});
+  if (EventRouter* router = series->router) {
+    router->publish(EventSlot{series, value, weight, event_clock::raw_now()});
   }
 }
 

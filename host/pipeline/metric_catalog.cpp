@@ -1,58 +1,10 @@
-// metric_catalog.cpp — the engine catalog as data, reproducing the names,
+// metric_catalog.cpp — the TokenSpeed catalog as data, reproducing the names,
 // kinds, labels and buckets of the TokenSpeed engine's collectors.
 #include "pipeline/metric_catalog.hpp"
 
-#include <cmath>
+#include <stdexcept>
 
 namespace tokenspeed::metrics {
-
-std::string_view to_string(MetricKind kind) noexcept {
-  switch (kind) {
-    case MetricKind::counter:
-      return "counter";
-    case MetricKind::gauge:
-      return "gauge";
-    case MetricKind::histogram:
-      return "histogram";
-  }
-  return "untyped";
-}
-
-std::string_view to_string(GaugeMode mode) noexcept {
-  switch (mode) {
-    case GaugeMode::livemax:
-      return "livemax";
-    case GaugeMode::livesum:
-      return "livesum";
-    case GaugeMode::max:
-      return "max";
-    case GaugeMode::min:
-      return "min";
-    case GaugeMode::sum:
-      return "sum";
-    case GaugeMode::all:
-      return "all";
-    case GaugeMode::liveall:
-      return "liveall";
-  }
-  return "livemax";
-}
-
-std::string MetricDefinition::sample_name() const {
-  if (kind == MetricKind::counter) return name + "_total";
-  return name;
-}
-
-std::vector<double> exponential_buckets(double start, double factor, int count) {
-  std::vector<double> bounds;
-  bounds.reserve(static_cast<std::size_t>(count));
-  double bound = start;
-  for (int i = 0; i < count; ++i) {
-    bounds.push_back(bound);
-    bound *= factor;
-  }
-  return bounds;
-}
 
 namespace {
 
@@ -133,6 +85,13 @@ std::vector<MetricDefinition> build_catalog() {
 const std::vector<MetricDefinition>& tokenspeed_catalog() {
   static const std::vector<MetricDefinition> catalog = build_catalog();
   return catalog;
+}
+
+const MetricDefinition& tokenspeed_metric(std::string_view name) {
+  for (const MetricDefinition& metric : tokenspeed_catalog()) {
+    if (metric.name == name) return metric;
+  }
+  throw std::out_of_range("no metric named " + std::string(name) + " in the TokenSpeed catalog");
 }
 
 }  // namespace tokenspeed::metrics

@@ -21,7 +21,6 @@ namespace tokenspeed::metrics {
 
 namespace {
 
-constexpr std::size_t kBatch = 256;
 
 void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
                 std::chrono::nanoseconds timeout) noexcept {
@@ -150,7 +149,6 @@ bool SinkWorker::ensure_sink() noexcept {
 }
 
 std::size_t SinkWorker::drain_batch() noexcept {
-  static thread_local std::array<EventSlot, kBatch> batch;
   static thread_local WallClockConverter* clock = nullptr;
   static thread_local AbiBuffer* error = nullptr;
   if (clock == nullptr) {
@@ -165,11 +163,11 @@ std::size_t SinkWorker::drain_batch() noexcept {
   std::size_t popped = 0;
   for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
        ring = ring->next) {
-    const std::size_t n = ring->queue.pop(batch.data(), batch.size());
+    const std::size_t n = ring->queue.pop(batch_.data(), batch_.size());
     if (n == 0) continue;
     popped += n;
     for (std::size_t i = 0; i < n; ++i) {
-      const EventSlot& slot = batch[i];
+      const EventSlot& slot = batch_[i];
       if (delivered_.load(std::memory_order_relaxed) & kFrozen) {
         stop_now_ = true;  // abandoned: touch no series, build no event
         return popped;

@@ -3,6 +3,7 @@
 // collector threads touch it only through wake(), never a plugin call.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -138,6 +139,9 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   std::atomic<std::uint64_t> dropped_disabled_worker_{0};
   std::atomic<bool> stop_{false};
   bool stop_now_ = false;  // worker only: accounting frozen, stop at once
+  // Worker only: the slots of one drain pass. A member, not thread_local:
+  // the library is loaded by dlopen too (Python), where static TLS is scarce.
+  std::array<EventSlot, 256> batch_{};
 
   // plugin sink, owned by the worker thread
   tsm_sink sink_{};

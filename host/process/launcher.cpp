@@ -20,13 +20,6 @@ constexpr double kProducerShare = 0.75;
 // A process needs a moment to exit after its sinks are closed.
 constexpr std::chrono::milliseconds kProducerExitGrace{100};
 
-std::vector<const MetricDefinition*> exposed_catalog() {
-  std::vector<const MetricDefinition*> catalog = catalog_pointers(tokenspeed_catalog());
-  for (const MetricDefinition& metric : reporter_self_metric_definitions())
-    catalog.push_back(&metric);
-  return catalog;
-}
-
 }  // namespace
 
 Launcher::Launcher(LauncherOptions options) : options_(std::move(options)) {}
@@ -74,16 +67,30 @@ void Launcher::start() {
   handoff.queue_size = options_.queue_size;
   handoff.shutdown_budget = std::chrono::duration_cast<std::chrono::nanoseconds>(
       options_.shutdown_timeout * kProducerShare);
+  handoff_ = handoff;
+  if (run_dir_) {
+    // For the workers an engine starts itself (fork, posix_spawn, Python
+    // multiprocessing): they find it through worker_environment().
+    handoff_file_ = run_dir_->path() / "handoff.json";
+    write_handoff_file(handoff_file_, handoff_);
+  }
+  for (const ProducerSpec& producer : options_.producers) spawn(producer);
+}
 
-  if (options_.producers.empty()) return;
-  const int fd = write_handoff_memfd(handoff);
+void Launcher::spawn(const ProducerSpec& producer) {
+  const int fd = write_handoff_memfd(handoff_);
   try {
-    for (const ProducerSpec& producer : options_.producers) supervisor_.spawn(producer, fd);
+    supervisor_.spawn(producer, fd);
   } catch (...) {
     ::close(fd);
     throw;
   }
   ::close(fd);
+}
+
+std::vector<std::pair<std::string, std::string>> Launcher::worker_environment() const {
+  if (handoff_file_.empty()) return {{kMetricsDisabledEnv, "1"}};
+  return {{kHandoffFileEnv, handoff_file_.string()}};
 }
 
 std::string Launcher::metrics_url() const {
@@ -97,8 +104,9 @@ std::filesystem::path Launcher::run_dir() const {
 std::string Launcher::render_metrics() const {
   if (!run_dir_) return {};
   if (local_) local_->publish_self_figures();
+  // Every family comes with its definition from the file of the process
+  // that records it: the engine's own metrics and the host's figures alike.
   ScrapeSources sources;
-  sources.catalog = exposed_catalog();
   sources.run_dir = run_dir_->path();
   return render_exposition(merge_scrape(sources));
 }
@@ -118,6 +126,11 @@ void Launcher::stop_producers() noexcept {
            ") did not exit within the shutdown budget and was killed");
     }
   }
+}
+
+LauncherShutdownReport Launcher::shutdown(std::chrono::nanoseconds budget) noexcept {
+  if (!shut_down_) options_.shutdown_timeout = budget;
+  return shutdown();
 }
 
 LauncherShutdownReport Launcher::shutdown() noexcept {

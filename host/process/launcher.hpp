@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pipeline/delivery_defaults.hpp"
@@ -61,6 +62,14 @@ class Launcher {
   // far is closed before the error propagates.
   void start();
 
+  // Starts one more producer after start(), with the handoff descriptor.
+  // Throws std::system_error when the process cannot be started.
+  void spawn(const ProducerSpec& producer);
+  // What a worker that the engine starts itself needs in its environment:
+  // TOKENSPEED_METRICS_HANDOFF_FILE naming the run directory's handoff file,
+  // or TOKENSPEED_METRICS_DISABLED=1 with metrics disabled. Never argv.
+  std::vector<std::pair<std::string, std::string>> worker_environment() const;
+
   // Metrics of this process (its own sinks); null with metrics disabled.
   ProcessMetrics* local_metrics() noexcept { return local_.get(); }
   // "http://host:port/metrics", or "" when no endpoint runs.
@@ -83,6 +92,9 @@ class Launcher {
   // sinks, then the node sessions in reverse order, within what remains.
   // Then stops the endpoint and removes the run directory. Idempotent.
   LauncherShutdownReport shutdown() noexcept;
+  // The same with another budget than --metrics-shutdown-timeout.
+  LauncherShutdownReport shutdown(std::chrono::nanoseconds budget) noexcept;
+  std::chrono::nanoseconds shutdown_timeout() const noexcept { return options_.shutdown_timeout; }
 
  private:
   void warn(const std::string& line) const;
@@ -92,6 +104,8 @@ class Launcher {
   std::unique_ptr<MultiprocessRunDir> run_dir_;
   std::unique_ptr<NodeSessions> sessions_;
   std::vector<ProducerOutput> producer_outputs_;
+  ProducerHandoff handoff_;
+  std::filesystem::path handoff_file_;  // in the run directory; empty when disabled
   std::unique_ptr<ProcessMetrics> local_;
   std::unique_ptr<PrometheusEndpoint> endpoint_;
   ProducerSupervisor supervisor_;

@@ -4,12 +4,14 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <system_error>
 
 #include <boost/json/parse.hpp>
@@ -111,31 +113,99 @@ int write_handoff_memfd(const ProducerHandoff& handoff) {
   return fd;
 }
 
-ProducerHandoff read_handoff_from_environment() {
-  const char* variable = std::getenv(kHandoffFdEnv);
-  if (variable == nullptr || *variable == '\0') {
-    throw StartupError({"", "", kHandoffFdEnv},
-                       "not set: a producer is started by a launcher that hands it the "
-                       "metrics configuration");
+void write_handoff_file(const std::filesystem::path& path, const ProducerHandoff& handoff) {
+  const std::string text = boost::json::serialize(handoff_to_json(handoff));
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, S_IRUSR | S_IWUSR);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "create " + path.string());
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = errno;
+      ::close(fd);
+      throw std::system_error(error, std::generic_category(), "write " + path.string());
+    }
+    written += static_cast<std::size_t>(n);
   }
-  char* end = nullptr;
-  const long fd = std::strtol(variable, &end, 10);
-  if (*end != '\0' || fd < 0) bad_handoff(kHandoffFdEnv, "not a descriptor number");
+  ::close(fd);
+}
+
+namespace {
+
+std::string read_all(int fd, const char* variable) {
   std::string text;
   char chunk[4096];
   for (off_t offset = 0;;) {
-    const ssize_t n = ::pread(static_cast<int>(fd), chunk, sizeof chunk, offset);
+    const ssize_t n = ::pread(fd, chunk, sizeof chunk, offset);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) bad_handoff(kHandoffFdEnv, std::string("cannot be read: ") + std::strerror(errno));
+    if (n < 0) bad_handoff(variable, std::string("cannot be read: ") + std::strerror(errno));
     if (n == 0) break;
     text.append(chunk, static_cast<std::size_t>(n));
     offset += n;
   }
+  return text;
+}
+
+// The inherited descriptor of a producer that the launcher spawned.
+std::string read_handoff_descriptor(const char* variable) {
+  char* end = nullptr;
+  const long fd = std::strtol(variable, &end, 10);
+  if (*end != '\0' || fd < 0) bad_handoff(kHandoffFdEnv, "not a descriptor number");
+  std::string text = read_all(static_cast<int>(fd), kHandoffFdEnv);
   ::close(static_cast<int>(fd));
   ::unsetenv(kHandoffFdEnv);  // not inherited by anything the producer starts
+  return text;
+}
+
+// The file of the run directory that a Node exported for the workers an
+// engine starts itself. It must be this user's own private file: a file
+// anyone else could have written would let them choose the plugins we load.
+std::string read_handoff_file(const char* path) {
+  const int fd = ::open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    bad_handoff(kHandoffFileEnv, std::string("'") + path + "' cannot be opened: " +
+                                     std::strerror(errno) +
+                                     " (did the launcher's metrics node shut down?)");
+  }
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) || info.st_uid != ::geteuid() ||
+      (info.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    ::close(fd);
+    bad_handoff(kHandoffFileEnv,
+                std::string("'") + path + "' is not a private (0600) file of this user");
+  }
+  std::string text = read_all(fd, kHandoffFileEnv);
+  ::close(fd);
+  return text;
+}
+
+}  // namespace
+
+bool metrics_disabled_in_environment() noexcept {
+  const char* disabled = std::getenv(kMetricsDisabledEnv);
+  return disabled != nullptr && std::string_view(disabled) == "1" &&
+         std::getenv(kHandoffFdEnv) == nullptr && std::getenv(kHandoffFileEnv) == nullptr;
+}
+
+ProducerHandoff read_handoff_from_environment() {
+  std::string text;
+  const char* variable = kHandoffFdEnv;
+  if (const char* fd = std::getenv(kHandoffFdEnv); fd != nullptr && *fd != '\0') {
+    text = read_handoff_descriptor(fd);
+  } else if (const char* file = std::getenv(kHandoffFileEnv); file != nullptr && *file != '\0') {
+    variable = kHandoffFileEnv;
+    text = read_handoff_file(file);
+  } else {
+    throw StartupError({"", "", kHandoffFileEnv},
+                       std::string("not set (nor ") + kHandoffFdEnv +
+                           "): a worker attaches to the metrics node that its launcher started, "
+                           "from the environment that node exports to the processes it starts");
+  }
   boost::system::error_code error;
   boost::json::value json = boost::json::parse(text, error);
-  if (error || !json.is_object()) bad_handoff(kHandoffFdEnv, "not a JSON object");
+  if (error || !json.is_object()) bad_handoff(variable, "not a JSON object");
   return handoff_from_json(json.get_object());
 }
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -14,8 +15,14 @@
 
 namespace tokenspeed::metrics {
 
-// The environment variable that names the inherited descriptor.
+// The environment variable that names the inherited descriptor (producers
+// the launcher spawns itself).
 inline constexpr const char* kHandoffFdEnv = "TOKENSPEED_METRICS_HANDOFF_FD";
+// The environment variable that names the handoff file in the run directory
+// (0600 in the 0700 directory), for workers an engine starts itself.
+inline constexpr const char* kHandoffFileEnv = "TOKENSPEED_METRICS_HANDOFF_FILE";
+// Set to "1" for the workers of a launcher whose metrics are disabled.
+inline constexpr const char* kMetricsDisabledEnv = "TOKENSPEED_METRICS_DISABLED";
 
 struct ProducerOutput {
   std::string name;                     // the selected output
@@ -42,9 +49,19 @@ ProducerHandoff handoff_from_json(const boost::json::object& json);
 // Throws std::system_error.
 int write_handoff_memfd(const ProducerHandoff& handoff);
 
-// Reads the handoff of this producer from the descriptor named by
-// TOKENSPEED_METRICS_HANDOFF_FD, closing it. Throws StartupError when the
-// variable is missing or the content is not a valid handoff.
+// Writes the handoff into a new file (0600, never an existing one or a
+// link). Throws std::system_error.
+void write_handoff_file(const std::filesystem::path& path, const ProducerHandoff& handoff);
+
+// Reads the handoff of this process from the descriptor named by
+// TOKENSPEED_METRICS_HANDOFF_FD (closing it), or else from the file named by
+// TOKENSPEED_METRICS_HANDOFF_FILE. Throws StartupError when neither is set,
+// the file is not this user's private file, or the content is not a valid
+// handoff.
 ProducerHandoff read_handoff_from_environment();
+
+// True when the launcher's metrics are disabled (TOKENSPEED_METRICS_DISABLED=1
+// and no handoff): a worker then records nothing.
+bool metrics_disabled_in_environment() noexcept;
 
 }  // namespace tokenspeed::metrics

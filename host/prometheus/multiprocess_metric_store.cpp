@@ -3,6 +3,8 @@
 // reader live here; slot updates never call into this file.
 #include "prometheus/multiprocess_metric_store.hpp"
 
+#include "prometheus/metric_definition_record.hpp"
+
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -16,8 +18,8 @@
 namespace tokenspeed::metrics {
 namespace {
 
-constexpr char kMagic[8] = {'T', 'S', 'M', 'P', 'R', 'O', 'M', '1'};
-constexpr std::uint32_t kVersion = 1;
+constexpr char kMagic[8] = {'T', 'S', 'M', 'P', 'R', 'O', 'M', '2'};
+constexpr std::uint32_t kVersion = 2;
 
 struct FileHeader {
   char magic[8];
@@ -176,9 +178,24 @@ std::byte* MultiprocessMetricStore::map_new_region() {
 
 double* MultiprocessMetricStore::allocate_series(const MetricDefinition& metric,
                                                  std::span<const std::string> label_values) {
-  const std::string& name = metric.name;  // the family name, as in the catalog
-  std::string key = series_key(name, label_values);
-  const std::size_t slot_count = series_slot_count(metric);
+  std::string key = series_key(metric.name, label_values);
+  std::lock_guard lock(mutex_);
+  if (auto found = interned_.find(key); found != interned_.end()) return found->second;
+  // A family's definition precedes its first series in the file, so a reader
+  // renders the engine's own metrics without knowing them in advance.
+  if (!defined_.contains(metric.name)) {
+    const std::string payload[] = {encode_definition(metric)};
+    append_record_locked(metric.name, payload, 0);
+    defined_.insert(metric.name);
+  }
+  double* slots = append_record_locked(metric.name, label_values, series_slot_count(metric));
+  interned_.emplace(std::move(key), slots);
+  return slots;
+}
+
+double* MultiprocessMetricStore::append_record_locked(const std::string& name,
+                                                      std::span<const std::string> label_values,
+                                                      std::size_t slot_count) {
   std::size_t header_bytes = sizeof(RecordHeader) + name.size();
   for (const std::string& value : label_values)
     header_bytes += sizeof(std::uint32_t) + value.size();
@@ -187,9 +204,6 @@ double* MultiprocessMetricStore::allocate_series(const MetricDefinition& metric,
   if (record_bytes > options_.region_bytes - sizeof(FileHeader) || name.size() > UINT32_MAX) {
     throw std::length_error("multiprocess store: series '" + name + "' does not fit in a region");
   }
-
-  std::lock_guard lock(mutex_);
-  if (auto found = interned_.find(key); found != interned_.end()) return found->second;
 
   std::size_t within = used_ % options_.region_bytes;
   if (within + record_bytes > options_.region_bytes) {
@@ -223,13 +237,13 @@ double* MultiprocessMetricStore::allocate_series(const MetricDefinition& metric,
   used_ += record_bytes;
   auto* file_header = reinterpret_cast<FileHeader*>(regions_.front().base);
   std::atomic_ref<std::uint64_t>(file_header->used).store(used_, std::memory_order_release);
-  interned_.emplace(std::move(key), slots);
   return slots;
 }
 
 bool read_multiprocess_file(const std::filesystem::path& path,
                             const std::function<void(const MultiprocessFileInfo&)>& on_file,
-                            const std::function<void(const MultiprocessSeriesView&)>& visit) {
+                            const std::function<void(const MultiprocessSeriesView&)>& visit,
+                            const std::function<void(const MetricDefinition&)>& on_definition) {
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) return false;
   struct stat info {};
@@ -312,6 +326,15 @@ bool read_multiprocess_file(const std::filesystem::path& path,
       p += size;
     }
     if (!ok) break;
+    if (record.slot_count == 0) {  // a family's definition
+      if (on_definition && labels.size() == 1) {
+        if (const auto definition = decode_definition(name, labels.front())) {
+          on_definition(*definition);
+        }
+      }
+      offset += record.record_size;
+      continue;
+    }
     slots.resize(record.slot_count);
     const auto* mapped_slots = reinterpret_cast<const double*>(slot_begin);
     for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = load_relaxed(mapped_slots + i);

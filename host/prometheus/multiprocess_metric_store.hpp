@@ -12,6 +12,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "prometheus/metric_store.hpp"
@@ -20,13 +21,16 @@
 namespace tokenspeed::metrics {
 
 // File layout (native byte order; the file never leaves the machine):
-//   region 0 starts with a 64-byte header: magic "TSMPROM1", version, header
+//   region 0 starts with a 64-byte header: magic "TSMPROM2", version 2, header
 //   size, region size, writer pid and start time, the used size (published
 //   with release ordering after a record is complete), a closed flag.
 //   Records follow, 8-byte aligned, never straddling a region boundary:
 //     u32 record_size, u32 slot_count, u32 name_size, u32 label_count,
 //     name bytes, per label value (u32 size, bytes), zero padding to 8,
 //     slot_count doubles.
+//   A record with slot_count 0 is a family's definition: name, one "label
+//   value" holding the definition as JSON (metric_definition_record.hpp).
+//   It precedes the family's first series.
 //   A record_size of 0 means "the rest of this region is unused".
 //   The file grows by whole regions; each region is mapped on its own, so
 //   slots handed out earlier stay where they are.
@@ -65,6 +69,8 @@ class MultiprocessMetricStore final : public MetricStore {
     std::size_t offset;  // file offset of the region
   };
   std::byte* map_new_region();
+  double* append_record_locked(const std::string& name, std::span<const std::string> label_values,
+                               std::size_t slot_count);
 
   MultiprocessStoreOptions options_;
   std::filesystem::path path_;
@@ -74,6 +80,7 @@ class MultiprocessMetricStore final : public MetricStore {
   std::vector<Region> regions_;
   std::uint64_t used_ = 0;  // writer's copy of the published used size
   std::unordered_map<std::string, double*> interned_;
+  std::unordered_set<std::string> defined_;  // families whose definition is written
 };
 
 // One series as read from a producer file. The views live only during the
@@ -91,9 +98,12 @@ struct MultiprocessFileInfo {
 };
 
 // Reads one producer file; returns false (visiting nothing) when the file is
-// not a valid store file. Never writes to the file and never blocks its writer.
+// not a valid store file. Each family's definition reaches on_definition
+// (when given) before its first series reaches visit. Never writes to the
+// file and never blocks its writer.
 bool read_multiprocess_file(const std::filesystem::path& path,
                             const std::function<void(const MultiprocessFileInfo&)>& on_file,
-                            const std::function<void(const MultiprocessSeriesView&)>& visit);
+                            const std::function<void(const MultiprocessSeriesView&)>& visit,
+                            const std::function<void(const MetricDefinition&)>& on_definition = {});
 
 }  // namespace tokenspeed::metrics

@@ -30,20 +30,31 @@ PrometheusMerge::PrometheusMerge(const std::vector<const MetricDefinition*>& cat
   for (const MetricDefinition* metric : catalog) {
     if (metric == nullptr || by_name_.contains(metric->name)) continue;
     by_name_.emplace(metric->name, families_.size());
-    families_.push_back(Family{metric, {}, {}});
+    families_.push_back(Family{metric, nullptr, {}, {}});
   }
+}
+
+bool PrometheusMerge::learn(const MetricDefinition& metric) {
+  if (const auto found = by_name_.find(metric.name); found != by_name_.end()) {
+    if (*families_[found->second].metric == metric) return true;
+    ++stats_.conflicting_definitions;
+    return false;
+  }
+  auto learned = std::make_shared<const MetricDefinition>(metric);
+  by_name_.emplace(learned->name, families_.size());
+  families_.push_back(Family{learned.get(), learned, {}, {}});
+  return true;
 }
 
 void PrometheusMerge::add_series(const MetricDefinition& metric,
                                  std::span<const std::string_view> label_values,
                                  std::span<const double> slots, const ProcessIdentity& process,
                                  bool live) {
-  const auto found = by_name_.find(metric.name);
-  if (found == by_name_.end()) {
-    ++stats_.unknown_series;
+  if (!learn(metric)) {
+    ++stats_.mismatched_series;
     return;
   }
-  add_to_family(families_[found->second], label_values, slots, process, live);
+  add_to_family(families_[by_name_.at(metric.name)], label_values, slots, process, live);
 }
 
 void PrometheusMerge::add_to_family(Family& family, std::span<const std::string_view> label_values,
@@ -97,6 +108,9 @@ void PrometheusMerge::add_directory(const std::filesystem::path& dir) {
   std::sort(files.begin(), files.end());
   for (const auto& path : files) {
     MultiprocessFileInfo info;
+    // Families this file defines differently from an earlier process: its
+    // series of them are left out rather than mixed into another family.
+    std::vector<std::string> conflicting;
     const bool read = read_multiprocess_file(
         path, [&info](const MultiprocessFileInfo& file) { info = file; },
         [&](const MultiprocessSeriesView& view) {
@@ -105,8 +119,16 @@ void PrometheusMerge::add_directory(const std::filesystem::path& dir) {
             ++stats_.unknown_series;
             return;
           }
+          if (std::find(conflicting.begin(), conflicting.end(), view.metric_name) !=
+              conflicting.end()) {
+            ++stats_.mismatched_series;
+            return;
+          }
           add_to_family(families_[found->second], view.label_values, view.slots, info.writer,
                         info.live);
+        },
+        [&](const MetricDefinition& definition) {
+          if (!learn(definition)) conflicting.push_back(definition.name);
         });
     if (!read) continue;
     ++stats_.files;
@@ -131,6 +153,13 @@ void PrometheusMerge::add_store(const InProcessMetricStore& store) {
 std::vector<MergedFamily> PrometheusMerge::take_families() {
   std::vector<MergedFamily> out;
   out.reserve(families_.size());
+  // Learned families follow the catalog's, by name: the same exposition
+  // whichever process happened to define a family first.
+  std::stable_sort(families_.begin(), families_.end(), [](const Family& a, const Family& b) {
+    if (!a.learned || !b.learned) return !a.learned && b.learned;
+    return a.metric->name < b.metric->name;
+  });
+  by_name_.clear();
   for (Family& family : families_) {
     if (family.series.empty()) continue;
     std::sort(
@@ -138,6 +167,7 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
         [](const Accumulated& a, const Accumulated& b) { return a.label_values < b.label_values; });
     MergedFamily merged;
     merged.metric = family.metric;
+    merged.learned = family.learned;
     merged.series.reserve(family.series.size());
     const auto& names = family.metric->label_names;
     for (Accumulated& series : family.series) {

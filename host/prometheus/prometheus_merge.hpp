@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -31,13 +32,16 @@ struct MergedSeries {
 struct MergedFamily {
   const MetricDefinition* metric = nullptr;
   std::vector<MergedSeries> series;  // ordered by label values
+  // Keeps metric alive when it was learned from a producer file.
+  std::shared_ptr<const MetricDefinition> learned;
 };
 
 struct MergeStats {
   std::size_t files = 0;              // producer files read
   std::size_t live_files = 0;         // of which the writer is alive
-  std::size_t unknown_series = 0;     // records whose family is not in the catalog
-  std::size_t mismatched_series = 0;  // wrong slot or label count for the family
+  std::size_t unknown_series = 0;     // records whose family nobody defined
+  std::size_t mismatched_series = 0;  // wrong slot or label count, or a conflicting definition
+  std::size_t conflicting_definitions = 0;  // a name defined differently by two processes
 };
 
 // Threading: one merge per scrape, used by one thread; the catalog outlives it.
@@ -45,16 +49,23 @@ class PrometheusMerge {
  public:
   explicit PrometheusMerge(const std::vector<const MetricDefinition*>& catalog);
 
-  // One process's series. Gauges in live modes are ignored when !live.
+  // A family that a process defined: exposed after the catalog's, in the
+  // order first seen. A definition that differs from the one already known
+  // under that name is counted and returns false (the first one stands).
+  bool learn(const MetricDefinition& metric);
+
+  // One process's series (its family learned when new). Gauges in live
+  // modes are ignored when !live.
   void add_series(const MetricDefinition& metric, std::span<const std::string_view> label_values,
                   std::span<const double> slots, const ProcessIdentity& process, bool live);
-  // Every "*.db" producer file directly under dir. Unreadable or foreign
-  // files are skipped.
+  // Every "*.db" producer file directly under dir, with the definitions it
+  // carries. Unreadable or foreign files are skipped.
   void add_directory(const std::filesystem::path& dir);
   // A store of this process (alive by definition).
   void add_store(const InProcessMetricStore& store);
 
-  // Families in catalog order; families without any series are left out.
+  // Families in catalog order, then the learned ones by name; families
+  // without any series are left out. Ends the merge.
   std::vector<MergedFamily> take_families();
   const MergeStats& stats() const noexcept { return stats_; }
 
@@ -65,6 +76,7 @@ class PrometheusMerge {
   };
   struct Family {
     const MetricDefinition* metric;
+    std::shared_ptr<const MetricDefinition> learned;  // null for catalog families
     std::unordered_map<std::string, std::size_t> index;  // joined label values -> series
     std::vector<Accumulated> series;
   };
@@ -79,7 +91,7 @@ class PrometheusMerge {
 
 // Everything one scrape merges. Any source may be absent.
 struct ScrapeSources {
-  std::vector<const MetricDefinition*> catalog;       // families to expose, in order
+  std::vector<const MetricDefinition*> catalog;       // families to expose first, in order
   std::filesystem::path run_dir;                      // producer files; empty: none
   const InProcessMetricStore* local_store = nullptr;  // this process's own series
   // Adds further series (for example the reporter self-metrics) to the merge.

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <stdexcept>
 #include <thread>
 
 namespace tokenspeed::metrics {
@@ -44,34 +43,27 @@ void sleep_unless_stopped(std::chrono::microseconds duration, const std::atomic<
 
 }  // namespace
 
-const MetricDefinition& catalog_metric(std::string_view name) {
-  for (const MetricDefinition& metric : tokenspeed_catalog()) {
-    if (metric.name == name) return metric;
-  }
-  throw std::out_of_range("no metric named " + std::string(name) + " in the engine catalog");
-}
-
-SchedulerSimulator::SchedulerSimulator(Collector& collector, SimulationOptions options, int dp_rank)
+SchedulerSimulator::SchedulerSimulator(Recorder& recorder, SimulationOptions options, int dp_rank)
     : options_(std::move(options)),
       rng_(options_.seed * 1000003 + static_cast<std::uint64_t>(dp_rank)) {
   const std::string rank = std::to_string(dp_rank);
   const std::string& model = options_.model_name;
   const std::string& app = options_.app_key;
   running_ =
-      collector.gauge(catalog_metric("tokenspeed:num_requests_running")).labels(model, app, rank);
+      recorder.gauge(tokenspeed_metric("tokenspeed:num_requests_running")).labels(model, app, rank);
   waiting_ =
-      collector.gauge(catalog_metric("tokenspeed:num_requests_waiting")).labels(model, app, rank);
+      recorder.gauge(tokenspeed_metric("tokenspeed:num_requests_waiting")).labels(model, app, rank);
   kv_usage_ =
-      collector.gauge(catalog_metric("tokenspeed:kv_cache_usage_perc")).labels(model, app, rank);
-  iteration_tokens_ = collector.histogram(catalog_metric("tokenspeed:iteration_tokens_total"))
+      recorder.gauge(tokenspeed_metric("tokenspeed:kv_cache_usage_perc")).labels(model, app, rank);
+  iteration_tokens_ = recorder.histogram(tokenspeed_metric("tokenspeed:iteration_tokens_total"))
                           .labels(model, app, rank);
-  accepted_tokens_ = collector.counter(catalog_metric("tokenspeed:spec_decode_num_accepted_tokens"))
+  accepted_tokens_ = recorder.counter(tokenspeed_metric("tokenspeed:spec_decode_num_accepted_tokens"))
                          .labels(model, app, rank);
-  draft_tokens_ = collector.counter(catalog_metric("tokenspeed:spec_decode_num_draft_tokens"))
+  draft_tokens_ = recorder.counter(tokenspeed_metric("tokenspeed:spec_decode_num_draft_tokens"))
                       .labels(model, app, rank);
-  drafts_ = collector.counter(catalog_metric("tokenspeed:spec_decode_num_drafts"))
+  drafts_ = recorder.counter(tokenspeed_metric("tokenspeed:spec_decode_num_drafts"))
                 .labels(model, app, rank);
-  nan_aborted_ = collector.counter(catalog_metric("tokenspeed:num_nan_aborted_requests"))
+  nan_aborted_ = recorder.counter(tokenspeed_metric("tokenspeed:num_nan_aborted_requests"))
                      .labels(model, app, rank);
 }
 
@@ -108,26 +100,26 @@ void SchedulerSimulator::run(const std::atomic<bool>& stop) {
   }
 }
 
-FrontendSimulator::FrontendSimulator(Collector& collector, SimulationOptions options)
+FrontendSimulator::FrontendSimulator(Recorder& recorder, SimulationOptions options)
     : options_(std::move(options)), rng_(options_.seed * 7919 + 17) {
   const std::string& model = options_.model_name;
   const std::string& app = options_.app_key;
-  prompt_tokens_ = collector.counter(catalog_metric("tokenspeed:prompt_tokens")).labels(model, app);
+  prompt_tokens_ = recorder.counter(tokenspeed_metric("tokenspeed:prompt_tokens")).labels(model, app);
   generation_tokens_ =
-      collector.counter(catalog_metric("tokenspeed:generation_tokens")).labels(model, app);
-  requests_ = collector.counter(catalog_metric("tokenspeed:num_requests")).labels(model, app);
-  success_ = collector.counter(catalog_metric("tokenspeed:request_success")).labels(model, app);
+      recorder.counter(tokenspeed_metric("tokenspeed:generation_tokens")).labels(model, app);
+  requests_ = recorder.counter(tokenspeed_metric("tokenspeed:num_requests")).labels(model, app);
+  success_ = recorder.counter(tokenspeed_metric("tokenspeed:request_success")).labels(model, app);
   prefix_hits_ =
-      collector.counter(catalog_metric("tokenspeed:prefix_cache_hits")).labels(model, app);
-  ttft_ = collector.histogram(catalog_metric("tokenspeed:time_to_first_token_seconds"))
+      recorder.counter(tokenspeed_metric("tokenspeed:prefix_cache_hits")).labels(model, app);
+  ttft_ = recorder.histogram(tokenspeed_metric("tokenspeed:time_to_first_token_seconds"))
               .labels(model, app);
-  tpot_ = collector.histogram(catalog_metric("tokenspeed:request_time_per_output_token_seconds"))
+  tpot_ = recorder.histogram(tokenspeed_metric("tokenspeed:request_time_per_output_token_seconds"))
               .labels(model, app);
-  itl_ = collector.histogram(catalog_metric("tokenspeed:inter_token_latency_seconds"))
+  itl_ = recorder.histogram(tokenspeed_metric("tokenspeed:inter_token_latency_seconds"))
              .labels(model, app);
-  e2e_ = collector.histogram(catalog_metric("tokenspeed:e2e_request_latency_seconds"))
+  e2e_ = recorder.histogram(tokenspeed_metric("tokenspeed:e2e_request_latency_seconds"))
              .labels(model, app);
-  auto& func = collector.histogram(catalog_metric("tokenspeed:func_latency_seconds"));
+  auto& func = recorder.histogram(tokenspeed_metric("tokenspeed:func_latency_seconds"));
   tokenize_latency_ = func.labels(model, app, "tokenize");
   detokenize_latency_ = func.labels(model, app, "detokenize");
 }

@@ -1,4 +1,4 @@
-// engine_simulator.hpp — the simulated engine: records the engine catalog the
+// engine_simulator.hpp — the simulated engine: records the TokenSpeed catalog the
 // way an inference engine does, as a scheduler rank (per iteration) or as the
 // frontend (per finished request and per streamed chunk). A load generator
 // and a demonstration; it measures nothing real.
@@ -9,7 +9,9 @@
 #include <cstdint>
 #include <string>
 
-#include "pipeline/collector.hpp"
+#include "tokenspeed/metrics/node.hpp"
+#include "tokenspeed/metrics/recording.hpp"
+#include "tokenspeed/metrics/tokenspeed_catalog.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -25,7 +27,7 @@ struct SimulationOptions {
 // Threading: run() on one thread; stop may be set from any thread.
 class SchedulerSimulator {
  public:
-  SchedulerSimulator(Collector& collector, SimulationOptions options, int dp_rank);
+  SchedulerSimulator(Recorder& recorder, SimulationOptions options, int dp_rank);
   // Records one scheduler iteration per iteration_time until stop is set.
   void run(const std::atomic<bool>& stop);
   // One iteration without waiting (tests, benchmarks). Returns events recorded.
@@ -42,7 +44,7 @@ class SchedulerSimulator {
 
 class FrontendSimulator {
  public:
-  FrontendSimulator(Collector& collector, SimulationOptions options);
+  FrontendSimulator(Recorder& recorder, SimulationOptions options);
   // Finishes requests at request_rate (Poisson) until stop is set.
   void run(const std::atomic<bool>& stop);
   // One finished request with its streamed chunks. Returns events recorded.
@@ -54,8 +56,5 @@ class FrontendSimulator {
   Counter prompt_tokens_, generation_tokens_, requests_, success_, prefix_hits_;
   Histogram ttft_, tpot_, itl_, e2e_, tokenize_latency_, detokenize_latency_;
 };
-
-// The catalog entry called name; throws std::out_of_range when absent.
-const MetricDefinition& catalog_metric(std::string_view name);
 
 }  // namespace tokenspeed::metrics

@@ -122,6 +122,19 @@ static void BM_CounterInc_AggregateOnly(benchmark::State& state) {
 }
 BENCHMARK(BM_CounterInc_AggregateOnly);
 
+// The same update through the host's inline path (record_inc), not the
+// public handle's out-of-line call: what the public API costs on top.
+static void BM_CounterInc_AggregateOnly_InlineInternal(benchmark::State& state) {
+  InProcessMetricStore store;
+  Collector collector(store);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  auto* series = const_cast<MetricSeries*>(c.series());
+  CountAllocations allocations;
+  for (auto _ : state) record_inc(series, 1.0);
+  state.counters["allocs"] = static_cast<double>(allocations.count());
+}
+BENCHMARK(BM_CounterInc_AggregateOnly_InlineInternal);
+
 static void BM_CounterInc_OneOutput(benchmark::State& state) {
   InProcessMetricStore store;
   NoopSink sink;
@@ -135,6 +148,21 @@ static void BM_CounterInc_OneOutput(benchmark::State& state) {
   report_drops(state, router, allocs);
 }
 BENCHMARK(BM_CounterInc_OneOutput)->UseRealTime();
+
+static void BM_CounterInc_OneOutput_InlineInternal(benchmark::State& state) {
+  InProcessMetricStore store;
+  NoopSink sink;
+  EventRouter router({noop_output(&sink)}, quiet());
+  Collector collector(store, &router);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  auto* series = const_cast<MetricSeries*>(c.series());
+  record_inc(series, 1.0);  // registers this thread's rings
+  CountAllocations allocations;
+  for (auto _ : state) record_inc(series, 1.0);
+  const long allocs = allocations.count();
+  report_drops(state, router, allocs);
+}
+BENCHMARK(BM_CounterInc_OneOutput_InlineInternal)->UseRealTime();
 
 // The baseline of issue 3: every event handed to a consumer thread through a
 // std::mutex-protected std::deque, the consumer draining continuously.

@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <system_error>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -61,14 +64,46 @@ TEST_CASE("the handoff memfd is sealed against writes") {
   ::close(fd);
 }
 
-TEST_CASE("a producer without a launcher's handoff fails with an error naming the variable") {
+TEST_CASE("a worker without a launcher's handoff fails with an error naming both variables") {
   ::unsetenv(kHandoffFdEnv);
+  ::unsetenv(kHandoffFileEnv);
   try {
     read_handoff_from_environment();
     FAIL("no error");
   } catch (const StartupError& error) {
-    CHECK(error.context().key == kHandoffFdEnv);
+    CHECK(error.context().key == kHandoffFileEnv);
+    CHECK_THAT(error.message(), Catch::Contains(kHandoffFdEnv));
   }
+}
+
+TEST_CASE("a worker reads the handoff file that the environment names") {
+  char dir_template[] = "/tmp/tsm-handoff-XXXXXX";
+  REQUIRE(::mkdtemp(dir_template) != nullptr);
+  const std::filesystem::path file = std::filesystem::path(dir_template) / "handoff.json";
+  write_handoff_file(file, sample_handoff());
+  CHECK((std::filesystem::status(file).permissions() & std::filesystem::perms::all) ==
+        (std::filesystem::perms::owner_read | std::filesystem::perms::owner_write));
+  ::unsetenv(kHandoffFdEnv);
+  ::setenv(kHandoffFileEnv, file.c_str(), 1);
+  const ProducerHandoff read = read_handoff_from_environment();
+  CHECK(read.outputs.size() == sample_handoff().outputs.size());
+  CHECK(read.run_dir == sample_handoff().run_dir);
+  CHECK(read.queue_size == sample_handoff().queue_size);
+
+  // A file other users could have written is refused: it chooses what we load.
+  std::filesystem::permissions(file, std::filesystem::perms::group_write,
+                               std::filesystem::perm_options::add);
+  try {
+    read_handoff_from_environment();
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.context().key == kHandoffFileEnv);
+    CHECK_THAT(error.message(), Catch::Contains("private"));
+  }
+  // The handoff file is never created over an existing one.
+  CHECK_THROWS_AS(write_handoff_file(file, sample_handoff()), std::system_error);
+  ::unsetenv(kHandoffFileEnv);
+  std::filesystem::remove_all(dir_template);
 }
 
 TEST_CASE("a producer configuration that is not a JSON object is refused in the handoff") {

@@ -23,7 +23,7 @@ void observe(const MetricDefinition& metric, std::vector<double>& slots, double 
 }
 
 std::string render(const MetricDefinition& metric, std::vector<MergedSeries> series) {
-  MergedFamily family{&metric, std::move(series)};
+  MergedFamily family{&metric, std::move(series), nullptr};
   return render_exposition(std::span<const MergedFamily>(&family, 1));
 }
 

@@ -221,18 +221,46 @@ TEST_CASE("the launcher's own in-process series merge with the producers' files"
   CHECK(families.front().series[1].slots[0] == 1);
 }
 
-TEST_CASE("series of families outside the catalog are counted and left out") {
+TEST_CASE("a producer's definitions travel with its metric file: families outside the catalog are rendered") {
   TempDir dir;
-  const MetricDefinition unknown{"unknown", MetricKind::counter, "", "", {},
-                                 {},        GaugeMode::livemax};
+  const MetricDefinition engine_own{"myengine:batches", MetricKind::histogram, "Batch sizes.",
+                                    "requests", {"worker"}, {1, 8, 64}, GaugeMode::livemax};
   {
     MultiprocessMetricStore store({dir.path});
-    store.allocate_series(unknown, std::vector<std::string>{})[0] = 1;
+    double* slots = store.allocate_series(engine_own, std::vector<std::string>{"a"});
+    slots[1] = 3;   // three observations in the (1, 8] bucket
+    slots[4] = 12;  // their sum
+  }
+  MergeStats stats;
+  ScrapeSources sources;  // no catalog at all
+  sources.run_dir = dir.path;
+  const std::vector<MergedFamily> families = merge_scrape(sources, &stats);
+  REQUIRE(families.size() == 1);
+  CHECK(*families.front().metric == engine_own);
+  REQUIRE(families.front().series.size() == 1);
+  CHECK(families.front().series[0].slots == std::vector<double>{0, 3, 0, 0, 12});
+  CHECK(stats.unknown_series == 0);
+}
+
+TEST_CASE("a name two processes define differently keeps the first definition; the other's series are left out") {
+  TempDir dir;
+  const MetricDefinition as_counter{"shared_name", MetricKind::counter, "", "", {}, {},
+                                    GaugeMode::livemax};
+  const MetricDefinition as_gauge{"shared_name", MetricKind::gauge, "", "", {}, {},
+                                  GaugeMode::livemax};
+  {
+    MultiprocessMetricStore first({dir.path, "a"});
+    first.allocate_series(as_counter, std::vector<std::string>{})[0] = 5;
+    MultiprocessMetricStore second({dir.path, "b"});
+    second.allocate_series(as_gauge, std::vector<std::string>{})[0] = 7;
   }
   MergeStats stats;
   ScrapeSources sources;
-  sources.catalog = kCatalog;
   sources.run_dir = dir.path;
-  CHECK(merge_scrape(sources, &stats).empty());
-  CHECK(stats.unknown_series == 1);
+  const std::vector<MergedFamily> families = merge_scrape(sources, &stats);
+  REQUIRE(families.size() == 1);
+  CHECK(families.front().metric->kind == MetricKind::counter);
+  CHECK(families.front().series.at(0).slots[0] == 5);
+  CHECK(stats.conflicting_definitions == 1);
+  CHECK(stats.mismatched_series == 1);
 }

@@ -32,7 +32,8 @@ TEST_CASE(
     "a streamed chunk is one weighted inter-token observation: the count grows by the tokens") {
   InProcessMetricStore store;
   Collector collector(store);
-  FrontendSimulator frontend(collector, SimulationOptions{});
+  Recorder recorder(&collector);
+  FrontendSimulator frontend(recorder, SimulationOptions{});
   for (int i = 0; i < 50; ++i) frontend.finish_request();
 
   const double requests = slots_of(store, "tokenspeed:num_requests").at(0);
@@ -48,7 +49,8 @@ TEST_CASE(
 TEST_CASE("a scheduler rank records its gauges and iteration histogram under its dp_rank") {
   InProcessMetricStore store;
   Collector collector(store);
-  SchedulerSimulator scheduler(collector, SimulationOptions{}, 3);
+  Recorder recorder(&collector);
+  SchedulerSimulator scheduler(recorder, SimulationOptions{}, 3);
   for (int i = 0; i < 20; ++i) scheduler.iterate();
   bool saw_running = false;
   store.for_each_series([&](const InProcessMetricStore::Series& series) {
@@ -70,7 +72,8 @@ TEST_CASE("a scheduler rank records its gauges and iteration histogram under its
 TEST_CASE("the same seed records the same values") {
   InProcessMetricStore first_store, second_store;
   Collector first(first_store), second(second_store);
-  FrontendSimulator a(first, SimulationOptions{}), b(second, SimulationOptions{});
+  Recorder first_recorder(&first), second_recorder(&second);
+  FrontendSimulator a(first_recorder, SimulationOptions{}), b(second_recorder, SimulationOptions{});
   for (int i = 0; i < 10; ++i) {
     a.finish_request();
     b.finish_request();

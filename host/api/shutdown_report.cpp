@@ -1,0 +1,28 @@
+// shutdown_report.cpp — one OutputReport per process and output.
+#include "api/shutdown_report.hpp"
+
+namespace tokenspeed::metrics {
+
+ShutdownReport shutdown_report_from(const std::vector<ProcessSummary>& summaries) {
+  ShutdownReport report;
+  for (const ProcessSummary& summary : summaries) {
+    for (const SinkStats& stats : summary.outputs) {
+      OutputReport output;
+      output.process = summary.process;
+      output.pid = summary.pid;
+      output.output = stats.name;
+      output.accepted = stats.accepted;
+      output.delivered = stats.delivered;
+      output.dropped_queue_full = stats.dropped_full;
+      output.dropped_disabled = stats.dropped_disabled;
+      output.dropped_after_close = stats.dropped_after_close;
+      output.discarded_at_close = stats.discarded_at_deadline;
+      output.failed = stats.disabled || stats.create_failed || stats.close_failed || stats.abandoned;
+      report.outputs.push_back(std::move(output));
+    }
+  }
+  report.table = format_summary_table(summaries);
+  return report;
+}
+
+}  // namespace tokenspeed::metrics

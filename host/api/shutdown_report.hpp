@@ -1,0 +1,14 @@
+// shutdown_report.hpp — the public ShutdownReport from the process
+// summaries and sink figures the host keeps. Shutdown only.
+#pragma once
+
+#include <vector>
+
+#include "process/process_summary.hpp"
+#include "tokenspeed/metrics/node.hpp"
+
+namespace tokenspeed::metrics {
+
+ShutdownReport shutdown_report_from(const std::vector<ProcessSummary>& summaries);
+
+}  // namespace tokenspeed::metrics

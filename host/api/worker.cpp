@@ -1,0 +1,126 @@
+// worker.cpp — the public Worker: a process an engine started attaches to its
+// Node from the environment, registers the plugins again (never validate or
+// start_node), records, and at close drains within its budget and leaves its
+// report in the run directory.
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "api/shutdown_report.hpp"
+#include "config/plugin_loader.hpp"
+#include "process/process_metrics.hpp"
+#include "process/producer_handoff.hpp"
+#include "tokenspeed/metrics/node.hpp"
+
+namespace tokenspeed::metrics {
+namespace {
+
+void warn(const std::string& line) {
+  std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
+}
+
+// The name becomes part of a file name in the run directory.
+std::string process_name(std::string name) {
+  if (name.empty()) return "worker-" + std::to_string(::getpid());
+  for (char& c : name) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '.';
+    if (!plain) c = '_';
+  }
+  return name;
+}
+
+}  // namespace
+
+class WorkerImpl {
+ public:
+  explicit WorkerImpl(std::string name) : name_(process_name(std::move(name))) {
+    if (metrics_disabled_in_environment()) return;
+    handoff_ = read_handoff_from_environment();
+    if (!handoff_.outputs.empty()) {
+      PluginSearchOptions search;
+      search.plugin_dirs = handoff_.plugin_dirs;
+      search.disabled_plugins = handoff_.disabled_plugins;
+      search.allow_insecure = handoff_.allow_insecure_plugins;
+      loader_ = std::make_unique<PluginLoader>(registry_, warn);
+      loader_->load(search);
+    }
+    RouterOptions router;
+    router.queue_size = handoff_.queue_size;
+    metrics_ = std::make_unique<ProcessMetrics>(
+        registry_, ProcessMetricsOptions{handoff_.outputs, handoff_.run_dir, name_, router});
+    recorder_ = Recorder(&metrics_->collector());
+    // The host's own figures reach /metrics once a second; the thread sleeps
+    // in between and never touches a plugin.
+    figures_ = std::thread([this] {
+      std::unique_lock lock(mutex_);
+      while (!stop_figures_) {
+        wake_.wait_for(lock, std::chrono::seconds(1));
+        metrics_->publish_self_figures();
+      }
+    });
+  }
+
+  ~WorkerImpl() {
+    stop_figures();
+    if (metrics_ && !report_) static_cast<void>(close(handoff_.shutdown_budget));
+  }
+
+  void stop_figures() noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      stop_figures_ = true;
+    }
+    wake_.notify_all();
+    if (figures_.joinable()) figures_.join();
+  }
+
+  ShutdownReport close(std::chrono::nanoseconds budget) {
+    if (report_) return *report_;
+    if (!metrics_) {
+      report_ = ShutdownReport{};
+      return *report_;
+    }
+    const auto begin = std::chrono::steady_clock::now();
+    stop_figures();
+    const bool in_time = metrics_->close(budget);
+    const ProcessSummary summary{name_, ::getpid(), metrics_->sink_stats()};
+    if (!handoff_.run_dir.empty()) write_process_summary(handoff_.run_dir, summary);
+    report_ = shutdown_report_from({summary});
+    report_->closed_in_time = in_time;
+    report_->elapsed = std::chrono::steady_clock::now() - begin;
+    return *report_;
+  }
+
+  std::string name_;
+  ProducerHandoff handoff_;
+  ReporterRegistry registry_;
+  std::unique_ptr<PluginLoader> loader_;
+  std::unique_ptr<ProcessMetrics> metrics_;  // null with metrics disabled
+  Collector disabled_{nullptr};
+  Recorder recorder_{&disabled_};
+  std::optional<ShutdownReport> report_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_figures_ = false;
+  std::thread figures_;
+};
+
+Worker::Worker(std::string name) : impl_(std::make_unique<WorkerImpl>(std::move(name))) {}
+
+Worker::~Worker() = default;
+
+Recorder& Worker::recorder() noexcept { return impl_->recorder_; }
+
+bool Worker::enabled() const noexcept { return impl_->metrics_ != nullptr; }
+
+ShutdownReport Worker::close(std::chrono::nanoseconds budget) { return impl_->close(budget); }
+
+ShutdownReport Worker::close() { return impl_->close(impl_->handoff_.shutdown_budget); }
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,55 @@
+// metric_definition.hpp — what a metric family is: name, kind, help, unit,
+// label names, histogram buckets and how a gauge merges across processes.
+// Plain data of the engine's; built at startup, never touched on the hot path.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tokenspeed::metrics {
+
+// The values match the plugin ABI's tsm_metric_kind.
+enum class MetricKind { counter = 1, gauge = 2, histogram = 3 };
+
+// How the launcher merges one gauge's per-process values at scrape time, as
+// prometheus_client's multiprocess_mode does. The "live" modes forget
+// processes that have exited.
+enum class GaugeMode { livemax, livesum, max, min, sum, all, liveall };
+
+std::string_view to_string(MetricKind kind) noexcept;
+std::string_view to_string(GaugeMode mode) noexcept;
+// "livesum" -> GaugeMode::livesum; false when text names no mode.
+bool gauge_mode_from_string(std::string_view text, GaugeMode& mode) noexcept;
+
+struct MetricDefinition {
+  std::string name;  // family name; a counter's without _total
+  MetricKind kind = MetricKind::counter;
+  std::string help;
+  std::string unit;  // "seconds", "tokens", "" if none
+  std::vector<std::string> label_names;
+  std::vector<double> buckets;  // histograms: ascending upper bounds, no +Inf
+  GaugeMode gauge_mode = GaugeMode::livemax;
+
+  // The name events and the exposition use: a counter's ends in _total.
+  std::string sample_name() const;
+
+  bool operator==(const MetricDefinition&) const = default;
+};
+
+// Checks a definition an engine makes and returns it normalized: a counter
+// name given with _total loses the suffix (as prometheus_client does), a
+// histogram without buckets gets prometheus_client's default buckets, a +Inf
+// bucket is dropped. Throws std::invalid_argument naming the metric for a
+// name or label name the exposition format does not allow, a reserved label
+// name ("le" on a histogram, "pid" on an all/liveall gauge, "__" prefixes),
+// duplicate label names, or buckets that are not strictly ascending.
+MetricDefinition checked_definition(MetricDefinition definition);
+
+// Histogram bucket helpers, as prometheus_client offers them.
+std::vector<double> exponential_buckets(double start, double factor, int count);
+std::vector<double> linear_buckets(double start, double width, int count);
+// prometheus_client's default buckets (0.005 s to 10 s).
+const std::vector<double>& default_buckets();
+
+}  // namespace tokenspeed::metrics

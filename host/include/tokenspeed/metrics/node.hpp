@@ -1,0 +1,139 @@
+// node.hpp — the roles of an engine's processes. A Node is the launcher (or
+// the only process of a single-process engine): it validates the whole
+// configuration, runs start_node, serves /metrics and hands its workers what
+// they need. A Worker is a process the engine started that attaches to its
+// Node from the environment. Each gives the process's Recorder. Startup and
+// shutdown only; recording goes through the handles of recording.hpp.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tokenspeed/metrics/options.hpp"
+#include "tokenspeed/metrics/recording.hpp"
+
+namespace tokenspeed::metrics {
+
+// The families of one process. Threading: any thread; creating a family locks.
+class Recorder {
+ public:
+  // The family of definition: created on the first call (the definition is
+  // checked: see checked_definition), the same object for every later call
+  // with an equal definition. Throws std::invalid_argument when the kind does
+  // not match, the definition is invalid, or the name is already defined
+  // differently in this process. The definition reaches /metrics and every
+  // output, in every process that records it.
+  CounterFamily& counter(const MetricDefinition& definition);
+  GaugeFamily& gauge(const MetricDefinition& definition);
+  HistogramFamily& histogram(const MetricDefinition& definition);
+
+  // Every definition of a set (the TokenSpeed catalog, say), by its kind.
+  void define(const std::vector<MetricDefinition>& definitions);
+
+  // The host's own; an engine gets its Recorder from a Node or a Worker.
+  explicit Recorder(Collector* collector) noexcept : collector_(collector) {}
+
+ private:
+  Collector* collector_;
+};
+
+// What one process reported of one output at shutdown.
+struct OutputReport {
+  std::string process;  // "launcher", the worker's name
+  pid_t pid = 0;
+  std::string output;
+  std::uint64_t accepted = 0;             // offered by the engine's threads
+  std::uint64_t delivered = 0;            // emit returned success
+  std::uint64_t dropped_queue_full = 0;   // the thread's queue was full
+  std::uint64_t dropped_disabled = 0;     // the sink was disabled or never created
+  std::uint64_t dropped_after_close = 0;  // recorded after close began
+  std::uint64_t discarded_at_close = 0;   // still queued when the budget ran out
+  bool failed = false;                    // disabled, not created, close failed or abandoned
+};
+
+struct ShutdownReport {
+  std::vector<OutputReport> outputs;  // by process, then output
+  bool closed_in_time = true;         // every sink of this process closed within the budget
+  std::chrono::nanoseconds elapsed{0};
+  std::string table;  // the summary table, as tokenspeed-metrics simulate prints it
+};
+
+class NodeImpl;
+class WorkerImpl;
+
+// Threading: one control thread calls everything but recorder(), which any
+// thread may use.
+class Node {
+ public:
+  // Validates everything (StartupError with reporter, file and key), loads
+  // the plugins (once for this process), runs start_node, creates this
+  // process's outputs, serves /metrics when prometheus is selected, and
+  // writes the handoff for workers. With metrics disabled nothing is loaded
+  // and every handle does nothing.
+  explicit Node(const Options& options);
+  ~Node();  // close() with the configured shutdown timeout, unless called
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+
+  Recorder& recorder() noexcept;
+  bool enabled() const noexcept;
+  // "http://127.0.0.1:8000/metrics", or "" when no endpoint runs.
+  std::string metrics_url() const;
+  // The merged exposition of the node, as a scrape returns it.
+  std::string render_metrics() const;
+
+  // For workers the engine starts itself: the variables to put into their
+  // environment (a file of the private run directory, never argv).
+  std::vector<std::pair<std::string, std::string>> worker_environment() const;
+  // Puts them into this process's environment, so that every process it
+  // starts from now on inherits them (multiprocessing, posix_spawn, fork).
+  void export_worker_environment() const;
+  // Or let the Node start a worker: argv[0] is the executable; its only
+  // inherited descriptor besides 0-2 carries the handoff. Returns its pid;
+  // close() stops it (SIGTERM, then SIGKILL at the deadline).
+  pid_t spawn_worker(const std::string& name, const std::vector<std::string>& argv);
+
+  // Stops the workers it spawned, closes this process's sinks and then the
+  // node sessions, all within budget; stops the endpoint and removes the run
+  // directory. Workers the engine started should close before this: their
+  // reports are in the result when they did. Repeated calls return the
+  // first report.
+  ShutdownReport close(std::chrono::nanoseconds budget);
+  ShutdownReport close();  // with the configured --metrics-shutdown-timeout
+
+ private:
+  std::unique_ptr<NodeImpl> impl_;
+};
+
+class Worker {
+ public:
+  // Attaches from the environment a Node exported (or the descriptor a Node
+  // passed to a worker it spawned): registers the plugins again in this
+  // process and creates each output's sink lazily, on its first event. Never
+  // runs validate or start_node. name labels this process in reports
+  // ("" means "worker-<pid>"). Throws StartupError when the environment has
+  // no handoff.
+  explicit Worker(std::string name = "");
+  ~Worker();  // close() with the handoff's budget, unless called
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  Recorder& recorder() noexcept;
+  bool enabled() const noexcept;
+
+  // Drains and closes this process's sinks within budget and leaves its
+  // report for the Node. Repeated calls return the first report.
+  ShutdownReport close(std::chrono::nanoseconds budget);
+  ShutdownReport close();  // with the budget the Node handed over
+
+ private:
+  std::unique_ptr<WorkerImpl> impl_;
+};
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,51 @@
+// options.hpp — the metrics options of an engine: built in code, or taken out
+// of the engine's own command line (--enable-metrics and every --metrics-*
+// flag) so the rest goes to the engine's parser. Startup only.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tokenspeed::metrics {
+
+// One field per metrics flag. An empty optional is a flag not given: the
+// host's default applies (the same default as the command line's).
+struct Options {
+  bool enable_metrics = false;           // --enable-metrics
+  std::vector<std::string> reporters;    // --metrics-reporters (each value; commas allowed)
+  std::string reporter_config;           // --metrics-reporter-config, "" if none
+  std::vector<std::string> plugin_dirs;  // --metrics-plugin-dir, in order
+  bool allow_insecure_plugins = false;   // --metrics-allow-insecure-plugins
+  std::optional<std::size_t> queue_size;                          // --metrics-reporter-queue-size
+  std::optional<std::chrono::duration<double>> shutdown_timeout;  // --metrics-shutdown-timeout
+  std::optional<std::string> host;                                // --metrics-host
+  std::optional<int> port;                                        // --metrics-port
+  std::optional<std::string> multiproc_dir;                       // --metrics-multiproc-dir
+
+  // The command-line flags that say the same (what check would be given).
+  std::vector<std::string> to_flags() const;
+};
+
+// Takes every metrics flag out of args (the arguments after the program
+// name) and returns the others untouched, in their order. Flags are
+// recognised as "--flag value" and "--flag=value". Throws StartupError for
+// an unknown flag that begins with --metrics- or --enable-metrics, a
+// missing value, or a value out of range (the key names the flag).
+struct ExtractedOptions {
+  Options options;
+  std::vector<std::string> rest;
+};
+ExtractedOptions extract_metrics_options(const std::vector<std::string>& args);
+
+// The same on main's argc/argv: the metrics flags are removed from argv in
+// place (argv[0] stays; argc shrinks; argv[argc] becomes null).
+Options extract_metrics_options(int& argc, char** argv);
+
+// The metrics flags with their defaults and descriptions, for an engine's
+// own --help.
+std::string metrics_options_help();
+
+}  // namespace tokenspeed::metrics

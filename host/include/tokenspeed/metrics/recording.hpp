@@ -1,0 +1,134 @@
+// recording.hpp — what an engine records with: metric families and the
+// handles of their series. A handle is bound to one interned series; its
+// methods never lock, allocate or make a system call.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+#include "tokenspeed/metrics/metric_definition.hpp"
+
+namespace tokenspeed::metrics {
+
+// The host's own types, opaque here.
+struct MetricSeries;
+struct CollectorOptions;
+class FamilyCore;
+class Collector;
+
+// Handles are small values: copy them freely and keep them (they stay valid
+// as long as the Node or Worker that made them). A default-constructed handle
+// does nothing, as do the handles of a process with metrics disabled.
+// Threading: any thread, any number of threads at once; every method is
+// wait-free but for the compare-and-swap loop that adds to a double.
+class Counter {
+ public:
+  Counter() = default;
+
+  // Adds delta (>= 0) to the Prometheus aggregate and emits an inc event to
+  // every external output. A negative or NaN delta is ignored: a counter
+  // never decreases.
+  void inc(double delta = 1.0) const noexcept;
+
+  explicit operator bool() const noexcept { return series_ != nullptr; }
+  const MetricSeries* series() const noexcept { return series_; }
+
+ private:
+  template <class>
+  friend class Family;
+  explicit Counter(MetricSeries* series) noexcept : series_(series) {}
+  MetricSeries* series_ = nullptr;
+};
+
+class Gauge {
+ public:
+  Gauge() = default;
+
+  // Stores value (every update reaches Prometheus) and emits a set event
+  // unless de-duplication suppresses it: outputs get the first value, every
+  // change, and a fresh snapshot of an unchanged value at most once a second.
+  void set(double value) const noexcept;
+  // Adds delta to the current value (as one atomic step) and emits the new
+  // value as a set event, de-duplicated as set is.
+  void inc(double delta = 1.0) const noexcept;
+  void dec(double delta = 1.0) const noexcept { inc(-delta); }
+
+  explicit operator bool() const noexcept { return series_ != nullptr; }
+  const MetricSeries* series() const noexcept { return series_; }
+
+ private:
+  template <class>
+  friend class Family;
+  Gauge(MetricSeries* series, const CollectorOptions* options) noexcept
+      : series_(series), options_(options) {}
+  MetricSeries* series_ = nullptr;
+  const CollectorOptions* options_ = nullptr;
+};
+
+class Histogram {
+ public:
+  Histogram() = default;
+
+  // Records weight samples of value (one value for weight tokens): the
+  // bucket count and the count grow by weight, the sum by value * weight;
+  // outputs get one observe event carrying the weight. weight 0 is ignored.
+  void observe(double value, std::uint64_t weight = 1) const noexcept;
+  // Records each value once, as many observe(value) calls would.
+  void observe_each(std::span<const double> values) const noexcept;
+
+  explicit operator bool() const noexcept { return series_ != nullptr; }
+  const MetricSeries* series() const noexcept { return series_; }
+
+ private:
+  template <class>
+  friend class Family;
+  explicit Histogram(MetricSeries* series) noexcept : series_(series) {}
+  MetricSeries* series_ = nullptr;
+};
+
+// A metric family: the handles of its series, one per set of label values.
+// Threading: labels() from any thread; it locks and allocates only the first
+// time it sees a set of label values (interning), never afterwards.
+template <class Handle>
+class Family {
+ public:
+  // family.labels("llama", "0"): the handle of that series, in label-name
+  // order. Throws std::invalid_argument when the number of values is wrong.
+  template <class... Values>
+    requires(std::is_convertible_v<const Values&, std::string_view> && ...)
+  Handle labels(const Values&... values) {
+    const std::array<std::string_view, sizeof...(Values)> views{std::string_view(values)...};
+    return labels(std::span<const std::string_view>(views));
+  }
+  // The same from a run of values (a std::vector<std::string_view>, say).
+  Handle labels(std::span<const std::string_view> values);
+
+  const MetricDefinition& definition() const noexcept { return definition_; }
+  std::size_t series_count() const;
+
+  Family(const Family&) = delete;
+  Family& operator=(const Family&) = delete;
+
+ private:
+  friend class Collector;
+  Family(const MetricDefinition& definition, FamilyCore* core,
+         const CollectorOptions* options) noexcept
+      : definition_(definition), core_(core), options_(options) {}
+
+  const MetricDefinition& definition_;
+  FamilyCore* core_;  // null with metrics disabled: every handle does nothing
+  const CollectorOptions* options_;
+};
+
+extern template class Family<Counter>;
+extern template class Family<Gauge>;
+extern template class Family<Histogram>;
+
+using CounterFamily = Family<Counter>;
+using GaugeFamily = Family<Gauge>;
+using HistogramFamily = Family<Histogram>;
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,636 @@
+// native_handles.cpp — families and children written against the CPython C
+// API with METH_FASTCALL: a cached child's inc/set/observe parses its
+// arguments, checks the binding generation and calls the host's handle; it
+// allocates no Python object and never releases the GIL (the work is tens of
+// nanoseconds, less than releasing it would cost).
+#include "native_handles.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "native_state.hpp"
+
+namespace tokenspeed::metrics::python {
+namespace {
+
+struct FamilyObject {
+  PyObject_HEAD
+  MetricDefinition* definition;  // checked; owned
+  void* native;                  // CounterFamily*, GaugeFamily* or HistogramFamily*
+  std::uint64_t generation;      // of native
+  PyObject* children;            // dict: tuple of label values -> child
+  PyObject* labelnames;          // tuple of str
+};
+
+struct ChildObject {
+  PyObject_HEAD
+  FamilyObject* family;  // strong reference
+  PyObject* values;      // tuple of str
+  std::uint64_t generation;
+  Counter counter;
+  Gauge gauge;
+  Histogram histogram;
+};
+
+PyTypeObject* child_type_of(MetricKind kind);
+
+// ------------------------------------------------------------- binding
+
+bool bind_family(FamilyObject* family) {
+  if (family->generation == binding_generation && family->native != nullptr) return true;
+  Recorder* recorder = current_recorder();
+  if (recorder == nullptr) return false;
+  try {
+    switch (family->definition->kind) {
+      case MetricKind::counter:
+        family->native = &recorder->counter(*family->definition);
+        break;
+      case MetricKind::gauge:
+        family->native = &recorder->gauge(*family->definition);
+        break;
+      case MetricKind::histogram:
+        family->native = &recorder->histogram(*family->definition);
+        break;
+    }
+  } catch (...) {
+    raise_from_cpp();
+    return false;
+  }
+  family->generation = binding_generation;
+  return true;
+}
+
+bool bind_child(ChildObject* child) {
+  FamilyObject* family = child->family;
+  if (!bind_family(family)) return false;
+  const Py_ssize_t n = PyTuple_GET_SIZE(child->values);
+  std::vector<std::string_view> views;
+  views.reserve(static_cast<std::size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    Py_ssize_t size = 0;
+    const char* text = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(child->values, i), &size);
+    if (text == nullptr) return false;
+    views.emplace_back(text, static_cast<std::size_t>(size));
+  }
+  try {
+    switch (family->definition->kind) {
+      case MetricKind::counter:
+        child->counter = static_cast<CounterFamily*>(family->native)->labels(views);
+        break;
+      case MetricKind::gauge:
+        child->gauge = static_cast<GaugeFamily*>(family->native)->labels(views);
+        break;
+      case MetricKind::histogram:
+        child->histogram = static_cast<HistogramFamily*>(family->native)->labels(views);
+        break;
+    }
+  } catch (...) {
+    raise_from_cpp();
+    return false;
+  }
+  child->generation = binding_generation;
+  return true;
+}
+
+inline bool ready(ChildObject* child) {
+  return child->generation == binding_generation || bind_child(child);
+}
+
+// A float argument (int and float exact types take the fast path).
+inline bool as_double(PyObject* object, double& out) {
+  if (PyFloat_CheckExact(object)) {
+    out = PyFloat_AS_DOUBLE(object);
+    return true;
+  }
+  out = PyFloat_AsDouble(object);
+  return !(out == -1.0 && PyErr_Occurred());
+}
+
+// One optional positional-or-keyword argument called name.
+bool one_argument(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, const char* name,
+                  PyObject*& out) {
+  out = nullptr;
+  if (nargs > 1) {
+    PyErr_Format(PyExc_TypeError, "takes at most one argument (%zd given)", nargs);
+    return false;
+  }
+  if (nargs == 1) out = args[0];
+  if (kwnames != nullptr) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+      if (out != nullptr || PyUnicode_CompareWithASCIIString(key, name) != 0) {
+        PyErr_Format(PyExc_TypeError, "unexpected keyword argument %R", key);
+        return false;
+      }
+      out = args[nargs + i];
+    }
+  }
+  return true;
+}
+
+// --------------------------------------------------------------- children
+
+void child_dealloc(ChildObject* self) {
+  Py_XDECREF(self->family);
+  Py_XDECREF(self->values);
+  Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
+}
+
+PyObject* counter_inc(ChildObject* self, PyObject* const* args, Py_ssize_t nargs,
+                      PyObject* kwnames) {
+  double amount = 1.0;
+  if (nargs != 0 || kwnames != nullptr) {
+    PyObject* value = nullptr;
+    if (!one_argument(args, nargs, kwnames, "amount", value)) return nullptr;
+    if (value != nullptr && !as_double(value, amount)) return nullptr;
+  }
+  if (!(amount >= 0.0)) {
+    PyErr_SetString(PyExc_ValueError,
+                    "Counters can only be incremented by non-negative amounts.");
+    return nullptr;
+  }
+  if (!ready(self)) return nullptr;
+  self->counter.inc(amount);
+  Py_RETURN_NONE;
+}
+
+PyObject* gauge_set(ChildObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 1) {
+    PyErr_SetString(PyExc_TypeError, "set() takes exactly one argument (value)");
+    return nullptr;
+  }
+  double value = 0.0;
+  if (!as_double(args[0], value)) return nullptr;
+  if (!ready(self)) return nullptr;
+  self->gauge.set(value);
+  Py_RETURN_NONE;
+}
+
+template <int Sign>
+PyObject* gauge_add(ChildObject* self, PyObject* const* args, Py_ssize_t nargs,
+                    PyObject* kwnames) {
+  double amount = 1.0;
+  if (nargs != 0 || kwnames != nullptr) {
+    PyObject* value = nullptr;
+    if (!one_argument(args, nargs, kwnames, "amount", value)) return nullptr;
+    if (value != nullptr && !as_double(value, amount)) return nullptr;
+  }
+  if (!ready(self)) return nullptr;
+  self->gauge.inc(Sign * amount);
+  Py_RETURN_NONE;
+}
+
+bool weight_of(PyObject* object, std::uint64_t& weight) {
+  const unsigned long long value = PyLong_AsUnsignedLongLong(object);
+  if (value == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    PyErr_SetString(PyExc_ValueError, "weight must be a non-negative integer");
+    return false;
+  }
+  weight = value;
+  return true;
+}
+
+PyObject* histogram_observe(ChildObject* self, PyObject* const* args, Py_ssize_t nargs,
+                            PyObject* kwnames) {
+  PyObject* amount = nullptr;
+  PyObject* weight_arg = nullptr;
+  if (nargs > 2) {
+    PyErr_SetString(PyExc_TypeError, "observe(amount, weight=1)");
+    return nullptr;
+  }
+  if (nargs >= 1) amount = args[0];
+  if (nargs == 2) weight_arg = args[1];
+  if (kwnames != nullptr) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
+      PyObject* key = PyTuple_GET_ITEM(kwnames, i);
+      if (PyUnicode_CompareWithASCIIString(key, "weight") == 0 && weight_arg == nullptr) {
+        weight_arg = args[nargs + i];
+      } else if (PyUnicode_CompareWithASCIIString(key, "amount") == 0 && amount == nullptr) {
+        amount = args[nargs + i];
+      } else {
+        PyErr_Format(PyExc_TypeError, "unexpected keyword argument %R", key);
+        return nullptr;
+      }
+    }
+  }
+  if (amount == nullptr) {
+    PyErr_SetString(PyExc_TypeError, "observe() missing its amount");
+    return nullptr;
+  }
+  double value = 0.0;
+  std::uint64_t weight = 1;
+  if (!as_double(amount, value)) return nullptr;
+  if (weight_arg != nullptr && !weight_of(weight_arg, weight)) return nullptr;
+  if (!ready(self)) return nullptr;
+  self->histogram.observe(value, weight);
+  Py_RETURN_NONE;
+}
+
+// observe_many(values): every value of a sequence (or a buffer of doubles:
+// array('d'), a NumPy float64 array) once, in one call.
+PyObject* histogram_observe_many(ChildObject* self, PyObject* values) {
+  if (!ready(self)) return nullptr;
+  if (PyObject_CheckBuffer(values)) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(values, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
+      const bool doubles = view.itemsize == sizeof(double) && view.format != nullptr &&
+                           std::string_view(view.format) == "d";
+      if (doubles) {
+        self->histogram.observe_each(std::span<const double>(
+            static_cast<const double*>(view.buf), static_cast<std::size_t>(view.len) / sizeof(double)));
+      }
+      PyBuffer_Release(&view);
+      if (doubles) Py_RETURN_NONE;
+    } else {
+      PyErr_Clear();
+    }
+  }
+  PyObject* fast = PySequence_Fast(values, "observe_many() takes a sequence of numbers");
+  if (fast == nullptr) return nullptr;
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  PyObject** items = PySequence_Fast_ITEMS(fast);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    double value = 0.0;
+    if (!as_double(items[i], value)) {
+      Py_DECREF(fast);
+      return nullptr;
+    }
+    self->histogram.observe(value, 1);
+  }
+  Py_DECREF(fast);
+  Py_RETURN_NONE;
+}
+
+#define FASTCALL_KW(f) reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f))
+
+PyMethodDef counter_child_methods[] = {
+    {"inc", FASTCALL_KW(counter_inc), METH_FASTCALL | METH_KEYWORDS, "inc(amount=1)"},
+    {nullptr, nullptr, 0, nullptr}};
+PyMethodDef gauge_child_methods[] = {
+    {"set", FASTCALL_KW(gauge_set), METH_FASTCALL, "set(value)"},
+    {"inc", FASTCALL_KW(gauge_add<1>), METH_FASTCALL | METH_KEYWORDS, "inc(amount=1)"},
+    {"dec", FASTCALL_KW(gauge_add<-1>), METH_FASTCALL | METH_KEYWORDS, "dec(amount=1)"},
+    {nullptr, nullptr, 0, nullptr}};
+PyMethodDef histogram_child_methods[] = {
+    {"observe", FASTCALL_KW(histogram_observe), METH_FASTCALL | METH_KEYWORDS,
+     "observe(amount, weight=1): weight samples of amount"},
+    {"observe_many", reinterpret_cast<PyCFunction>(histogram_observe_many), METH_O,
+     "observe_many(values): each value once"},
+    {nullptr, nullptr, 0, nullptr}};
+
+// A static type object: zeroed, with the reference a static object holds.
+PyTypeObject blank_type() {
+  PyTypeObject type{};
+  type.ob_base.ob_base.ob_refcnt = 1;
+  return type;
+}
+
+PyTypeObject make_child_type(const char* name, PyMethodDef* methods) {
+  PyTypeObject type = blank_type();
+  type.tp_name = name;
+  type.tp_basicsize = sizeof(ChildObject);
+  type.tp_dealloc = reinterpret_cast<destructor>(child_dealloc);
+  type.tp_flags = Py_TPFLAGS_DEFAULT;
+  type.tp_doc = "One series of a metric family: a handle to keep and record with.";
+  type.tp_methods = methods;
+  return type;
+}
+
+PyTypeObject counter_child_type =
+    make_child_type("tokenspeed_metrics.CounterChild", counter_child_methods);
+PyTypeObject gauge_child_type = make_child_type("tokenspeed_metrics.GaugeChild", gauge_child_methods);
+PyTypeObject histogram_child_type =
+    make_child_type("tokenspeed_metrics.HistogramChild", histogram_child_methods);
+
+PyTypeObject* child_type_of(MetricKind kind) {
+  switch (kind) {
+    case MetricKind::counter:
+      return &counter_child_type;
+    case MetricKind::gauge:
+      return &gauge_child_type;
+    case MetricKind::histogram:
+      return &histogram_child_type;
+  }
+  return &counter_child_type;
+}
+
+// --------------------------------------------------------------- families
+
+PyObject* new_child(FamilyObject* family, PyObject* values) {
+  auto* child = PyObject_New(ChildObject, child_type_of(family->definition->kind));
+  if (child == nullptr) return nullptr;
+  Py_INCREF(family);
+  Py_INCREF(values);
+  child->family = family;
+  child->values = values;
+  child->generation = 0;
+  new (&child->counter) Counter();
+  new (&child->gauge) Gauge();
+  new (&child->histogram) Histogram();
+  if (!bind_child(child)) {
+    Py_DECREF(child);
+    return nullptr;
+  }
+  return reinterpret_cast<PyObject*>(child);
+}
+
+// The child of a tuple of str label values, cached in the family.
+PyObject* child_of(FamilyObject* family, PyObject* key) {
+  PyObject* child = PyDict_GetItemWithError(family->children, key);
+  if (child != nullptr) {
+    Py_INCREF(child);
+    return child;
+  }
+  if (PyErr_Occurred()) return nullptr;
+  if (PyTuple_GET_SIZE(key) != PyTuple_GET_SIZE(family->labelnames)) {
+    PyErr_SetString(PyExc_ValueError, "Incorrect label count");
+    return nullptr;
+  }
+  child = new_child(family, key);
+  if (child == nullptr) return nullptr;
+  if (PyDict_SetItem(family->children, key, child) != 0) {
+    Py_DECREF(child);
+    return nullptr;
+  }
+  return child;
+}
+
+PyObject* family_labels(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                        PyObject* kwnames) {
+  const Py_ssize_t expected = PyTuple_GET_SIZE(self->labelnames);
+  if (expected == 0) {
+    PyErr_SetString(PyExc_ValueError, "No label names were set when constructing this metric");
+    return nullptr;
+  }
+  const Py_ssize_t nkw = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+  if (nargs != 0 && nkw != 0) {
+    PyErr_SetString(PyExc_ValueError, "Can't pass both *args and **kwargs");
+    return nullptr;
+  }
+  PyObject* key = PyTuple_New(nargs != 0 ? nargs : expected);
+  if (key == nullptr) return nullptr;
+  if (nkw != 0) {
+    if (nkw != expected) {
+      Py_DECREF(key);
+      PyErr_SetString(PyExc_ValueError, "Incorrect label names");
+      return nullptr;
+    }
+    for (Py_ssize_t i = 0; i < expected; ++i) {
+      PyObject* wanted = PyTuple_GET_ITEM(self->labelnames, i);
+      PyObject* found = nullptr;
+      for (Py_ssize_t k = 0; k < nkw; ++k) {
+        if (PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, k), wanted) == 0) found = args[k];
+      }
+      if (found == nullptr) {
+        Py_DECREF(key);
+        PyErr_SetString(PyExc_ValueError, "Incorrect label names");
+        return nullptr;
+      }
+      PyObject* text = PyUnicode_CheckExact(found) ? (Py_INCREF(found), found) : PyObject_Str(found);
+      if (text == nullptr) {
+        Py_DECREF(key);
+        return nullptr;
+      }
+      PyTuple_SET_ITEM(key, i, text);
+    }
+  } else {
+    for (Py_ssize_t i = 0; i < nargs; ++i) {
+      PyObject* value = args[i];
+      PyObject* text = PyUnicode_CheckExact(value) ? (Py_INCREF(value), value) : PyObject_Str(value);
+      if (text == nullptr) {
+        Py_DECREF(key);
+        return nullptr;
+      }
+      PyTuple_SET_ITEM(key, i, text);
+    }
+  }
+  PyObject* child = child_of(self, key);
+  Py_DECREF(key);
+  return child;
+}
+
+// The child of a family without labels, for family.inc() and the like.
+PyObject* unlabelled_child(FamilyObject* self) {
+  if (PyTuple_GET_SIZE(self->labelnames) != 0) {
+    PyErr_Format(PyExc_ValueError, "%s metric is missing label values",
+                 std::string(to_string(self->definition->kind)).c_str());
+    return nullptr;
+  }
+  PyObject* empty = PyTuple_New(0);
+  if (empty == nullptr) return nullptr;
+  PyObject* child = child_of(self, empty);
+  Py_DECREF(empty);
+  return child;
+}
+
+template <auto Method>
+PyObject* forward_fastcall(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                           PyObject* kwnames) {
+  PyObject* child = unlabelled_child(self);
+  if (child == nullptr) return nullptr;
+  PyObject* result = Method(reinterpret_cast<ChildObject*>(child), args, nargs, kwnames);
+  Py_DECREF(child);
+  return result;
+}
+
+PyObject* family_set(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  PyObject* child = unlabelled_child(self);
+  if (child == nullptr) return nullptr;
+  PyObject* result = gauge_set(reinterpret_cast<ChildObject*>(child), args, nargs);
+  Py_DECREF(child);
+  return result;
+}
+
+PyObject* family_observe_many(FamilyObject* self, PyObject* values) {
+  PyObject* child = unlabelled_child(self);
+  if (child == nullptr) return nullptr;
+  PyObject* result = histogram_observe_many(reinterpret_cast<ChildObject*>(child), values);
+  Py_DECREF(child);
+  return result;
+}
+
+// __init__(name, documentation, labelnames, unit, buckets, multiprocess_mode)
+template <MetricKind Kind>
+int family_init(FamilyObject* self, PyObject* args, PyObject* kwargs) {
+  static const char* keywords[] = {"name",    "documentation",     "labelnames", "unit",
+                                   "buckets", "multiprocess_mode", nullptr};
+  const char* name = nullptr;
+  const char* documentation = nullptr;
+  PyObject* labelnames = nullptr;
+  const char* unit = "";
+  PyObject* buckets = Py_None;
+  const char* mode = "livemax";
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ss|OsOs", const_cast<char**>(keywords), &name,
+                                   &documentation, &labelnames, &unit, &buckets, &mode)) {
+    return -1;
+  }
+  MetricDefinition definition;
+  definition.name = name;
+  definition.kind = Kind;
+  definition.help = documentation;
+  definition.unit = unit;
+  PyObject* names = PySequence_Tuple(labelnames != nullptr ? labelnames : PyTuple_New(0));
+  if (names == nullptr) return -1;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); ++i) {
+    const char* label = PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i));
+    if (label == nullptr) {
+      Py_DECREF(names);
+      return -1;
+    }
+    definition.label_names.emplace_back(label);
+  }
+  if (buckets != Py_None) {
+    PyObject* fast = PySequence_Fast(buckets, "buckets must be a sequence of numbers");
+    if (fast == nullptr) {
+      Py_DECREF(names);
+      return -1;
+    }
+    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); ++i) {
+      double bound = 0.0;
+      if (!as_double(PySequence_Fast_GET_ITEM(fast, i), bound)) {
+        Py_DECREF(fast);
+        Py_DECREF(names);
+        return -1;
+      }
+      definition.buckets.push_back(bound);
+    }
+    Py_DECREF(fast);
+  }
+  if (!gauge_mode_from_string(mode, definition.gauge_mode)) {
+    Py_DECREF(names);
+    PyErr_Format(PyExc_ValueError, "Invalid multiprocess mode: %s", mode);
+    return -1;
+  }
+  try {
+    auto checked = std::make_unique<MetricDefinition>(checked_definition(std::move(definition)));
+    delete self->definition;
+    self->definition = checked.release();
+  } catch (...) {
+    Py_DECREF(names);
+    raise_from_cpp();
+    return -1;
+  }
+  Py_XSETREF(self->labelnames, names);
+  if (self->children == nullptr) self->children = PyDict_New();
+  if (self->children == nullptr) return -1;
+  self->native = nullptr;
+  self->generation = 0;
+  return 0;
+}
+
+PyObject* family_new(PyTypeObject* type, PyObject*, PyObject*) {
+  auto* self = reinterpret_cast<FamilyObject*>(type->tp_alloc(type, 0));
+  if (self == nullptr) return nullptr;
+  self->definition = nullptr;
+  self->native = nullptr;
+  self->generation = 0;
+  self->children = nullptr;
+  self->labelnames = nullptr;
+  return reinterpret_cast<PyObject*>(self);
+}
+
+void family_dealloc(FamilyObject* self) {
+  PyObject_GC_UnTrack(self);
+  Py_CLEAR(self->children);
+  Py_CLEAR(self->labelnames);
+  delete self->definition;
+  Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
+}
+
+int family_traverse(FamilyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(self->children);
+  return 0;
+}
+
+int family_clear(FamilyObject* self) {
+  Py_CLEAR(self->children);
+  return 0;
+}
+
+PyObject* family_name(FamilyObject* self, void*) {
+  if (self->definition == nullptr) Py_RETURN_NONE;
+  return PyUnicode_FromString(self->definition->name.c_str());
+}
+
+PyObject* family_labelnames(FamilyObject* self, void*) {
+  if (self->labelnames == nullptr) return PyTuple_New(0);
+  Py_INCREF(self->labelnames);
+  return self->labelnames;
+}
+
+PyGetSetDef family_getset[] = {
+    {"name", reinterpret_cast<getter>(family_name), nullptr, "the family name", nullptr},
+    {"labelnames", reinterpret_cast<getter>(family_labelnames), nullptr, "label names", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+PyMethodDef counter_family_methods[] = {
+    {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS,
+     "labels(*values) or labels(**values): the child of that series"},
+    {"inc", FASTCALL_KW(forward_fastcall<counter_inc>), METH_FASTCALL | METH_KEYWORDS,
+     "inc(amount=1)"},
+    {nullptr, nullptr, 0, nullptr}};
+PyMethodDef gauge_family_methods[] = {
+    {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS, "labels(*values)"},
+    {"set", FASTCALL_KW(family_set), METH_FASTCALL, "set(value)"},
+    {"inc", FASTCALL_KW(forward_fastcall<gauge_add<1>>), METH_FASTCALL | METH_KEYWORDS, "inc(amount=1)"},
+    {"dec", FASTCALL_KW(forward_fastcall<gauge_add<-1>>), METH_FASTCALL | METH_KEYWORDS, "dec(amount=1)"},
+    {nullptr, nullptr, 0, nullptr}};
+PyMethodDef histogram_family_methods[] = {
+    {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS, "labels(*values)"},
+    {"observe", FASTCALL_KW(forward_fastcall<histogram_observe>), METH_FASTCALL | METH_KEYWORDS,
+     "observe(amount, weight=1)"},
+    {"observe_many", reinterpret_cast<PyCFunction>(family_observe_many), METH_O,
+     "observe_many(values)"},
+    {nullptr, nullptr, 0, nullptr}};
+
+template <MetricKind Kind>
+PyTypeObject make_family_type(const char* name, PyMethodDef* methods) {
+  PyTypeObject type = blank_type();
+  type.tp_name = name;
+  type.tp_basicsize = sizeof(FamilyObject);
+  type.tp_dealloc = reinterpret_cast<destructor>(family_dealloc);
+  type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
+  type.tp_doc = "A metric family (the Python classes Counter, Gauge, Histogram derive from it).";
+  type.tp_traverse = reinterpret_cast<traverseproc>(family_traverse);
+  type.tp_clear = reinterpret_cast<inquiry>(family_clear);
+  type.tp_methods = methods;
+  type.tp_getset = family_getset;
+  type.tp_init = reinterpret_cast<initproc>(family_init<Kind>);
+  type.tp_new = family_new;
+  return type;
+}
+
+PyTypeObject counter_family_type = make_family_type<MetricKind::counter>(
+    "tokenspeed_metrics._native.CounterFamily", counter_family_methods);
+PyTypeObject gauge_family_type = make_family_type<MetricKind::gauge>(
+    "tokenspeed_metrics._native.GaugeFamily", gauge_family_methods);
+PyTypeObject histogram_family_type = make_family_type<MetricKind::histogram>(
+    "tokenspeed_metrics._native.HistogramFamily", histogram_family_methods);
+
+}  // namespace
+
+int add_handle_types(PyObject* module) {
+  struct Entry {
+    const char* name;
+    PyTypeObject* type;
+  };
+  for (const Entry& entry : {Entry{"CounterChild", &counter_child_type},
+                             Entry{"GaugeChild", &gauge_child_type},
+                             Entry{"HistogramChild", &histogram_child_type},
+                             Entry{"CounterFamily", &counter_family_type},
+                             Entry{"GaugeFamily", &gauge_family_type},
+                             Entry{"HistogramFamily", &histogram_family_type}}) {
+    if (PyType_Ready(entry.type) < 0) return -1;
+    Py_INCREF(entry.type);
+    if (PyModule_AddObject(module, entry.name, reinterpret_cast<PyObject*>(entry.type)) < 0) {
+      Py_DECREF(entry.type);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace tokenspeed::metrics::python

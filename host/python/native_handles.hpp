@@ -1,0 +1,13 @@
+// native_handles.hpp — the Python types of metric families and their
+// children (one series each). Children are what the hot path calls.
+#pragma once
+
+#include <Python.h>
+
+namespace tokenspeed::metrics::python {
+
+// Adds CounterFamily, GaugeFamily, HistogramFamily and their child types to
+// module. Returns -1 with an exception set on failure.
+int add_handle_types(PyObject* module);
+
+}  // namespace tokenspeed::metrics::python

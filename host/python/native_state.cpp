@@ -1,0 +1,294 @@
+// native_state.cpp — start, attach, close and fork handling of the Python
+// module. The GIL is released around every call that may block (plugin
+// registration, start_node, shutdown), never around recording.
+#include "native_state.hpp"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace tokenspeed::metrics::python {
+
+std::uint64_t binding_generation = 1;
+PyObject* startup_error_type = nullptr;
+
+namespace {
+
+std::unique_ptr<Node> node;
+std::unique_ptr<Worker> worker;
+Recorder* recorder = nullptr;
+PyObject* attach_hook = nullptr;  // called when a handle needs a recorder
+
+std::vector<std::string> string_list(PyObject* list) {
+  std::vector<std::string> out;
+  PyObject* fast = PySequence_Fast(list, "expected a sequence of str");
+  if (fast == nullptr) throw std::invalid_argument("expected a sequence of str");
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+  for (Py_ssize_t i = 0; i < n; ++i) {
+    PyObject* item = PySequence_Fast_GET_ITEM(fast, i);
+    const char* text = PyUnicode_Check(item) ? PyUnicode_AsUTF8(item) : nullptr;
+    if (text == nullptr) {
+      Py_DECREF(fast);
+      PyErr_Clear();
+      throw std::invalid_argument("expected a sequence of str");
+    }
+    out.emplace_back(text);
+  }
+  Py_DECREF(fast);
+  return out;
+}
+
+PyObject* to_list(const std::vector<std::string>& values) {
+  PyObject* list = PyList_New(static_cast<Py_ssize_t>(values.size()));
+  if (list == nullptr) return nullptr;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    PyObject* item = PyUnicode_FromStringAndSize(values[i].data(),
+                                                 static_cast<Py_ssize_t>(values[i].size()));
+    if (item == nullptr) {
+      Py_DECREF(list);
+      return nullptr;
+    }
+    PyList_SET_ITEM(list, static_cast<Py_ssize_t>(i), item);
+  }
+  return list;
+}
+
+PyObject* report_to_python(const ShutdownReport& report) {
+  PyObject* outputs = PyList_New(0);
+  if (outputs == nullptr) return nullptr;
+  for (const OutputReport& output : report.outputs) {
+    PyObject* row = Py_BuildValue(
+        "{s:s,s:i,s:s,s:K,s:K,s:K,s:K,s:K,s:K,s:O}", "process", output.process.c_str(), "pid",
+        static_cast<int>(output.pid), "output", output.output.c_str(), "accepted",
+        static_cast<unsigned long long>(output.accepted), "delivered",
+        static_cast<unsigned long long>(output.delivered), "dropped_queue_full",
+        static_cast<unsigned long long>(output.dropped_queue_full), "dropped_disabled",
+        static_cast<unsigned long long>(output.dropped_disabled), "dropped_after_close",
+        static_cast<unsigned long long>(output.dropped_after_close), "discarded_at_close",
+        static_cast<unsigned long long>(output.discarded_at_close), "failed",
+        output.failed ? Py_True : Py_False);
+    if (row == nullptr || PyList_Append(outputs, row) != 0) {
+      Py_XDECREF(row);
+      Py_DECREF(outputs);
+      return nullptr;
+    }
+    Py_DECREF(row);
+  }
+  PyObject* result = Py_BuildValue("{s:N,s:O,s:d,s:s}", "outputs", outputs, "closed_in_time",
+                                   report.closed_in_time ? Py_True : Py_False, "elapsed",
+                                   std::chrono::duration<double>(report.elapsed).count(), "table",
+                                   report.table.c_str());
+  return result;
+}
+
+// extract_metrics_flags(args) -> (metrics_flags, rest)
+PyObject* extract_metrics_flags(PyObject*, PyObject* args_list) {
+  try {
+    const ExtractedOptions extracted = extract_metrics_options(string_list(args_list));
+    PyObject* flags = to_list(extracted.options.to_flags());
+    PyObject* rest = to_list(extracted.rest);
+    if (flags == nullptr || rest == nullptr) {
+      Py_XDECREF(flags);
+      Py_XDECREF(rest);
+      return nullptr;
+    }
+    return Py_BuildValue("(NN)", flags, rest);
+  } catch (...) {
+    return raise_from_cpp();
+  }
+}
+
+// start_node(metrics_flags): the launcher (or only) process.
+PyObject* start_node(PyObject*, PyObject* flags_list) {
+  if (node || worker) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "tokenspeed_metrics: metrics are already started in this process");
+    return nullptr;
+  }
+  try {
+    ExtractedOptions extracted = extract_metrics_options(string_list(flags_list));
+    if (!extracted.rest.empty()) {
+      throw StartupError({"", "", extracted.rest.front()}, "not a metrics flag");
+    }
+    std::unique_ptr<Node> started;
+    std::exception_ptr failure;
+    Py_BEGIN_ALLOW_THREADS
+    try {
+      started = std::make_unique<Node>(extracted.options);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    Py_END_ALLOW_THREADS
+    if (failure) std::rethrow_exception(failure);
+    node = std::move(started);
+    recorder = &node->recorder();
+    ++binding_generation;
+    return to_list([] {
+      std::vector<std::string> flat;
+      for (const auto& [name, value] : node->worker_environment()) {
+        flat.push_back(name);
+        flat.push_back(value);
+      }
+      return flat;
+    }());
+  } catch (...) {
+    return raise_from_cpp();
+  }
+}
+
+// attach_worker(name): a process the engine started.
+PyObject* attach_worker(PyObject*, PyObject* name) {
+  if (node || worker) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "tokenspeed_metrics: metrics are already started in this process");
+    return nullptr;
+  }
+  const char* text = PyUnicode_AsUTF8(name);
+  if (text == nullptr) return nullptr;
+  try {
+    std::unique_ptr<Worker> attached;
+    std::exception_ptr failure;
+    const std::string worker_name(text);
+    Py_BEGIN_ALLOW_THREADS
+    try {
+      attached = std::make_unique<Worker>(worker_name);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    Py_END_ALLOW_THREADS
+    if (failure) std::rethrow_exception(failure);
+    worker = std::move(attached);
+    recorder = &worker->recorder();
+    ++binding_generation;
+    return PyBool_FromLong(worker->enabled() ? 1 : 0);
+  } catch (...) {
+    return raise_from_cpp();
+  }
+}
+
+// close(budget_seconds or None) -> report dict; None when nothing started.
+PyObject* close_metrics(PyObject*, PyObject* budget) {
+  if (!node && !worker) Py_RETURN_NONE;
+  try {
+    const bool default_budget = budget == Py_None;
+    const double seconds = default_budget ? 0.0 : PyFloat_AsDouble(budget);
+    if (!default_budget && seconds == -1.0 && PyErr_Occurred()) return nullptr;
+    const auto duration = std::chrono::duration_cast<std::chrono::nanoseconds>(
+        std::chrono::duration<double>(seconds));
+    ShutdownReport report;
+    Py_BEGIN_ALLOW_THREADS
+    if (node) {
+      report = default_budget ? node->close() : node->close(duration);
+    } else {
+      report = default_budget ? worker->close() : worker->close(duration);
+    }
+    Py_END_ALLOW_THREADS
+    return report_to_python(report);
+  } catch (...) {
+    return raise_from_cpp();
+  }
+}
+
+PyObject* role(PyObject*, PyObject*) {
+  if (node) return PyUnicode_FromString("node");
+  if (worker) return PyUnicode_FromString("worker");
+  Py_RETURN_NONE;
+}
+
+PyObject* metrics_url(PyObject*, PyObject*) {
+  if (!node) return PyUnicode_FromString("");
+  return PyUnicode_FromString(node->metrics_url().c_str());
+}
+
+PyObject* render_metrics(PyObject*, PyObject*) {
+  if (!node) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "tokenspeed_metrics: only the process that started the node renders /metrics");
+    return nullptr;
+  }
+  try {
+    std::string text;
+    Py_BEGIN_ALLOW_THREADS
+    text = node->render_metrics();
+    Py_END_ALLOW_THREADS
+    return PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
+  } catch (...) {
+    return raise_from_cpp();
+  }
+}
+
+PyObject* metrics_help(PyObject*, PyObject*) {
+  return PyUnicode_FromString(metrics_options_help().c_str());
+}
+
+PyObject* set_attach_hook(PyObject*, PyObject* hook) {
+  Py_XINCREF(hook);
+  Py_XSETREF(attach_hook, hook);
+  Py_RETURN_NONE;
+}
+
+// In a forked child the parent's Node or Worker is a copy whose threads do
+// not exist: it is left alone (never closed or destroyed here), and every
+// handle rebinds to the Worker this process attaches.
+PyObject* after_fork_in_child(PyObject*, PyObject*) {
+  static_cast<void>(node.release());
+  static_cast<void>(worker.release());
+  recorder = nullptr;
+  ++binding_generation;
+  Py_RETURN_NONE;
+}
+
+}  // namespace
+
+Recorder* current_recorder() {
+  if (recorder != nullptr) return recorder;
+  if (attach_hook == nullptr || attach_hook == Py_None) {
+    PyErr_SetString(PyExc_RuntimeError, "tokenspeed_metrics: metrics are not started");
+    return nullptr;
+  }
+  PyObject* result = PyObject_CallNoArgs(attach_hook);
+  if (result == nullptr) return nullptr;
+  Py_DECREF(result);
+  if (recorder == nullptr) {
+    PyErr_SetString(PyExc_RuntimeError, "tokenspeed_metrics: the attach hook started nothing");
+  }
+  return recorder;
+}
+
+PyObject* raise_from_cpp() {
+  try {
+    throw;
+  } catch (const StartupError& error) {
+    PyObject* args = Py_BuildValue("(ssss)", error.what(), error.reporter().c_str(),
+                                   error.file().c_str(), error.key().c_str());
+    if (args != nullptr) {
+      PyErr_SetObject(startup_error_type, args);
+      Py_DECREF(args);
+    }
+  } catch (const std::invalid_argument& error) {
+    PyErr_SetString(PyExc_ValueError, error.what());
+  } catch (const std::exception& error) {
+    if (!PyErr_Occurred()) PyErr_SetString(PyExc_RuntimeError, error.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "tokenspeed_metrics: unknown error");
+  }
+  return nullptr;
+}
+
+PyMethodDef state_functions[] = {
+    {"extract_metrics_flags", extract_metrics_flags, METH_O,
+     "extract_metrics_flags(args) -> (metrics_flags, rest)"},
+    {"start_node", start_node, METH_O,
+     "start_node(metrics_flags) -> [name, value, ...] of the worker environment"},
+    {"attach_worker", attach_worker, METH_O, "attach_worker(name) -> enabled"},
+    {"close", close_metrics, METH_O, "close(budget_seconds or None) -> report"},
+    {"role", role, METH_NOARGS, "'node', 'worker' or None"},
+    {"metrics_url", metrics_url, METH_NOARGS, "the /metrics URL, or ''"},
+    {"render_metrics", render_metrics, METH_NOARGS, "the node's exposition"},
+    {"metrics_help", metrics_help, METH_NOARGS, "the metrics flags' help"},
+    {"set_attach_hook", set_attach_hook, METH_O, "hook() attaches when a handle needs it"},
+    {"after_fork_in_child", after_fork_in_child, METH_NOARGS, "os.register_at_fork hook"},
+    {nullptr, nullptr, 0, nullptr},
+};
+
+}  // namespace tokenspeed::metrics::python

@@ -1,0 +1,34 @@
+// native_state.hpp — the process-wide state of the Python module: this
+// process's Node or Worker, the Recorder handles bind to, and the binding
+// generation that a fork in the child advances so every cached handle
+// rebinds to the child's own Worker. Touched with the GIL held.
+#pragma once
+
+#include <Python.h>
+
+#include <cstdint>
+
+#include <tokenspeed/metrics/metrics.hpp>
+
+namespace tokenspeed::metrics::python {
+
+// Advanced by start, attach and a fork in the child: a handle whose
+// generation differs rebinds before it records.
+extern std::uint64_t binding_generation;
+
+// The Recorder of this process, attaching a Worker through the module's
+// attach hook when none exists yet. Returns null with a Python exception set
+// when there is none and none can be attached.
+Recorder* current_recorder();
+
+// Turns the C++ exception in flight into the module's Python exception
+// (StartupError, ValueError, RuntimeError); returns null for `return`.
+PyObject* raise_from_cpp();
+
+// The module's exception type for startup errors (reporter, file, key).
+extern PyObject* startup_error_type;
+
+// Module-level functions (native_state.cpp).
+extern PyMethodDef state_functions[];
+
+}  // namespace tokenspeed::metrics::python

@@ -1,0 +1,184 @@
+"""tokenspeed_metrics: record an engine's metrics through the tokenspeed-metrics host.
+
+The API a prometheus_client user knows::
+
+    from tokenspeed_metrics import Counter, Gauge, Histogram
+    REQUESTS = Counter("myengine:requests", "Requests served.", ["model"])
+    REQUESTS.labels("llama").inc()
+
+and one call at start-up in the launcher, which takes the metrics flags
+(--enable-metrics, --metrics-*) out of sys.argv::
+
+    import tokenspeed_metrics
+    tokenspeed_metrics.start()
+
+Processes the engine starts (multiprocessing with the spawn or fork start
+method, subprocess) attach to the launcher's node from their environment on
+their first recording; see docs/python.md.
+"""
+import atexit
+import os
+import sys
+
+import _tokenspeed_metrics as _native
+from _tokenspeed_metrics import StartupError
+
+__all__ = [
+    "Counter", "Gauge", "Histogram", "StartupError", "start", "attach", "close",
+    "metrics_url", "generate_latest", "extract_metrics_flags", "metrics_help", "role",
+    "CONTENT_TYPE_LATEST",
+]
+
+CONTENT_TYPE_LATEST = "text/plain; version=0.0.4; charset=utf-8"
+
+# prometheus_client's default buckets.
+DEFAULT_BUCKETS = (.005, .01, .025, .05, .075, .1, .25, .5, .75, 1.0, 2.5, 5.0, 7.5, 10.0,
+                   float("inf"))
+
+_GAUGE_MODES = ("livemax", "livesum", "max", "min", "sum", "all", "liveall")
+
+
+def _full_name(name, namespace, subsystem, unit):
+    full = "_".join(part for part in (namespace, subsystem, name) if part)
+    if unit and not full.endswith("_" + unit):
+        full += "_" + unit
+    return full
+
+
+class Counter(_native.CounterFamily):
+    """A monotonically increasing value: ``inc(amount=1)`` on the family (no
+    labels) or on ``labels(...)``. A name given with ``_total`` loses it;
+    the exposition and every output use ``<name>_total``."""
+
+    def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="",
+                 unit="", registry=None, **_ignored):
+        super().__init__(_full_name(name, namespace, subsystem, unit), documentation,
+                         tuple(labelnames), unit)
+
+
+class Gauge(_native.GaugeFamily):
+    """A value that goes up and down: ``set``, ``inc``, ``dec``. The
+    multiprocess_mode says how the launcher merges the processes' values
+    (prometheus_client's modes; ``livemax`` is not its default, ``all`` is:
+    pass the mode you mean)."""
+
+    def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="",
+                 unit="", registry=None, multiprocess_mode="all", **_ignored):
+        if multiprocess_mode not in _GAUGE_MODES:
+            raise ValueError("Invalid multiprocess mode: " + str(multiprocess_mode))
+        super().__init__(_full_name(name, namespace, subsystem, unit), documentation,
+                         tuple(labelnames), unit, None, multiprocess_mode)
+
+
+class Histogram(_native.HistogramFamily):
+    """A distribution: ``observe(amount, weight=1)`` records weight samples
+    of amount (one value for n tokens); ``observe_many(values)`` records a
+    sequence in one call."""
+
+    DEFAULT_BUCKETS = DEFAULT_BUCKETS
+
+    def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="",
+                 unit="", registry=None, buckets=DEFAULT_BUCKETS, **_ignored):
+        super().__init__(_full_name(name, namespace, subsystem, unit), documentation,
+                         tuple(labelnames), unit, [float(b) for b in buckets])
+
+
+def extract_metrics_flags(args):
+    """(metrics_flags, rest): the metrics flags of args and the others, untouched."""
+    return _native.extract_metrics_flags(list(args))
+
+
+def metrics_help():
+    """The metrics flags with their defaults, for the engine's own --help."""
+    return _native.metrics_help()
+
+
+def start(argv=None, *, export=True):
+    """Starts the metrics node of this process (the launcher, or the only
+    process): validates every output, runs start_node, serves /metrics when
+    prometheus is selected. With argv None the metrics flags are taken out of
+    sys.argv in place; otherwise argv (without the program name) is the list
+    of flags and arguments. Returns the arguments that are not metrics flags.
+    With export, the processes this one starts later inherit what they need
+    to attach. Raises StartupError (.reporter, .file, .key) on a bad setup."""
+    use_sys_argv = argv is None
+    args = sys.argv[1:] if use_sys_argv else list(argv)
+    flags, rest = _native.extract_metrics_flags(args)
+    environment = _native.start_node(flags)
+    if export:
+        for variable in ("TOKENSPEED_METRICS_HANDOFF_FD", "TOKENSPEED_METRICS_HANDOFF_FILE",
+                         "TOKENSPEED_METRICS_DISABLED"):
+            os.environ.pop(variable, None)
+        for name, value in zip(environment[::2], environment[1::2]):
+            os.environ[name] = value
+    if use_sys_argv:
+        sys.argv[1:] = rest
+    atexit.register(close)
+    return rest
+
+
+def _process_name():
+    try:
+        import multiprocessing
+        process = multiprocessing.current_process()
+        if process.name != "MainProcess":
+            return process.name
+    except Exception:  # noqa: BLE001 - the name is a courtesy
+        pass
+    return "worker-%d" % os.getpid()
+
+
+def attach(name=None):
+    """Attaches this process to its launcher's node from the environment
+    (done by itself on the first recording). Returns True when metrics are
+    enabled. Raises StartupError without a launcher's environment."""
+    enabled = _native.attach_worker(name or _process_name())
+    _close_at_exit()
+    return enabled
+
+
+def _close_at_exit():
+    atexit.register(close)
+    try:  # multiprocessing children leave through os._exit: close before it
+        from multiprocessing import util
+        util.Finalize(None, close, exitpriority=100)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _attach_on_first_use():
+    if not any(os.environ.get(variable) for variable in (
+            "TOKENSPEED_METRICS_HANDOFF_FD", "TOKENSPEED_METRICS_HANDOFF_FILE",
+            "TOKENSPEED_METRICS_DISABLED")):
+        raise RuntimeError(
+            "tokenspeed_metrics: metrics are not started in this process: call "
+            "tokenspeed_metrics.start() in the launcher before recording (its workers attach "
+            "by themselves)")
+    attach()
+
+
+def close(timeout=None):
+    """Drains and closes this process's outputs within timeout seconds (the
+    configured budget when None) and returns the report (a dict with
+    'outputs', 'closed_in_time', 'elapsed' and 'table'). Safe to repeat."""
+    return _native.close(timeout)
+
+
+def metrics_url():
+    """The node's /metrics URL, or '' (no endpoint, or not the launcher)."""
+    return _native.metrics_url()
+
+
+def generate_latest(registry=None):
+    """The node's merged exposition of every process, as bytes (the
+    launcher only), as prometheus_client.generate_latest gives it."""
+    return _native.render_metrics().encode()
+
+
+def role():
+    """'node', 'worker' or None."""
+    return _native.role()
+
+
+_native.set_attach_hook(_attach_on_first_use)
+os.register_at_fork(after_in_child=_native.after_fork_in_child)

@@ -1,0 +1,122 @@
+// engine_options_test.cpp — the metrics flags taken out of an engine's own
+// command line, and options built in code checked as the flags are.
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+#include "api/engine_options.hpp"
+#include "tokenspeed/metrics/options.hpp"
+#include "tokenspeed/metrics/startup_error.hpp"
+
+using namespace tokenspeed::metrics;
+
+TEST_CASE("the metrics flags are taken out and the engine's arguments are returned untouched") {
+  const std::vector<std::string> args{
+      "serve",       "--model",         "llama",  "--enable-metrics", "--port=8000",
+      "--metrics-reporters", "prometheus,jsonl", "-v", "--metrics-port=9100",
+      "--metrics-reporter-config", "/etc/m.json", "--metrics-plugin-dir", "/opt/p",
+      "--metrics-shutdown-timeout", "2.5", "--tensor-parallel-size", "4"};
+  const ExtractedOptions extracted = extract_metrics_options(args);
+  CHECK(extracted.rest == std::vector<std::string>{"serve", "--model", "llama", "--port=8000",
+                                                    "-v", "--tensor-parallel-size", "4"});
+  const Options& options = extracted.options;
+  CHECK(options.enable_metrics);
+  CHECK(options.reporters == std::vector<std::string>{"prometheus,jsonl"});
+  CHECK(options.reporter_config == "/etc/m.json");
+  CHECK(options.plugin_dirs == std::vector<std::string>{"/opt/p"});
+  CHECK(options.port == 9100);
+  REQUIRE(options.shutdown_timeout.has_value());
+  CHECK(options.shutdown_timeout->count() == 2.5);
+  CHECK_FALSE(options.queue_size.has_value());  // not given: the default applies
+  CHECK_FALSE(options.host.has_value());
+}
+
+TEST_CASE("argc and argv shrink to the engine's own arguments, the same pointers in order") {
+  std::vector<std::string> storage{"engine", "--enable-metrics", "--model", "m",
+                                   "--metrics-host", "0.0.0.0", "input.txt"};
+  std::vector<char*> argv;
+  for (std::string& arg : storage) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  int argc = static_cast<int>(storage.size());
+  const Options options = extract_metrics_options(argc, argv.data());
+  REQUIRE(argc == 4);
+  CHECK(argv[0] == storage[0].data());
+  CHECK(argv[1] == storage[2].data());
+  CHECK(argv[2] == storage[3].data());
+  CHECK(argv[3] == storage[6].data());
+  CHECK(argv[4] == nullptr);
+  CHECK(options.enable_metrics);
+  CHECK(options.host == "0.0.0.0");
+}
+
+TEST_CASE("an unknown --metrics- flag is a startup error naming it") {
+  try {
+    extract_metrics_options(std::vector<std::string>{"--model", "m", "--metrics-reporter", "x"});
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.key() == "--metrics-reporter");
+    CHECK_THAT(error.what(), Catch::Contains("unknown metrics flag"));
+  }
+  CHECK_THROWS_AS(extract_metrics_options(std::vector<std::string>{"--enable-metrics-now"}),
+                  StartupError);
+}
+
+TEST_CASE("a metrics flag without its value or out of range is a startup error naming the flag") {
+  try {
+    extract_metrics_options(std::vector<std::string>{"--metrics-port"});
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.key() == "--metrics-port");
+  }
+  try {
+    extract_metrics_options(std::vector<std::string>{"--metrics-reporter-queue-size", "1"});
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.key() == "--metrics-reporter-queue-size");
+  }
+}
+
+TEST_CASE("options built in code are checked by the command line's rules") {
+  Options options;
+  options.enable_metrics = true;
+  options.port = 70000;
+  try {
+    launcher_options_from(options);
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.key() == "--metrics-port");
+    CHECK(error.reporter() == "prometheus");
+  }
+}
+
+TEST_CASE("options built in code say the same as their flags") {
+  Options options;
+  options.enable_metrics = true;
+  options.reporters = {"prometheus", "jsonl"};
+  options.queue_size = 1024;
+  options.shutdown_timeout = std::chrono::duration<double>(0.25);
+  options.host = "127.0.0.2";
+  options.port = 0;
+  const ExtractedOptions round_trip = extract_metrics_options(options.to_flags());
+  CHECK(round_trip.rest.empty());
+  CHECK(round_trip.options.reporters == options.reporters);
+  CHECK(round_trip.options.queue_size == options.queue_size);
+  CHECK(round_trip.options.shutdown_timeout == options.shutdown_timeout);
+  CHECK(round_trip.options.host == options.host);
+  CHECK(round_trip.options.port == options.port);
+  const LauncherOptions launcher = launcher_options_from(options);
+  CHECK(launcher.queue_size == 1024);
+  CHECK(launcher.shutdown_timeout == std::chrono::milliseconds(250));
+  CHECK(launcher.prometheus.endpoint.host == "127.0.0.2");
+}
+
+TEST_CASE("the metrics flags' help lists every flag") {
+  const std::string help = metrics_options_help();
+  for (const char* flag : {"--enable-metrics", "--metrics-reporters", "--metrics-reporter-config",
+                           "--metrics-plugin-dir", "--metrics-allow-insecure-plugins",
+                           "--metrics-reporter-queue-size", "--metrics-shutdown-timeout",
+                           "--metrics-host", "--metrics-port", "--metrics-multiproc-dir"}) {
+    CHECK_THAT(help, Catch::Contains(flag));
+  }
+}

@@ -1,0 +1,175 @@
+// node_test.cpp — the roles of an engine's processes through the public API:
+// a single-process engine, a launcher whose workers attach from their
+// environment, definitions of the engine's own, a worker without a handoff.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "tokenspeed/metrics/metrics.hpp"
+
+using namespace tokenspeed::metrics;
+
+namespace {
+
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    std::string templ = (std::filesystem::temp_directory_path() / "tsm-node-XXXXXX").string();
+    REQUIRE(::mkdtemp(templ.data()) != nullptr);
+    path = templ;
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+};
+
+Options prometheus_options(const TempDir& dir) {
+  Options options;
+  options.enable_metrics = true;
+  options.port = 0;
+  options.multiproc_dir = dir.path.string();
+  options.shutdown_timeout = std::chrono::duration<double>(2.0);
+  return options;
+}
+
+const MetricDefinition kRequests{"myengine:requests", MetricKind::counter, "Requests served.",
+                                 "requests", {"route"}, {}, GaugeMode::livemax};
+const MetricDefinition kBatch{"myengine:batch_size", MetricKind::histogram, "Batch sizes.",
+                              "requests", {}, {1, 4, 16}, GaugeMode::livemax};
+const MetricDefinition kQueue{"myengine:queue_depth", MetricKind::gauge, "Queued requests.",
+                              "requests", {}, {}, GaugeMode::livesum};
+
+void clear_handoff_environment() {
+  for (const char* variable : {"TOKENSPEED_METRICS_HANDOFF_FD", "TOKENSPEED_METRICS_HANDOFF_FILE",
+                               "TOKENSPEED_METRICS_DISABLED"}) {
+    ::unsetenv(variable);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a single-process engine gets recording and /metrics from one call, with its own metrics") {
+  TempDir dir;
+  Node node(prometheus_options(dir));
+  REQUIRE(node.enabled());
+  CHECK_THAT(node.metrics_url(), Catch::StartsWith("http://127.0.0.1:"));
+  Recorder& metrics = node.recorder();
+  metrics.counter(kRequests).labels("/v1/chat").inc(3);
+  metrics.histogram(kBatch).labels().observe(2, 5);  // five requests in batches of 2
+  const Gauge queue = metrics.gauge(kQueue).labels();
+  queue.inc(4);
+  queue.dec();
+  const std::string scrape = node.render_metrics();
+  CHECK_THAT(scrape, Catch::Contains("# HELP myengine:requests_total Requests served."));
+  CHECK_THAT(scrape, Catch::Contains("myengine:requests_total{route=\"/v1/chat\"} 3"));
+  CHECK_THAT(scrape, Catch::Contains("myengine:batch_size_bucket{le=\"4\"} 5"));
+  CHECK_THAT(scrape, Catch::Contains("myengine:batch_size_sum 10"));
+  CHECK_THAT(scrape, Catch::Contains("myengine:queue_depth 3"));
+  node.close();
+}
+
+TEST_CASE("a definition is checked: a counter's _total is dropped, a bad name or a second definition refused") {
+  TempDir dir;
+  Node node(prometheus_options(dir));
+  MetricDefinition with_total = kRequests;
+  with_total.name = "myengine:requests_total";
+  CHECK(node.recorder().counter(with_total).definition().name == "myengine:requests");
+  CHECK(&node.recorder().counter(with_total) == &node.recorder().counter(kRequests));
+
+  MetricDefinition bad = kRequests;
+  bad.name = "9lives";
+  CHECK_THROWS_WITH(node.recorder().counter(bad), Catch::Contains("not a valid metric name"));
+  MetricDefinition other_labels = kRequests;
+  other_labels.label_names = {"model"};
+  CHECK_THROWS_WITH(node.recorder().counter(other_labels), Catch::Contains("defined differently"));
+  MetricDefinition le = kBatch;
+  le.label_names = {"le"};
+  le.name = "myengine:other";
+  CHECK_THROWS_WITH(node.recorder().histogram(le), Catch::Contains("reserved"));
+  CHECK_THROWS_AS(node.recorder().counter(kRequests).labels("a", "b"), std::invalid_argument);
+}
+
+TEST_CASE("workers the engine starts itself attach from the environment; /metrics sums them") {
+  TempDir dir;
+  clear_handoff_environment();
+  Node node(prometheus_options(dir));
+  node.export_worker_environment();
+  const char* file = std::getenv("TOKENSPEED_METRICS_HANDOFF_FILE");
+  REQUIRE(file != nullptr);
+  CHECK(std::filesystem::path(file).parent_path().parent_path() == dir.path);
+
+  constexpr int kWorkers = 2;
+  pid_t children[kWorkers];
+  for (int i = 0; i < kWorkers; ++i) {
+    children[i] = ::fork();
+    REQUIRE(children[i] >= 0);
+    if (children[i] == 0) {
+      int status = 0;
+      try {
+        Worker worker("worker-" + std::to_string(i));
+        worker.recorder().counter(kRequests).labels("/v1/chat").inc(10 + i);
+        worker.recorder().histogram(kBatch).labels().observe(8, 2);
+        worker.close(std::chrono::seconds(1));
+      } catch (...) {
+        status = 1;
+      }
+      ::_exit(status);  // never run the parent's destructors in the child
+    }
+  }
+  for (const pid_t child : children) {
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  node.recorder().counter(kRequests).labels("/v1/chat").inc(1);
+  const std::string scrape = node.render_metrics();
+  CHECK_THAT(scrape, Catch::Contains("myengine:requests_total{route=\"/v1/chat\"} 22"));
+  CHECK_THAT(scrape, Catch::Contains("myengine:batch_size_count 4"));
+  CHECK_THAT(scrape, Catch::Contains("myengine:batch_size_sum 32"));
+  node.close();
+  clear_handoff_environment();
+}
+
+TEST_CASE("a worker without a handoff gets a clear error") {
+  clear_handoff_environment();
+  try {
+    Worker worker;
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.key() == "TOKENSPEED_METRICS_HANDOFF_FILE");
+    CHECK_THAT(error.what(), Catch::Contains("not set"));
+  }
+}
+
+TEST_CASE("with metrics disabled nothing starts, handles do nothing, and workers attach disabled") {
+  clear_handoff_environment();
+  Node node(Options{});
+  CHECK_FALSE(node.enabled());
+  CHECK(node.metrics_url().empty());
+  const Counter requests = node.recorder().counter(kRequests).labels("/");
+  CHECK_FALSE(requests);
+  requests.inc();  // does nothing, and never crashes
+  node.export_worker_environment();
+  Worker worker;
+  CHECK_FALSE(worker.enabled());
+  worker.recorder().counter(kRequests).labels("/").inc();
+  CHECK(worker.close().outputs.empty());
+  clear_handoff_environment();
+}
+
+TEST_CASE("the TokenSpeed catalog is a ready-made set of definitions") {
+  TempDir dir;
+  Node node(prometheus_options(dir));
+  node.recorder().define(tokenspeed_catalog());
+  node.recorder()
+      .gauge(tokenspeed_metric("tokenspeed:num_requests_running"))
+      .labels("llama", "default", "0")
+      .set(7);
+  CHECK_THAT(node.render_metrics(),
+             Catch::Contains("tokenspeed:num_requests_running{model_name=\"llama\",app_key=\"default\",dp_rank=\"0\"} 7"));
+  CHECK_THROWS_AS(tokenspeed_metric("tokenspeed:nothing"), std::out_of_range);
+}
