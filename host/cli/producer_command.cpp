@@ -47,7 +47,7 @@ int run_producer(int argc, char** argv) {
 
   po::options_description description("options");
   description.add_options()("help,h", "show this help")(
-      "role", po::value<std::string>()->required(), "scheduler or frontend")(
+      "role", po::value<std::string>(), "scheduler or frontend (required)")(
       "dp-rank", po::value<int>()->default_value(0), "data-parallel rank of a scheduler");
   add_simulation_options(description);
   const po::variables_map values = parse_command_line(argc, argv, description);
@@ -58,6 +58,9 @@ int run_producer(int argc, char** argv) {
                  "from its\nlauncher through the descriptor named by "
               << kHandoffFdEnv << ".\n";
     return 0;
+  }
+  if (values.count("role") == 0) {
+    throw StartupError({"", "", "--role"}, "the option '--role' is required but missing");
   }
   const std::string role = values["role"].as<std::string>();
   const int dp_rank = values["dp-rank"].as<int>();
@@ -77,6 +80,7 @@ int run_producer(int argc, char** argv) {
     search.plugin_dirs = handoff.plugin_dirs;
     search.disabled_plugins = handoff.disabled_plugins;
     search.allow_insecure = handoff.allow_insecure_plugins;
+    search.warn_unmatched_disabled = false;  // the launcher already said so
     loader = std::make_unique<PluginLoader>(registry, warn);
     loader->load(search);
   }

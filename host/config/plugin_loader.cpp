@@ -22,6 +22,7 @@
 #include <boost/dll/shared_library.hpp>
 
 #include "config/abi_buffer.hpp"
+#include "config/name_suggestion.hpp"
 
 #ifndef TSM_DEFAULT_PLUGIN_DIR
 #define TSM_DEFAULT_PLUGIN_DIR "/usr/local/lib/tokenspeed/metrics-plugins"
@@ -208,6 +209,19 @@ void PluginLoader::load(const PluginSearchOptions& options) {
       }
       claimed.emplace(record.name, record.path);
       plugins_.push_back(std::move(record));
+    }
+  }
+  if (options.warn_unmatched_disabled && warn_) {
+    std::vector<std::string> found;
+    for (const auto& [name, path] : claimed) found.push_back(name);
+    for (const std::string& name : disabled) {
+      if (claimed.count(name) != 0) continue;
+      std::string line = "TOKENSPEED_DISABLE_PLUGINS names '" + name +
+                         "', but no plugin file of that name is in the plugin directories "
+                         "(a plugin's name is its file name without 'lib' and '.so')";
+      if (const std::string suggestion = closest_name(name, found); !suggestion.empty())
+        line += "; did you mean '" + suggestion + "'?";
+      warn_(line);
     }
   }
 }

@@ -70,6 +70,16 @@ Reporter::Reporter(const tsm_reporter_descriptor& descriptor, std::string plugin
   descriptor_.struct_size = sizeof(tsm_reporter_descriptor);
   if (descriptor.name != nullptr) name_ = descriptor.name;
   descriptor_.name = name_.c_str();
+  // descriptor_.version is null unless the copy above reached it.
+  if (descriptor_.version != nullptr) {
+    constexpr std::size_t kMaxVersionBytes = 64;
+    const char* version = descriptor_.version;
+    for (std::size_t i = 0; i < kMaxVersionBytes && version[i] != '\0'; ++i) {
+      const char c = version[i];
+      version_.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c);
+    }
+  }
+  descriptor_.version = version_.empty() ? nullptr : version_.c_str();
 }
 
 boost::json::object Reporter::validate(const boost::json::object& config,

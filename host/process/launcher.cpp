@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "process/producer_exit.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
 #include "prometheus/reporter_self_metrics.hpp"
@@ -76,6 +77,10 @@ void Launcher::start() {
       options_.shutdown_timeout * kProducerShare);
 
   if (options_.producers.empty()) return;
+  supervisor_.on_exit([this](const ProducerProcess& process) {
+    if (local_ && producer_crashed(process))
+      local_->count_producer_crash(process.name, signal_label(process.term_signal));
+  });
   const int fd = write_handoff_memfd(handoff);
   try {
     for (const ProducerSpec& producer : options_.producers) supervisor_.spawn(producer, fd);

@@ -81,7 +81,8 @@ OutputDefinition noop_output(NoopSink* sink, Gate* gate = nullptr) {
                             out.vtable = &kNoopVtable;
                             out.self = sink;
                             return 0;
-                          }};
+                          },
+                          ""};
 }
 
 RouterOptions quiet(std::size_t queue_size = 8192) {

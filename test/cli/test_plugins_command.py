@@ -14,15 +14,21 @@ class PluginsCommand(h.CliTestCase):
     def test_json_lists_plugin_dirs_and_plugins_with_every_field(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("node_session"),
                                                      h.plugin_dir("fails_to_load")))
-        self.assertEqual(set(listing), {"plugin_dirs", "plugins"})
+        self.assertEqual(set(listing),
+                         {"plugin_dirs", "directories", "plugins", "plugin_files", "loaded"})
         self.assertIsInstance(listing["plugin_dirs"], list)
+        self.assertEqual([d["path"] for d in listing["directories"]], listing["plugin_dirs"])
         for entry in listing["plugins"]:
             self.assertEqual(set(entry), {"name", "path", "status", "reason", "reporters"})
             self.assertIn(entry["status"], STATUSES)
             for reporter in entry["reporters"]:
-                self.assertEqual(set(reporter), {"name", "start_node", "override"})
+                self.assertEqual(set(reporter), {"name", "version", "start_node", "override",
+                                                 "overridden_by"})
                 self.assertIsInstance(reporter["start_node"], bool)
                 self.assertIsInstance(reporter["override"], bool)
+        self.assertEqual(listing["plugin_files"], len(listing["plugins"]))
+        self.assertEqual(listing["loaded"],
+                         sum(1 for entry in listing["plugins"] if entry["status"] == "loaded"))
 
     def test_loaded_plugin_shows_name_status_and_reporters(self):
         path = h.plugin_file("node_session")
@@ -31,13 +37,15 @@ class PluginsCommand(h.CliTestCase):
         self.assertEqual(entry["name"], "node_session")
         self.assertEqual(entry["status"], "loaded")
         self.assertEqual(entry["reporters"],
-                         [{"name": "node_session", "start_node": True, "override": False}])
+                         [{"name": "node_session", "version": "", "start_node": True,
+                           "override": False, "overridden_by": ""}])
 
     def test_reporter_without_start_node_is_shown_as_such(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("echo_config")))
         entry = self.find_plugin(listing, h.plugin_file("echo_config"))
         self.assertEqual(entry["reporters"],
-                         [{"name": "echo_config", "start_node": False, "override": False}])
+                         [{"name": "echo_config", "version": "", "start_node": False,
+                           "override": False, "overridden_by": ""}])
 
     def test_override_flag_is_shown(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("override")))
@@ -45,9 +53,12 @@ class PluginsCommand(h.CliTestCase):
         replacement = self.find_plugin(listing, h.plugin_file("override", "override_replacement"))
         self.assertEqual(replacement["status"], "loaded")
         self.assertEqual(replacement["reporters"],
-                         [{"name": "overridden_output", "start_node": False, "override": True}])
+                         [{"name": "overridden_output", "version": "", "start_node": False,
+                           "override": True, "overridden_by": ""}])
         self.assertEqual(base["status"], "loaded")
         self.assertEqual([r["override"] for r in base["reporters"]], [False])
+        self.assertTrue(h.same_path(base["reporters"][0]["overridden_by"],
+                                    h.plugin_file("override", "override_replacement")))
 
     def test_one_plugin_lists_every_name_it_registered(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("several_names")))

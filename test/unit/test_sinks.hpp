@@ -165,7 +165,8 @@ inline OutputDefinition test_output(std::string name, TestSink* sink,
                             out.vtable = &kTestSinkVtable;
                             out.self = sink;
                             return static_cast<int>(TSM_OK);
-                          }};
+                          },
+                          ""};
 }
 
 // Waits (hang guard only) until pred holds.
