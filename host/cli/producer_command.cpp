@@ -18,6 +18,7 @@
 #include "config/metrics_flags.hpp"
 #include "cli/simulation_options.hpp"
 #include "config/plugin_loader.hpp"
+#include "process/fatal_signal_handler.hpp"
 #include "process/process_metrics.hpp"
 #include "process/process_summary.hpp"
 #include "process/producer_handoff.hpp"
@@ -69,6 +70,7 @@ int run_producer(int argc, char** argv) {
   }
   const std::string process_name =
       role == "scheduler" ? "scheduler-" + std::to_string(dp_rank) : role;
+  install_fatal_signal_handler(process_name);  // crash lines name this process
   const SimulationOptions simulation = simulation_options_from(values);
   const ProducerHandoff handoff = read_handoff_from_environment();
 

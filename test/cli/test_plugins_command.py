@@ -60,6 +60,40 @@ class PluginsCommand(h.CliTestCase):
         self.assertTrue(h.same_path(base["reporters"][0]["overridden_by"],
                                     h.plugin_file("override", "override_replacement")))
 
+    def test_the_plugin_version_is_shown_in_text_and_json(self):
+        flags = h.dirs_flags(h.plugin_dir("reports_version"))
+        listing, _ = self.plugins_json(*flags)
+        entry = self.find_plugin(listing, h.plugin_file("reports_version"))
+        self.assertEqual(entry["reporters"][0]["version"], "2.3.1")
+        result = h.run("plugins", *flags)
+        self.assert_ok(result)
+        self.assertIn("reporter reports_version  version: 2.3.1  start_node: no", result.stdout)
+
+    def test_a_plugin_built_before_the_version_field_keeps_loading_without_a_version(self):
+        flags = h.dirs_flags(h.plugin_dir("descriptor_without_version"))
+        listing, result = self.plugins_json(*flags)
+        entry = self.find_plugin(listing, h.plugin_file("descriptor_without_version"))
+        self.assertEqual(entry["status"], "loaded", result.describe())
+        self.assertEqual(entry["reporters"][0]["version"], "")
+        self.assertEqual(self.check_lines("--enable-metrics", "--metrics-reporters",
+                                          "descriptor_without_version", *flags),
+                         ["descriptor_without_version: {}"])
+
+    def test_json_carries_every_fact_of_the_text_output(self):
+        missing = os.path.join(self.make_dir(), "no-such-dir")
+        flags = h.dirs_flags(h.plugin_dir("override"), missing)
+        listing, _ = self.plugins_json(*flags)
+        text = h.run("plugins", *flags).stdout
+        found = {d["path"]: d["found"] for d in listing["directories"]}
+        self.assertIs(found[missing], False)
+        self.assertIs(found[h.plugin_dir("override")], True)
+        self.assertIn(f"  {missing} (not found)", text)
+        base = self.find_plugin(listing, h.plugin_file("override", "override_base"))
+        owner = base["reporters"][0]["overridden_by"]
+        self.assertIn(f"(overridden by '{owner}')", text)
+        self.assertIn(f"{listing['plugin_files']} plugin file(s), {listing['loaded']} loaded",
+                      text)
+
     def test_one_plugin_lists_every_name_it_registered(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("several_names")))
         entry = self.find_plugin(listing, h.plugin_file("several_names"))
