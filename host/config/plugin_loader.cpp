@@ -23,6 +23,7 @@
 
 #include "config/abi_buffer.hpp"
 #include "config/name_suggestion.hpp"
+#include "pipeline/plugin_call_context.hpp"
 
 #ifndef TSM_DEFAULT_PLUGIN_DIR
 #define TSM_DEFAULT_PLUGIN_DIR "/usr/local/lib/tokenspeed/metrics-plugins"
@@ -263,7 +264,9 @@ void PluginLoader::load_file(PluginRecord& record) {
   int status = TSM_ERROR;
   bool escaped = false;
   const long threads_before = thread_count();
+  const std::string call_text = "plugin file '" + record.path + "' during " TSM_REGISTER_SYMBOL;
   try {
+    const PluginCallScope scope(call_text.c_str());  // named if the plugin crashes here
     status = register_fn(registry_.host_api(), error.get());
   } catch (...) {
     escaped = true;
