@@ -333,7 +333,8 @@ class Registrar {
     descriptor.start_node = holder->reporter.start_node ? &Holder::start_node : nullptr;
     descriptor.override = holder->reporter.override_existing ? 1u : 0u;
     descriptor.user_data = holder.get();
-    descriptor.version = holder->reporter.version.empty() ? nullptr : holder->reporter.version.c_str();
+    descriptor.version =
+        holder->reporter.version.empty() ? nullptr : holder->reporter.version.c_str();
 
     detail::MessageBuffer message;
     if (api_.register_metric_reporter(api_.host_data, &descriptor, message.get()) != TSM_OK) {

@@ -47,8 +47,8 @@ int run_producer(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
 
   po::options_description description("options");
-  description.add_options()("help,h", "show this help")(
-      "role", po::value<std::string>(), "scheduler or frontend (required)")(
+  description.add_options()("help,h", "show this help")("role", po::value<std::string>(),
+                                                        "scheduler or frontend (required)")(
       "dp-rank", po::value<int>()->default_value(0), "data-parallel rank of a scheduler");
   add_simulation_options(description);
   const po::variables_map values = parse_command_line(argc, argv, description);

@@ -92,13 +92,14 @@ enum class CrashPolicy { stop, keep_running };
 CrashPolicy crash_policy_from(const std::string& value) {
   if (value == "stop") return CrashPolicy::stop;
   if (value == "continue") return CrashPolicy::keep_running;
-  throw StartupError({"", "", "--on-producer-crash"}, "must be stop or continue, not '" + value + "'");
+  throw StartupError({"", "", "--on-producer-crash"},
+                     "must be stop or continue, not '" + value + "'");
 }
 
 void report_producer_exit(const ProducerProcess& process) {
   // "crashed: killed by SIGSEGV (segmentation fault)" or "exited with status 3"
-  const std::string how = producer_crashed(process) ? producer_row_status(process)
-                                                    : describe_producer_exit(process);
+  const std::string how =
+      producer_crashed(process) ? producer_row_status(process) : describe_producer_exit(process);
   std::fprintf(stderr, "tokenspeed-metrics: producer '%s' (pid %d) %s\n", process.name.c_str(),
                static_cast<int>(process.pid), how.c_str());
 }

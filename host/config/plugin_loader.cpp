@@ -214,6 +214,7 @@ void PluginLoader::load(const PluginSearchOptions& options) {
   }
   if (options.warn_unmatched_disabled && warn_) {
     std::vector<std::string> found;
+    found.reserve(claimed.size());
     for (const auto& [name, path] : claimed) found.push_back(name);
     for (const std::string& name : disabled) {
       if (claimed.count(name) != 0) continue;

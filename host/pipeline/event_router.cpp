@@ -183,8 +183,8 @@ bool EventRouter::close(std::chrono::nanoseconds budget) noexcept {
         LogWriter write = options_.log ? options_.log : LogWriter(&write_log_line_to_stderr);
         write("tokenspeed-metrics: output '" + s.name + "'" +
               (options_.process_name.empty() ? std::string() : " in " + options_.process_name) +
-              ": close: " +
-              std::to_string(s.discarded_at_deadline) + " events discarded at the deadline" +
+              ": close: " + std::to_string(s.discarded_at_deadline) +
+              " events discarded at the deadline" +
               (s.abandoned ? "; the sink did not finish in time and was left running" : ""));
       }
     } catch (...) {

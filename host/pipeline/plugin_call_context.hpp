@@ -10,8 +10,7 @@ namespace tokenspeed::metrics {
 
 namespace detail {
 // The running call's text on this thread, nullptr outside plugin code.
-inline thread_local const char* tl_plugin_call __attribute__((tls_model("initial-exec"))) =
-    nullptr;
+inline thread_local const char* tl_plugin_call __attribute__((tls_model("initial-exec"))) = nullptr;
 }  // namespace detail
 
 // The text of the plugin call the calling thread is in, or nullptr.

@@ -96,7 +96,8 @@ SinkWorker::SinkWorker(OutputDefinition output, const SinkWorkerOptions& options
   sink_.struct_size = sizeof(tsm_sink);
   const std::string where =
       "output '" + output_.name + "'" +
-      (output_.plugin_path.empty() ? std::string() : " (plugin file '" + output_.plugin_path + "')");
+      (output_.plugin_path.empty() ? std::string()
+                                   : " (plugin file '" + output_.plugin_path + "')");
   for (const PluginCall call : {PluginCall::create_sink, PluginCall::emit, PluginCall::close}) {
     call_text_[static_cast<int>(call)] = where + " during " + to_string(call);
   }

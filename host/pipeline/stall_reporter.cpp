@@ -11,8 +11,7 @@ namespace {
 std::string format_seconds(std::chrono::steady_clock::duration duration) {
   const double seconds = std::chrono::duration<double>(duration).count();
   char text[32];
-  std::snprintf(text, sizeof text, seconds >= 1.0 || seconds <= 0.0 ? "%.0f s" : "%.1f s",
-                seconds);
+  std::snprintf(text, sizeof text, seconds >= 1.0 || seconds <= 0.0 ? "%.0f s" : "%.1f s", seconds);
   return text;
 }
 

@@ -20,8 +20,8 @@
 namespace tokenspeed::metrics {
 
 struct StallReporterOptions {
-  std::string process_name;                        // "scheduler-0"; "" leaves it out
-  std::chrono::milliseconds check_interval{1000};  // how often the counters are read
+  std::string process_name;                         // "scheduler-0"; "" leaves it out
+  std::chrono::milliseconds check_interval{1000};   // how often the counters are read
   std::chrono::milliseconds stall_threshold{1000};  // a plugin call this long is stuck
   std::chrono::milliseconds line_interval{10'000};  // at most one line per output per interval
   LogWriter log;                                    // stderr when empty
@@ -65,9 +65,9 @@ class StallReporter {
     std::shared_ptr<SinkWorker> worker;
     std::uint64_t reported_full = 0;
     std::uint64_t reported_disabled = 0;
-    Clock::time_point window_start;          // since the last line (or the start)
+    Clock::time_point window_start;  // since the last line (or the start)
     std::optional<Clock::time_point> last_line;
-    std::uint64_t call_sequence = 0;         // the call seen running at the last check
+    std::uint64_t call_sequence = 0;  // the call seen running at the last check
     std::optional<Clock::time_point> call_seen_since;
     std::optional<Clock::time_point> drops_pending_since;  // unreported drops first seen
   };

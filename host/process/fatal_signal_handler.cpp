@@ -34,8 +34,8 @@ struct LineBuffer {
   void number(long value) noexcept {
     char digits[24];
     int n = 0;
-    unsigned long v = value < 0 ? 0UL - static_cast<unsigned long>(value)
-                                : static_cast<unsigned long>(value);
+    unsigned long v =
+        value < 0 ? 0UL - static_cast<unsigned long>(value) : static_cast<unsigned long>(value);
     do {
       digits[n++] = static_cast<char>('0' + v % 10);
       v /= 10;

@@ -135,8 +135,8 @@ void ProcessMetrics::count_producer_crash(const std::string& process,
     double*& slot = crash_slots_[{process, signal}];
     if (slot == nullptr) {
       const std::string labels[] = {process, signal};
-      slot = store_->allocate_series(reporter_self_metric_definitions()[kSelfProducerCrashes],
-                                     labels);
+      slot =
+          store_->allocate_series(reporter_self_metric_definitions()[kSelfProducerCrashes], labels);
     }
     std::atomic_ref<double> value(*slot);
     value.store(value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);

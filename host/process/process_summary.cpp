@@ -136,8 +136,9 @@ std::string process_legend(const std::vector<ProcessSummary>& summaries,
   for (const ProducerProcess& producer : producers) note(producer.name);
   std::string legend;
   if (launcher)
-    legend += "  launcher: the launcher process itself (its own sink; it records the engine's "
-              "startup)\n";
+    legend +=
+        "  launcher: the launcher process itself (its own sink; it records the engine's "
+        "startup)\n";
   if (scheduler) legend += "  scheduler-N: the scheduler producer of data-parallel rank N\n";
   if (frontend) legend += "  frontend: the frontend producer (requests and their latencies)\n";
   return legend;
@@ -150,8 +151,9 @@ std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
   // Producers that wrote no summary: they did not reach their own close.
   std::vector<const ProducerProcess*> missing;
   for (const ProducerProcess& producer : producers) {
-    const bool reported = std::any_of(summaries.begin(), summaries.end(),
-                                      [&](const ProcessSummary& s) { return s.pid == producer.pid; });
+    const bool reported =
+        std::any_of(summaries.begin(), summaries.end(),
+                    [&](const ProcessSummary& s) { return s.pid == producer.pid; });
     if (!reported) missing.push_back(&producer);
   }
   const bool any_output = std::any_of(summaries.begin(), summaries.end(),
@@ -160,8 +162,9 @@ std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
   std::string table;
   char line[512];
   if (!any_output) {
-    table += "outputs: Prometheus only (no external output selected); its totals are on "
-             "/metrics\n";
+    table +=
+        "outputs: Prometheus only (no external output selected); its totals are on "
+        "/metrics\n";
     for (const ProducerProcess* producer : missing) {
       table += "producer '" + producer->name + "' (pid " + std::to_string(producer->pid) +
                "): " + producer_row_status(*producer) + "\n";

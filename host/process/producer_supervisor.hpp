@@ -23,9 +23,9 @@ struct ProducerProcess {
   std::string name;
   pid_t pid = 0;
   bool running = false;
-  int exit_status = -1;  // exit code, or 128 + signal
-  bool killed = false;   // killed by the supervisor after the deadline
-  int term_signal = 0;   // the signal that ended it, 0 when it exited
+  int exit_status = -1;         // exit code, or 128 + signal
+  bool killed = false;          // killed by the supervisor after the deadline
+  int term_signal = 0;          // the signal that ended it, 0 when it exited
   bool stop_requested = false;  // the supervisor had sent SIGTERM (stop())
 };
 

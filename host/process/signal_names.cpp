@@ -1,63 +1,68 @@
-// signal_names.cpp — a switch over the Linux signal numbers (no strsignal:
-// it is neither async-signal-safe nor locale-free).
+// signal_names.cpp — a table of the Linux signal numbers (no strsignal: it
+// is neither async-signal-safe nor locale-free).
 #include "process/signal_names.hpp"
 
 #include <csignal>
 
 namespace tokenspeed::metrics {
+namespace {
+
+struct SignalText {
+  int number;
+  const char* name;
+  const char* meaning;
+};
+
+constexpr SignalText kSignals[] = {
+    {SIGHUP, "SIGHUP", ""},
+    {SIGINT, "SIGINT", ""},
+    {SIGQUIT, "SIGQUIT", ""},
+    {SIGILL, "SIGILL", "illegal instruction"},
+    {SIGTRAP, "SIGTRAP", "trace trap"},
+    {SIGABRT, "SIGABRT", "aborted"},
+    {SIGBUS, "SIGBUS", "bus error"},
+    {SIGFPE, "SIGFPE", "arithmetic exception"},
+    {SIGKILL, "SIGKILL", "killed"},
+    {SIGUSR1, "SIGUSR1", ""},
+    {SIGSEGV, "SIGSEGV", "segmentation fault"},
+    {SIGUSR2, "SIGUSR2", ""},
+    {SIGPIPE, "SIGPIPE", ""},
+    {SIGALRM, "SIGALRM", ""},
+    {SIGTERM, "SIGTERM", "terminated"},
+    {SIGCHLD, "SIGCHLD", ""},
+    {SIGCONT, "SIGCONT", ""},
+    {SIGSTOP, "SIGSTOP", ""},
+    {SIGTSTP, "SIGTSTP", ""},
+    {SIGTTIN, "SIGTTIN", ""},
+    {SIGTTOU, "SIGTTOU", ""},
+    {SIGURG, "SIGURG", ""},
+    {SIGXCPU, "SIGXCPU", "CPU time limit exceeded"},
+    {SIGXFSZ, "SIGXFSZ", "file size limit exceeded"},
+    {SIGVTALRM, "SIGVTALRM", ""},
+    {SIGPROF, "SIGPROF", ""},
+    {SIGWINCH, "SIGWINCH", ""},
+    {SIGIO, "SIGIO", ""},
+    {SIGPWR, "SIGPWR", ""},
+    {SIGSYS, "SIGSYS", "bad system call"},
+};
+
+const SignalText* find(int signal) noexcept {
+  for (const SignalText& entry : kSignals) {
+    if (entry.number == signal) return &entry;
+  }
+  return nullptr;
+}
+
+}  // namespace
 
 const char* signal_name(int signal) noexcept {
-  switch (signal) {
-    case SIGHUP: return "SIGHUP";
-    case SIGINT: return "SIGINT";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGILL: return "SIGILL";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGKILL: return "SIGKILL";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM";
-    case SIGTERM: return "SIGTERM";
-    case SIGCHLD: return "SIGCHLD";
-    case SIGCONT: return "SIGCONT";
-    case SIGSTOP: return "SIGSTOP";
-    case SIGTSTP: return "SIGTSTP";
-    case SIGTTIN: return "SIGTTIN";
-    case SIGTTOU: return "SIGTTOU";
-    case SIGURG: return "SIGURG";
-    case SIGXCPU: return "SIGXCPU";
-    case SIGXFSZ: return "SIGXFSZ";
-    case SIGVTALRM: return "SIGVTALRM";
-    case SIGPROF: return "SIGPROF";
-    case SIGWINCH: return "SIGWINCH";
-    case SIGIO: return "SIGIO";
-    case SIGPWR: return "SIGPWR";
-    case SIGSYS: return "SIGSYS";
-#ifdef SIGSTKFLT
-    case SIGSTKFLT: return "SIGSTKFLT";
-#endif
-    default: return nullptr;
-  }
+  const SignalText* entry = find(signal);
+  return entry != nullptr ? entry->name : nullptr;
 }
 
 const char* signal_meaning(int signal) noexcept {
-  switch (signal) {
-    case SIGSEGV: return "segmentation fault";
-    case SIGABRT: return "aborted";
-    case SIGBUS: return "bus error";
-    case SIGILL: return "illegal instruction";
-    case SIGFPE: return "arithmetic exception";
-    case SIGSYS: return "bad system call";
-    case SIGTRAP: return "trace trap";
-    case SIGKILL: return "killed";
-    case SIGTERM: return "terminated";
-    default: return "";
-  }
+  const SignalText* entry = find(signal);
+  return entry != nullptr ? entry->meaning : "";
 }
 
 }  // namespace tokenspeed::metrics

@@ -72,7 +72,7 @@ TEST_CASE(
   Collector collector(store, router.get());
   Counter counter = collector.counter(kCounter).labels("llama");
   counter.inc();
-  REQUIRE(gate.wait_for_waiter());  // the worker is inside emit and stays there
+  REQUIRE(gate.wait_for_waiter());              // the worker is inside emit and stays there
   for (int i = 0; i < 100; ++i) counter.inc();  // 8 queued, 92 dropped (ring full)
 
   const std::regex shape(

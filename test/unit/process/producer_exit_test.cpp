@@ -34,10 +34,11 @@ TEST_CASE("a producer killed by a signal is reported with the signal's name") {
   CHECK(signal_label(60) == "signal 60");
 }
 
-TEST_CASE("a death by a signal the launcher did not send is a crash; its own SIGTERM and its "
-          "SIGKILL after the budget are not") {
+TEST_CASE(
+    "a death by a signal the launcher did not send is a crash; its own SIGTERM and its "
+    "SIGKILL after the budget are not") {
   CHECK(producer_crashed(ended(139, SIGSEGV)));
-  CHECK(producer_crashed(ended(137, SIGKILL)));  // the OOM killer, an operator's kill -9
+  CHECK(producer_crashed(ended(137, SIGKILL)));        // the OOM killer, an operator's kill -9
   CHECK(producer_crashed(ended(139, SIGSEGV, true)));  // crashed while closing
   CHECK_FALSE(producer_crashed(ended(143, SIGTERM, true)));
   CHECK_FALSE(producer_crashed(ended(137, SIGKILL, true, true)));
