@@ -72,6 +72,9 @@ class Reporter {
                              std::chrono::nanoseconds cleanup_timeout) const noexcept;
 
  private:
+  // "output 'x' (plugin file '/p/x.so') during validate", for crash lines.
+  std::string call_text(const char* function) const;
+
   tsm_reporter_descriptor descriptor_{};
   std::string name_;
   std::string version_;
