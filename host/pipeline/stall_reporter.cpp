@@ -106,7 +106,11 @@ void StallReporter::check(Clock::time_point now) noexcept {
     }
     const std::uint64_t full = worker.dropped_full_so_far() - output.reported_full;
     const std::uint64_t disabled = worker.dropped_disabled_so_far() - output.reported_disabled;
-    if (full == 0 && disabled == 0 && stall.empty()) continue;
+    if (full == 0 && disabled == 0) {
+      // Nothing pending: the next line's "in the last N s" starts here.
+      output.window_start = now;
+      if (stall.empty()) continue;
+    }
     if ((full > 0 || disabled > 0) && !output.drops_pending_since) output.drops_pending_since = now;
     // Drops while a call is running: wait (at most the stall threshold) to
     // tell whether that call is why, so that the line names the cause.
