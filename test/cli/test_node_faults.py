@@ -10,6 +10,7 @@ Environment: as test_launcher.py.
 """
 import os
 import re
+import resource
 import signal
 import tempfile
 import unittest
@@ -19,6 +20,9 @@ from test_launcher import Simulation, poll, samples, scrape
 
 PLUGIN_ROOT = cli_harness.PLUGIN_ROOT
 EXIT_TIMEOUT_S = 60
+
+# The crashes below are the point of the tests: no core files from them.
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 
 def plugin_flags(folder):

@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -33,6 +34,8 @@ ChildResult run_crashing_child(Crash crash) {
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
+    const rlimit no_core{0, 0};  // the crash is the point: no core file
+    ::setrlimit(RLIMIT_CORE, &no_core);
     ::dup2(fds[1], STDERR_FILENO);
     ::close(fds[0]);
     ::signal(SIGSEGV, SIG_DFL);
