@@ -475,6 +475,10 @@ SinkStats SinkWorker::stats() const {
   std::lock_guard lock(mutex_);
   s.closed = closed_;
   s.abandoned = abandoned_;
+  if (s.abandoned) {
+    const PluginCallProbe probe = plugin_call();
+    if (probe.inside()) s.abandoned_in = to_string(probe.call);
+  }
   if (frozen_) {
     s.delivered = frozen_delivered_;
     s.dropped_disabled = disabled_publish + frozen_dropped_disabled_;

@@ -68,6 +68,8 @@ struct SinkStats {
   bool closed = false;                      // the plugin's close returned (or no sink to close)
   bool close_failed = false;                // close returned nonzero or threw
   bool abandoned = false;                   // the worker missed the deadline; left running
+  std::string abandoned_in;                 // when abandoned: the plugin call it was in
+                                            // ("emit", "create_sink", "close"), or ""
   std::uint64_t wakeups = 0;                // futex wake calls (collector threads; one by close)
   std::uint64_t parks = 0;                  // times the worker went to sleep
 };

@@ -42,6 +42,7 @@ bool write_process_summary(const std::filesystem::path& dir,
           {"create_failed", s.create_failed},
           {"close_failed", s.close_failed},
           {"abandoned", s.abandoned},
+          {"abandoned_in", s.abandoned_in},
       });
     }
     const std::string text = boost::json::serialize(boost::json::object{
@@ -96,6 +97,8 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
         s.create_failed = flag("create_failed");
         s.close_failed = flag("close_failed");
         s.abandoned = flag("abandoned");
+        if (const auto* in = o.if_contains("abandoned_in"); in && in->is_string())
+          s.abandoned_in = std::string(in->get_string());
         // A file without the detail (an older writer): "failed" alone.
         if (flag("failed") && !output_failed(s)) s.disabled = true;
         summary.outputs.push_back(std::move(s));
@@ -113,6 +116,10 @@ bool output_failed(const SinkStats& s) noexcept {
 }
 
 std::string output_status(const SinkStats& s) {
+  if (s.abandoned && s.abandoned_in == "close")
+    return "failed: close ignored its timeout, abandoned at close";
+  if (s.abandoned && !s.abandoned_in.empty())
+    return "failed: stalled in " + s.abandoned_in + ", abandoned at close";
   if (s.abandoned) return "failed: stalled, abandoned at close (still inside a plugin call)";
   if (s.create_failed) return "failed: create_sink failed";
   if (s.disabled) return "failed: disabled (emit failed)";

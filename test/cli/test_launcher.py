@@ -275,6 +275,11 @@ class LauncherTest(unittest.TestCase):
         elapsed = time.monotonic() - sent
         # Abandoned sinks are failed outputs.
         self.assertEqual(status, 3, run.describe())
+        rows = [line for line in run.stdout_lines if " stuck_close " in line]
+        self.assertTrue(rows, run.describe())
+        for row in rows:
+            self.assertTrue(row.endswith("failed: close ignored its timeout, abandoned at close"),
+                            row)
         # The plugin would hold each close for 60 s; the tree keeps its
         # budget plus a grace for process start-up noise.
         self.assertLess(elapsed, budget_s + 3.0, run.describe())

@@ -129,13 +129,23 @@ class NodeFaults(unittest.TestCase):
             re.MULTILINE), run.describe())
         rows = [line for line in run.stdout_lines if line.startswith("scheduler-0 ")]
         self.assertEqual(len(rows), 1, run.describe())
-        self.assertIn("failed: stalled, abandoned at close", rows[0])
+        self.assertIn("failed: stalled in emit, abandoned at close", rows[0])
         # Its final figures reach /metrics: abandoned once, its queue discarded.
         key = ("tokenspeed_metrics_reporter_sinks_abandoned_total", "blocks_in_emit")
         self.assertEqual(figures.get(key), 1.0, figures)
         discarded = figures.get(("tokenspeed_metrics_reporter_events_discarded_total",
                                  "blocks_in_emit"))
         self.assertGreater(discarded, 0, figures)
+
+    def test_an_output_disabled_by_a_failing_emit_is_failed_and_the_run_exits_3(self):
+        run = self.simulate("--metrics-reporters", "prometheus,fails_in_emit",
+                            *plugin_flags("fails_in_emit"), "--ranks", "1", "--duration", "1")
+        self.assertEqual(run.wait(), 3, run.describe())
+        rows = [line for line in run.stdout_lines if " fails_in_emit " in line]
+        self.assertEqual(len(rows), 3, run.describe())  # launcher, scheduler-0, frontend
+        for row in rows:
+            self.assertTrue(row.endswith("failed: disabled (emit failed)"), row)
+        self.assertIn("exit status 3: an output or a producer failed", run.stderr_text)
 
     def test_with_prometheus_alone_the_summary_says_so(self):
         run = self.simulate("--ranks", "1", "--duration", "1")

@@ -55,16 +55,21 @@ TEST_CASE(
   SinkStats abandoned;
   abandoned.name = "stuck";
   abandoned.abandoned = true;
+  SinkStats stalled;
+  stalled.name = "stalled";
+  stalled.abandoned = true;
+  stalled.abandoned_in = "emit";
   SinkStats not_created;
   not_created.name = "nocreate";
   not_created.create_failed = true;
   not_created.disabled = true;
   SinkStats fine;
   fine.name = "jsonl";
-  REQUIRE(write_process_summary(dir, {"frontend", 42, {abandoned, not_created, fine}}));
+  REQUIRE(write_process_summary(dir, {"frontend", 42, {abandoned, not_created, fine, stalled}}));
   const auto summaries = read_process_summaries(dir);
   REQUIRE(summaries.size() == 1);
-  REQUIRE(summaries[0].outputs.size() == 3);
+  REQUIRE(summaries[0].outputs.size() == 4);
+  CHECK(summaries[0].outputs[3].abandoned_in == "emit");
   CHECK(summaries[0].outputs[0].abandoned);
   CHECK(output_failed(summaries[0].outputs[0]));
   CHECK(summaries[0].outputs[1].create_failed);
@@ -72,6 +77,8 @@ TEST_CASE(
   const std::string table = format_summary_table(summaries);
   CHECK_THAT(table, Catch::Matches("(.|\n)*frontend +42 +stuck .* failed: stalled, abandoned at "
                                    "close(.|\n)*"));
+  CHECK_THAT(table, Catch::Matches("(.|\n)*frontend +42 +stalled .* failed: stalled in emit, "
+                                   "abandoned at close\n(.|\n)*"));
   CHECK_THAT(table, Catch::Matches("(.|\n)*frontend +42 +nocreate .* failed: create_sink "
                                    "failed\n(.|\n)*"));
   std::filesystem::remove_all(dir);
