@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     return kStartupErrorExitStatus;
   }
   const char* name = argv[1];
-  if (std::strcmp(name, "--version") == 0 || std::strcmp(name, "version") == 0) {
+  if (std::strcmp(name, "--version") == 0) {
     std::printf("tokenspeed-metrics %s (metric reporter API version %u)\n", host_version(),
                 TSM_METRIC_REPORTER_API_VERSION);
     return 0;
