@@ -239,7 +239,17 @@ typedef struct tsm_reporter_descriptor {
                       tsm_buffer *error);
     uint32_t override;      /* nonzero: replace an existing name (later wins) */
     void *user_data;        /* passed back to the three functions above */
+    /* ---- appended fields: read by the host only when struct_size covers them */
+    /* Optional: the plugin's own version ("2.3.1", UTF-8, at most 64 bytes
+     * are kept), shown by `tokenspeed-metrics plugins`. NULL or "" when not
+     * given. Copied by the host during register_metric_reporter. */
+    const char *version;
 } tsm_reporter_descriptor;
+
+/* The size of a descriptor built against a header before `version` was
+ * appended; a host reads `version` only from a larger struct_size. */
+#define TSM_REPORTER_DESCRIPTOR_SIZE_V1 \
+    (offsetof(tsm_reporter_descriptor, user_data) + sizeof(void *))
 
 /* Log severities for tsm_host_api.log. */
 typedef enum tsm_log_level {

@@ -1,6 +1,7 @@
 // check_command.cpp — `tokenspeed-metrics check`: the complete startup validation
 // (flags, plugins, configuration file, validate) and a print of the result.
 // Never creates a sink or a node resource.
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -10,6 +11,9 @@
 
 #include "config/metrics_flags.hpp"
 #include "config/reporter_config.hpp"
+#include "prometheus/multiprocess_run_dir.hpp"
+#include "prometheus/prometheus_endpoint.hpp"
+#include "prometheus/prometheus_options.hpp"
 
 namespace tokenspeed::metrics::cli {
 namespace {
@@ -20,7 +24,19 @@ constexpr const char* kSynopsis =
     "[--enable-metrics] [--metrics-reporters NAME[,NAME...]]... "
     "[--metrics-reporter-config FILE] [--metrics-plugin-dir DIR]... "
     "[--metrics-allow-insecure-plugins] [--metrics-reporter-queue-size N] "
-    "[--metrics-shutdown-timeout SECONDS]";
+    "[--metrics-shutdown-timeout SECONDS] [--metrics-host ADDR] [--metrics-port PORT] "
+    "[--metrics-multiproc-dir DIR]";
+
+// What startup does for the built-in output, undone at once: the base
+// directory checks, and binding the endpoint's address (a port in use fails
+// here as it would at startup). Creates no directory and serves nothing.
+void check_prometheus(const PrometheusOptions& options) {
+  check_multiprocess_base_dir(options.multiproc_base_dir);
+  PrometheusEndpointOptions probe = options.endpoint;
+  probe.threads = 1;
+  PrometheusEndpoint endpoint(probe, [] { return std::string(); });
+  endpoint.stop(std::chrono::milliseconds(200));
+}
 
 }  // namespace
 
@@ -29,16 +45,20 @@ int run_check(int argc, char** argv) {
   description.add_options()("help,h", "show this help");
   add_metrics_options(description);
   add_delivery_options(description);
+  add_prometheus_options(description);
   const po::variables_map values = parse_command_line(argc, argv, description);
   if (values.count("help") != 0) {
     std::cout << usage("check", kSynopsis, description)
               << "\nRuns the complete startup validation of the metrics flags without creating "
                  "any sink\nor node resource, and prints each selected output with its "
-                 "normalized configuration.\nExit status 0 when valid, 2 with a one-line error "
-                 "otherwise.\n";
+                 "normalized configuration.\nWith Prometheus selected it also binds "
+                 "--metrics-host:--metrics-port for a moment\n(a port in use is the same error "
+                 "as at startup) and checks --metrics-multiproc-dir.\nExit status 0 when valid, "
+                 "2 with a one-line error otherwise.\n";
     return 0;
   }
   delivery_options_from(values);  // validated like every other flag
+  const PrometheusOptions prometheus = read_prometheus_options(values);
   const MetricsStartup startup =
       validate_metrics_startup(metrics_options_from(values), [](const std::string& line) {
         std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
@@ -48,6 +68,7 @@ int run_check(int argc, char** argv) {
     std::cout << "metrics disabled: no output selected\n";
     return 0;
   }
+  if (selection.prometheus) check_prometheus(prometheus);
   std::size_t next_output = 0;
   for (const std::string& name : selection.order) {
     if (name == kPrometheusReporterName) {

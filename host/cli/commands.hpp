@@ -1,9 +1,18 @@
 // commands.hpp — the subcommands of the tokenspeed-metrics executable.
 // Each runs with argv[0] being the command name and returns the exit status:
-// 0 success, 1 runtime failure, 2 startup or usage error.
+// 0 success, 1 runtime failure, 2 startup or usage error, and for the
+// commands that run a node (simulate) 3 and 4 below.
 #pragma once
 
 namespace tokenspeed::metrics::cli {
+
+// An output failed in some process: its sink could not be created, was
+// disabled, failed to close or was abandoned at close; or a producer had to
+// be killed at the shutdown budget or exited on its own.
+inline constexpr int kExitOutputFailed = 3;
+// A producer process crashed (died by a signal the launcher did not send).
+// Takes precedence over kExitOutputFailed.
+inline constexpr int kExitProducerCrashed = 4;
 
 struct Command {
   const char* name;

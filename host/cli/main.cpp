@@ -5,8 +5,12 @@
 #include <exception>
 #include <span>
 
+#include <tokenspeed/metric_reporter.h>
+
 #include "cli/commands.hpp"
+#include "config/host_version.hpp"
 #include "config/startup_error.hpp"
+#include "process/fatal_signal_handler.hpp"
 
 namespace tokenspeed::metrics::cli {
 
@@ -27,7 +31,9 @@ constexpr Command kCommands[] = {
 };
 
 void print_usage(std::FILE* out) {
-  std::fprintf(out, "usage: tokenspeed-metrics <command> [options]\n\ncommands:\n");
+  std::fprintf(out,
+               "usage: tokenspeed-metrics <command> [options]\n"
+               "       tokenspeed-metrics --version\n\ncommands:\n");
   for (const Command& command : kCommands) {
     std::fprintf(out, "  %-10s %s\n", command.name, command.summary);
   }
@@ -44,6 +50,13 @@ int main(int argc, char** argv) {
     return kStartupErrorExitStatus;
   }
   const char* name = argv[1];
+  if (std::strcmp(name, "--version") == 0) {
+    std::printf("tokenspeed-metrics %s (metric reporter API version %u)\n", host_version(),
+                TSM_METRIC_REPORTER_API_VERSION);
+    return 0;
+  }
+  // A crash (a plugin's included) is named on stderr before the process dies.
+  install_fatal_signal_handler(name);
   if (std::strcmp(name, "help") == 0 || std::strcmp(name, "--help") == 0 ||
       std::strcmp(name, "-h") == 0) {
     cli::print_usage(stdout);

@@ -23,35 +23,52 @@ namespace po = boost::program_options;
 constexpr const char* kSynopsis =
     "[--json] [--metrics-plugin-dir DIR]... [--metrics-allow-insecure-plugins]";
 
-std::string overridden_note(const ReporterRegistry& registry, const Reporter& reporter) {
+// The plugin file of the reporter that replaced this one, or "".
+std::string overridden_by(const ReporterRegistry& registry, const Reporter& reporter) {
   const Reporter* owner = registry.find(reporter.name());
   if (owner == nullptr || owner == &reporter) return {};
-  return " (overridden by '" + owner->plugin_path() + "')";
+  return owner->plugin_path();
+}
+
+std::string overridden_note(const ReporterRegistry& registry, const Reporter& reporter) {
+  const std::string owner = overridden_by(registry, reporter);
+  return owner.empty() ? std::string() : " (overridden by '" + owner + "')";
+}
+
+bool directory_found(const std::string& dir) {
+  std::error_code ec;
+  return std::filesystem::is_directory(dir, ec);
+}
+
+std::size_t loaded_count(const PluginLoader& loader) {
+  std::size_t loaded = 0;
+  for (const PluginRecord& record : loader.plugins())
+    loaded += record.status == PluginStatus::loaded ? 1 : 0;
+  return loaded;
 }
 
 void print_text(const PluginLoader& loader, const ReporterRegistry& registry) {
   std::cout << "Plugin directories, in search order:\n";
   if (loader.directories().empty()) std::cout << "  (none)\n";
   for (const std::string& dir : loader.directories()) {
-    std::error_code ec;
-    std::cout << "  " << dir << (std::filesystem::is_directory(dir, ec) ? "" : " (not found)")
-              << '\n';
+    std::cout << "  " << dir << (directory_found(dir) ? "" : " (not found)") << '\n';
   }
-  std::size_t loaded = 0;
   for (const PluginRecord& record : loader.plugins()) {
     std::cout << '\n' << record.name << ": " << to_string(record.status) << '\n';
     std::cout << "  file:   " << record.path << '\n';
     if (!record.reason.empty()) std::cout << "  reason: " << record.reason << '\n';
     if (record.status != PluginStatus::loaded) continue;
-    ++loaded;
     for (const Reporter* reporter : registry.registered_by(record.path)) {
       std::cout << "  reporter " << reporter->name()
+                << (reporter->version().empty() ? "" : "  version: " + reporter->version())
                 << "  start_node: " << (reporter->has_start_node() ? "yes" : "no")
                 << "  override: " << (reporter->override_flag() ? "yes" : "no")
                 << overridden_note(registry, *reporter) << '\n';
     }
   }
-  std::cout << '\n' << loader.plugins().size() << " plugin file(s), " << loaded << " loaded\n";
+  std::cout << '\n'
+            << loader.plugins().size() << " plugin file(s), " << loaded_count(loader)
+            << " loaded\n";
 }
 
 void print_json(const PluginLoader& loader, const ReporterRegistry& registry) {
@@ -59,6 +76,11 @@ void print_json(const PluginLoader& loader, const ReporterRegistry& registry) {
   boost::json::array dirs;
   for (const std::string& dir : loader.directories()) dirs.emplace_back(dir);
   document["plugin_dirs"] = std::move(dirs);
+  boost::json::array directories;  // the same, with what the text marks "(not found)"
+  for (const std::string& dir : loader.directories()) {
+    directories.emplace_back(boost::json::object{{"path", dir}, {"found", directory_found(dir)}});
+  }
+  document["directories"] = std::move(directories);
   boost::json::array plugins;
   for (const PluginRecord& record : loader.plugins()) {
     boost::json::object plugin;
@@ -71,8 +93,10 @@ void print_json(const PluginLoader& loader, const ReporterRegistry& registry) {
       for (const Reporter* reporter : registry.registered_by(record.path)) {
         boost::json::object entry;
         entry["name"] = reporter->name();
+        entry["version"] = reporter->version();
         entry["start_node"] = reporter->has_start_node();
         entry["override"] = reporter->override_flag();
+        entry["overridden_by"] = overridden_by(registry, *reporter);
         reporters.emplace_back(std::move(entry));
       }
     }
@@ -80,6 +104,8 @@ void print_json(const PluginLoader& loader, const ReporterRegistry& registry) {
     plugins.emplace_back(std::move(plugin));
   }
   document["plugins"] = std::move(plugins);
+  document["plugin_files"] = loader.plugins().size();
+  document["loaded"] = loaded_count(loader);
   std::cout << boost::json::serialize(document) << '\n';
 }
 

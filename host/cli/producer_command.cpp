@@ -18,6 +18,7 @@
 #include "config/metrics_flags.hpp"
 #include "cli/simulation_options.hpp"
 #include "config/plugin_loader.hpp"
+#include "process/fatal_signal_handler.hpp"
 #include "process/process_metrics.hpp"
 #include "process/process_summary.hpp"
 #include "process/producer_handoff.hpp"
@@ -46,8 +47,8 @@ int run_producer(int argc, char** argv) {
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
 
   po::options_description description("options");
-  description.add_options()("help,h", "show this help")(
-      "role", po::value<std::string>()->required(), "scheduler or frontend")(
+  description.add_options()("help,h", "show this help")("role", po::value<std::string>(),
+                                                        "scheduler or frontend (required)")(
       "dp-rank", po::value<int>()->default_value(0), "data-parallel rank of a scheduler");
   add_simulation_options(description);
   const po::variables_map values = parse_command_line(argc, argv, description);
@@ -59,6 +60,9 @@ int run_producer(int argc, char** argv) {
               << kHandoffFdEnv << ".\n";
     return 0;
   }
+  if (values.count("role") == 0) {
+    throw StartupError({"", "", "--role"}, "the option '--role' is required but missing");
+  }
   const std::string role = values["role"].as<std::string>();
   const int dp_rank = values["dp-rank"].as<int>();
   if (role != "scheduler" && role != "frontend") {
@@ -66,6 +70,7 @@ int run_producer(int argc, char** argv) {
   }
   const std::string process_name =
       role == "scheduler" ? "scheduler-" + std::to_string(dp_rank) : role;
+  install_fatal_signal_handler(process_name);  // crash lines name this process
   const SimulationOptions simulation = simulation_options_from(values);
   const ProducerHandoff handoff = read_handoff_from_environment();
 
@@ -77,6 +82,7 @@ int run_producer(int argc, char** argv) {
     search.plugin_dirs = handoff.plugin_dirs;
     search.disabled_plugins = handoff.disabled_plugins;
     search.allow_insecure = handoff.allow_insecure_plugins;
+    search.warn_unmatched_disabled = false;  // the launcher already said so
     loader = std::make_unique<PluginLoader>(registry, warn);
     loader->load(search);
   }

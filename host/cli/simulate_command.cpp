@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -13,9 +14,12 @@
 
 #include <boost/program_options/options_description.hpp>
 
+#include "cli/commands.hpp"
 #include "config/metrics_flags.hpp"
 #include "cli/simulation_options.hpp"
+#include "process/fatal_signal_handler.hpp"
 #include "process/launcher.hpp"
+#include "process/producer_exit.hpp"
 #include "prometheus/prometheus_merge.hpp"
 #include "prometheus/reporter_self_metrics.hpp"
 #include "config/startup_error.hpp"
@@ -82,9 +86,45 @@ std::vector<ProducerSpec> producer_specs(int ranks, const SimulationOptions& sim
   return specs;
 }
 
+// What the node does when a producer ends before it was asked to.
+enum class CrashPolicy { stop, keep_running };
+
+CrashPolicy crash_policy_from(const std::string& value) {
+  if (value == "stop") return CrashPolicy::stop;
+  if (value == "continue") return CrashPolicy::keep_running;
+  throw StartupError({"", "", "--on-producer-crash"},
+                     "must be stop or continue, not '" + value + "'");
+}
+
+void report_producer_exit(const ProducerProcess& process) {
+  // "crashed: killed by SIGSEGV (segmentation fault)" or "exited with status 3"
+  const std::string how =
+      producer_crashed(process) ? producer_row_status(process) : describe_producer_exit(process);
+  std::fprintf(stderr, "tokenspeed-metrics: producer '%s' (pid %d) %s\n", process.name.c_str(),
+               static_cast<int>(process.pid), how.c_str());
+}
+
+// The exit status of the run: a crashed producer first, then any failed
+// output or a producer that had to be killed or ended on its own.
+int run_exit_status(const LauncherShutdownReport& report) {
+  bool crashed = false;
+  bool failed = false;
+  for (const ProducerProcess& process : report.producers) {
+    crashed = crashed || producer_crashed(process);
+    failed = failed || process.killed || producer_ended_unexpectedly(process);
+  }
+  for (const ProcessSummary& summary : report.summaries) {
+    for (const SinkStats& output : summary.outputs) failed = failed || output_failed(output);
+  }
+  for (const SinkStats& output : report.launcher_sinks) failed = failed || output_failed(output);
+  if (crashed) return kExitProducerCrashed;
+  return failed ? kExitOutputFailed : 0;
+}
+
 }  // namespace
 
 int run_simulate(int argc, char** argv) {
+  install_fatal_signal_handler("launcher");
   // Signals are taken with sigtimedwait on this thread; block them before any
   // thread exists so every thread inherits the mask.
   sigset_t stop_signals;
@@ -100,7 +140,10 @@ int run_simulate(int argc, char** argv) {
       "seconds to run; 0 runs until SIGINT or SIGTERM")(
       "linger", po::value<double>()->default_value(0),
       "after the run: stop the producers, then keep serving /metrics this many seconds "
-      "before closing (to scrape final totals)");
+      "before closing (to scrape final totals)")(
+      "on-producer-crash", po::value<std::string>()->default_value("stop"),
+      "stop: a producer that crashes or exits on its own shuts the node down (exit status 4, "
+      "or 3 for an exit); continue: keep the other processes running to --duration");
   add_simulation_options(description);
   add_metrics_options(description);
   add_delivery_options(description);
@@ -110,7 +153,9 @@ int run_simulate(int argc, char** argv) {
     std::cout << usage("simulate", kSynopsis, description)
               << "\nRuns a launcher with one scheduler producer per rank and a frontend producer,\n"
                  "recording the engine's metric catalog. Ctrl-C stops it; a summary table per\n"
-                 "output and process is printed at exit.\n";
+                 "output and process is printed at exit.\n\nExit status: 0 clean; 1 runtime "
+                 "error; 2 startup error; 3 an output failed (or a\nproducer was killed at the "
+                 "budget or exited on its own); 4 a producer crashed.\n";
     return 0;
   }
   const int ranks = values["ranks"].as<int>();
@@ -118,6 +163,7 @@ int run_simulate(int argc, char** argv) {
   const double duration = values["duration"].as<double>();
   if (!(duration >= 0)) throw StartupError({"", "", "--duration"}, "must not be negative");
   const double linger = values["linger"].as<double>();
+  const CrashPolicy crash_policy = crash_policy_from(values["on-producer-crash"].as<std::string>());
   if (!(linger >= 0)) throw StartupError({"", "", "--linger"}, "must not be negative");
   const DeliveryOptions delivery = delivery_options_from(values);
   const SimulationOptions simulation = simulation_options_from(values);
@@ -149,6 +195,7 @@ int run_simulate(int argc, char** argv) {
 
   const bool live_status = ::isatty(STDERR_FILENO) != 0 && !launcher.run_dir().empty();
   bool stop_requested = false;
+  bool producer_lost = false;
   std::map<std::string, OutputTotals> previous;
   auto previous_time = std::chrono::steady_clock::now();
   for (;;) {
@@ -159,8 +206,15 @@ int run_simulate(int argc, char** argv) {
       break;
     }
     for (const ProducerProcess& exited : launcher.producers().reap()) {
-      std::fprintf(stderr, "\ntokenspeed-metrics: producer '%s' (pid %d) exited with status %d\n",
-                   exited.name.c_str(), static_cast<int>(exited.pid), exited.exit_status);
+      if (live_status) std::fprintf(stderr, "\n");
+      report_producer_exit(exited);
+      producer_lost = producer_lost || producer_ended_unexpectedly(exited);
+    }
+    if (producer_lost && crash_policy == CrashPolicy::stop) {
+      std::fprintf(stderr,
+                   "tokenspeed-metrics: shutting the node down: a producer ended unexpectedly "
+                   "(--on-producer-crash continue keeps the others running)\n");
+      break;
     }
     const auto now = std::chrono::steady_clock::now();
     if (duration > 0 && now - started >= std::chrono::duration<double>(duration)) break;
@@ -182,7 +236,7 @@ int run_simulate(int argc, char** argv) {
     }
   }
   if (live_status) std::fprintf(stderr, "\n");
-  if (linger > 0 && !stop_requested) {
+  if (linger > 0 && !stop_requested && !(producer_lost && crash_policy == CrashPolicy::stop)) {
     launcher.stop_producers();
     std::cout << "producers stopped; serving /metrics for " << linger << " s" << std::endl;
     const auto linger_ns =
@@ -192,13 +246,30 @@ int run_simulate(int argc, char** argv) {
     ::sigtimedwait(&stop_signals, nullptr, &wait);
   }
   std::cout << "shutting down..." << std::endl;
+  std::vector<pid_t> reported;
+  for (const ProducerProcess& process : launcher.producers().processes()) {
+    if (!process.running) reported.push_back(process.pid);
+  }
   const LauncherShutdownReport report = launcher.shutdown();
+  // Producers that crashed while they were closing.
+  for (const ProducerProcess& process : report.producers) {
+    if (std::find(reported.begin(), reported.end(), process.pid) == reported.end() &&
+        producer_crashed(process))
+      report_producer_exit(process);
+  }
   std::cout << "stopped in " << std::chrono::duration<double>(report.elapsed).count() << " s\n";
-  if (!report.summaries.empty()) std::cout << format_summary_table(report.summaries);
+  if (!report.summaries.empty() || !report.producers.empty())
+    std::cout << format_summary_table(report.summaries, report.producers);
+  const int status = run_exit_status(report);
+  if (status != 0) {
+    std::fprintf(stderr, "tokenspeed-metrics: exit status %d: %s\n", status,
+                 status == kExitProducerCrashed ? "a producer crashed"
+                                                : "an output or a producer failed (see the table)");
+  }
   std::cout.flush();
   std::fflush(nullptr);
   // A plugin thread abandoned at the deadline must not hold the process.
-  ::_exit(0);
+  ::_exit(status);
 }
 
 }  // namespace tokenspeed::metrics::cli

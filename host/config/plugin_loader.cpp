@@ -24,6 +24,8 @@
 #include <boost/dll/shared_library.hpp>
 
 #include "config/abi_buffer.hpp"
+#include "config/name_suggestion.hpp"
+#include "pipeline/plugin_call_context.hpp"
 
 #ifndef TSM_DEFAULT_PLUGIN_DIR
 #define TSM_DEFAULT_PLUGIN_DIR "/usr/local/lib/tokenspeed/metrics-plugins"
@@ -226,6 +228,20 @@ void PluginLoader::load(const PluginSearchOptions& options) {
       plugins_.push_back(std::move(record));
     }
   }
+  if (options.warn_unmatched_disabled && warn_) {
+    std::vector<std::string> found;
+    found.reserve(claimed.size());
+    for (const auto& [name, path] : claimed) found.push_back(name);
+    for (const std::string& name : disabled) {
+      if (claimed.count(name) != 0) continue;
+      std::string line = "TOKENSPEED_DISABLE_PLUGINS names '" + name +
+                         "', but no plugin file of that name is in the plugin directories "
+                         "(a plugin's name is its file name without 'lib' and '.so')";
+      if (const std::string suggestion = closest_name(name, found); !suggestion.empty())
+        line += "; did you mean '" + suggestion + "'?";
+      warn_(line);
+    }
+  }
 }
 
 void PluginLoader::load_file(PluginRecord& record) {
@@ -265,7 +281,9 @@ void PluginLoader::load_file(PluginRecord& record) {
   int status = TSM_ERROR;
   bool escaped = false;
   const long threads_before = thread_count();
+  const std::string call_text = "plugin file '" + record.path + "' during " TSM_REGISTER_SYMBOL;
   try {
+    const PluginCallScope scope(call_text.c_str());  // named if the plugin crashes here
     status = register_fn(registry_.host_api(), error.get());
   } catch (...) {
     escaped = true;

@@ -36,6 +36,9 @@ struct PluginSearchOptions {
   std::string disabled_plugins;          // TOKENSPEED_DISABLE_PLUGINS, comma-separated
   std::string default_dir;               // the installed default directory
   bool allow_insecure = false;           // --metrics-allow-insecure-plugins
+  // Warn about TOKENSPEED_DISABLE_PLUGINS names that match no plugin file
+  // (the launcher does; its producers, loading the same list, do not repeat it).
+  bool warn_unmatched_disabled = true;
 
   static PluginSearchOptions from_environment(std::vector<std::string> plugin_dirs,
                                               bool allow_insecure);
@@ -66,7 +69,8 @@ class PluginLoader {
   using WarningSink = std::function<void(const std::string&)>;
 
   // warn receives one line per refused or failed plugin:
-  // "plugin '<path>': <reason>".
+  // "plugin '<path>': <reason>", and one per TOKENSPEED_DISABLE_PLUGINS name
+  // that matches no plugin file.
   PluginLoader(ReporterRegistry& registry, WarningSink warn);
 
   void load(const PluginSearchOptions& options);

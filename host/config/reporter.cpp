@@ -13,6 +13,7 @@
 #include "config/abi_buffer.hpp"
 #include "config/startup_error.hpp"
 #include "config/strict_json.hpp"
+#include "pipeline/plugin_call_context.hpp"
 
 namespace tokenspeed::metrics {
 namespace {
@@ -61,6 +62,10 @@ std::string parse_object(const std::string& text, boost::json::object& out) {
 
 }  // namespace
 
+std::string Reporter::call_text(const char* function) const {
+  return "output '" + name_ + "' (plugin file '" + plugin_path_ + "') during " + function;
+}
+
 Reporter::Reporter(const tsm_reporter_descriptor& descriptor, std::string plugin_name,
                    std::string plugin_path)
     : plugin_name_(std::move(plugin_name)), plugin_path_(std::move(plugin_path)) {
@@ -70,6 +75,16 @@ Reporter::Reporter(const tsm_reporter_descriptor& descriptor, std::string plugin
   descriptor_.struct_size = sizeof(tsm_reporter_descriptor);
   if (descriptor.name != nullptr) name_ = descriptor.name;
   descriptor_.name = name_.c_str();
+  // descriptor_.version is null unless the copy above reached it.
+  if (descriptor_.version != nullptr) {
+    constexpr std::size_t kMaxVersionBytes = 64;
+    const char* version = descriptor_.version;
+    for (std::size_t i = 0; i < kMaxVersionBytes && version[i] != '\0'; ++i) {
+      const char c = version[i];
+      version_.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c);
+    }
+  }
+  descriptor_.version = version_.empty() ? nullptr : version_.c_str();
 }
 
 boost::json::object Reporter::validate(const boost::json::object& config,
@@ -79,7 +94,9 @@ boost::json::object Reporter::validate(const boost::json::object& config,
   AbiBuffer normalized;
   AbiBuffer error;
   int status = TSM_ERROR;
+  const std::string call = call_text("validate");
   try {
+    const PluginCallScope scope(call.c_str());
     status = descriptor_.validate(descriptor_.user_data, text.c_str(), text.size(),
                                   normalized.get(), error.get());
   } catch (...) {
@@ -106,7 +123,9 @@ CreateSinkResult Reporter::create_sink(const boost::json::object& producer_confi
     tsm_sink sink{};
     sink.struct_size = sizeof(tsm_sink);
     int status = TSM_ERROR;
+    const std::string call = call_text("create_sink");
     try {
+      const PluginCallScope scope(call.c_str());
       status = descriptor_.create_sink(descriptor_.user_data, text.c_str(), text.size(), &sink,
                                        error.get());
     } catch (...) {
@@ -154,7 +173,9 @@ StartNodeResult Reporter::start_node(const boost::json::object& config,
     tsm_node_session session{};
     session.struct_size = sizeof(tsm_node_session);
     int status = TSM_ERROR;
+    const std::string call = call_text("start_node");
     try {
+      const PluginCallScope scope(call.c_str());
       status = descriptor_.start_node(descriptor_.user_data, text.c_str(), text.size(), &session,
                                       producer.get(), error.get());
     } catch (...) {

@@ -34,7 +34,8 @@ struct StartNodeResult {
 class Reporter {
  public:
   // Copies the descriptor (at most sizeof(tsm_reporter_descriptor) bytes of
-  // it, as its struct_size says) and its name string.
+  // it, as its struct_size says), its name and its version string (the
+  // appended version field only when struct_size covers it).
   Reporter(const tsm_reporter_descriptor& descriptor, std::string plugin_name,
            std::string plugin_path);
   Reporter(const Reporter&) = delete;
@@ -45,6 +46,9 @@ class Reporter {
   const std::string& plugin_path() const noexcept { return plugin_path_; }
   bool has_start_node() const noexcept { return descriptor_.start_node != nullptr; }
   bool override_flag() const noexcept { return descriptor_.override != 0; }
+  // The plugin's version string ("" when its descriptor has none, or was
+  // built before the field was appended).
+  const std::string& version() const noexcept { return version_; }
   const tsm_reporter_descriptor& descriptor() const noexcept { return descriptor_; }
   // True once the registry rolled back the plugin registration that made it.
   bool rolled_back() const noexcept { return rolled_back_; }
@@ -68,8 +72,12 @@ class Reporter {
                              std::chrono::nanoseconds cleanup_timeout) const noexcept;
 
  private:
+  // "output 'x' (plugin file '/p/x.so') during validate", for crash lines.
+  std::string call_text(const char* function) const;
+
   tsm_reporter_descriptor descriptor_{};
   std::string name_;
+  std::string version_;
   std::string plugin_name_;
   std::string plugin_path_;
   bool rolled_back_ = false;

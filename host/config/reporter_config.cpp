@@ -2,6 +2,7 @@
 // Calls only validate on plugins; never creates a sink or a node session.
 #include "config/reporter_config.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <set>
 #include <sstream>
 
+#include "config/name_suggestion.hpp"
 #include "config/startup_error.hpp"
 #include "config/strict_json.hpp"
 
@@ -21,7 +23,8 @@ std::string trim(std::string_view text) {
   return std::string(text);
 }
 
-std::string unknown_reporter_message(const std::string& name, const PluginLoader* loader) {
+std::string unknown_reporter_message(const std::string& name, const ReporterRegistry& registry,
+                                     const PluginLoader* loader) {
   std::string message = "unknown reporter";
   const std::string why = loader == nullptr ? std::string() : loader->unavailable_reason(name);
   if (!why.empty()) return message + ": " + why;
@@ -31,6 +34,19 @@ std::string unknown_reporter_message(const std::string& name, const PluginLoader
     if (loader->directories().empty()) message += " none";
     for (const std::string& dir : loader->directories()) message += " '" + dir + "'";
     message += ")";
+  }
+  // What could have been meant: every selectable name, and the closest one.
+  std::vector<std::string> available = registry.names();
+  available.emplace_back(kPrometheusReporterName);
+  std::sort(available.begin(), available.end());
+  message += "; available reporters:";
+  const char* separator = " ";
+  for (const std::string& candidate : available) {
+    message += separator + ("'" + candidate + "'");
+    separator = ", ";
+  }
+  if (const std::string suggestion = closest_name(name, available); !suggestion.empty()) {
+    message += "; did you mean '" + suggestion + "'?";
   }
   return message;
 }
@@ -112,7 +128,7 @@ ReporterSelection resolve_reporters(const MetricsOptions& options, const Reporte
     }
     const Reporter* reporter = registry.find(name);
     if (reporter == nullptr) {
-      throw StartupError({name, {}, {}}, unknown_reporter_message(name, loader));
+      throw StartupError({name, {}, {}}, unknown_reporter_message(name, registry, loader));
     }
     result.outputs.push_back(SelectedOutput{name, reporter, {}});
   }

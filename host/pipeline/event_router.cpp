@@ -75,6 +75,14 @@ EventRouter::EventRouter(std::vector<OutputDefinition> outputs, RouterOptions op
   // The workers start parked: they create their sink when its first event
   // arrives, so no plugin resource exists before an event does.
   for (auto& worker : workers_) worker->start();
+  StallReporterOptions stall;
+  stall.process_name = options_.process_name;
+  stall.check_interval = options_.stall_check_interval;
+  stall.stall_threshold = options_.stall_threshold;
+  stall.line_interval = options_.log_interval;
+  stall.log = options_.log;
+  stall_reporter_ = std::make_unique<StallReporter>(workers_, std::move(stall));
+  stall_reporter_->start();
   std::lock_guard lock(registry_mutex());
   registry().emplace_back(id_, this);
 }
@@ -166,13 +174,17 @@ bool EventRouter::close(std::chrono::nanoseconds budget) noexcept {
     ok = worker->close_plugin(remaining, hard_deadline) && ok;
   }
   for (auto& worker : workers_) worker->release_thread();
+  // The last drop counts, so that the lines add up to the totals.
+  stall_reporter_->stop();
   for (auto& worker : workers_) {
     try {
       const SinkStats s = worker->stats();
       if (s.discarded_at_deadline > 0 || s.abandoned) {
         LogWriter write = options_.log ? options_.log : LogWriter(&write_log_line_to_stderr);
-        write("tokenspeed-metrics: output '" + s.name + "': close: " +
-              std::to_string(s.discarded_at_deadline) + " events discarded at the deadline" +
+        write("tokenspeed-metrics: output '" + s.name + "'" +
+              (options_.process_name.empty() ? std::string() : " in " + options_.process_name) +
+              ": close: " + std::to_string(s.discarded_at_deadline) +
+              " events discarded at the deadline" +
               (s.abandoned ? "; the sink did not finish in time and was left running" : ""));
       }
     } catch (...) {

@@ -16,6 +16,7 @@
 #include "pipeline/metric_series.hpp"
 #include "pipeline/rate_limited_log.hpp"
 #include "pipeline/sink_worker.hpp"
+#include "pipeline/stall_reporter.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -34,6 +35,12 @@ struct RouterOptions {
   std::chrono::milliseconds close_grace{50};
   // Destination of the rate-limited log lines; stderr when empty.
   LogWriter log;
+  // The process named in drop and stall lines ("scheduler-0"); "" omits it.
+  std::string process_name;
+  // How often the stall reporter reads the counters, and how long a plugin
+  // call runs before it is reported as not returning.
+  std::chrono::milliseconds stall_check_interval{1000};
+  std::chrono::milliseconds stall_threshold{1000};
 };
 
 // Threading: publish from any number of collector threads (noexcept, no lock
@@ -97,6 +104,9 @@ class EventRouter {
   mutable std::mutex threads_mutex_;
   std::vector<std::unique_ptr<ThreadRings>> threads_;
   std::vector<ThreadRings*> free_threads_;  // left by threads that exited
+
+  // Drop and stall lines, from a thread of its own (see stall_reporter.hpp).
+  std::unique_ptr<StallReporter> stall_reporter_;
 
   std::mutex close_mutex_;
   bool closed_ = false;

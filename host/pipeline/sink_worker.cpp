@@ -17,6 +17,7 @@
 #include "config/abi_buffer.hpp"
 #include "pipeline/event_clock.hpp"
 #include "pipeline/metric_series.hpp"
+#include "pipeline/plugin_call_context.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -94,11 +95,57 @@ constexpr std::size_t kSmallPass = 128;
 
 }  // namespace
 
+const char* to_string(PluginCall call) noexcept {
+  switch (call) {
+    case PluginCall::create_sink:
+      return "create_sink";
+    case PluginCall::emit:
+      return "emit";
+    case PluginCall::close:
+      return "close";
+  }
+  return "a plugin call";
+}
+
 SinkWorker::SinkWorker(OutputDefinition output, const SinkWorkerOptions& options)
     : output_(std::move(output)),
       options_(options),
       log_("output '" + output_.name + "'", options.log_interval, options.log) {
   sink_.struct_size = sizeof(tsm_sink);
+  const std::string where =
+      "output '" + output_.name + "'" +
+      (output_.plugin_path.empty() ? std::string()
+                                   : " (plugin file '" + output_.plugin_path + "')");
+  for (const PluginCall call : {PluginCall::create_sink, PluginCall::emit, PluginCall::close}) {
+    call_text_[static_cast<int>(call)] = where + " during " + to_string(call);
+  }
+}
+
+void SinkWorker::enter_plugin(PluginCall call) noexcept {
+  call_kind_.store(call, std::memory_order_relaxed);
+  call_sequence_.store(call_sequence_.load(std::memory_order_relaxed) + 1,
+                       std::memory_order_release);
+}
+
+void SinkWorker::leave_plugin() noexcept {
+  call_sequence_.store(call_sequence_.load(std::memory_order_relaxed) + 1,
+                       std::memory_order_release);
+}
+
+PluginCallProbe SinkWorker::plugin_call() const noexcept {
+  PluginCallProbe probe;
+  probe.sequence = call_sequence_.load(std::memory_order_acquire);
+  probe.call = call_kind_.load(std::memory_order_relaxed);
+  return probe;
+}
+
+std::uint64_t SinkWorker::dropped_full_so_far() const noexcept {
+  return sum_rings(&EventRing::dropped_full);
+}
+
+std::uint64_t SinkWorker::dropped_disabled_so_far() const noexcept {
+  return sum_rings(&EventRing::dropped_disabled) +
+         (dropped_disabled_worker_.load(std::memory_order_relaxed) & ~kFrozen);
 }
 
 SinkWorker::~SinkWorker() {
@@ -133,7 +180,9 @@ bool SinkWorker::ensure_sink() noexcept {
   out.struct_size = sizeof(tsm_sink);
   std::string error;
   int rc = TSM_ERROR;
+  enter_plugin(PluginCall::create_sink);
   try {
+    const PluginCallScope scope(call_text_[static_cast<int>(PluginCall::create_sink)].c_str());
     rc = output_.create_sink ? output_.create_sink(out, error) : TSM_ERROR;
     if (!output_.create_sink) error = "no create_sink";
   } catch (const std::exception& e) {
@@ -143,6 +192,7 @@ bool SinkWorker::ensure_sink() noexcept {
     rc = TSM_ERROR;
     error = "unknown exception";
   }
+  leave_plugin();
   constexpr std::size_t kNeeded = offsetof(tsm_sink_vtable, close) + sizeof(void*);
   if (rc == TSM_OK && (out.vtable == nullptr || out.vtable->struct_size < kNeeded ||
                        out.vtable->emit == nullptr || out.vtable->close == nullptr)) {
@@ -179,6 +229,7 @@ std::size_t SinkWorker::drain_batch() noexcept {
   clock->maybe_recalibrate();
   tsm_metric_event event{};
   event.struct_size = sizeof(tsm_metric_event);
+  const char* const emit_text = call_text_[static_cast<int>(PluginCall::emit)].c_str();
   std::size_t popped = 0;
   for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
        ring = ring->next) {
@@ -212,11 +263,14 @@ std::size_t SinkWorker::drain_batch() noexcept {
       event.info = &family.info;
       int rc = TSM_ERROR;
       bool threw = false;
+      enter_plugin(PluginCall::emit);
       try {
+        const PluginCallScope scope(emit_text);
         rc = sink_.vtable->emit(sink_.self, &event, error->get());
       } catch (...) {
         threw = true;
       }
+      leave_plugin();
       if (rc == TSM_OK && !threw) {
         if (!resolve(delivered_)) {
           stop_now_ = true;
@@ -287,32 +341,19 @@ std::uint64_t SinkWorker::sum_rings(std::atomic<std::uint64_t> EventRing::*field
   return sum;
 }
 
-void SinkWorker::report_problems(bool force) noexcept {
-  try {
-    const auto now = RateLimitedLog::Clock::now();
-    const std::uint64_t full = sum_rings(&EventRing::dropped_full);
-    const std::uint64_t disabled =
-        sum_rings(&EventRing::dropped_disabled) +
-        (dropped_disabled_worker_.load(std::memory_order_relaxed) & ~kFrozen);
-    log_.report("events dropped (queue full)", full - reported_full_, now);
-    log_.report("events dropped (output disabled)", disabled - reported_disabled_, now);
-    reported_full_ = full;
-    reported_disabled_ = disabled;
-    if (force) log_.flush(now);
-  } catch (...) {
-  }
-}
-
 void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
   if (!created_.load(std::memory_order_acquire)) return;  // nothing was returned: nothing to close
   AbiBuffer error;
   int rc = TSM_ERROR;
   bool threw = false;
+  enter_plugin(PluginCall::close);
   try {
+    const PluginCallScope scope(call_text_[static_cast<int>(PluginCall::close)].c_str());
     rc = sink_.vtable->close(sink_.self, timeout_ns, error.get());
   } catch (...) {
     threw = true;
   }
+  leave_plugin();
   if (rc != TSM_OK || threw) {
     close_failed_.store(true, std::memory_order_relaxed);
     try {
@@ -327,25 +368,19 @@ void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
 }
 
 void SinkWorker::run() noexcept {
-  auto next_report = RateLimitedLog::Clock::now();
   for (;;) {
     if (const std::size_t popped = drain_batch(); popped > 0) {
       if (stop_now_) break;
       if (popped < kSmallPass) backoff();
-      // Busy: still report drops about every 100 ms (the limiter decides
-      // whether a line is due).
-      const auto now = RateLimitedLog::Clock::now();
-      if (now >= next_report) {
-        report_problems(false);
-        next_report = now + std::chrono::milliseconds(100);
-      }
       continue;
     }
     if (stop_.load(std::memory_order_seq_cst) && rings_empty()) break;
-    report_problems(false);
     park();
   }
-  report_problems(true);
+  try {
+    log_.flush(RateLimitedLog::Clock::now());  // suppressed messages, if any
+  } catch (...) {
+  }
   std::int64_t timeout_ns = 0;
   {
     std::unique_lock lock(mutex_);
@@ -457,6 +492,10 @@ SinkStats SinkWorker::stats() const {
   std::lock_guard lock(mutex_);
   s.closed = closed_;
   s.abandoned = abandoned_;
+  if (s.abandoned) {
+    const PluginCallProbe probe = plugin_call();
+    if (probe.inside()) s.abandoned_in = to_string(probe.call);
+  }
   if (frozen_) {
     s.delivered = frozen_delivered_;
     s.dropped_disabled = disabled_publish + frozen_dropped_disabled_;

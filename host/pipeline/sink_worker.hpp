@@ -31,6 +31,20 @@ namespace tokenspeed::metrics {
 struct OutputDefinition {
   std::string name;
   std::function<int(tsm_sink& out, std::string& error)> create_sink;
+  std::string plugin_path;  // the plugin file, for crash and stall lines ("" unknown)
+};
+
+// The plugin functions a worker calls, for crash lines and stall reports.
+enum class PluginCall : std::uint8_t { create_sink = 0, emit = 1, close = 2 };
+const char* to_string(PluginCall call) noexcept;  // "create_sink", "emit", "close"
+
+// What a worker is doing in plugin code, read from another thread (the stall
+// reporter). sequence grows by one when a call begins and by one when it
+// returns: odd while a call runs; the same odd value twice means the same call.
+struct PluginCallProbe {
+  std::uint64_t sequence = 0;
+  PluginCall call = PluginCall::emit;
+  bool inside() const noexcept { return (sequence & 1) != 0; }
 };
 
 // Per-sink accounting. Every event offered to the sink (accepted) has exactly
@@ -55,6 +69,8 @@ struct SinkStats {
   bool closed = false;                      // the plugin's close returned (or no sink to close)
   bool close_failed = false;                // close returned nonzero or threw
   bool abandoned = false;                   // the worker missed the deadline; left running
+  std::string abandoned_in;                 // when abandoned: the plugin call it was in
+                                            // ("emit", "create_sink", "close"), or ""
   std::uint64_t wakeups = 0;                // futex wake calls (collector threads; one by close)
   std::uint64_t parks = 0;                  // times the worker went to sleep
 };
@@ -105,6 +121,11 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   SinkStats stats() const;
   const std::string& name() const noexcept { return output_.name; }
 
+  // ---- stall reporter (any thread; atomics only, never a lock a plugin holds)
+  PluginCallProbe plugin_call() const noexcept;
+  std::uint64_t dropped_full_so_far() const noexcept;      // ring full, every ring
+  std::uint64_t dropped_disabled_so_far() const noexcept;  // output disabled
+
  private:
   static constexpr std::uint64_t kFrozen = std::uint64_t{1} << 63;
 
@@ -117,7 +138,8 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   // Records one resolved event; false when the accounting was frozen (the
   // event then counts as discarded at the deadline and the worker stops).
   bool resolve(std::atomic<std::uint64_t>& counter) noexcept;
-  void report_problems(bool force) noexcept;
+  void enter_plugin(PluginCall call) noexcept;  // worker thread, around every plugin call
+  void leave_plugin() noexcept;
   void do_plugin_close(std::int64_t timeout_ns) noexcept;
   std::uint64_t sum_rings(std::atomic<std::uint64_t> EventRing::*field) const noexcept;
 
@@ -164,10 +186,15 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   std::uint64_t frozen_delivered_ = 0;
   std::uint64_t frozen_dropped_disabled_ = 0;
 
-  // rate-limited reporting (worker thread)
+  // one-off messages of the worker (create_sink, emit or close failed); drop
+  // and stall lines come from the router's stall reporter, which a plugin
+  // stuck in a call cannot hold
   RateLimitedLog log_;
-  std::uint64_t reported_full_ = 0;
-  std::uint64_t reported_disabled_ = 0;
+
+  // the plugin call in progress, for the crash handler and the stall reporter
+  std::string call_text_[3];  // per PluginCall: "output 'x' (plugin file '/p') during emit"
+  alignas(64) std::atomic<std::uint64_t> call_sequence_{0};
+  std::atomic<PluginCall> call_kind_{PluginCall::emit};
 };
 
 }  // namespace tokenspeed::metrics

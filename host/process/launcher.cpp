@@ -7,6 +7,7 @@
 
 #include <cstdio>
 
+#include "process/producer_exit.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
 #include "prometheus/reporter_self_metrics.hpp"
@@ -74,6 +75,10 @@ void Launcher::start() {
     handoff_file_ = run_dir_->path() / "handoff.json";
     write_handoff_file(handoff_file_, handoff_);
   }
+  supervisor_.on_exit([this](const ProducerProcess& process) {
+    if (local_ && producer_crashed(process))
+      local_->count_producer_crash(process.name, signal_label(process.term_signal));
+  });
   for (const ProducerSpec& producer : options_.producers) spawn(producer);
 }
 

@@ -28,14 +28,16 @@ std::vector<OutputDefinition> output_definitions(const ReporterRegistry& registr
                            }
                            sink = result.sink;
                            return TSM_OK;
-                         }});
+                         },
+                         reporter != nullptr ? reporter->plugin_path() : std::string()});
   }
   return definitions;
 }
 
 // Per output, in this order: delivered, dropped (ring full), dropped (sink
-// disabled), sink failures, queue depth.
-constexpr std::size_t kSelfSeriesPerOutput = 5;
+// disabled), sink failures, queue depth, dropped (after close), discarded,
+// abandoned.
+constexpr std::size_t kSelfSeriesPerOutput = 8;
 
 void store_slot(double* slot, double value) noexcept {
   std::atomic_ref<double>(*slot).store(value, std::memory_order_relaxed);
@@ -54,6 +56,9 @@ ReporterSelfFigures self_figures_of(const SinkStats& stats) noexcept {
   figures.dropped_sink_disabled = stats.dropped_disabled;
   figures.sink_failures = (stats.disabled || stats.create_failed) ? 1 : 0;
   figures.queue_depth = stats.in_queue;
+  figures.dropped_after_close = stats.dropped_after_close;
+  figures.events_discarded = stats.discarded_at_deadline;
+  figures.sinks_abandoned = stats.abandoned ? 1 : 0;
   return figures;
 }
 
@@ -66,6 +71,7 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
     file_store_ = file_store.get();
     store_ = std::move(file_store);
   }
+  if (options.router.process_name.empty()) options.router.process_name = options.file_prefix;
   if (!options.outputs.empty()) {
     router_ = std::make_unique<EventRouter>(output_definitions(registry, options.outputs),
                                             options.router);
@@ -77,11 +83,15 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
     const std::string one[] = {output.name};
     const std::string ring_full[] = {output.name, "ring_full"};
     const std::string disabled[] = {output.name, "sink_disabled"};
+    const std::string after_close[] = {output.name, "after_close"};
     self_slots_.push_back(store_->allocate_series(defs[0], one));
     self_slots_.push_back(store_->allocate_series(defs[1], ring_full));
     self_slots_.push_back(store_->allocate_series(defs[1], disabled));
     self_slots_.push_back(store_->allocate_series(defs[2], one));
     self_slots_.push_back(store_->allocate_series(defs[3], one));
+    self_slots_.push_back(store_->allocate_series(defs[kSelfEventsDropped], after_close));
+    self_slots_.push_back(store_->allocate_series(defs[kSelfEventsDiscarded], one));
+    self_slots_.push_back(store_->allocate_series(defs[kSelfSinksAbandoned], one));
   }
 }
 
@@ -110,9 +120,28 @@ void ProcessMetrics::publish_self_figures() noexcept {
       store_slot(slots[2], static_cast<double>(figures.dropped_sink_disabled));
       store_slot(slots[3], static_cast<double>(figures.sink_failures));
       store_slot(slots[4], static_cast<double>(figures.queue_depth));
+      store_slot(slots[5], static_cast<double>(figures.dropped_after_close));
+      store_slot(slots[6], static_cast<double>(figures.events_discarded));
+      store_slot(slots[7], static_cast<double>(figures.sinks_abandoned));
     }
   } catch (...) {
     // Figures are best-effort; the next publication catches up.
+  }
+}
+
+void ProcessMetrics::count_producer_crash(const std::string& process,
+                                          const std::string& signal) noexcept {
+  try {
+    double*& slot = crash_slots_[{process, signal}];
+    if (slot == nullptr) {
+      const std::string labels[] = {process, signal};
+      slot =
+          store_->allocate_series(reporter_self_metric_definitions()[kSelfProducerCrashes], labels);
+    }
+    std::atomic_ref<double> value(*slot);
+    value.store(value.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  } catch (...) {
+    // A figure is best-effort; the crash is also reported on stderr.
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,11 @@ class ProcessMetrics {
   // these are never events).
   void publish_self_figures() noexcept;
 
+  // The launcher's figure of a producer that crashed:
+  // tokenspeed_metrics_reporter_producer_crashes_total{process,signal} += 1.
+  // Control thread only.
+  void count_producer_crash(const std::string& process, const std::string& signal) noexcept;
+
   // Stops accepting events, drains and closes every sink within budget,
   // publishes the final figures and marks the metric file closed (its live
   // gauges leave /metrics). Returns true when every sink closed in time.
@@ -66,6 +72,7 @@ class ProcessMetrics {
   MultiprocessMetricStore* file_store_ = nullptr;  // store_ when it is a file
   std::unique_ptr<EventRouter> router_;
   std::unique_ptr<Collector> collector_;
+  std::map<std::pair<std::string, std::string>, double*> crash_slots_;  // (process, signal)
   std::vector<double*> self_slots_;  // per output: delivered, ring_full, disabled, failures, depth
   bool closed_ = false;
   bool close_result_ = false;

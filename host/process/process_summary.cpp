@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdio>
+
+#include "process/producer_exit.hpp"
 #include <fstream>
 #include <sstream>
 
@@ -35,7 +37,12 @@ bool write_process_summary(const std::filesystem::path& dir,
           {"dropped_disabled", s.dropped_disabled},
           {"dropped_after_close", s.dropped_after_close},
           {"discarded_at_deadline", s.discarded_at_deadline},
-          {"failed", s.disabled || s.create_failed},
+          {"failed", output_failed(s)},
+          {"disabled", s.disabled},
+          {"create_failed", s.create_failed},
+          {"close_failed", s.close_failed},
+          {"abandoned", s.abandoned},
+          {"abandoned_in", s.abandoned_in},
       });
     }
     const std::string text = boost::json::serialize(boost::json::object{
@@ -82,8 +89,18 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
         s.dropped_disabled = number(o, "dropped_disabled");
         s.dropped_after_close = number(o, "dropped_after_close");
         s.discarded_at_deadline = number(o, "discarded_at_deadline");
-        const auto* failed = o.if_contains("failed");
-        s.disabled = failed != nullptr && failed->is_bool() && failed->get_bool();
+        auto flag = [&o](const char* key) {
+          const auto* value = o.if_contains(key);
+          return value != nullptr && value->is_bool() && value->get_bool();
+        };
+        s.disabled = flag("disabled");
+        s.create_failed = flag("create_failed");
+        s.close_failed = flag("close_failed");
+        s.abandoned = flag("abandoned");
+        if (const auto* in = o.if_contains("abandoned_in"); in && in->is_string())
+          s.abandoned_in = std::string(in->get_string());
+        // A file without the detail (an older writer): "failed" alone.
+        if (flag("failed") && !output_failed(s)) s.disabled = true;
         summary.outputs.push_back(std::move(s));
       }
     }
@@ -94,24 +111,98 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
   return summaries;
 }
 
-std::string format_summary_table(const std::vector<ProcessSummary>& summaries) {
+bool output_failed(const SinkStats& s) noexcept {
+  return s.disabled || s.create_failed || s.close_failed || s.abandoned;
+}
+
+std::string output_status(const SinkStats& s) {
+  if (s.abandoned && s.abandoned_in == "close")
+    return "failed: close ignored its timeout, abandoned at close";
+  if (s.abandoned && !s.abandoned_in.empty())
+    return "failed: stalled in " + s.abandoned_in + ", abandoned at close";
+  if (s.abandoned) return "failed: stalled, abandoned at close (still inside a plugin call)";
+  if (s.create_failed) return "failed: create_sink failed";
+  if (s.disabled) return "failed: disabled (emit failed)";
+  if (s.close_failed) return "failed: close failed";
+  return "ok";
+}
+
+namespace {
+
+std::string process_legend(const std::vector<ProcessSummary>& summaries,
+                           const std::vector<ProducerProcess>& producers) {
+  bool launcher = false;
+  bool scheduler = false;
+  bool frontend = false;
+  auto note = [&](const std::string& process) {
+    launcher = launcher || process == "launcher";
+    scheduler = scheduler || process.rfind("scheduler-", 0) == 0;
+    frontend = frontend || process == "frontend";
+  };
+  for (const ProcessSummary& summary : summaries) note(summary.process);
+  for (const ProducerProcess& producer : producers) note(producer.name);
+  std::string legend;
+  if (launcher)
+    legend +=
+        "  launcher: the launcher process itself (its own sink; it records the engine's "
+        "startup)\n";
+  if (scheduler) legend += "  scheduler-N: the scheduler producer of data-parallel rank N\n";
+  if (frontend) legend += "  frontend: the frontend producer (requests and their latencies)\n";
+  return legend;
+}
+
+}  // namespace
+
+std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
+                                 const std::vector<ProducerProcess>& producers) {
+  // Producers that wrote no summary: they did not reach their own close.
+  std::vector<const ProducerProcess*> missing;
+  for (const ProducerProcess& producer : producers) {
+    const bool reported =
+        std::any_of(summaries.begin(), summaries.end(),
+                    [&](const ProcessSummary& s) { return s.pid == producer.pid; });
+    if (!reported) missing.push_back(&producer);
+  }
+  const bool any_output = std::any_of(summaries.begin(), summaries.end(),
+                                      [](const ProcessSummary& s) { return !s.outputs.empty(); });
+
   std::string table;
-  char line[256];
-  std::snprintf(line, sizeof line, "%-14s %-8s %-12s %12s %12s %10s %10s %7s\n", "process", "pid",
-                "output", "accepted", "delivered", "dropped", "discarded", "failed");
+  char line[512];
+  if (!any_output) {
+    table +=
+        "outputs: Prometheus only (no external output selected); its totals are on "
+        "/metrics\n";
+    for (const ProducerProcess* producer : missing) {
+      table += "producer '" + producer->name + "' (pid " + std::to_string(producer->pid) +
+               "): " + producer_row_status(*producer) + "\n";
+    }
+    return table;
+  }
+  std::snprintf(line, sizeof line, "%-14s %-8s %-12s %12s %12s %10s %10s  %s\n", "process", "pid",
+                "output", "accepted", "delivered", "dropped", "discarded", "status");
   table += line;
   for (const ProcessSummary& summary : summaries) {
     for (const SinkStats& s : summary.outputs) {
       std::snprintf(
-          line, sizeof line, "%-14s %-8d %-12s %12llu %12llu %10llu %10llu %7s\n",
+          line, sizeof line, "%-14s %-8d %-12s %12llu %12llu %10llu %10llu  %s\n",
           summary.process.c_str(), static_cast<int>(summary.pid), s.name.c_str(),
           static_cast<unsigned long long>(s.accepted), static_cast<unsigned long long>(s.delivered),
           static_cast<unsigned long long>(s.dropped_full + s.dropped_disabled +
                                           s.dropped_after_close),
-          static_cast<unsigned long long>(s.discarded_at_deadline), s.disabled ? "yes" : "no");
+          static_cast<unsigned long long>(s.discarded_at_deadline), output_status(s).c_str());
       table += line;
     }
   }
+  for (const ProducerProcess* producer : missing) {
+    std::snprintf(line, sizeof line, "%-14s %-8d %-12s %12s %12s %10s %10s  %s\n",
+                  producer->name.c_str(), static_cast<int>(producer->pid), "-", "-", "-", "-", "-",
+                  producer_row_status(*producer).c_str());
+    table += line;
+  }
+  table += process_legend(summaries, producers);
+  table +=
+      "  accepted = delivered + dropped + discarded; dropped: ring full, output disabled or "
+      "offered after close began; discarded: still queued when the shutdown budget ran out\n";
   return table;
 }
 

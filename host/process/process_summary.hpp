@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pipeline/sink_worker.hpp"
+#include "process/producer_supervisor.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -27,7 +28,20 @@ bool write_process_summary(const std::filesystem::path& dir,
 // Every summary file in dir, in process-name order.
 std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& dir);
 
-// The table: one row per process and output.
-std::string format_summary_table(const std::vector<ProcessSummary>& summaries);
+// True when the output did not work to the end in that process: its sink
+// failed to be created, was disabled by an emit failure, failed to close, or
+// was abandoned at close (still inside a plugin call at the deadline).
+bool output_failed(const SinkStats& stats) noexcept;
+
+// "ok", or "failed: <why>" for the status column.
+std::string output_status(const SinkStats& stats);
+
+// The node's table at exit: one row per process and output, with a status
+// column; a row per producer that left no summary (crashed, killed at the
+// budget, exited on its own), and the lines that explain the rows. With no
+// external output selected it says so instead (and still lists such
+// producers). producers is the supervisor's final table (may be empty).
+std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
+                                 const std::vector<ProducerProcess>& producers = {});
 
 }  // namespace tokenspeed::metrics

@@ -77,7 +77,22 @@ void ProducerSupervisor::spawn(const ProducerSpec& spec, int handoff_fd) {
     throw std::system_error(error, std::generic_category(),
                             "cannot start producer '" + spec.name + "' (" + spec.argv[0] + ")");
   }
-  processes_.push_back(ProducerProcess{spec.name, pid, true, -1, false});
+  ProducerProcess process;
+  process.name = spec.name;
+  process.pid = pid;
+  process.running = true;
+  processes_.push_back(std::move(process));
+}
+
+void ProducerSupervisor::record_exit(ProducerProcess& process, int status) noexcept {
+  process.running = false;
+  process.exit_status = status_code(status);
+  process.term_signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  if (!exit_observer_) return;
+  try {
+    exit_observer_(process);
+  } catch (...) {
+  }
 }
 
 std::vector<ProducerProcess> ProducerSupervisor::reap() noexcept {
@@ -87,8 +102,7 @@ std::vector<ProducerProcess> ProducerSupervisor::reap() noexcept {
     int status = 0;
     const pid_t result = ::waitpid(process.pid, &status, WNOHANG);
     if (result == process.pid) {
-      process.running = false;
-      process.exit_status = status_code(status);
+      record_exit(process, status);
       try {
         exited.push_back(process);
       } catch (...) {
@@ -109,8 +123,10 @@ std::size_t ProducerSupervisor::running_count() const noexcept {
 const std::vector<ProducerProcess>& ProducerSupervisor::stop(
     std::chrono::steady_clock::time_point deadline) noexcept {
   reap();
-  for (const ProducerProcess& process : processes_) {
-    if (process.running) ::kill(process.pid, SIGTERM);
+  for (ProducerProcess& process : processes_) {
+    if (!process.running) continue;
+    process.stop_requested = true;
+    ::kill(process.pid, SIGTERM);
   }
   // Poll: a few milliseconds of latency is nothing against a shutdown budget,
   // and it needs no SIGCHLD handler in a process that embeds us.
@@ -125,8 +141,7 @@ const std::vector<ProducerProcess>& ProducerSupervisor::stop(
     int status = 0;
     while (::waitpid(process.pid, &status, 0) < 0 && errno == EINTR) {
     }
-    process.running = false;
-    process.exit_status = status_code(status);
+    record_exit(process, status);
   }
   return processes_;
 }

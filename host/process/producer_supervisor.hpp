@@ -7,6 +7,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -22,8 +23,10 @@ struct ProducerProcess {
   std::string name;
   pid_t pid = 0;
   bool running = false;
-  int exit_status = -1;  // exit code, or 128 + signal
-  bool killed = false;   // killed by the supervisor after the deadline
+  int exit_status = -1;         // exit code, or 128 + signal
+  bool killed = false;          // killed by the supervisor after the deadline
+  int term_signal = 0;          // the signal that ended it, 0 when it exited
+  bool stop_requested = false;  // the supervisor had sent SIGTERM (stop())
 };
 
 // Threading: one launcher thread. SIGCHLD need not be handled: reap() polls.
@@ -50,8 +53,17 @@ class ProducerSupervisor {
   const std::vector<ProducerProcess>& processes() const noexcept { return processes_; }
   std::size_t running_count() const noexcept;
 
+  // Called once for every producer that ended (reap or stop), on the thread
+  // that reaped it. Must not throw.
+  void on_exit(std::function<void(const ProducerProcess&)> observer) {
+    exit_observer_ = std::move(observer);
+  }
+
  private:
+  void record_exit(ProducerProcess& process, int status) noexcept;
+
   std::vector<ProducerProcess> processes_;
+  std::function<void(const ProducerProcess&)> exit_observer_;
 };
 
 }  // namespace tokenspeed::metrics

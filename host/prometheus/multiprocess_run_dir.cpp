@@ -71,6 +71,18 @@ std::filesystem::path default_multiprocess_base_dir() {
   return base / ("tokenspeed-metrics-" + std::to_string(::getuid()));
 }
 
+void check_multiprocess_base_dir(const std::filesystem::path& base_dir) {
+  struct stat info {};
+  if (::lstat(base_dir.c_str(), &info) != 0) {
+    if (errno == ENOENT) return;  // created at startup
+    throw dir_error(base_dir, "not a directory");
+  }
+  if (!S_ISDIR(info.st_mode)) throw dir_error(base_dir, "not a directory");
+  if (info.st_uid != ::getuid()) {
+    throw dir_error(base_dir, "the directory belongs to another user");
+  }
+}
+
 MultiprocessRunDir::MultiprocessRunDir(const std::filesystem::path& base_dir) {
   std::error_code ec;
   if (!std::filesystem::exists(base_dir, ec)) {
@@ -79,12 +91,8 @@ MultiprocessRunDir::MultiprocessRunDir(const std::filesystem::path& base_dir) {
     ::chmod(base_dir.c_str(), 0700);
   }
   struct stat info {};
-  if (::lstat(base_dir.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
-    throw dir_error(base_dir, "not a directory");
-  }
-  if (info.st_uid != ::getuid()) {
-    throw dir_error(base_dir, "the directory belongs to another user");
-  }
+  if (::lstat(base_dir.c_str(), &info) != 0) throw dir_error(base_dir, "not a directory");
+  check_multiprocess_base_dir(base_dir);
   remove_stale(base_dir);
 
   std::string templ = (base_dir / (std::string(kRunPrefix) + "XXXXXX")).string();

@@ -31,6 +31,11 @@ bool process_alive(const ProcessIdentity& process) noexcept;
 // $TMPDIR (or /tmp) / "tokenspeed-metrics-<uid>".
 std::filesystem::path default_multiprocess_base_dir();
 
+// The checks a launcher makes of an existing base directory (a directory,
+// belonging to this user), without creating anything: a missing one is
+// fine, startup creates it. Throws the same StartupError startup would.
+void check_multiprocess_base_dir(const std::filesystem::path& base_dir);
+
 // Threading: construct, use and destroy from one thread of the launcher. The
 // directory is removed only by the process that created it, so a forked
 // child that runs destructors never deletes it.

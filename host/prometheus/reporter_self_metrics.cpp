@@ -22,7 +22,8 @@ std::vector<MetricDefinition> build_definitions() {
                        GaugeMode::livesum},
       MetricDefinition{"tokenspeed_metrics_reporter_events_dropped",
                        MetricKind::counter,
-                       "Events dropped before delivery, by reason (ring_full, sink_disabled).",
+                       "Events dropped before delivery, by reason (ring_full, sink_disabled, "
+                       "after_close).",
                        "events",
                        {"reporter", "reason"},
                        {},
@@ -39,6 +40,27 @@ std::vector<MetricDefinition> build_definitions() {
                        "Events queued for an output and not yet delivered.",
                        "events",
                        labels,
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_reporter_events_discarded",
+                       MetricKind::counter,
+                       "Events still queued for an output when the shutdown budget ran out.",
+                       "events",
+                       labels,
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_reporter_sinks_abandoned",
+                       MetricKind::counter,
+                       "Sinks left running at close: still inside a plugin call at the deadline.",
+                       "sinks",
+                       labels,
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_reporter_producer_crashes",
+                       MetricKind::counter,
+                       "Producer processes that died by a signal the launcher did not send.",
+                       "crashes",
+                       {"process", "signal"},
                        {},
                        GaugeMode::livesum},
   };
@@ -60,6 +82,7 @@ void add_reporter_self_figures(PrometheusMerge& merge,
     const std::string_view one[] = {reporter};
     const std::string_view ring[] = {reporter, "ring_full"};
     const std::string_view disabled[] = {reporter, "sink_disabled"};
+    const std::string_view after_close[] = {reporter, "after_close"};
     auto add = [&](const MetricDefinition& def, std::span<const std::string_view> labels,
                    std::uint64_t v) {
       const double value[] = {static_cast<double>(v)};
@@ -68,8 +91,11 @@ void add_reporter_self_figures(PrometheusMerge& merge,
     add(defs[0], one, f.events_delivered);
     add(defs[1], ring, f.dropped_ring_full);
     add(defs[1], disabled, f.dropped_sink_disabled);
+    add(defs[1], after_close, f.dropped_after_close);
     add(defs[2], one, f.sink_failures);
     add(defs[3], one, f.queue_depth);
+    add(defs[kSelfEventsDiscarded], one, f.events_discarded);
+    add(defs[kSelfSinksAbandoned], one, f.sinks_abandoned);
   }
 }
 

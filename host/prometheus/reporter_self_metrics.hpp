@@ -24,6 +24,9 @@ struct ReporterSelfFigures {
   std::uint64_t dropped_sink_disabled = 0;  // not queued: the sink was disabled
   std::uint64_t sink_failures = 0;          // emit or create_sink failed
   std::uint64_t queue_depth = 0;            // events queued, not yet emitted
+  std::uint64_t dropped_after_close = 0;    // not queued: offered after close began
+  std::uint64_t events_discarded = 0;       // still queued when the close budget ran out
+  std::uint64_t sinks_abandoned = 0;        // 1 when the sink was abandoned at close
 };
 
 // Called at scrape time on an endpoint thread; must not block for long.
@@ -32,12 +35,27 @@ using ReporterFiguresSource = std::function<std::vector<ReporterSelfFigures>()>;
 // The families, in exposition order:
 //   tokenspeed_metrics_reporter_events_delivered_total{reporter}     counter
 //   tokenspeed_metrics_reporter_events_dropped_total{reporter,reason} counter,
-//       reason "ring_full" or "sink_disabled"
+//       reason "ring_full", "sink_disabled" or "after_close"
 //   tokenspeed_metrics_reporter_sink_failures_total{reporter}        counter
 //   tokenspeed_metrics_reporter_queue_depth{reporter}                gauge (livesum)
+//   tokenspeed_metrics_reporter_events_discarded_total{reporter}     counter
+//   tokenspeed_metrics_reporter_sinks_abandoned_total{reporter}      counter
+//   tokenspeed_metrics_reporter_producer_crashes_total{process,signal} counter
+//       (the launcher's: producers that died by a signal it did not send)
 // Producer processes may intern series of these families in their own
 // MetricStore; the merge then sums them over processes.
 const std::vector<MetricDefinition>& reporter_self_metric_definitions();
+
+// Indices into reporter_self_metric_definitions().
+enum ReporterSelfMetric : std::size_t {
+  kSelfEventsDelivered = 0,
+  kSelfEventsDropped = 1,
+  kSelfSinkFailures = 2,
+  kSelfQueueDepth = 3,
+  kSelfEventsDiscarded = 4,
+  kSelfSinksAbandoned = 5,
+  kSelfProducerCrashes = 6,
+};
 
 // Adds one process's figures to a scrape's merge (as a live process).
 void add_reporter_self_figures(PrometheusMerge& merge,

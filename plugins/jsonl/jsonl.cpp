@@ -184,6 +184,10 @@ std::unique_ptr<JsonlSink> create_sink(std::string_view producer_config, const p
 
 // -------------------------------------------------------------- registration
 
+#ifndef TSM_JSONL_VERSION
+#define TSM_JSONL_VERSION "0.0.0"
+#endif
+
 extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
   namespace plugin = tokenspeed::metrics::plugin;
   namespace jsonl = tokenspeed::metrics::jsonl;
@@ -192,6 +196,7 @@ extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* err
     reporter.name = "jsonl";
     reporter.validate = jsonl::validate;
     reporter.create_sink = jsonl::create_sink;
+    reporter.version = TSM_JSONL_VERSION;
     registrar.add(std::move(reporter));  // start_node NULL: no node resources
   });
 }

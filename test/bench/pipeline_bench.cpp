@@ -76,12 +76,14 @@ struct Gate {
 };
 
 OutputDefinition noop_output(NoopSink* sink, Gate* gate = nullptr) {
-  return OutputDefinition{"noop", [sink, gate](tsm_sink& out, std::string&) {
+  return OutputDefinition{"noop",
+                          [sink, gate](tsm_sink& out, std::string&) {
                             if (gate != nullptr) gate->wait();
                             out.vtable = &kNoopVtable;
                             out.self = sink;
                             return 0;
-                          }};
+                          },
+                          ""};
 }
 
 RouterOptions quiet(std::size_t queue_size = 8192) {

@@ -1,5 +1,6 @@
 """The CLI: --help on every command, unknown flags and commands are errors."""
 import os
+import socket
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -31,6 +32,39 @@ class HelpAndUnknownFlags(h.CliTestCase):
         for flag in ("--enable-metrics", "--metrics-reporters", "--metrics-reporter-config",
                      "--metrics-plugin-dir", "--metrics-allow-insecure-plugins"):
             self.assertIn(flag, result.stdout, result.describe())
+
+    def test_check_accepts_every_metrics_flag_of_simulate(self):
+        result = h.run("check", "--enable-metrics", "--metrics-host", "127.0.0.1",
+                       "--metrics-port", "0", "--metrics-multiproc-dir",
+                       os.path.join(self.make_dir(), "base"),
+                       "--metrics-reporter-queue-size", "64", "--metrics-shutdown-timeout", "2")
+        self.assert_ok(result)
+        self.assertEqual(result.stdout_lines, ["prometheus: built-in"])
+        help_text = h.run("check", "--help").stdout
+        for flag in ("--metrics-host", "--metrics-port", "--metrics-multiproc-dir"):
+            self.assertIn(flag, help_text)
+
+    def test_check_reports_a_port_already_in_use_as_startup_would(self):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as busy:
+            busy.bind(("127.0.0.1", 0))
+            busy.listen(1)
+            port = busy.getsockname()[1]
+            result = h.run("check", "--enable-metrics", "--metrics-port", port)
+            self.assert_startup_error(result, "reporter 'prometheus'", "key '--metrics-port'",
+                                      f"cannot listen on 127.0.0.1:{port}",
+                                      "Address already in use")
+            # Without Prometheus selected no endpoint would start: no error.
+            self.assert_ok(h.run("check", "--enable-metrics", "--metrics-port", port,
+                                 "--metrics-reporters", "echo_config",
+                                 *h.dirs_flags(h.plugin_dir("echo_config"))))
+
+    def test_check_reports_a_multiproc_dir_that_is_not_a_directory(self):
+        path = os.path.join(self.make_dir(), "a-file")
+        with open(path, "w", encoding="utf-8") as out:
+            out.write("x")
+        result = h.run("check", "--enable-metrics", "--metrics-port", "0",
+                       "--metrics-multiproc-dir", path)
+        self.assert_startup_error(result, "key '--metrics-multiproc-dir'", "not a directory")
 
     def test_plugins_help_lists_json_flag(self):
         result = h.run("plugins", "--help")
@@ -70,6 +104,24 @@ class HelpAndUnknownFlags(h.CliTestCase):
             with self.subTest(flag=flag):
                 result = h.run("check", "--enable-metrics", flag)
                 self.assert_startup_error(result, flag)
+
+    def test_version_prints_the_host_and_api_versions(self):
+        result = h.run("--version")
+        self.assert_ok(result)
+        self.assertRegex(result.stdout,
+                         r"^tokenspeed-metrics [0-9]+\.[0-9]+\.[0-9]+ \(metric reporter API "
+                         r"version 1\)\n$")
+
+    def test_producer_help_prints_help_instead_of_an_error(self):
+        result = h.run("producer", "--help")
+        self.assert_ok(result)
+        self.assertIn("usage: tokenspeed-metrics producer", result.stdout)
+        self.assertIn("--role", result.stdout)
+        self.assertEqual(result.stderr, "", result.describe())
+
+    def test_producer_without_role_is_a_usage_error(self):
+        result = h.run("producer")
+        self.assert_startup_error(result, "--role")
 
     def test_unknown_command_is_an_error(self):
         result = h.run("no-such-command")

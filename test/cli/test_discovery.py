@@ -235,6 +235,24 @@ class DisablePlugins(h.CliTestCase):
                                          "disabled by TOKENSPEED_DISABLE_PLUGINS")
         self.assertIn(path, line)
 
+    def test_a_disabled_name_that_matches_no_plugin_file_is_warned_about(self):
+        result = self.check("--enable-metrics", *h.dirs_flags(h.plugin_dir("echo_config")),
+                            env={"TOKENSPEED_DISABLE_PLUGINS": "echo_confg,no_such_plugin"})
+        self.assert_ok(result)
+        lines = [line for line in result.warnings if "TOKENSPEED_DISABLE_PLUGINS" in line]
+        self.assertEqual(len(lines), 2, result.describe())
+        self.assertIn("names 'echo_confg', but no plugin file of that name is in the plugin "
+                      "directories", lines[0])
+        self.assertIn("did you mean 'echo_config'?", lines[0])
+        self.assertIn("names 'no_such_plugin'", lines[1])
+        self.assertNotIn("did you mean", lines[1])
+
+    def test_a_disabled_name_that_matches_a_plugin_file_is_not_warned_about(self):
+        result = self.check("--enable-metrics", *h.dirs_flags(h.plugin_dir("echo_config")),
+                            env={"TOKENSPEED_DISABLE_PLUGINS": "echo_config"})
+        self.assert_ok(result)
+        self.assertEqual(result.warnings, [], result.describe())
+
     def test_disabling_another_plugin_leaves_the_selection_working(self):
         lines = self.check_lines("--enable-metrics", "--metrics-reporters", "echo_config",
                                  *h.dirs_flags(h.plugin_dir("echo_config")),

@@ -230,7 +230,8 @@ class LauncherTest(unittest.TestCase):
         self.assertEqual(accepted.returncode, 0, accepted.stderr)
 
     def test_a_producer_killed_with_sigkill_loses_its_gauges_but_not_its_counters(self):
-        run = self.simulate("--ranks", "2", "--metrics-shutdown-timeout", "3")
+        run = self.simulate("--ranks", "2", "--metrics-shutdown-timeout", "3",
+                            "--on-producer-crash", "continue")
         url = run.metrics_url()
 
         def gauge_ranks():
@@ -250,8 +251,9 @@ class LauncherTest(unittest.TestCase):
         self.assertGreater(drafts["1"], 0)
 
         run.process.send_signal(signal.SIGTERM)
-        self.assertEqual(run.wait(), 0, run.describe())
-        self.assertIn(f"producer 'scheduler-1' (pid {victim}) exited with status 137",
+        # A producer killed by a signal the launcher did not send crashed.
+        self.assertEqual(run.wait(), 4, run.describe())
+        self.assertIn(f"producer 'scheduler-1' (pid {victim}) crashed: killed by SIGKILL",
                       run.stderr_text)
 
     def test_sigterm_with_a_plugin_that_ignores_its_close_timeout_exits_within_the_budget(self):
@@ -271,7 +273,13 @@ class LauncherTest(unittest.TestCase):
         run.process.send_signal(signal.SIGTERM)
         status = run.wait()
         elapsed = time.monotonic() - sent
-        self.assertEqual(status, 0, run.describe())
+        # Abandoned sinks are failed outputs.
+        self.assertEqual(status, 3, run.describe())
+        rows = [line for line in run.stdout_lines if " stuck_close " in line]
+        self.assertTrue(rows, run.describe())
+        for row in rows:
+            self.assertTrue(row.endswith("failed: close ignored its timeout, abandoned at close"),
+                            row)
         # The plugin would hold each close for 60 s; the tree keeps its
         # budget plus a grace for process start-up noise.
         self.assertLess(elapsed, budget_s + 3.0, run.describe())
@@ -295,7 +303,7 @@ class LauncherTest(unittest.TestCase):
         table = [line.split() for line in run.stdout_lines if " jsonl " in line]
         self.assertEqual(len(table), 4, run.describe())
         for row in table:
-            self.assertEqual(row[5:8], ["0", "0", "no"], row)
+            self.assertEqual(row[5:8], ["0", "0", "ok"], row)
 
         prometheus_totals = {}
         for name, _, value in samples(exposition):

@@ -14,15 +14,21 @@ class PluginsCommand(h.CliTestCase):
     def test_json_lists_plugin_dirs_and_plugins_with_every_field(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("node_session"),
                                                      h.plugin_dir("fails_to_load")))
-        self.assertEqual(set(listing), {"plugin_dirs", "plugins"})
+        self.assertEqual(set(listing),
+                         {"plugin_dirs", "directories", "plugins", "plugin_files", "loaded"})
         self.assertIsInstance(listing["plugin_dirs"], list)
+        self.assertEqual([d["path"] for d in listing["directories"]], listing["plugin_dirs"])
         for entry in listing["plugins"]:
             self.assertEqual(set(entry), {"name", "path", "status", "reason", "reporters"})
             self.assertIn(entry["status"], STATUSES)
             for reporter in entry["reporters"]:
-                self.assertEqual(set(reporter), {"name", "start_node", "override"})
+                self.assertEqual(set(reporter), {"name", "version", "start_node", "override",
+                                                 "overridden_by"})
                 self.assertIsInstance(reporter["start_node"], bool)
                 self.assertIsInstance(reporter["override"], bool)
+        self.assertEqual(listing["plugin_files"], len(listing["plugins"]))
+        self.assertEqual(listing["loaded"],
+                         sum(1 for entry in listing["plugins"] if entry["status"] == "loaded"))
 
     def test_loaded_plugin_shows_name_status_and_reporters(self):
         path = h.plugin_file("node_session")
@@ -31,13 +37,15 @@ class PluginsCommand(h.CliTestCase):
         self.assertEqual(entry["name"], "node_session")
         self.assertEqual(entry["status"], "loaded")
         self.assertEqual(entry["reporters"],
-                         [{"name": "node_session", "start_node": True, "override": False}])
+                         [{"name": "node_session", "version": "", "start_node": True,
+                           "override": False, "overridden_by": ""}])
 
     def test_reporter_without_start_node_is_shown_as_such(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("echo_config")))
         entry = self.find_plugin(listing, h.plugin_file("echo_config"))
         self.assertEqual(entry["reporters"],
-                         [{"name": "echo_config", "start_node": False, "override": False}])
+                         [{"name": "echo_config", "version": "", "start_node": False,
+                           "override": False, "overridden_by": ""}])
 
     def test_override_flag_is_shown(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("override")))
@@ -45,9 +53,46 @@ class PluginsCommand(h.CliTestCase):
         replacement = self.find_plugin(listing, h.plugin_file("override", "override_replacement"))
         self.assertEqual(replacement["status"], "loaded")
         self.assertEqual(replacement["reporters"],
-                         [{"name": "overridden_output", "start_node": False, "override": True}])
+                         [{"name": "overridden_output", "version": "", "start_node": False,
+                           "override": True, "overridden_by": ""}])
         self.assertEqual(base["status"], "loaded")
         self.assertEqual([r["override"] for r in base["reporters"]], [False])
+        self.assertTrue(h.same_path(base["reporters"][0]["overridden_by"],
+                                    h.plugin_file("override", "override_replacement")))
+
+    def test_the_plugin_version_is_shown_in_text_and_json(self):
+        flags = h.dirs_flags(h.plugin_dir("reports_version"))
+        listing, _ = self.plugins_json(*flags)
+        entry = self.find_plugin(listing, h.plugin_file("reports_version"))
+        self.assertEqual(entry["reporters"][0]["version"], "2.3.1")
+        result = h.run("plugins", *flags)
+        self.assert_ok(result)
+        self.assertIn("reporter reports_version  version: 2.3.1  start_node: no", result.stdout)
+
+    def test_a_plugin_built_before_the_version_field_keeps_loading_without_a_version(self):
+        flags = h.dirs_flags(h.plugin_dir("descriptor_without_version"))
+        listing, result = self.plugins_json(*flags)
+        entry = self.find_plugin(listing, h.plugin_file("descriptor_without_version"))
+        self.assertEqual(entry["status"], "loaded", result.describe())
+        self.assertEqual(entry["reporters"][0]["version"], "")
+        self.assertEqual(self.check_lines("--enable-metrics", "--metrics-reporters",
+                                          "descriptor_without_version", *flags),
+                         ["descriptor_without_version: {}"])
+
+    def test_json_carries_every_fact_of_the_text_output(self):
+        missing = os.path.join(self.make_dir(), "no-such-dir")
+        flags = h.dirs_flags(h.plugin_dir("override"), missing)
+        listing, _ = self.plugins_json(*flags)
+        text = h.run("plugins", *flags).stdout
+        found = {d["path"]: d["found"] for d in listing["directories"]}
+        self.assertIs(found[missing], False)
+        self.assertIs(found[h.plugin_dir("override")], True)
+        self.assertIn(f"  {missing} (not found)", text)
+        base = self.find_plugin(listing, h.plugin_file("override", "override_base"))
+        owner = base["reporters"][0]["overridden_by"]
+        self.assertIn(f"(overridden by '{owner}')", text)
+        self.assertIn(f"{listing['plugin_files']} plugin file(s), {listing['loaded']} loaded",
+                      text)
 
     def test_one_plugin_lists_every_name_it_registered(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("several_names")))

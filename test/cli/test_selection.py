@@ -69,6 +69,26 @@ class Selection(h.CliTestCase):
         self.assert_startup_error(result, "unknown reporter", "reporter 'no_such_output'")
         self.assertEqual(result.stdout, "", result.describe())
 
+    def test_unknown_reporter_lists_the_available_names_and_suggests_the_closest(self):
+        result = self.check("--enable-metrics", "--metrics-reporters", "echo_confg", *GOOD_DIRS)
+        line = self.assert_startup_error(result, "unknown reporter", "reporter 'echo_confg'")
+        self.assertIn("available reporters: ", line)
+        for name in ("'echo_config'", "'prometheus'"):
+            self.assertIn(name, line.split("available reporters: ", 1)[1])
+        self.assertTrue(line.endswith("did you mean 'echo_config'?"), line)
+
+    def test_a_reporter_name_in_the_wrong_case_gets_the_suggestion(self):
+        for wrong, right in (("ECHO_CONFIG", "echo_config"), ("Prometheus", "prometheus")):
+            with self.subTest(name=wrong):
+                result = self.check("--enable-metrics", "--metrics-reporters", wrong, *GOOD_DIRS)
+                line = self.assert_startup_error(result, "unknown reporter", f"reporter '{wrong}'")
+                self.assertTrue(line.endswith(f"did you mean '{right}'?"), line)
+
+    def test_an_unknown_name_that_resembles_nothing_gets_no_suggestion(self):
+        result = self.check("--enable-metrics", "--metrics-reporters", "datadog", *GOOD_DIRS)
+        line = self.assert_startup_error(result, "unknown reporter", "reporter 'datadog'")
+        self.assertNotIn("did you mean", line)
+
     def test_empty_name_in_a_selection_list_fails_startup(self):
         for selection in ("echo_config,,prometheus", "echo_config,", ""):
             with self.subTest(selection=selection):

@@ -169,4 +169,46 @@ static inline int test_plugin_validate_unit(void *user_data, const char *config,
     return TSM_OK;
 }
 
+/* Copies the string value of "key" in a flat JSON object (no escapes) into
+ * out; "" when absent. Test plugins only: not a JSON parser. */
+static inline void test_plugin_config_string(const char *config, const char *key, char *out,
+                                             size_t size) {
+    char pattern[80];
+    const char *at;
+    const char *end;
+    size_t length;
+    out[0] = '\0';
+    if (strlen(key) + 4 > sizeof pattern) return;
+    pattern[0] = '"';
+    strcpy(pattern + 1, key);
+    strcat(pattern, "\"");
+    at = strstr(config, pattern);
+    if (at == NULL) return;
+    at = strchr(at + strlen(pattern), '"');
+    if (at == NULL) return;
+    end = strchr(++at, '"');
+    if (end == NULL) return;
+    length = (size_t)(end - at);
+    if (length >= size) length = size - 1;
+    memcpy(out, at, length);
+    out[length] = '\0';
+}
+
+/* Nonzero when needle is "" or equals the event's metric or a label value. */
+static inline int test_plugin_event_matches(const tsm_metric_event *event, const char *needle) {
+    uint32_t i;
+    if (needle[0] == '\0' || strcmp(event->metric, needle) == 0) return 1;
+    for (i = 0; i < event->label_count; ++i) {
+        if (strcmp(event->label_values[i], needle) == 0) return 1;
+    }
+    return 0;
+}
+
+/* A sink whose fault fires on the events that match the "on" setting: a
+ * metric name or a label value ("" or absent: every event). The fault
+ * plugins keep one per sink. */
+typedef struct test_plugin_fault_sink {
+    char on[128];
+} test_plugin_fault_sink;
+
 #endif /* TSM_TEST_PLUGIN_COMMON_H */

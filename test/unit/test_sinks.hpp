@@ -155,7 +155,8 @@ inline const tsm_sink_vtable kTestSinkVtable = {sizeof(tsm_sink_vtable), &TestSi
 inline OutputDefinition test_output(std::string name, TestSink* sink,
                                     std::atomic<int>* create_calls = nullptr,
                                     int create_rc = TSM_OK, Gate* create_gate = nullptr) {
-  return OutputDefinition{std::move(name), [=](tsm_sink& out, std::string& error) {
+  return OutputDefinition{std::move(name),
+                          [=](tsm_sink& out, std::string& error) {
                             if (create_calls != nullptr) create_calls->fetch_add(1);
                             if (create_gate != nullptr) create_gate->wait();
                             if (create_rc != TSM_OK) {
@@ -165,7 +166,8 @@ inline OutputDefinition test_output(std::string name, TestSink* sink,
                             out.vtable = &kTestSinkVtable;
                             out.self = sink;
                             return static_cast<int>(TSM_OK);
-                          }};
+                          },
+                          ""};
 }
 
 // Waits (hang guard only) until pred holds.

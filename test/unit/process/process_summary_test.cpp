@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <csignal>
+
 #include <filesystem>
 
 #include "process/process_summary.hpp"
@@ -39,7 +41,81 @@ TEST_CASE("each process's summary of its outputs reaches the launcher's table") 
   const std::string table = format_summary_table(summaries);
   CHECK_THAT(table, Catch::Contains("scheduler-0"));
   // dropped = full + disabled + after close
-  CHECK_THAT(table, Catch::Matches("(.|\n)*scheduler-0 +41 +jsonl +100 +90 +7 +3 +no(.|\n)*"));
-  CHECK_THAT(table, Catch::Matches("(.|\n)*scheduler-0 +41 +otlp +5 +0 +5 +0 +yes(.|\n)*"));
+  CHECK_THAT(table, Catch::Matches("(.|\n)*scheduler-0 +41 +jsonl +100 +90 +7 +3 +ok\n(.|\n)*"));
+  CHECK_THAT(table, Catch::Matches("(.|\n)*scheduler-0 +41 +otlp +5 +0 +5 +0 +failed: disabled "
+                                   "\\(emit failed\\)\n(.|\n)*"));
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "an output that was disabled, failed to be created, stalled or abandoned at close is failed "
+    "in the table, and survives the summary file") {
+  char pattern[] = "/tmp/tsm-summary-XXXXXX";
+  const std::filesystem::path dir = ::mkdtemp(pattern);
+  SinkStats abandoned;
+  abandoned.name = "stuck";
+  abandoned.abandoned = true;
+  SinkStats stalled;
+  stalled.name = "stalled";
+  stalled.abandoned = true;
+  stalled.abandoned_in = "emit";
+  SinkStats not_created;
+  not_created.name = "nocreate";
+  not_created.create_failed = true;
+  not_created.disabled = true;
+  SinkStats fine;
+  fine.name = "jsonl";
+  REQUIRE(write_process_summary(dir, {"frontend", 42, {abandoned, not_created, fine, stalled}}));
+  const auto summaries = read_process_summaries(dir);
+  REQUIRE(summaries.size() == 1);
+  REQUIRE(summaries[0].outputs.size() == 4);
+  CHECK(summaries[0].outputs[3].abandoned_in == "emit");
+  CHECK(summaries[0].outputs[0].abandoned);
+  CHECK(output_failed(summaries[0].outputs[0]));
+  CHECK(summaries[0].outputs[1].create_failed);
+  CHECK_FALSE(output_failed(summaries[0].outputs[2]));
+  const std::string table = format_summary_table(summaries);
+  CHECK_THAT(table, Catch::Matches("(.|\n)*frontend +42 +stuck .* failed: stalled, abandoned at "
+                                   "close(.|\n)*"));
+  CHECK_THAT(table, Catch::Matches("(.|\n)*frontend +42 +stalled .* failed: stalled in emit, "
+                                   "abandoned at close\n(.|\n)*"));
+  CHECK_THAT(table, Catch::Matches("(.|\n)*frontend +42 +nocreate .* failed: create_sink "
+                                   "failed\n(.|\n)*"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a producer that crashed has a crashed row; the table explains its rows") {
+  SinkStats jsonl;
+  jsonl.name = "jsonl";
+  const std::vector<ProcessSummary> summaries{{"launcher", 10, {jsonl}}, {"frontend", 12, {jsonl}}};
+  ProducerProcess crashed;
+  crashed.name = "scheduler-0";
+  crashed.pid = 11;
+  crashed.term_signal = SIGSEGV;
+  crashed.exit_status = 139;
+  ProducerProcess frontend;
+  frontend.name = "frontend";
+  frontend.pid = 12;
+  frontend.stop_requested = true;
+  frontend.exit_status = 0;
+  const std::string table = format_summary_table(summaries, {crashed, frontend});
+  CHECK_THAT(table, Catch::Matches("(.|\n)*scheduler-0 +11 +- +- +- +- +- +crashed: killed by "
+                                   "SIGSEGV \\(segmentation fault\\)\n(.|\n)*"));
+  CHECK_THAT(table, !Catch::Matches("(.|\n)*frontend +12 +-(.|\n)*"));  // it has its summary
+  CHECK_THAT(table, Catch::Contains("launcher: the launcher process itself"));
+  CHECK_THAT(table, Catch::Contains("scheduler-N: the scheduler producer of data-parallel rank N"));
+  CHECK_THAT(table, Catch::Contains("discarded: still queued when the shutdown budget ran out"));
+}
+
+TEST_CASE("with Prometheus alone the table says so instead of printing a header with no rows") {
+  const std::vector<ProcessSummary> summaries{{"launcher", 10, {}}, {"frontend", 12, {}}};
+  const std::string table = format_summary_table(summaries);
+  CHECK(table ==
+        "outputs: Prometheus only (no external output selected); its totals are on /metrics\n");
+  ProducerProcess crashed;
+  crashed.name = "scheduler-0";
+  crashed.pid = 11;
+  crashed.term_signal = SIGABRT;
+  CHECK_THAT(format_summary_table(summaries, {crashed}),
+             Catch::Contains("producer 'scheduler-0' (pid 11): crashed: killed by SIGABRT"));
 }

@@ -42,9 +42,37 @@ TEST_CASE("without a source no reporter series is exposed") {
 }
 
 TEST_CASE(
-    "every self-metric name carries the tokenspeed_metrics_reporter_ prefix and a reporter label") {
+    "every self-metric name carries the tokenspeed_metrics_reporter_ prefix; each per-output "
+    "family a reporter label, the producer crashes a process and a signal label") {
   for (const MetricDefinition& metric : reporter_self_metric_definitions()) {
     CHECK(metric.name.rfind("tokenspeed_metrics_reporter_", 0) == 0);
-    CHECK(metric.label_names.front() == "reporter");
+    if (metric.name == "tokenspeed_metrics_reporter_producer_crashes") {
+      CHECK(metric.label_names == std::vector<std::string>{"process", "signal"});
+    } else {
+      CHECK(metric.label_names.front() == "reporter");
+    }
   }
+}
+
+TEST_CASE(
+    "events discarded at close, abandoned sinks and drops after close are exposed per output") {
+  ReporterSelfFigures figures;
+  figures.reporter = "otlp";
+  figures.dropped_after_close = 3;
+  figures.events_discarded = 41;
+  figures.sinks_abandoned = 1;
+  ReporterSelfMetrics self;
+  self.set_source([&] { return std::vector<ReporterSelfFigures>{figures}; });
+  ScrapeSources sources;
+  sources.catalog = catalog_pointers(reporter_self_metric_definitions());
+  sources.extra = [&](PrometheusMerge& merge) { self.add_to(merge); };
+  const std::string text = render_exposition(merge_scrape(sources));
+  CHECK(text.find("tokenspeed_metrics_reporter_events_dropped_total{reporter=\"otlp\",reason="
+                  "\"after_close\"} 3\n") != std::string::npos);
+  CHECK(text.find("# TYPE tokenspeed_metrics_reporter_events_discarded_total counter\n") !=
+        std::string::npos);
+  CHECK(text.find("tokenspeed_metrics_reporter_events_discarded_total{reporter=\"otlp\"} 41\n") !=
+        std::string::npos);
+  CHECK(text.find("tokenspeed_metrics_reporter_sinks_abandoned_total{reporter=\"otlp\"} 1\n") !=
+        std::string::npos);
 }

@@ -1,0 +1,45 @@
+/* blocks_in_emit.c — output 'blocks_in_emit': its emit never returns (the
+ * fault: it sleeps for an hour) once an event matches its "on" setting (a
+ * metric name or a label value; every event without it). */
+#define _POSIX_C_SOURCE 200809L
+#include <stdlib.h>
+#include <time.h>
+
+#include "test_plugin_common.h"
+
+static int emit(void *self, const tsm_metric_event *event, tsm_buffer *error) {
+    struct timespec hour = {3600, 0};
+    (void)error;
+    if (!test_plugin_event_matches(event, ((test_plugin_fault_sink *)self)->on)) return TSM_OK;
+    while (nanosleep(&hour, &hour) != 0) {
+    }
+    return TSM_OK;
+}
+
+static int close_sink(void *self, int64_t timeout_ns, tsm_buffer *error) {
+    (void)timeout_ns;
+    (void)error;
+    free(self);
+    return TSM_OK;
+}
+
+static const tsm_sink_vtable sink_vtable = {sizeof(tsm_sink_vtable), emit, close_sink};
+
+static int create_sink(void *ud, const char *config, size_t size, tsm_sink *sink,
+                       tsm_buffer *error) {
+    test_plugin_fault_sink *self = calloc(1, sizeof *self);
+    (void)ud;
+    (void)size;
+    if (self == NULL) return test_plugin_fail(error, "out of memory");
+    test_plugin_config_string(config, "on", self->on, sizeof self->on);
+    sink->vtable = &sink_vtable;
+    sink->self = self;
+    return TSM_OK;
+}
+
+TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
+    tsm_reporter_descriptor descriptor =
+        test_plugin_descriptor("blocks_in_emit", test_plugin_validate_echo);
+    descriptor.create_sink = create_sink;
+    return test_plugin_register_descriptor(host, &descriptor, error);
+}
