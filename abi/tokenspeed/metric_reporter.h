@@ -239,6 +239,14 @@ typedef struct tsm_reporter_descriptor {
                       tsm_buffer *error);
     uint32_t override;      /* nonzero: replace an existing name (later wins) */
     void *user_data;        /* passed back to the three functions above */
+    /* Optional, appended (read only when struct_size covers it; NULL: not
+     * described). The reporter's settings as a JSON array (UTF-8,
+     * NUL-terminated), one object per key: "key", "type", "default" (absent
+     * when required), "min" and "max" (numbers), "choices" (strings),
+     * "description". Shown by `tokenspeed-metrics plugins`; copied by the
+     * host during register_metric_reporter. The plugin kit's
+     * SettingsTable::describe() writes it. */
+    const char *settings;
 } tsm_reporter_descriptor;
 
 /* Log severities for tsm_host_api.log. */

@@ -34,7 +34,8 @@ struct StartNodeResult {
 class Reporter {
  public:
   // Copies the descriptor (at most sizeof(tsm_reporter_descriptor) bytes of
-  // it, as its struct_size says) and its name string.
+  // it, as its struct_size says), its name string and, when struct_size
+  // covers it, its settings description.
   Reporter(const tsm_reporter_descriptor& descriptor, std::string plugin_name,
            std::string plugin_path);
   Reporter(const Reporter&) = delete;
@@ -46,6 +47,9 @@ class Reporter {
   bool has_start_node() const noexcept { return descriptor_.start_node != nullptr; }
   bool override_flag() const noexcept { return descriptor_.override != 0; }
   const tsm_reporter_descriptor& descriptor() const noexcept { return descriptor_; }
+  // The settings description the plugin declared (a JSON array as text), or
+  // "" when its descriptor has none.
+  const std::string& settings_description() const noexcept { return settings_; }
   // True once the registry rolled back the plugin registration that made it.
   bool rolled_back() const noexcept { return rolled_back_; }
   void mark_rolled_back() noexcept { rolled_back_ = true; }
@@ -72,6 +76,7 @@ class Reporter {
   std::string name_;
   std::string plugin_name_;
   std::string plugin_path_;
+  std::string settings_;
   bool rolled_back_ = false;
 };
 

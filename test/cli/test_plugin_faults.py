@@ -203,7 +203,8 @@ class CrossCompiler(h.CliTestCase):
         entry = self.find_plugin(listing, h.plugin_file("c_abi_clang"))
         self.assertEqual(entry["status"], "loaded")
         self.assertEqual(entry["reporters"],
-                         [{"name": "c_abi_clang", "start_node": False, "override": False}])
+                         [{"name": "c_abi_clang", "start_node": False, "override": False,
+                           "settings": None}])
         config = self.write_config({"c_abi_clang": {"endpoint": "udp://127.0.0.1:8125"}})
         lines = self.check_lines("--enable-metrics", "--metrics-reporters", "c_abi_clang",
                                  "--metrics-reporter-config", config,

@@ -20,7 +20,7 @@ class PluginsCommand(h.CliTestCase):
             self.assertEqual(set(entry), {"name", "path", "status", "reason", "reporters"})
             self.assertIn(entry["status"], STATUSES)
             for reporter in entry["reporters"]:
-                self.assertEqual(set(reporter), {"name", "start_node", "override"})
+                self.assertEqual(set(reporter), {"name", "start_node", "override", "settings"})
                 self.assertIsInstance(reporter["start_node"], bool)
                 self.assertIsInstance(reporter["override"], bool)
 
@@ -31,13 +31,13 @@ class PluginsCommand(h.CliTestCase):
         self.assertEqual(entry["name"], "node_session")
         self.assertEqual(entry["status"], "loaded")
         self.assertEqual(entry["reporters"],
-                         [{"name": "node_session", "start_node": True, "override": False}])
+                         [{"name": "node_session", "start_node": True, "override": False, "settings": None}])
 
     def test_reporter_without_start_node_is_shown_as_such(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("echo_config")))
         entry = self.find_plugin(listing, h.plugin_file("echo_config"))
         self.assertEqual(entry["reporters"],
-                         [{"name": "echo_config", "start_node": False, "override": False}])
+                         [{"name": "echo_config", "start_node": False, "override": False, "settings": None}])
 
     def test_override_flag_is_shown(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("override")))
@@ -45,7 +45,7 @@ class PluginsCommand(h.CliTestCase):
         replacement = self.find_plugin(listing, h.plugin_file("override", "override_replacement"))
         self.assertEqual(replacement["status"], "loaded")
         self.assertEqual(replacement["reporters"],
-                         [{"name": "overridden_output", "start_node": False, "override": True}])
+                         [{"name": "overridden_output", "start_node": False, "override": True, "settings": None}])
         self.assertEqual(base["status"], "loaded")
         self.assertEqual([r["override"] for r in base["reporters"]], [False])
 
