@@ -168,6 +168,10 @@ struct Reporter {
   std::function<std::unique_ptr<NodeSession>(std::string_view config, const Host& host)> start_node;
   /* Replace an existing reporter of the same name (the later plugin wins). */
   bool override_existing = false;
+  /* Optional: the settings as a JSON array, shown by `tokenspeed-metrics
+   * plugins` (kit::SettingsTable::describe() writes it; see the descriptor's
+   * settings field). Empty: not described. */
+  std::string settings;
 };
 
 namespace detail {
@@ -331,6 +335,7 @@ class Registrar {
     descriptor.start_node = holder->reporter.start_node ? &Holder::start_node : nullptr;
     descriptor.override = holder->reporter.override_existing ? 1u : 0u;
     descriptor.user_data = holder.get();
+    descriptor.settings = holder->reporter.settings.empty() ? nullptr : holder->reporter.settings.c_str();
 
     detail::MessageBuffer message;
     if (api_.register_metric_reporter(api_.host_data, &descriptor, message.get()) != TSM_OK) {

@@ -241,35 +241,36 @@ class DeliveryLoop {
 
   void run() {
     Clock::time_point next_collect = Clock::now() + options_.interval;
-    std::optional<Clock::time_point> retry_at;
+    bool retrying = false;  // pending_ waits for retry_at
+    Clock::time_point retry_at = next_collect;
     for (;;) {
       {
         std::unique_lock lock(mutex_);
-        const Clock::time_point wake_at = retry_at ? *retry_at : next_collect;
-        wake_.wait_until(lock, wake_at, [&] {
-          return closing_ || (!retry_at && export_requested_.load(std::memory_order_acquire));
+        wake_.wait_until(lock, retrying ? retry_at : next_collect, [&] {
+          return closing_ || (!retrying && export_requested_.load(std::memory_order_acquire));
         });
         if (closing_) break;
       }
       const Clock::time_point now = Clock::now();
       const bool requested = export_requested_.load(std::memory_order_acquire);
-      if (retry_at && now < *retry_at) continue;  // spurious wake-up
-      if (!retry_at && now < next_collect && !requested) continue;
+      if (retrying && now < retry_at) continue;  // spurious wake-up
+      if (!retrying && now < next_collect && !requested) continue;
       try {
-        if (retry_at && options_.recollect_on_retry) {
+        if (retrying && options_.recollect_on_retry) {
           count([&](DeliveryStats& s) { s.superseded += pending_.size(); });
           pending_.clear();
         }
-        if (pending_.empty() || !retry_at || options_.recollect_on_retry) {
+        if (pending_.empty()) {
           export_requested_.store(false, std::memory_order_release);
           collect(false);
           next_collect = Clock::now() + options_.interval;
         }
         const auto delay = send_pending(Clock::time_point::max(), false);
-        retry_at = delay ? std::optional(Clock::now() + *delay) : std::nullopt;
+        retrying = delay.has_value();
+        if (retrying) retry_at = Clock::now() + *delay;
       } catch (...) {
         // A collect that ran out of memory: try again at the next interval.
-        retry_at.reset();
+        retrying = false;
         next_collect = Clock::now() + options_.interval;
       }
     }

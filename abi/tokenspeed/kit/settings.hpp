@@ -6,10 +6,10 @@
  * Header-only C++17; needs no JSON library. Never used on the event path.
  *
  *   const kit::SettingsTable table{{
- *       {"endpoint", kit::SettingType::kString, R"("http://127.0.0.1:4318")", {}, {},
+ *       {"endpoint", kit::SettingType::kString, R"("http://127.0.0.1:4318")", 0, 0,
  *        "Where to send."},
  *       {"timeout_ms", kit::SettingType::kInteger, "10000", 1, 600000, "Per request."},
- *       {"compression", kit::SettingType::kChoice, R"("gzip")", {}, {}, "Body encoding.",
+ *       {"compression", kit::SettingType::kChoice, R"("gzip")", 0, 0, "Body encoding.",
  *        "gzip|none"},
  *   }};
  *   reporter.validate = [&](std::string_view c) { return table.validate_text(c); };
@@ -54,6 +54,12 @@ inline const char* setting_type_name(SettingType type) noexcept {
 /* One row of the table. default_json is the default as JSON text; empty
  * means the key is required. */
 struct Setting {
+  constexpr Setting(std::string_view key_, SettingType type_, std::string_view default_json_,
+                    double min_, double max_, std::string_view description_,
+                    std::string_view choices_ = {}) noexcept
+      : key(key_), type(type_), default_json(default_json_), min(min_), max(max_),
+        description(description_), choices(choices_) {}
+
   std::string_view key;
   SettingType type = SettingType::kString;
   std::string_view default_json;
