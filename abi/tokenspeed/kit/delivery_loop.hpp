@@ -227,6 +227,9 @@ class DeliveryLoop {
           break;
         case SendResult::Outcome::kRetry: {
           count([](DeliveryStats& s) { ++s.retried; });
+          // Cut short by close: the final attempts follow at once, no failure to report.
+          if (!final && stop_attempts_.load(std::memory_order_acquire))
+            return std::chrono::milliseconds(0);
           std::chrono::milliseconds delay = backoff_.next();
           if (result.retry_after)
             delay = std::min(std::max(*result.retry_after, std::chrono::milliseconds(0)),
