@@ -5,6 +5,8 @@
 
 #include <unordered_map>
 
+#include <google/protobuf/arena.h>
+
 #include "otlp_metrics.pb.h"
 #include "otlp_naming.hpp"
 
@@ -38,7 +40,9 @@ pb::AggregationTemporality temporality_of(const kit::Snapshot& snapshot) {
 class RequestBuilder {
  public:
   RequestBuilder(const EncoderOptions& options, const kit::Snapshot& snapshot)
-      : options_(options), snapshot_(snapshot) {}
+      : options_(options), snapshot_(snapshot) {
+    request_ = google::protobuf::Arena::CreateMessage<pb::ExportMetricsServiceRequest>(&arena_);
+  }
 
   void add(const kit::Point& point) {
     if (scope_ == nullptr) start();
@@ -85,9 +89,10 @@ class RequestBuilder {
     if (points_ == 0) return;
     EncodedRequest encoded;
     encoded.points = points_;
-    request_.SerializeToString(&encoded.body);
+    request_->SerializeToString(&encoded.body);
     out.push_back(std::move(encoded));
-    request_.Clear();
+    arena_.Reset();  // one arena per request: no allocation per message
+    request_ = google::protobuf::Arena::CreateMessage<pb::ExportMetricsServiceRequest>(&arena_);
     metrics_.clear();
     scope_ = nullptr;
     points_ = 0;
@@ -95,7 +100,7 @@ class RequestBuilder {
 
  private:
   void start() {
-    pb::ResourceMetrics* resource = request_.add_resource_metrics();
+    pb::ResourceMetrics* resource = request_->add_resource_metrics();
     auto* attributes = resource->mutable_resource()->mutable_attributes();
     for (const auto& [key, value] : options_.resource_attributes) add_string(attributes, key, value);
     pb::KeyValue* pid = attributes->Add();
@@ -124,7 +129,8 @@ class RequestBuilder {
 
   const EncoderOptions& options_;
   const kit::Snapshot& snapshot_;
-  pb::ExportMetricsServiceRequest request_;
+  google::protobuf::Arena arena_;
+  pb::ExportMetricsServiceRequest* request_ = nullptr;  // on arena_
   pb::ScopeMetrics* scope_ = nullptr;
   std::unordered_map<const kit::SeriesFamily*, pb::Metric*> metrics_;
   std::size_t points_ = 0;
