@@ -335,7 +335,8 @@ class Registrar {
     descriptor.start_node = holder->reporter.start_node ? &Holder::start_node : nullptr;
     descriptor.override = holder->reporter.override_existing ? 1u : 0u;
     descriptor.user_data = holder.get();
-    descriptor.settings = holder->reporter.settings.empty() ? nullptr : holder->reporter.settings.c_str();
+    descriptor.settings =
+        holder->reporter.settings.empty() ? nullptr : holder->reporter.settings.c_str();
 
     detail::MessageBuffer message;
     if (api_.register_metric_reporter(api_.host_data, &descriptor, message.get()) != TSM_OK) {

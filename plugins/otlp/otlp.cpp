@@ -98,14 +98,16 @@ std::unique_ptr<OtlpSink> create_sink(std::string_view producer_config, const pl
   options.gzip = settings.string("compression") == "gzip";
 
   const bool delta = settings.string("temporality") == "delta";
-  options.aggregation.temporality = delta ? kit::Temporality::kDelta : kit::Temporality::kCumulative;
+  options.aggregation.temporality =
+      delta ? kit::Temporality::kDelta : kit::Temporality::kCumulative;
   options.aggregation.max_series = static_cast<std::size_t>(settings.integer("max_series"));
   options.aggregation.batch_points =
       static_cast<std::size_t>(settings.integer("max_data_points_per_request"));
 
   options.delivery.interval = std::chrono::milliseconds(settings.integer("export_interval_ms"));
   options.delivery.attempt_timeout = std::chrono::milliseconds(settings.integer("timeout_ms"));
-  options.delivery.backoff.initial = std::chrono::milliseconds(settings.integer("initial_backoff_ms"));
+  options.delivery.backoff.initial =
+      std::chrono::milliseconds(settings.integer("initial_backoff_ms"));
   options.delivery.backoff.max = std::chrono::milliseconds(settings.integer("max_backoff_ms"));
   options.delivery.max_pending = static_cast<std::size_t>(settings.integer("max_pending_requests"));
   // A fresh cumulative collect supersedes what waited; delta data must not be lost.

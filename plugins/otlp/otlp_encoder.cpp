@@ -31,9 +31,8 @@ void add_labels(google::protobuf::RepeatedPtrField<pb::KeyValue>* attributes,
 }
 
 pb::AggregationTemporality temporality_of(const kit::Snapshot& snapshot) {
-  return snapshot.temporality == kit::Temporality::kDelta
-             ? pb::AGGREGATION_TEMPORALITY_DELTA
-             : pb::AGGREGATION_TEMPORALITY_CUMULATIVE;
+  return snapshot.temporality == kit::Temporality::kDelta ? pb::AGGREGATION_TEMPORALITY_DELTA
+                                                          : pb::AGGREGATION_TEMPORALITY_CUMULATIVE;
 }
 
 // Builds one request at a time, one Metric per family within it.
@@ -102,7 +101,8 @@ class RequestBuilder {
   void start() {
     pb::ResourceMetrics* resource = request_->add_resource_metrics();
     auto* attributes = resource->mutable_resource()->mutable_attributes();
-    for (const auto& [key, value] : options_.resource_attributes) add_string(attributes, key, value);
+    for (const auto& [key, value] : options_.resource_attributes)
+      add_string(attributes, key, value);
     pb::KeyValue* pid = attributes->Add();
     pid->set_key("process.pid");
     pid->mutable_value()->set_int_value(options_.process_id);

@@ -15,15 +15,15 @@
 namespace tokenspeed::metrics::otlp {
 
 struct EncodedRequest {
-  std::string body;         // serialized ExportMetricsServiceRequest (not compressed)
-  std::size_t points = 0;   // data points in it
+  std::string body;        // serialized ExportMetricsServiceRequest (not compressed)
+  std::size_t points = 0;  // data points in it
 };
 
 struct EncoderOptions {
   // Resource attributes in order; service.instance.id and the rest are
   // filled in by the caller.
   std::vector<std::pair<std::string, std::string>> resource_attributes;
-  int64_t process_id = 0;             // process.pid, an int attribute
+  int64_t process_id = 0;  // process.pid, an int attribute
   std::string scope_name = "tokenspeed-metrics";
   std::string scope_version;
   std::size_t max_points_per_request = 8192;

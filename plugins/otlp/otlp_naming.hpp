@@ -29,9 +29,8 @@ inline std::string otlp_unit(std::string_view unit) {
     std::string_view ucum;
   };
   static constexpr Known kKnown[] = {
-      {"seconds", "s"},       {"second", "s"},       {"milliseconds", "ms"},
-      {"microseconds", "us"}, {"nanoseconds", "ns"}, {"bytes", "By"},
-      {"ratio", "1"},         {"percent", "%"},
+      {"seconds", "s"},      {"second", "s"}, {"milliseconds", "ms"}, {"microseconds", "us"},
+      {"nanoseconds", "ns"}, {"bytes", "By"}, {"ratio", "1"},         {"percent", "%"},
   };
   if (unit.empty()) return {};
   for (const Known& known : kKnown) {

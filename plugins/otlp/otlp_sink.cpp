@@ -51,7 +51,8 @@ OtlpSink::OtlpSink(OtlpOptions options, const plugin::Host& host)
                   log_.report(TSM_LOG_WARNING, topic,
                               "otlp: dropped a request of " + std::to_string(request.points) +
                                   " data points for " + options_.endpoint + ": " + why + " (" +
-                                  std::to_string(points_dropped_) + " data points dropped in total)");
+                                  std::to_string(points_dropped_) +
+                                  " data points dropped in total)");
                 },
                 [this](const std::string& why, std::chrono::milliseconds delay) {
                   last_failure_ = why;
@@ -157,11 +158,10 @@ void OtlpSink::close(std::chrono::nanoseconds timeout) {
   report_refused_events();
   log_.flush(TSM_LOG_WARNING, "otlp");
   if (!complete) {
-    throw std::runtime_error("otlp: data not delivered to " + options_.endpoint +
-                             " within close's budget (" + std::to_string(points_dropped_) +
-                             " data points dropped in total" +
-                             (last_failure_.empty() ? "" : "; last failure: " + last_failure_) +
-                             ")");
+    throw std::runtime_error(
+        "otlp: data not delivered to " + options_.endpoint + " within close's budget (" +
+        std::to_string(points_dropped_) + " data points dropped in total" +
+        (last_failure_.empty() ? "" : "; last failure: " + last_failure_) + ")");
   }
 }
 

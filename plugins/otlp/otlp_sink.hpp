@@ -74,7 +74,7 @@ class OtlpSink {
   uint64_t reported_over_limit_ = 0;  // delivery thread only
   uint64_t reported_invalid_ = 0;
   uint64_t points_dropped_ = 0;
-  std::string last_failure_;          // delivery thread only, read after the loop ended
+  std::string last_failure_;             // delivery thread only, read after the loop ended
   kit::DeliveryLoop<OtlpRequest> loop_;  // last: its thread uses everything above
   bool closed_ = false;
 };

@@ -28,7 +28,7 @@ namespace otlp = tokenspeed::metrics::otlp;
 namespace {
 
 const char* const kLabelNames[] = {"model_name", "engine"};
-const double kBounds[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
+const double kBounds[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
                           0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
 
 tsm_metric_info make_info(uint32_t kind, const char* name) {
@@ -157,7 +157,8 @@ class NullReceiver {
         const std::size_t head_end = buffer.find("\r\n\r\n");
         if (head_end != std::string::npos) {
           const std::size_t at = buffer.find("Content-Length: ");
-          const std::size_t length = at == std::string::npos ? 0 : std::strtoul(buffer.c_str() + at + 16, nullptr, 10);
+          const std::size_t length =
+              at == std::string::npos ? 0 : std::strtoul(buffer.c_str() + at + 16, nullptr, 10);
           if (buffer.size() >= head_end + 4 + length) {
             buffer.erase(0, head_end + 4 + length);
             static const char kOk[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";

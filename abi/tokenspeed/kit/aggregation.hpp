@@ -81,7 +81,7 @@ struct Snapshot {
 struct AggregationOptions {
   std::size_t max_series = 100000;  // series beyond it are refused (counted)
   Temporality temporality = Temporality::kCumulative;
-  std::size_t batch_points = 0;     // add() reports when this many series changed (0: never)
+  std::size_t batch_points = 0;  // add() reports when this many series changed (0: never)
 };
 
 /* Totals since the aggregator was made. */
@@ -104,9 +104,7 @@ class Aggregator {
     kInvalid,
   };
 
-  explicit Aggregator(AggregationOptions options) : options_(options) {
-    slots_.assign(64, 0);
-  }
+  explicit Aggregator(AggregationOptions options) : options_(options) { slots_.assign(64, 0); }
   Aggregator(const Aggregator&) = delete;
   Aggregator& operator=(const Aggregator&) = delete;
 
@@ -114,8 +112,7 @@ class Aggregator {
   Added add(const tsm_metric_event& event) noexcept {
     const tsm_metric_info* info = event.info;
     if (info == nullptr || !operation_fits(info->kind, event.operation) ||
-        std::isnan(event.value) ||
-        (event.operation == TSM_OP_INC && !(event.value >= 0))) {
+        std::isnan(event.value) || (event.operation == TSM_OP_INC && !(event.value >= 0))) {
       std::lock_guard lock(mutex_);
       ++stats_.invalid;
       return Added::kInvalid;
@@ -136,8 +133,7 @@ class Aggregator {
     if (!series->touched) {
       series->touched = true;
       ++touched_;
-      if (options_.batch_points != 0 && touched_ == options_.batch_points)
-        return Added::kBatchFull;
+      if (options_.batch_points != 0 && touched_ == options_.batch_points) return Added::kBatchFull;
     }
     return Added::kAccepted;
   }
@@ -149,7 +145,8 @@ class Aggregator {
     snapshot.temporality = options_.temporality;
     snapshot.collected_ns = now_ns;
     std::lock_guard lock(mutex_);
-    snapshot.points.reserve(options_.temporality == Temporality::kDelta ? touched_ : series_.size());
+    snapshot.points.reserve(options_.temporality == Temporality::kDelta ? touched_
+                                                                        : series_.size());
     for (SeriesState& s : series_) {
       if (options_.temporality == Temporality::kDelta && !s.touched) continue;
       Point point;
@@ -321,7 +318,7 @@ class Aggregator {
   }
 
   const AggregationOptions options_;
-  mutable std::mutex mutex_;  // guards everything below
+  mutable std::mutex mutex_;        // guards everything below
   std::deque<SeriesState> series_;  // never shrinks: Points point into it
   std::vector<uint32_t> slots_;     // open addressing: index + 1 into series_, 0 = empty
   std::deque<SeriesFamily> families_;

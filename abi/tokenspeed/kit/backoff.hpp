@@ -76,8 +76,8 @@ inline std::optional<std::chrono::milliseconds> parse_retry_after(
     return std::chrono::seconds(std::stoll(std::string(value)));
   }
   const std::string text(value);
-  for (const char* format : {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
-                             "%a %b %d %H:%M:%S %Y"}) {
+  for (const char* format :
+       {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %d %H:%M:%S %Y"}) {
     struct tm parts;
     std::memset(&parts, 0, sizeof parts);
     const char* end = strptime(text.c_str(), format, &parts);

@@ -56,7 +56,7 @@ enum class DropReason {
 };
 
 struct DeliveryOptions {
-  std::chrono::milliseconds interval{10000};        // collect and send this often
+  std::chrono::milliseconds interval{10000};         // collect and send this often
   std::chrono::milliseconds attempt_timeout{10000};  // bound of one send
   BackoffOptions backoff;
   std::size_t max_pending = 64;  // payloads kept while the server does not take them
@@ -139,7 +139,8 @@ class DeliveryLoop {
       const auto budget = std::clamp(timeout, std::chrono::nanoseconds(0),
                                      std::chrono::nanoseconds(std::chrono::hours(1)));
       // Keep a tenth of the budget (at most 100 ms) for tearing down.
-      const auto reserve = std::min<std::chrono::nanoseconds>(budget / 10, std::chrono::milliseconds(100));
+      const auto reserve =
+          std::min<std::chrono::nanoseconds>(budget / 10, std::chrono::milliseconds(100));
       close_deadline_ = Clock::now() + budget - reserve;
       if (!thread_.joinable()) {
         close_result_ = true;
@@ -310,9 +311,9 @@ class DeliveryLoop {
 
   const DeliveryOptions options_;
   const Callbacks callbacks_;
-  Backoff backoff_;                // loop thread only
-  std::deque<Payload> pending_;    // loop thread only
-  mutable std::mutex mutex_;       // guards what follows
+  Backoff backoff_;              // loop thread only
+  std::deque<Payload> pending_;  // loop thread only
+  mutable std::mutex mutex_;     // guards what follows
   std::condition_variable wake_;
   bool closing_ = false;
   bool close_result_ = false;

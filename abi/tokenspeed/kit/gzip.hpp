@@ -15,7 +15,8 @@ namespace tokenspeed::metrics::kit {
 
 /* Appends the gzip encoding of data to out (cleared first). Throws
  * std::runtime_error when zlib fails (out of memory). */
-inline void gzip_compress(std::string_view data, std::string& out, int level = Z_DEFAULT_COMPRESSION) {
+inline void gzip_compress(std::string_view data, std::string& out,
+                          int level = Z_DEFAULT_COMPRESSION) {
   z_stream stream{};
   // 15 window bits + 16: a gzip header and trailer instead of zlib's.
   if (deflateInit2(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)

@@ -27,11 +27,11 @@
 namespace tokenspeed::metrics::kit {
 
 struct HttpResponse {
-  long status = 0;              // 0: no response (see error)
-  std::string error;            // transport failure, timeout or stop; empty when a response came
-  bool timed_out = false;       // the deadline ended the request
-  bool stopped = false;         // the stop flag ended the request
-  std::string body;             // at most max_body bytes of the response body
+  long status = 0;         // 0: no response (see error)
+  std::string error;       // transport failure, timeout or stop; empty when a response came
+  bool timed_out = false;  // the deadline ended the request
+  bool stopped = false;    // the stop flag ended the request
+  std::string body;        // at most max_body bytes of the response body
   std::string content_type;
   std::optional<std::string> retry_after;  // the Retry-After header, as sent
 };
@@ -70,7 +70,8 @@ class HttpClient {
   /* POSTs request; returns when the response is complete, deadline passes
    * or *stop turns true (stop may be null). Never throws. */
   HttpResponse post(const HttpRequest& request, Clock::time_point deadline,
-                    const std::atomic<bool>* stop = nullptr, std::size_t max_body = 64 * 1024) noexcept {
+                    const std::atomic<bool>* stop = nullptr,
+                    std::size_t max_body = 64 * 1024) noexcept {
     HttpResponse response;
     Capture capture{&response, max_body};
     curl_slist* headers = nullptr;
@@ -97,7 +98,8 @@ class HttpClient {
       curl_easy_setopt(easy_, CURLOPT_URL, url.c_str());
       curl_easy_setopt(easy_, CURLOPT_POST, 1L);
       curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, request.body.data());
-      curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+      curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE_LARGE,
+                       static_cast<curl_off_t>(request.body.size()));
       curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, headers);
       curl_easy_setopt(easy_, CURLOPT_NOSIGNAL, 1L);
       curl_easy_setopt(easy_, CURLOPT_WRITEFUNCTION, &Capture::body);
@@ -108,14 +110,16 @@ class HttpClient {
           1, std::chrono::duration_cast<std::chrono::milliseconds>(left).count()));
       curl_easy_setopt(easy_, CURLOPT_TIMEOUT_MS, ms);
       curl_easy_setopt(easy_, CURLOPT_CONNECTTIMEOUT_MS, ms);
-      if (curl_multi_add_handle(multi_, easy_) != CURLM_OK) throw std::runtime_error("curl_multi_add_handle failed");
+      if (curl_multi_add_handle(multi_, easy_) != CURLM_OK)
+        throw std::runtime_error("curl_multi_add_handle failed");
       added = true;
 
       int running = 1;
       CURLcode result = CURLE_OK;
       bool finished = false;
       while (!finished) {
-        if (curl_multi_perform(multi_, &running) != CURLM_OK) throw std::runtime_error("curl_multi_perform failed");
+        if (curl_multi_perform(multi_, &running) != CURLM_OK)
+          throw std::runtime_error("curl_multi_perform failed");
         int queued = 0;
         while (CURLMsg* message = curl_multi_info_read(multi_, &queued)) {
           if (message->msg == CURLMSG_DONE) {
@@ -137,9 +141,11 @@ class HttpClient {
         }
         // Bounded waits: a stop flag set without interrupt is seen within 50 ms.
         const auto wait = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(50));
-        curl_multi_poll(multi_, nullptr, 0,
-                        static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) + 1,
-                        nullptr);
+        curl_multi_poll(
+            multi_, nullptr, 0,
+            static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) +
+                1,
+            nullptr);
       }
       if (finished) {
         if (result == CURLE_OK) {
@@ -194,8 +200,10 @@ class HttpClient {
         std::string name(line.substr(0, colon));
         for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
         std::string_view value = line.substr(colon + 1);
-        while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-        while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+        while (!value.empty() && (value.front() == ' ' || value.front() == '\t'))
+          value.remove_prefix(1);
+        while (!value.empty() &&
+               (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
           value.remove_suffix(1);
         if (name == "retry-after") capture->response->retry_after = std::string(value);
         if (name == "content-type") capture->response->content_type = std::string(value);

@@ -263,14 +263,30 @@ class Parser {
       if (at_ >= text_.size()) fail("unterminated string");
       const char e = text_[at_++];
       switch (e) {
-        case '"': out += '"'; break;
-        case '\\': out += '\\'; break;
-        case '/': out += '/'; break;
-        case 'b': out += '\b'; break;
-        case 'f': out += '\f'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
+        case '"':
+          out += '"';
+          break;
+        case '\\':
+          out += '\\';
+          break;
+        case '/':
+          out += '/';
+          break;
+        case 'b':
+          out += '\b';
+          break;
+        case 'f':
+          out += '\f';
+          break;
+        case 'n':
+          out += '\n';
+          break;
+        case 'r':
+          out += '\r';
+          break;
+        case 't':
+          out += '\t';
+          break;
         case 'u': {
           unsigned code = hex4();
           if (code >= 0xD800 && code <= 0xDBFF) {
@@ -284,7 +300,8 @@ class Parser {
           append_utf8(out, code);
           break;
         }
-        default: fail("bad escape");
+        default:
+          fail("bad escape");
       }
     }
   }
@@ -338,13 +355,27 @@ inline void serialize_string(std::string& out, const std::string& s) {
   out += '"';
   for (const char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char escape[8];
@@ -360,16 +391,24 @@ inline void serialize_string(std::string& out, const std::string& s) {
 
 inline void serialize_to(std::string& out, const Value& value) {
   switch (value.kind()) {
-    case Value::Kind::kNull: out += "null"; return;
-    case Value::Kind::kBool: out += value.as_bool() ? "true" : "false"; return;
-    case Value::Kind::kInteger: out += std::to_string(value.as_integer()); return;
+    case Value::Kind::kNull:
+      out += "null";
+      return;
+    case Value::Kind::kBool:
+      out += value.as_bool() ? "true" : "false";
+      return;
+    case Value::Kind::kInteger:
+      out += std::to_string(value.as_integer());
+      return;
     case Value::Kind::kNumber: {
       char text[32];
       std::snprintf(text, sizeof text, "%.17g", value.as_number());
       out += text;
       return;
     }
-    case Value::Kind::kString: serialize_string(out, value.as_string()); return;
+    case Value::Kind::kString:
+      serialize_string(out, value.as_string());
+      return;
     case Value::Kind::kArray: {
       out += '[';
       bool first = true;

@@ -41,12 +41,18 @@ enum class SettingType {
 
 inline const char* setting_type_name(SettingType type) noexcept {
   switch (type) {
-    case SettingType::kString: return "string";
-    case SettingType::kInteger: return "integer";
-    case SettingType::kNumber: return "number";
-    case SettingType::kBoolean: return "boolean";
-    case SettingType::kChoice: return "choice";
-    case SettingType::kStringMap: return "object of strings";
+    case SettingType::kString:
+      return "string";
+    case SettingType::kInteger:
+      return "integer";
+    case SettingType::kNumber:
+      return "number";
+    case SettingType::kBoolean:
+      return "boolean";
+    case SettingType::kChoice:
+      return "choice";
+    case SettingType::kStringMap:
+      return "object of strings";
   }
   return "unknown";
 }
@@ -57,8 +63,13 @@ struct Setting {
   constexpr Setting(std::string_view key_, SettingType type_, std::string_view default_json_,
                     double min_, double max_, std::string_view description_,
                     std::string_view choices_ = {}) noexcept
-      : key(key_), type(type_), default_json(default_json_), min(min_), max(max_),
-        description(description_), choices(choices_) {}
+      : key(key_),
+        type(type_),
+        default_json(default_json_),
+        min(min_),
+        max(max_),
+        description(description_),
+        choices(choices_) {}
 
   std::string_view key;
   SettingType type = SettingType::kString;

@@ -28,8 +28,8 @@ struct Recorder {
   std::mutex mutex;
   std::condition_variable changed;
   int next_payload = 1;
-  std::vector<int> sent;            // payload of every attempt, in order
-  std::vector<bool> sent_final;     // whether that attempt was a final one
+  std::vector<int> sent;         // payload of every attempt, in order
+  std::vector<bool> sent_final;  // whether that attempt was a final one
   std::vector<Clock::time_point> deadlines;
   std::vector<int> collects_final;  // 0/1 per collect
   std::vector<std::pair<int, kit::DropReason>> dropped;

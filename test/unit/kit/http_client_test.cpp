@@ -111,7 +111,8 @@ TEST_CASE("a stop flag ends a request in flight") {
     stop = true;
     client.interrupt();
   });
-  const kit::HttpResponse response = client.post(request, Clock::now() + std::chrono::hours(1), &stop);
+  const kit::HttpResponse response =
+      client.post(request, Clock::now() + std::chrono::hours(1), &stop);
   stopper.join();
   CHECK(response.stopped);
   CHECK(response.status == 0);

@@ -32,12 +32,14 @@ TEST_CASE("the first report is logged at once, repeats within the interval are c
   kit::RateLimitedLog log(capturing_host(), std::chrono::seconds(10));
   const Clock::time_point t0 = Clock::now();
   CHECK(log.report(TSM_LOG_WARNING, "export failed", "failed 1", t0));
-  CHECK_FALSE(log.report(TSM_LOG_WARNING, "export failed", "failed 2", t0 + std::chrono::seconds(1)));
-  CHECK_FALSE(log.report(TSM_LOG_WARNING, "export failed", "failed 3", t0 + std::chrono::seconds(9)));
+  CHECK_FALSE(
+      log.report(TSM_LOG_WARNING, "export failed", "failed 2", t0 + std::chrono::seconds(1)));
+  CHECK_FALSE(
+      log.report(TSM_LOG_WARNING, "export failed", "failed 3", t0 + std::chrono::seconds(9)));
   CHECK(log.report(TSM_LOG_WARNING, "other topic", "other", t0 + std::chrono::seconds(9)));
   CHECK(log.report(TSM_LOG_WARNING, "export failed", "failed 4", t0 + std::chrono::seconds(10)));
-  CHECK(lines == std::vector<std::string>{"failed 1", "other",
-                                          "failed 4 (2 more since the last report)"});
+  CHECK(lines ==
+        std::vector<std::string>{"failed 1", "other", "failed 4 (2 more since the last report)"});
 }
 
 TEST_CASE("flush reports what is still suppressed") {
@@ -48,5 +50,6 @@ TEST_CASE("flush reports what is still suppressed") {
   log.report(TSM_LOG_WARNING, "dropped", "dropped 2", t0);
   log.flush(TSM_LOG_WARNING, "otlp");
   log.flush(TSM_LOG_WARNING, "otlp");
-  CHECK(lines == std::vector<std::string>{"dropped 1", "otlp: 1 more 'dropped' since the last report"});
+  CHECK(lines ==
+        std::vector<std::string>{"dropped 1", "otlp: 1 more 'dropped' since the last report"});
 }

@@ -80,7 +80,7 @@ TEST_CASE("a required key without default must be given") {
 
 TEST_CASE("settings that are not a JSON object, or not JSON, are rejected") {
   CHECK(rejection("[]") == "settings must be a JSON object");
-  CHECK(rejection("{") .rfind("settings are not valid JSON: ", 0) == 0);
+  CHECK(rejection("{").rfind("settings are not valid JSON: ", 0) == 0);
   CHECK(rejection(R"({"a":1} x)").rfind("settings are not valid JSON: unexpected text", 0) == 0);
 }
 
