@@ -93,8 +93,12 @@ std::unique_ptr<OtlpSink> create_sink(std::string_view producer_config, const pl
   const kit::Settings settings(normalize(producer_config));
   OtlpOptions options;
   options.endpoint = settings.string("endpoint");
-  for (const auto& [name, value] : settings.string_map("headers"))
-    options.headers.push_back(name + ": " + value);
+  for (const auto& [name, value] : settings.string_map("headers")) {
+    std::string header = name;
+    header += ": ";
+    header += value;
+    options.headers.push_back(std::move(header));
+  }
   options.gzip = settings.string("compression") == "gzip";
 
   const bool delta = settings.string("temporality") == "delta";

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
@@ -61,12 +62,12 @@ struct EventSet {
       engines.push_back(std::to_string(i % 8));
     }
     values.resize(static_cast<std::size_t>(series) * 2);
-    for (int i = 0; i < series; ++i) {
+    for (std::size_t i = 0; i < static_cast<std::size_t>(series); ++i) {
       values[2 * i] = names[i].c_str();
       values[2 * i + 1] = engines[i].c_str();
       tsm_metric_event e{};
       e.struct_size = sizeof e;
-      e.timestamp_ns = 1'700'000'000'000'000'000 + i;
+      e.timestamp_ns = 1'700'000'000'000'000'000 + static_cast<int64_t>(i);
       e.weight = 1;
       e.label_count = 2;
       e.label_names = kLabelNames;
@@ -80,7 +81,7 @@ struct EventSet {
         case 1:
           e.info = &kGauge;
           e.operation = TSM_OP_SET;
-          e.value = i;
+          e.value = static_cast<double>(i);
           break;
         default:
           e.info = &kHistogram;
@@ -132,8 +133,11 @@ class NullReceiver {
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address);
-    ::listen(fd_, 4);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(fd_, 4) != 0) {
+      std::perror("NullReceiver");
+      std::abort();
+    }
     socklen_t size = sizeof address;
     ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &size);
     port_ = ntohs(address.sin_port);

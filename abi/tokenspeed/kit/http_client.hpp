@@ -71,7 +71,7 @@ class HttpClient {
    * or *stop turns true (stop may be null). Never throws. */
   HttpResponse post(const HttpRequest& request, Clock::time_point deadline,
                     const std::atomic<bool>* stop = nullptr,
-                    std::size_t max_body = 64 * 1024) noexcept {
+                    std::size_t max_body = std::size_t{64} * 1024) noexcept {
     HttpResponse response;
     Capture capture{&response, max_body};
     curl_slist* headers = nullptr;

@@ -65,9 +65,15 @@ class RateLimitedLog {
           state.suppressed = 0;
         }
       }
-      for (const auto& [topic, count] : pending)
-        host_.log(level, what + ": " + std::to_string(count) + " more '" + topic +
-                             "' since the last report");
+      for (const auto& [topic, count] : pending) {
+        std::string line = what;
+        line += ": ";
+        line += std::to_string(count);
+        line += " more '";
+        line += topic;
+        line += "' since the last report";
+        host_.log(level, line);
+      }
     } catch (...) {
     }
   }

@@ -43,7 +43,7 @@ class LocalServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1/metrics"; }
 
   // Accepts one connection, reads the request head and body, answers response.
-  void answer_once(std::string response) {
+  void answer_once(const std::string& response) {
     thread_ = std::thread([this, response] {
       const int client = ::accept(fd_, nullptr, nullptr);
       std::string request;
