@@ -10,6 +10,9 @@
 #ifndef TOKENSPEED_KIT_DELIVERY_LOOP_HPP
 #define TOKENSPEED_KIT_DELIVERY_LOOP_HPP
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <tokenspeed/kit/backoff.hpp>
 
 #include <algorithm>
@@ -113,11 +116,24 @@ class DeliveryLoop {
   DeliveryLoop& operator=(const DeliveryLoop&) = delete;
   ~DeliveryLoop() { close(std::chrono::nanoseconds(0)); }
 
-  /* Starts the thread (in create_sink). Throws std::system_error. */
+  /* Starts the thread (in create_sink). Throws std::system_error. The
+   * thread never takes SIGPIPE (a peer that went away makes a write fail
+   * instead): it starts with SIGPIPE blocked; the caller's mask is kept. */
   void start() {
     std::lock_guard lock(mutex_);
     if (thread_.joinable() || closing_) return;
-    thread_ = std::thread([this] { run(); });
+    sigset_t block;
+    sigset_t previous;
+    sigemptyset(&block);
+    sigaddset(&block, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &block, &previous);
+    try {
+      thread_ = std::thread([this] { run(); });
+    } catch (...) {
+      pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+      throw;
+    }
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   }
 
   /* Asks for an export before the interval ends (a batch is full). Cheap;
