@@ -49,7 +49,7 @@ OtlpSink::OtlpSink(OtlpOptions options, const plugin::Host& host)
                                       : reason == kit::DropReason::kQueueFull ? "queue full"
                                                                               : "close deadline";
                   log_.report(TSM_LOG_WARNING, topic,
-                              "otlp: dropped a request of " + std::to_string(request.points) +
+                              "dropped a request of " + std::to_string(request.points) +
                                   " data points for " + options_.endpoint + ": " + why + " (" +
                                   std::to_string(points_dropped_) +
                                   " data points dropped in total)");
@@ -57,7 +57,7 @@ OtlpSink::OtlpSink(OtlpOptions options, const plugin::Host& host)
                 [this](const std::string& why, std::chrono::milliseconds delay) {
                   last_failure_ = why;
                   log_.report(TSM_LOG_WARNING, "export failed",
-                              "otlp: export to " + options_.endpoint + " failed: " + why +
+                              "export to " + options_.endpoint + " failed: " + why +
                                   "; retrying in " + std::to_string(delay.count()) + " ms");
                 },
             }) {
@@ -76,7 +76,7 @@ void OtlpSink::report_refused_events() {
   const kit::AggregationStats stats = aggregator_.stats();
   if (stats.over_series_limit > reported_over_limit_) {
     log_.report(TSM_LOG_WARNING, "series limit",
-                "otlp: " + std::to_string(stats.over_series_limit - reported_over_limit_) +
+                std::to_string(stats.over_series_limit - reported_over_limit_) +
                     " events dropped: their series would exceed max_series=" +
                     std::to_string(options_.aggregation.max_series) + " (" +
                     std::to_string(stats.over_series_limit) + " in total)");
@@ -84,7 +84,7 @@ void OtlpSink::report_refused_events() {
   }
   if (stats.invalid > reported_invalid_) {
     log_.report(TSM_LOG_WARNING, "invalid events",
-                "otlp: " + std::to_string(stats.invalid - reported_invalid_) +
+                std::to_string(stats.invalid - reported_invalid_) +
                     " events ignored: NaN, a negative counter delta or an operation that does not "
                     "fit the metric's kind (" +
                     std::to_string(stats.invalid) + " in total)");
@@ -146,7 +146,7 @@ void OtlpSink::report_partial_success(const kit::HttpResponse& response) {
   const auto& partial = decoded.partial_success();
   if (partial.rejected_data_points() == 0 && partial.error_message().empty()) return;
   log_.report(TSM_LOG_WARNING, "partial success",
-              "otlp: " + options_.endpoint + " accepted the export partly: " +
+              options_.endpoint + " accepted the export partly: " +
                   std::to_string(partial.rejected_data_points()) + " data points rejected" +
                   (partial.error_message().empty() ? "" : ": " + partial.error_message()));
 }
@@ -156,10 +156,10 @@ void OtlpSink::close(std::chrono::nanoseconds timeout) {
   closed_ = true;
   const bool complete = loop_.close(timeout);
   report_refused_events();
-  log_.flush(TSM_LOG_WARNING, "otlp");
+  log_.flush(TSM_LOG_WARNING, "at close");
   if (!complete) {
     throw std::runtime_error(
-        "otlp: data not delivered to " + options_.endpoint + " within close's budget (" +
+        "data not delivered to " + options_.endpoint + " within close's budget (" +
         std::to_string(points_dropped_) + " data points dropped in total" +
         (last_failure_.empty() ? "" : "; last failure: " + last_failure_) + ")");
   }

@@ -1,6 +1,7 @@
 """otlp_faults.py — the otlp output when its receiver misbehaves: down at
 start; down mid-run and back; 503 with Retry-After; 400 (dropped, not
-retried); slower than the timeout; close while a request hangs. In each the
+retried); slower than the timeout; close while a request hangs; more series than
+max_series. In each the
 engine never blocks (no event of the host's queues is dropped, /metrics keeps
 counting), memory stays bounded, the failures are counted in rate-limited log
 lines, delivery resumes (the final totals equal /metrics) and close returns
@@ -85,7 +86,7 @@ class OtlpFaults(unittest.TestCase):
         port = oc.free_port()
         run = self.simulate(port, "--duration", "4", "--linger", "60")
         url = run.metrics_url()
-        failures = oc.poll(lambda: run.plugin_lines("otlp: export to"), 10)
+        failures = oc.poll(lambda: run.plugin_lines("plugin 'otlp': export to"), 10)
         self.assertTrue(failures, run.describe())
         producers = run.children()
         rss_before = {pid: oc.rss_kib(pid) for pid in producers}
@@ -93,7 +94,7 @@ class OtlpFaults(unittest.TestCase):
         for pid in producers:
             self.assertLess(oc.rss_kib(pid) - rss_before[pid], RSS_GROWTH_LIMIT_KIB, pid)
         # Rate-limited: one line per process for the first failure (interval 10 s).
-        self.assertLessEqual(len(run.plugin_lines("otlp: export to")), 3, run.describe())
+        self.assertLessEqual(len(run.plugin_lines("plugin 'otlp': export to")), 3, run.describe())
         self.receiver = oc.Receiver(port)
         self.wait_for_every_producer()
         self.finish_and_compare(run, url)
@@ -105,7 +106,8 @@ class OtlpFaults(unittest.TestCase):
         url = run.metrics_url()
         self.wait_for_every_producer()
         self.receiver.stop()
-        self.assertTrue(oc.poll(lambda: run.plugin_lines("otlp: export to"), 10), run.describe())
+        self.assertTrue(oc.poll(lambda: run.plugin_lines("plugin 'otlp': export to"), 10),
+                        run.describe())
         self.assert_engine_kept_going(run, url, 1.0)
         self.receiver = oc.Receiver(port)  # a fresh receiver: it knows nothing yet
         self.wait_for_every_producer(2)
@@ -169,6 +171,20 @@ class OtlpFaults(unittest.TestCase):
         self.assertLess(elapsed, SHUTDOWN_BUDGET_S + SHUTDOWN_GRACE_S, run.describe())
         # The loss is reported, naming the endpoint.
         self.assertTrue(run.plugin_lines("not delivered to http://127.0.0.1:"), run.describe())
+
+    def test_series_beyond_max_series_are_dropped_counted_and_logged(self):
+        self.receiver = oc.Receiver()
+        run = self.simulate(self.receiver.port, "--duration", "2", max_series=5)
+        self.assertEqual(run.wait(), 0, run.describe())
+        lines = run.plugin_lines("would exceed max_series=5")
+        self.assertTrue(lines, run.describe())
+        self.assertTrue(all("events dropped" in line and "in total" in line for line in lines))
+        self.assert_nothing_dropped_by_the_host(run)  # the host's worker was never held up
+        per_instance = {}
+        for point in self.receiver.state()["series"]:
+            per_instance[point["instance"]] = per_instance.get(point["instance"], 0) + 1
+        self.assertTrue(per_instance)
+        self.assertLessEqual(max(per_instance.values()), 5, per_instance)
 
 
 if __name__ == "__main__":
