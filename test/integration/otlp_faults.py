@@ -1,11 +1,10 @@
 """otlp_faults.py — the otlp output when its receiver misbehaves: down at
 start; down mid-run and back; 503 with Retry-After; 400 (dropped, not
-retried); slower than the timeout; close while a request hangs; more series than
-max_series. In each the
-engine never blocks (no event of the host's queues is dropped, /metrics keeps
-counting), memory stays bounded, the failures are counted in rate-limited log
-lines, delivery resumes (the final totals equal /metrics) and close returns
-within its budget.
+retried); slower than the timeout; close while a request hangs; and more
+series than max_series. In each the engine never blocks (no event of the
+host's queues is dropped, /metrics keeps counting), memory stays bounded,
+the failures are counted in rate-limited log lines, delivery resumes (the
+final totals equal /metrics) and close returns within its budget.
 """
 import signal
 import time
