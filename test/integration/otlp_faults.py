@@ -1,10 +1,11 @@
 """otlp_faults.py — the otlp output when its receiver misbehaves: down at
 start; down mid-run and back; 503 with Retry-After; 400 (dropped, not
-retried); slower than the timeout; close while a request hangs; and more
-series than max_series. In each the engine never blocks (no event of the
-host's queues is dropped, /metrics keeps counting), memory stays bounded,
-the failures are counted in rate-limited log lines, delivery resumes (the
-final totals equal /metrics) and close returns within its budget.
+retried); slower than the timeout; close while a request hangs; a partial
+success; and more series than max_series. In each the engine never blocks
+(no event of the host's queues is dropped, /metrics keeps counting), memory
+stays bounded, the failures are counted in rate-limited log lines, delivery
+resumes (the final totals equal /metrics) and close returns within its
+budget.
 """
 import signal
 import time
@@ -170,6 +171,17 @@ class OtlpFaults(unittest.TestCase):
         self.assertLess(elapsed, SHUTDOWN_BUDGET_S + SHUTDOWN_GRACE_S, run.describe())
         # The loss is reported, naming the endpoint.
         self.assertTrue(run.plugin_lines("not delivered to http://127.0.0.1:"), run.describe())
+
+    def test_a_partial_success_is_logged_with_the_receivers_message(self):
+        self.receiver = oc.Receiver()
+        self.receiver.control(responses=[{"rejected_data_points": 2,
+                                          "error_message": "2 points had no name"}])
+        run = self.simulate(self.receiver.port, "--duration", "1")
+        self.assertEqual(run.wait(), 0, run.describe())
+        lines = run.plugin_lines("accepted the export partly")
+        self.assertEqual(len(lines), 1, run.describe())
+        self.assertIn("2 data points rejected: 2 points had no name", lines[0])
+        self.assertFalse(run.plugin_lines("retrying"), run.describe())  # a 200 is not retried
 
     def test_series_beyond_max_series_are_dropped_counted_and_logged(self):
         self.receiver = oc.Receiver()
