@@ -44,21 +44,10 @@ OtlpSink::OtlpSink(OtlpOptions options, const plugin::Host& host)
                        const std::atomic<bool>* stop) { return send(request, deadline, stop); },
                 [this] { http_.interrupt(); },
                 [this](const OtlpRequest& request, kit::DropReason reason, const std::string& why) {
-                  points_dropped_ += request.points;
-                  const char* topic = reason == kit::DropReason::kRejected    ? "export rejected"
-                                      : reason == kit::DropReason::kQueueFull ? "queue full"
-                                                                              : "close deadline";
-                  log_.report(TSM_LOG_WARNING, topic,
-                              "dropped a request of " + std::to_string(request.points) +
-                                  " data points for " + options_.endpoint + ": " + why + " (" +
-                                  std::to_string(points_dropped_) +
-                                  " data points dropped in total)");
+                  on_dropped(request, reason, why);
                 },
                 [this](const std::string& why, std::chrono::milliseconds delay) {
-                  last_failure_ = why;
-                  log_.report(TSM_LOG_WARNING, "export failed",
-                              "export to " + options_.endpoint + " failed: " + why +
-                                  "; retrying in " + std::to_string(delay.count()) + " ms");
+                  on_retrying(why, delay);
                 },
             }) {
   loop_.start();
@@ -70,6 +59,25 @@ OtlpSink::~OtlpSink() {
 
 void OtlpSink::emit(const tsm_metric_event& event) noexcept {
   if (aggregator_.add(event) == kit::Aggregator::Added::kBatchFull) loop_.request_export();
+}
+
+void OtlpSink::on_dropped(const OtlpRequest& request, kit::DropReason reason,
+                          const std::string& why) {
+  points_dropped_ += request.points;
+  const char* topic = reason == kit::DropReason::kRejected    ? "export rejected"
+                      : reason == kit::DropReason::kQueueFull ? "queue full"
+                                                              : "close deadline";
+  log_.report(TSM_LOG_WARNING, topic,
+              "dropped a request of " + std::to_string(request.points) + " data points for " +
+                  options_.endpoint + ": " + why + " (" + std::to_string(points_dropped_) +
+                  " data points dropped in total)");
+}
+
+void OtlpSink::on_retrying(const std::string& why, std::chrono::milliseconds delay) {
+  last_failure_ = why;
+  log_.report(TSM_LOG_WARNING, "export failed",
+              "export to " + options_.endpoint + " failed: " + why + "; retrying in " +
+                  std::to_string(delay.count()) + " ms");
 }
 
 void OtlpSink::report_refused_events() {

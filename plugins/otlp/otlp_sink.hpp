@@ -63,6 +63,9 @@ class OtlpSink {
   void collect(std::vector<OtlpRequest>& out, bool final);
   kit::SendResult send(const OtlpRequest& request, kit::HttpClient::Clock::time_point deadline,
                        const std::atomic<bool>* stop);
+  // Delivery thread: a request given up, an attempt that will be retried.
+  void on_dropped(const OtlpRequest& request, kit::DropReason reason, const std::string& why);
+  void on_retrying(const std::string& why, std::chrono::milliseconds delay);
   void report_refused_events();
   void report_partial_success(const kit::HttpResponse& response);
 
