@@ -47,7 +47,10 @@ class OtlpFaults(unittest.TestCase):
         run = oc.Simulation(self.tmp, dict(FAST, endpoint=f"http://127.0.0.1:{port}/v1/metrics",
                                            **settings),
                             "--ranks", "1", "--request-rate", "100",
-                            "--metrics-shutdown-timeout", str(SHUTDOWN_BUDGET_S), *args)
+                            "--metrics-shutdown-timeout", str(SHUTDOWN_BUDGET_S),
+                            # Rings that a worker starved of CPU by a busy machine cannot
+                            # overflow: a drop then means the plugin held the worker up.
+                            "--metrics-reporter-queue-size", "262144", *args)
         self.runs.append(run)
         return run
 
