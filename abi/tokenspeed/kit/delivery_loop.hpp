@@ -85,9 +85,11 @@ struct DeliveryStats {
 /* Threading: start, request_export, close and stats from any thread (emit's
  * thread and the host's close thread); the callbacks run on the loop's own
  * thread only, never concurrently. close interrupts the attempt in flight
- * (through the interrupt callback), then makes the final collect and
- * attempts within its budget; the thread never outlives close because every
- * attempt's deadline is inside that budget. */
+ * (through the stop flag and the interrupt callback; with delta data only at
+ * the close deadline, so that a payload the server took is not sent twice),
+ * then makes the final collect and attempts within its budget; the thread
+ * never outlives close because every attempt's deadline is inside that
+ * budget. */
 template <class Payload>
 class DeliveryLoop {
  public:
@@ -162,9 +164,16 @@ class DeliveryLoop {
         close_result_ = true;
         return true;
       }
-      stop_attempts_.store(true, std::memory_order_release);
       wake_.notify_one();
     }
+    if (!options_.recollect_on_retry) {
+      // Delta data: an attempt cut short after the server took it would be
+      // sent again by the final attempts and counted twice. Let it finish,
+      // until the close deadline at the latest.
+      std::unique_lock lock(mutex_);
+      attempt_done_.wait_until(lock, close_deadline_, [&] { return !attempt_in_flight_; });
+    }
+    stop_attempts_.store(true, std::memory_order_release);
     if (callbacks_.interrupt) callbacks_.interrupt();
     thread_.join();
     std::lock_guard lock(mutex_);
@@ -179,11 +188,6 @@ class DeliveryLoop {
   const DeliveryOptions& options() const noexcept { return options_; }
 
  private:
-  bool closing() {
-    std::lock_guard lock(mutex_);
-    return closing_;
-  }
-
   template <class F>
   void count(F&& f) {
     std::lock_guard lock(mutex_);
@@ -221,7 +225,11 @@ class DeliveryLoop {
   std::optional<std::chrono::milliseconds> send_pending(Clock::time_point hard_deadline,
                                                         bool final) {
     while (!pending_.empty()) {
-      if (!final && closing()) return std::nullopt;
+      if (!final) {
+        std::lock_guard lock(mutex_);
+        if (closing_) return std::nullopt;
+        attempt_in_flight_ = true;
+      }
       const Clock::time_point now = Clock::now();
       if (final && now >= hard_deadline) return std::nullopt;
       const Clock::time_point deadline = std::min(now + options_.attempt_timeout, hard_deadline);
@@ -231,6 +239,11 @@ class DeliveryLoop {
         result = callbacks_.send(pending_.front(), deadline, final ? nullptr : &stop_attempts_);
       } catch (const std::exception& e) {
         result = SendResult::rejected(std::string("cannot send: ") + e.what());
+      }
+      if (!final) {
+        std::lock_guard lock(mutex_);
+        attempt_in_flight_ = false;
+        attempt_done_.notify_all();
       }
       switch (result.outcome) {
         case SendResult::Outcome::kDelivered:
@@ -331,6 +344,8 @@ class DeliveryLoop {
   std::deque<Payload> pending_;  // loop thread only
   mutable std::mutex mutex_;     // guards what follows
   std::condition_variable wake_;
+  std::condition_variable attempt_done_;  // an ordinary attempt ended
+  bool attempt_in_flight_ = false;        // an ordinary (not final) attempt is in send
   bool closing_ = false;
   bool close_result_ = false;
   Clock::time_point close_deadline_{};

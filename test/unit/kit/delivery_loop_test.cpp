@@ -244,6 +244,56 @@ TEST_CASE("close interrupts a hanging attempt, bounds the final ones, drops what
   CHECK(r.dropped.back().second == kit::DropReason::kCloseDeadline);
 }
 
+TEST_CASE("delta: close lets the attempt in flight finish, so its payload is not sent twice") {
+  Recorder r;
+  std::atomic<bool> first_attempt_saw_stop{false};
+  std::atomic<bool> in_first_attempt{false};
+  r.answer = [&](int payload, Clock::time_point, const std::atomic<bool>* stop) {
+    if (payload == 1 && stop != nullptr) {
+      in_first_attempt = true;
+      std::this_thread::sleep_for(milliseconds(100));  // the server is taking it
+      first_attempt_saw_stop = stop->load();
+    }
+    return kit::SendResult::delivered();
+  };
+  kit::DeliveryOptions options = fast(milliseconds(3600000));
+  options.recollect_on_retry = false;
+  kit::DeliveryLoop<int> loop(options, r.callbacks());
+  loop.start();
+  loop.request_export();
+  REQUIRE(r.wait([&] { return !r.sent.empty(); }));
+  while (!in_first_attempt) std::this_thread::yield();
+  CHECK(loop.close(milliseconds(5000)));
+  CHECK_FALSE(first_attempt_saw_stop);
+  std::lock_guard lock(r.mutex);
+  CHECK(std::count(r.sent.begin(), r.sent.end(), 1) == 1);
+  CHECK(r.sent == std::vector<int>{1, 2});  // 2: the final collect
+}
+
+TEST_CASE("cumulative: close cuts the attempt in flight short (the final collect supersedes it)") {
+  Recorder r;
+  std::atomic<bool> first_attempt_saw_stop{false};
+  r.answer = [&](int payload, Clock::time_point deadline, const std::atomic<bool>* stop) {
+    if (payload == 1 && stop != nullptr) {
+      while (Clock::now() < deadline && !stop->load()) std::this_thread::sleep_for(milliseconds(1));
+      first_attempt_saw_stop = stop->load();
+      return kit::SendResult::retry("stopped");
+    }
+    return kit::SendResult::delivered();
+  };
+  kit::DeliveryOptions options = fast(milliseconds(3600000));
+  options.attempt_timeout = milliseconds(3600000);
+  kit::DeliveryLoop<int> loop(options, r.callbacks());
+  loop.start();
+  loop.request_export();
+  REQUIRE(r.wait([&] { return !r.sent.empty(); }));
+  CHECK(loop.close(milliseconds(5000)));
+  CHECK(first_attempt_saw_stop);
+  std::lock_guard lock(r.mutex);
+  CHECK(r.sent == std::vector<int>{1, 2});
+  CHECK(r.retry_delays.empty());  // a cut short by close is no failure to report
+}
+
 TEST_CASE("a loop never started closes at once") {
   Recorder r;
   kit::DeliveryLoop<int> loop(fast(), r.callbacks());
