@@ -214,10 +214,9 @@ class SettingsTable {
 
  private:
   static std::string number_text(double v) {
-    const json::Value value = (v == static_cast<double>(static_cast<int64_t>(v)))
-                                  ? json::Value(static_cast<int64_t>(v))
-                                  : json::Value(v);
-    return json::serialize(value);
+    if (v == static_cast<double>(static_cast<int64_t>(v)))
+      return std::to_string(static_cast<int64_t>(v));
+    return json::serialize(json::Value(v));
   }
 
   static void check(const Setting& row, const json::Value& value) {
