@@ -244,6 +244,14 @@ typedef struct tsm_reporter_descriptor {
      * are kept), shown by `tokenspeed-metrics plugins`. NULL or "" when not
      * given. Copied by the host during register_metric_reporter. */
     const char *version;
+    /* Optional, appended (read only when struct_size covers it; NULL: not
+     * described). The reporter's settings as a JSON array (UTF-8,
+     * NUL-terminated), one object per key: "key", "type", "default" (absent
+     * when required), "min" and "max" (numbers), "choices" (strings),
+     * "description". Shown by `tokenspeed-metrics plugins`; copied by the
+     * host during register_metric_reporter. The plugin kit's
+     * SettingsTable::describe() writes it. */
+    const char *settings;
 } tsm_reporter_descriptor;
 
 /* The size of a descriptor built against a header before `version` was

@@ -170,6 +170,10 @@ struct Reporter {
   bool override_existing = false;
   /* Optional: the plugin's version, shown by `tokenspeed-metrics plugins`. */
   std::string version;
+  /* Optional: the settings as a JSON array, shown by `tokenspeed-metrics
+   * plugins` (kit::SettingsTable::describe() writes it; see the descriptor's
+   * settings field). Empty: not described. */
+  std::string settings;
 };
 
 namespace detail {
@@ -335,6 +339,8 @@ class Registrar {
     descriptor.user_data = holder.get();
     descriptor.version =
         holder->reporter.version.empty() ? nullptr : holder->reporter.version.c_str();
+    descriptor.settings =
+        holder->reporter.settings.empty() ? nullptr : holder->reporter.settings.c_str();
 
     detail::MessageBuffer message;
     if (api_.register_metric_reporter(api_.host_data, &descriptor, message.get()) != TSM_OK) {

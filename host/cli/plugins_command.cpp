@@ -8,6 +8,7 @@
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
+#include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 #include <boost/program_options/options_description.hpp>
 
@@ -47,6 +48,49 @@ std::size_t loaded_count(const PluginLoader& loader) {
   return loaded;
 }
 
+// The reporter's settings description as a JSON array, or null when it has
+// none or it is not a JSON array of objects.
+boost::json::value settings_of(const Reporter& reporter) {
+  if (reporter.settings_description().empty()) return nullptr;
+  boost::json::error_code error;
+  boost::json::value parsed = boost::json::parse(reporter.settings_description(), error);
+  if (error || !parsed.is_array()) return nullptr;
+  for (const boost::json::value& row : parsed.as_array()) {
+    if (!row.is_object() || !row.as_object().contains("key")) return nullptr;
+  }
+  return parsed;
+}
+
+std::string text_of(const boost::json::object& row, const char* key) {
+  const boost::json::value* value = row.if_contains(key);
+  if (value == nullptr) return {};
+  if (value->is_string()) return std::string(value->as_string());
+  return boost::json::serialize(*value);
+}
+
+// One key per line, then its description indented, as gst-inspect shows an
+// element's properties.
+void print_settings(const Reporter& reporter) {
+  const boost::json::value settings = settings_of(reporter);
+  if (settings.is_null()) {
+    if (!reporter.settings_description().empty())
+      std::cout << "    settings: (the plugin's description is not a JSON array of objects)\n";
+    return;
+  }
+  std::cout << "    settings:\n";
+  for (const boost::json::value& entry : settings.as_array()) {
+    const boost::json::object& row = entry.as_object();
+    std::string line = "      " + text_of(row, "key") + "  " + text_of(row, "type");
+    if (row.contains("choices")) line += " " + text_of(row, "choices");
+    if (row.contains("min")) line += " [" + text_of(row, "min") + ", " + text_of(row, "max") + "]";
+    const boost::json::value* fallback = row.if_contains("default");
+    line += fallback != nullptr ? "  default: " + boost::json::serialize(*fallback) : "  required";
+    std::cout << line << '\n';
+    const std::string description = text_of(row, "description");
+    if (!description.empty()) std::cout << "          " << description << '\n';
+  }
+}
+
 void print_text(const PluginLoader& loader, const ReporterRegistry& registry) {
   std::cout << "Plugin directories, in search order:\n";
   if (loader.directories().empty()) std::cout << "  (none)\n";
@@ -64,6 +108,7 @@ void print_text(const PluginLoader& loader, const ReporterRegistry& registry) {
                 << "  start_node: " << (reporter->has_start_node() ? "yes" : "no")
                 << "  override: " << (reporter->override_flag() ? "yes" : "no")
                 << overridden_note(registry, *reporter) << '\n';
+      print_settings(*reporter);
     }
   }
   std::cout << '\n'
@@ -97,6 +142,7 @@ void print_json(const PluginLoader& loader, const ReporterRegistry& registry) {
         entry["start_node"] = reporter->has_start_node();
         entry["override"] = reporter->override_flag();
         entry["overridden_by"] = overridden_by(registry, *reporter);
+        entry["settings"] = settings_of(*reporter);
         reporters.emplace_back(std::move(entry));
       }
     }

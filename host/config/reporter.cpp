@@ -4,6 +4,7 @@
 #include "config/reporter.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <exception>
 #include <utility>
@@ -85,6 +86,12 @@ Reporter::Reporter(const tsm_reporter_descriptor& descriptor, std::string plugin
     }
   }
   descriptor_.version = version_.empty() ? nullptr : version_.c_str();
+  constexpr std::size_t kSettingsEnd =
+      offsetof(tsm_reporter_descriptor, settings) + sizeof(descriptor.settings);
+  if (descriptor.struct_size >= kSettingsEnd && descriptor.settings != nullptr) {
+    settings_ = descriptor.settings;
+  }
+  descriptor_.settings = settings_.empty() ? nullptr : settings_.c_str();
 }
 
 boost::json::object Reporter::validate(const boost::json::object& config,

@@ -34,8 +34,8 @@ struct StartNodeResult {
 class Reporter {
  public:
   // Copies the descriptor (at most sizeof(tsm_reporter_descriptor) bytes of
-  // it, as its struct_size says), its name and its version string (the
-  // appended version field only when struct_size covers it).
+  // it, as its struct_size says), its name and, each only when struct_size
+  // covers it, its version string and its settings description.
   Reporter(const tsm_reporter_descriptor& descriptor, std::string plugin_name,
            std::string plugin_path);
   Reporter(const Reporter&) = delete;
@@ -50,6 +50,9 @@ class Reporter {
   // built before the field was appended).
   const std::string& version() const noexcept { return version_; }
   const tsm_reporter_descriptor& descriptor() const noexcept { return descriptor_; }
+  // The settings description the plugin declared (a JSON array as text), or
+  // "" when its descriptor has none.
+  const std::string& settings_description() const noexcept { return settings_; }
   // True once the registry rolled back the plugin registration that made it.
   bool rolled_back() const noexcept { return rolled_back_; }
   void mark_rolled_back() noexcept { rolled_back_ = true; }
@@ -80,6 +83,7 @@ class Reporter {
   std::string version_;
   std::string plugin_name_;
   std::string plugin_path_;
+  std::string settings_;
   bool rolled_back_ = false;
 };
 

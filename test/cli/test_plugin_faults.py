@@ -204,7 +204,8 @@ class CrossCompiler(h.CliTestCase):
         self.assertEqual(entry["status"], "loaded")
         self.assertEqual(entry["reporters"],
                          [{"name": "c_abi_clang", "version": "", "start_node": False,
-                           "override": False, "overridden_by": ""}])
+                           "override": False, "overridden_by": "",
+                           "settings": None}])
         config = self.write_config({"c_abi_clang": {"endpoint": "udp://127.0.0.1:8125"}})
         lines = self.check_lines("--enable-metrics", "--metrics-reporters", "c_abi_clang",
                                  "--metrics-reporter-config", config,

@@ -23,7 +23,7 @@ class PluginsCommand(h.CliTestCase):
             self.assertIn(entry["status"], STATUSES)
             for reporter in entry["reporters"]:
                 self.assertEqual(set(reporter), {"name", "version", "start_node", "override",
-                                                 "overridden_by"})
+                                                 "overridden_by", "settings"})
                 self.assertIsInstance(reporter["start_node"], bool)
                 self.assertIsInstance(reporter["override"], bool)
         self.assertEqual(listing["plugin_files"], len(listing["plugins"]))
@@ -38,14 +38,16 @@ class PluginsCommand(h.CliTestCase):
         self.assertEqual(entry["status"], "loaded")
         self.assertEqual(entry["reporters"],
                          [{"name": "node_session", "version": "", "start_node": True,
-                           "override": False, "overridden_by": ""}])
+                           "override": False, "overridden_by": "",
+                           "settings": None}])
 
     def test_reporter_without_start_node_is_shown_as_such(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("echo_config")))
         entry = self.find_plugin(listing, h.plugin_file("echo_config"))
         self.assertEqual(entry["reporters"],
                          [{"name": "echo_config", "version": "", "start_node": False,
-                           "override": False, "overridden_by": ""}])
+                           "override": False, "overridden_by": "",
+                           "settings": None}])
 
     def test_override_flag_is_shown(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("override")))
@@ -54,7 +56,8 @@ class PluginsCommand(h.CliTestCase):
         self.assertEqual(replacement["status"], "loaded")
         self.assertEqual(replacement["reporters"],
                          [{"name": "overridden_output", "version": "", "start_node": False,
-                           "override": True, "overridden_by": ""}])
+                           "override": True, "overridden_by": "",
+                           "settings": None}])
         self.assertEqual(base["status"], "loaded")
         self.assertEqual([r["override"] for r in base["reporters"]], [False])
         self.assertTrue(h.same_path(base["reporters"][0]["overridden_by"],
@@ -156,6 +159,50 @@ class PluginsCommand(h.CliTestCase):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("echo_config")))
         self.assertEqual(self.find_plugin(listing, h.plugin_file("echo_config"))["status"],
                          "loaded")
+
+    def test_a_described_output_shows_its_settings_copied_at_registration(self):
+        listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("describes_settings")))
+        entry = self.find_plugin(listing, h.plugin_file("describes_settings"))
+        described = entry["reporters"][0]
+        self.assertEqual(described["name"], "described_output")
+        # The plugin overwrote its buffer after registering: this is the host's copy.
+        self.assertEqual([row["key"] for row in described["settings"]],
+                         ["endpoint", "interval_ms", "mode", "token"])
+        self.assertEqual(described["settings"][1],
+                         {"key": "interval_ms", "type": "integer", "default": 1000, "min": 1,
+                          "max": 60000, "description": "How often."})
+
+    def test_text_output_lists_each_setting_with_type_range_choices_and_default(self):
+        result = h.run("plugins", *h.dirs_flags(h.plugin_dir("describes_settings")))
+        self.assert_ok(result)
+        self.assertIn("  reporter described_output  start_node: no  override: no\n"
+                      "    settings:\n"
+                      '      endpoint  string  default: "udp://127.0.0.1:8125"\n'
+                      "          Where to send.\n"
+                      "      interval_ms  integer [1, 60000]  default: 1000\n"
+                      "          How often.\n"
+                      '      mode  choice ["fast","safe"]  default: "fast"\n'
+                      "          Which way.\n"
+                      "      token  string  required\n"
+                      "          Required.\n", result.stdout)
+
+    def test_a_settings_description_that_is_not_an_array_of_objects_is_shown_as_such(self):
+        listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("describes_settings")))
+        entry = self.find_plugin(listing, h.plugin_file("describes_settings"))
+        bad = [r for r in entry["reporters"] if r["name"] == "badly_described_output"]
+        self.assertEqual(bad[0]["settings"], None)
+        result = h.run("plugins", *h.dirs_flags(h.plugin_dir("describes_settings")))
+        self.assertIn("  reporter badly_described_output  start_node: no  override: no\n"
+                      "    settings: (the plugin's description is not a JSON array of objects)\n",
+                      result.stdout)
+
+    def test_a_descriptor_built_before_the_settings_field_loads_and_shows_none(self):
+        listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("describes_settings")))
+        entry = self.find_plugin(listing, h.plugin_file("describes_settings"))
+        self.assertEqual(entry["status"], "loaded")
+        old = [r for r in entry["reporters"] if r["name"] == "pre_settings_output"]
+        self.assertEqual(old, [{"name": "pre_settings_output", "version": "", "start_node": False,
+                                "override": False, "overridden_by": "", "settings": None}])
 
 
 if __name__ == "__main__":

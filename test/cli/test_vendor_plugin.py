@@ -45,6 +45,8 @@ class VendorPlugin(h.CliTestCase):
         headers = glob.glob(os.path.join(destdir, "**", "tokenspeed", "metric_reporter.h"),
                             recursive=True)
         self.assertEqual(len(headers), 1, f"installed headers: {headers}")
+        self.assert_core_kit_headers_need_only_the_standard_library(
+            os.path.dirname(os.path.dirname(headers[0])), work)
 
         env = dict(os.environ)
         env["PKG_CONFIG_PATH"] = os.path.dirname(pc_files[0])
@@ -81,6 +83,21 @@ class VendorPlugin(h.CliTestCase):
         self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
         self.assertEqual(check.stdout.splitlines(),
                          ["vendor_output: {}", "prometheus: built-in"])
+
+    def assert_core_kit_headers_need_only_the_standard_library(self, include_dir, work):
+        """The installed kit's core headers compile as C++17 with no library
+        but the standard one (gzip.hpp and http_client.hpp need zlib, libcurl)."""
+        core = ["json", "settings", "aggregation", "backoff", "delivery_loop",
+                "rate_limited_log"]
+        for name in core + ["gzip", "http_client"]:
+            self.assertTrue(os.path.exists(os.path.join(include_dir, "tokenspeed", "kit",
+                                                        name + ".hpp")), name)
+        source = os.path.join(work, "kit_core.cpp")
+        with open(source, "w") as file:
+            file.writelines(f"#include <tokenspeed/kit/{name}.hpp>\n" for name in core)
+        compiled = run_tool(["c++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+                             "-I" + include_dir, source])
+        self.assertEqual(compiled.returncode, 0, compiled.stderr)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,275 @@
+// otlp_bench.cpp — the otlp output's costs: events per second that one
+// worker pushes through the sink's emit into the aggregation state (goal:
+// at least 10 M/s), and the collect + encode + gzip and the HTTP export of
+// 10,000 series (to a local keep-alive HTTP server on a thread of its own).
+#include <benchmark/benchmark.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <tokenspeed/kit/aggregation.hpp>
+#include <tokenspeed/kit/gzip.hpp>
+#include <tokenspeed/kit/http_client.hpp>
+
+#include "otlp_encoder.hpp"
+#include "otlp_sink.hpp"
+
+namespace kit = tokenspeed::metrics::kit;
+namespace otlp = tokenspeed::metrics::otlp;
+
+namespace {
+
+const char* const kLabelNames[] = {"model_name", "engine"};
+const double kBounds[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
+                          0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
+
+tsm_metric_info make_info(uint32_t kind, const char* name) {
+  tsm_metric_info i{};
+  i.struct_size = sizeof i;
+  i.kind = kind;
+  i.name = name;
+  i.help = "help";
+  i.unit = kind == TSM_KIND_HISTOGRAM ? "seconds" : "tokens";
+  i.label_count = 2;
+  i.label_names = kLabelNames;
+  if (kind == TSM_KIND_HISTOGRAM) {
+    i.bucket_count = sizeof kBounds / sizeof kBounds[0];
+    i.bucket_bounds = kBounds;
+  }
+  return i;
+}
+
+const tsm_metric_info kCounter = make_info(TSM_KIND_COUNTER, "tokenspeed:generation_tokens_total");
+const tsm_metric_info kGauge = make_info(TSM_KIND_GAUGE, "tokenspeed:num_requests_running");
+const tsm_metric_info kHistogram =
+    make_info(TSM_KIND_HISTOGRAM, "tokenspeed:inter_token_latency_seconds");
+
+// Events over `series` label sets, a third of each kind, built once (the
+// host builds them from interned strings too).
+struct EventSet {
+  explicit EventSet(int series) {
+    for (int i = 0; i < series; ++i) {
+      names.push_back("model-" + std::to_string(i / 8));
+      engines.push_back(std::to_string(i % 8));
+    }
+    values.resize(static_cast<std::size_t>(series) * 2);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(series); ++i) {
+      values[2 * i] = names[i].c_str();
+      values[2 * i + 1] = engines[i].c_str();
+      tsm_metric_event e{};
+      e.struct_size = sizeof e;
+      e.timestamp_ns = 1'700'000'000'000'000'000 + static_cast<int64_t>(i);
+      e.weight = 1;
+      e.label_count = 2;
+      e.label_names = kLabelNames;
+      e.label_values = &values[2 * i];
+      switch (i % 3) {
+        case 0:
+          e.info = &kCounter;
+          e.operation = TSM_OP_INC;
+          e.value = 3;
+          break;
+        case 1:
+          e.info = &kGauge;
+          e.operation = TSM_OP_SET;
+          e.value = static_cast<double>(i);
+          break;
+        default:
+          e.info = &kHistogram;
+          e.operation = TSM_OP_OBSERVE;
+          e.value = 0.03;
+          e.weight = 3;
+      }
+      e.metric = e.info->name;
+      events.push_back(e);
+    }
+  }
+  std::vector<std::string> names, engines;
+  std::vector<const char*> values;
+  std::vector<tsm_metric_event> events;
+};
+
+otlp::OtlpOptions bench_options(const std::string& endpoint) {
+  otlp::OtlpOptions options;
+  options.endpoint = endpoint;
+  options.delivery.interval = std::chrono::hours(1);  // the loop never exports during the run
+  options.aggregation.max_series = 1'000'000;
+  options.encoder.resource_attributes = {{"service.name", "bench"},
+                                         {"service.instance.id", "bench-1"}};
+  return options;
+}
+
+// emit as the host's worker calls it: one thread, events of `range(0)` series.
+void BM_OtlpSinkEmit(benchmark::State& state) {
+  const EventSet set(static_cast<int>(state.range(0)));
+  otlp::OtlpSink sink(bench_options("http://127.0.0.1:9/v1/metrics"), {});
+  std::size_t at = 0;
+  for (auto _ : state) {
+    sink.emit(set.events[at]);
+    if (++at == set.events.size()) at = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  try {
+    sink.close(std::chrono::milliseconds(0));  // nothing listens: the final export is dropped
+  } catch (const std::exception&) {
+  }
+}
+BENCHMARK(BM_OtlpSinkEmit)->Arg(100)->Arg(10'000);
+
+// A local HTTP/1.1 server answering 200 to every POST, keep-alive.
+class NullReceiver {
+ public:
+  NullReceiver() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+        ::listen(fd_, 4) != 0) {
+      std::perror("NullReceiver");
+      std::abort();
+    }
+    socklen_t size = sizeof address;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &size);
+    port_ = ntohs(address.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~NullReceiver() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.detach();  // blocked in read of a kept-alive connection until the process exits
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1/metrics"; }
+
+ private:
+  void serve() {
+    for (;;) {
+      const int client = ::accept(fd_, nullptr, nullptr);
+      if (client < 0) return;
+      std::string buffer;
+      char chunk[65536];
+      for (;;) {
+        const std::size_t head_end = buffer.find("\r\n\r\n");
+        if (head_end != std::string::npos) {
+          const std::size_t at = buffer.find("Content-Length: ");
+          const std::size_t length =
+              at == std::string::npos ? 0 : std::strtoul(buffer.c_str() + at + 16, nullptr, 10);
+          if (buffer.size() >= head_end + 4 + length) {
+            buffer.erase(0, head_end + 4 + length);
+            static const char kOk[] = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+            if (::write(client, kOk, sizeof kOk - 1) < 0) break;
+            continue;
+          }
+        }
+        const ssize_t n = ::read(client, chunk, sizeof chunk);
+        if (n <= 0) break;
+        buffer.append(chunk, static_cast<std::size_t>(n));
+      }
+      ::close(client);
+    }
+  }
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+// 10,000 series (a third each counters, gauges, 20-bucket histograms).
+void fill(kit::Aggregator& aggregator, const EventSet& set) {
+  for (const tsm_metric_event& e : set.events) aggregator.add(e);
+}
+
+otlp::EncoderOptions encoder_options() {
+  otlp::EncoderOptions options;
+  options.resource_attributes = {{"service.name", "bench"}, {"service.instance.id", "bench-1"}};
+  options.process_id = 1;
+  options.max_points_per_request = 8192;
+  return options;
+}
+
+void BM_Collect10kSeries(benchmark::State& state) {
+  const EventSet set(10'000);
+  kit::Aggregator aggregator({});
+  fill(aggregator, set);
+  for (auto _ : state) benchmark::DoNotOptimize(aggregator.collect(1).points.size());
+  state.SetItemsProcessed(state.iterations() * 10'000);
+}
+BENCHMARK(BM_Collect10kSeries)->Unit(benchmark::kMillisecond);
+
+void BM_Encode10kSeries(benchmark::State& state) {
+  const EventSet set(10'000);
+  kit::Aggregator aggregator({});
+  fill(aggregator, set);
+  const kit::Snapshot snapshot = aggregator.collect(1);
+  const otlp::Encoder encoder(encoder_options());
+  std::size_t bytes = 0;
+  for (auto _ : state) {
+    std::vector<otlp::EncodedRequest> out;
+    encoder.encode(snapshot, out);
+    bytes = 0;
+    for (const auto& r : out) bytes += r.body.size();
+  }
+  state.counters["bytes"] = static_cast<double>(bytes);
+  state.SetItemsProcessed(state.iterations() * 10'000);
+}
+BENCHMARK(BM_Encode10kSeries)->Unit(benchmark::kMillisecond);
+
+void BM_Gzip10kSeries(benchmark::State& state) {
+  const EventSet set(10'000);
+  kit::Aggregator aggregator({});
+  fill(aggregator, set);
+  std::vector<otlp::EncodedRequest> out;
+  otlp::Encoder(encoder_options()).encode(aggregator.collect(1), out);
+  std::size_t bytes = 0;
+  std::string compressed;
+  for (auto _ : state) {
+    bytes = 0;
+    for (const auto& r : out) {
+      kit::gzip_compress(r.body, compressed);
+      bytes += compressed.size();
+    }
+  }
+  state.counters["bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_Gzip10kSeries)->Unit(benchmark::kMillisecond);
+
+// collect + encode + gzip + POST of every request, as one export does.
+void BM_Export10kSeries(benchmark::State& state) {
+  const EventSet set(10'000);
+  kit::Aggregator aggregator({});
+  fill(aggregator, set);
+  const otlp::Encoder encoder(encoder_options());
+  NullReceiver receiver;
+  kit::HttpClient client;
+  const std::string url = receiver.url();
+  std::string compressed;
+  for (auto _ : state) {
+    std::vector<otlp::EncodedRequest> out;
+    encoder.encode(aggregator.collect(1), out);
+    for (const auto& r : out) {
+      kit::gzip_compress(r.body, compressed);
+      kit::HttpRequest request;
+      request.url = url;
+      request.body = compressed;
+      request.headers = {"Content-Type: application/x-protobuf", "Content-Encoding: gzip",
+                         "Expect:"};
+      const kit::HttpResponse response =
+          client.post(request, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+      if (response.status != 200) state.SkipWithError(response.error.c_str());
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * 10'000);
+}
+BENCHMARK(BM_Export10kSeries)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,110 @@
+"""test_otlp_settings.py — the otlp output's settings as an operator meets
+them: a bad setting fails startup with exit status 2 and one line naming the
+reporter, the file and the key; `check` prints the normalized settings with
+every default; `plugins` shows the settings table; docs/plugins/otlp.md
+carries the same table the plugin describes.
+
+Environment: cli_harness.py's, and TSM_OTLP_DIR (the folder holding otlp.so).
+"""
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+
+import cli_harness
+import plugin_settings_doc
+
+OTLP_DIR = os.environ["TSM_OTLP_DIR"]
+DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "plugins", "otlp.md")
+
+
+def run(*args):
+    completed = subprocess.run([cli_harness.BINARY, *args], capture_output=True, text=True,
+                               timeout=cli_harness.COMMAND_TIMEOUT_S)
+    return completed
+
+
+class OtlpSettings(unittest.TestCase):
+    def check(self, settings):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", dir=cli_harness.TMP_ROOT,
+                                         delete=False) as file:
+            json.dump({"otlp": settings}, file)
+        self.addCleanup(os.unlink, file.name)
+        return file.name, run("check", "--enable-metrics", "--metrics-reporters", "otlp",
+                              "--metrics-reporter-config", file.name,
+                              "--metrics-plugin-dir", OTLP_DIR)
+
+    def assert_startup_error(self, settings, *expected):
+        path, result = self.check(settings)
+        self.assertEqual(result.returncode, 2, result.stderr)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        self.assertEqual(len(lines), 1, result.stderr)
+        self.assertIn("reporter 'otlp'", lines[0])
+        self.assertIn(path, lines[0])
+        for text in expected:
+            self.assertIn(text, lines[0])
+
+    def test_an_unknown_key_fails_startup_listing_the_allowed_keys(self):
+        self.assert_startup_error({"endpont": "http://x"}, "unknown key 'endpont'",
+                                  "allowed keys: endpoint, headers, timeout_ms")
+
+    def test_a_value_of_the_wrong_type_or_range_fails_startup_naming_the_key(self):
+        self.assert_startup_error({"timeout_ms": 0}, "'timeout_ms' must be an integer from 1")
+        self.assert_startup_error({"timeout_ms": "10s"}, "'timeout_ms' must be an integer")
+        self.assert_startup_error({"headers": {"api-key": 5}}, "'headers': 'api-key' must be a string")
+        self.assert_startup_error({"temporality": "monthly"},
+                                  "'temporality' must be one of \"cumulative\", \"delta\"")
+        self.assert_startup_error({"compression": "zstd"}, "'compression' must be one of")
+
+    def test_an_endpoint_that_is_not_http_fails_startup(self):
+        self.assert_startup_error({"endpoint": "grpc://collector:4317"},
+                                  "'endpoint' must start with http:// or https://")
+
+    def test_service_instance_id_cannot_be_configured(self):
+        self.assert_startup_error({"resource_attributes": {"service.instance.id": "x"}},
+                                  "'resource_attributes': 'service.instance.id' is set per "
+                                  "producer process")
+
+    def test_a_header_with_a_line_break_fails_startup(self):
+        self.assert_startup_error({"headers": {"a": "b\r\nInjected: 1"}}, "'headers': 'a'")
+
+    def test_max_backoff_below_the_initial_backoff_fails_startup(self):
+        self.assert_startup_error({"initial_backoff_ms": 500, "max_backoff_ms": 100},
+                                  "'max_backoff_ms' must be at least 'initial_backoff_ms'")
+
+    def test_check_prints_the_settings_with_every_default_filled_in(self):
+        _, result = self.check({"timeout_ms": 5})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        line = next(line for line in result.stdout.splitlines() if line.startswith("otlp: "))
+        normalized = json.loads(line.split(": ", 1)[1])
+        self.assertEqual(normalized["timeout_ms"], 5)
+        self.assertEqual(normalized["endpoint"], "http://127.0.0.1:4318/v1/metrics")
+        self.assertEqual(normalized["temporality"], "cumulative")
+        self.assertEqual(normalized["compression"], "gzip")
+        self.assertEqual(normalized["resource_attributes"], {"service.name": "tokenspeed"})
+
+    def test_plugins_shows_each_setting_with_its_default(self):
+        result = run("plugins", "--metrics-plugin-dir", OTLP_DIR)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("    settings:\n", result.stdout)
+        self.assertIn('      endpoint  string  default: "http://127.0.0.1:4318/v1/metrics"\n',
+                      result.stdout)
+        self.assertIn('      temporality  choice ["cumulative","delta"]  default: "cumulative"\n',
+                      result.stdout)
+        settings = plugin_settings_doc.settings_of(cli_harness.BINARY, OTLP_DIR, "otlp")
+        self.assertEqual([row["key"] for row in settings][:3], ["endpoint", "headers", "timeout_ms"])
+
+    def test_the_docs_page_carries_the_settings_table_the_plugin_describes(self):
+        expected = plugin_settings_doc.markdown_table(
+            plugin_settings_doc.settings_of(cli_harness.BINARY, OTLP_DIR, "otlp"))
+        with open(DOC) as file:
+            text = file.read()
+        begin = text.index(plugin_settings_doc.BEGIN)
+        end = text.index(plugin_settings_doc.END) + len(plugin_settings_doc.END)
+        self.assertEqual(text[begin:end], expected,
+                         "regenerate with: python3 test/cli/plugin_settings_doc.py BINARY DIR otlp")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,111 @@
+"""otlp_agreement.py — after a `simulate` run with prometheus and otlp, the
+data points the official OpenTelemetry decoders read from the otlp requests
+equal the Prometheus scrape: every counter total, histogram bucket count,
+count and sum (weights included) summed over the producers' resources, and
+each gauge's last value.
+"""
+import signal
+import unittest
+
+import otlp_common as oc
+
+
+class OtlpAgreesWithPrometheus(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        oc.skip_unless_receiver_installed()
+        self.tmp = oc.make_tmp()
+        self.receiver = oc.Receiver()
+        self.runs = []
+
+    def tearDown(self):
+        for run in self.runs:
+            run.kill()
+        self.receiver.stop()
+
+    def simulate(self, settings, *args):
+        run = oc.Simulation(self.tmp, dict({"endpoint": self.receiver.url + "/v1/metrics",
+                                            "export_interval_ms": 200}, **settings), *args)
+        self.runs.append(run)
+        return run
+
+    def check_totals(self, settings):
+        run = self.simulate(settings, "--ranks", "2", "--request-rate", "200", "--duration", "2",
+                            "--linger", "60", "--metrics-reporter-queue-size", "1048576")
+        url = run.metrics_url()
+        run.wait_for_line("producers stopped", timeout=oc.EXIT_TIMEOUT_S)
+        exposition = oc.scrape(url)
+        run.process.send_signal(signal.SIGTERM)
+        self.assertEqual(run.wait(), 0, run.describe())
+        # Nothing overflowed, nothing failed: nothing may be missing.
+        table = run.output_table()
+        self.assertEqual(len(table), 4, run.describe())
+        for process, row in table.items():
+            self.assertEqual(row[2:], ["0", "0", "no"], f"{process}: {row}")
+        state = self.receiver.state()
+        # Each producer process is its own resource.
+        self.assertEqual(len(state["resources"]), 4, state["resources"])
+        self.assertEqual(len({r["process.pid"] for r in state["resources"].values()}), 4)
+        oc.assert_otlp_equals_prometheus(self, state, exposition)
+        return state
+
+    def test_counter_totals_and_histogram_buckets_counts_and_sums_equal_the_scrape(self):
+        state = self.check_totals({})
+        by_type = {point["type"] for point in state["series"]}
+        self.assertEqual(by_type, {"sum", "gauge", "histogram"})
+        for point in state["series"]:
+            if point["type"] == "sum":
+                self.assertTrue(point["monotonic"])
+                self.assertEqual(point["temporality"], "AGGREGATION_TEMPORALITY_CUMULATIVE")
+                self.assertFalse(point["name"].endswith("_total"), point["name"])
+        units = {point["name"]: point["unit"] for point in state["series"]}
+        self.assertEqual(units["tokenspeed:time_to_first_token_seconds"], "s")
+        self.assertEqual(units["tokenspeed:generation_tokens"], "{token}")
+        self.assertTrue(all(r["encoding"] == "gzip" for r in state["requests"]))
+
+    def test_delta_temporality_without_compression_sums_to_the_same_totals(self):
+        state = self.check_totals({"temporality": "delta", "compression": "none"})
+        self.assertTrue(all(r["encoding"] == "identity" for r in state["requests"]))
+        for point in state["series"]:
+            if point["type"] in ("sum", "histogram"):
+                self.assertEqual(point["temporality"], "AGGREGATION_TEMPORALITY_DELTA")
+
+    def test_small_requests_split_the_data_points_and_still_sum_to_the_scrape(self):
+        state = self.check_totals({"max_data_points_per_request": 3})
+        self.assertTrue(all(r.get("points", 0) <= 3 for r in state["requests"]), state["requests"])
+
+    def test_each_gauge_last_value_equals_the_scrape(self):
+        # One scheduler iteration in 30 to 90 s: the gauges are set once and
+        # stay, so /metrics and the last exported values can be compared while
+        # the producers run (their live gauges leave /metrics when they stop).
+        run = self.simulate({}, "--ranks", "2", "--iteration-ms", "60000")
+        url = run.metrics_url()
+
+        def gauges_agree():
+            prometheus = {(name, labels): value
+                          for (name, labels), value in oc.prometheus_series(oc.scrape(url)).items()
+                          if name in ("tokenspeed:num_requests_running",
+                                      "tokenspeed:num_requests_waiting",
+                                      "tokenspeed:kv_cache_usage_perc")}
+            otlp = oc.otlp_gauges(self.receiver.state())
+            same = bool(prometheus) and set(prometheus) <= set(otlp) and \
+                all(otlp[key] == value for key, value in prometheus.items())
+            return same, prometheus, otlp
+
+        last = []
+
+        def agreed():
+            last.append(gauges_agree())
+            return last[-1][0]
+
+        oc.poll(agreed, 20)
+        agreed, prometheus, otlp = last[-1]
+        self.assertTrue(agreed, f"/metrics {prometheus}\nOTLP {otlp}\n{run.describe()}")
+        self.assertEqual(len(prometheus), 3 * 2, prometheus)  # three gauges per rank
+        run.process.send_signal(signal.SIGTERM)
+        self.assertEqual(run.wait(), 0, run.describe())
+
+
+if __name__ == "__main__":
+    unittest.main()

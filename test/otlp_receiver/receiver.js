@@ -1,0 +1,191 @@
+// receiver.js — an OTLP/HTTP metrics receiver for the tests. Every request is
+// decoded with the official OpenTelemetry protobuf decoders
+// (@opentelemetry/otlp-transformer 0.52.1); accepted data points are kept
+// per resource (service.instance.id) and served as JSON on GET /state.
+// Faults a real Collector cannot be made to show are scripted on POST
+// /control. Binds 127.0.0.1 only.
+//
+//   node receiver.js [--port N]        prints "listening PORT" when ready
+//
+// POST /control {"responses": [R, ...], "default": R}: the next requests get
+// the scripted responses in order, then the default. R is
+//   {"status": 503, "retry_after": "1", "delay_ms": 0, "hang": false,
+//    "rejected_data_points": 0, "error_message": ""}
+// "hang": never answer (the client must give up); "delay_ms": answer late.
+// A request that is not answered 200 is not accepted: its points are not kept.
+"use strict";
+
+const http = require("http");
+const zlib = require("zlib");
+const root = require("@opentelemetry/otlp-transformer/build/src/generated/root.js");
+
+const v1 = root.opentelemetry.proto.collector.metrics.v1;
+const Request = v1.ExportMetricsServiceRequest;
+const Response = v1.ExportMetricsServiceResponse;
+
+const args = process.argv.slice(2);
+const port = args.includes("--port") ? Number(args[args.indexOf("--port") + 1]) : 0;
+
+let scripted = [];
+let defaultResponse = { status: 200 };
+const requests = [];      // one summary per request received
+const series = {};        // accepted points: key -> point
+const resources = {};     // service.instance.id -> resource attributes
+const hanging = [];       // responses never answered
+
+function attributesObject(list) {
+  const out = {};
+  for (const kv of list || []) {
+    const v = kv.value || {};
+    out[kv.key] = v.stringValue !== undefined ? v.stringValue
+      : v.intValue !== undefined ? Number(v.intValue)
+      : v.doubleValue !== undefined ? v.doubleValue
+      : v.boolValue !== undefined ? v.boolValue : null;
+  }
+  return out;
+}
+
+function sortedJson(object) {
+  return JSON.stringify(Object.keys(object).sort().map((k) => [k, object[k]]));
+}
+
+// Keeps a cumulative point when it is not older than the one kept; adds a
+// delta point to what was kept.
+function keep(key, point) {
+  const kept = series[key];
+  if (point.temporality === "AGGREGATION_TEMPORALITY_DELTA" && kept) {
+    if (point.type === "histogram") {
+      kept.count += point.count;
+      kept.sum += point.sum;
+      kept.bucket_counts = kept.bucket_counts.map((c, i) => c + point.bucket_counts[i]);
+    } else {
+      kept.value += point.value;
+    }
+    kept.time = point.time;
+    kept.points += 1;
+    return;
+  }
+  if (kept && BigInt(kept.time) > BigInt(point.time)) return;
+  point.points = (kept ? kept.points : 0) + 1;
+  series[key] = point;
+}
+
+function accept(decoded) {
+  let points = 0;
+  for (const rm of decoded.resourceMetrics || []) {
+    const resource = attributesObject(rm.resource && rm.resource.attributes);
+    const instance = String(resource["service.instance.id"]);
+    resources[instance] = resource;
+    for (const sm of rm.scopeMetrics || []) {
+      for (const metric of sm.metrics || []) {
+        const data = metric.sum || metric.gauge || metric.histogram;
+        const type = metric.sum ? "sum" : metric.gauge ? "gauge" : metric.histogram ? "histogram" : "other";
+        for (const dp of (data && data.dataPoints) || []) {
+          points += 1;
+          const attributes = attributesObject(dp.attributes);
+          const point = {
+            instance, name: metric.name, unit: metric.unit, description: metric.description,
+            type, attributes, time: String(dp.timeUnixNano || "0"),
+            start: String(dp.startTimeUnixNano || "0"),
+            temporality: data.aggregationTemporality || null,
+            monotonic: metric.sum ? Boolean(metric.sum.isMonotonic) : null,
+          };
+          if (type === "histogram") {
+            point.count = Number(dp.count || 0);
+            point.sum = dp.sum || 0;
+            point.bucket_counts = (dp.bucketCounts || []).map(Number);
+            point.explicit_bounds = dp.explicitBounds || [];
+          } else {
+            point.value = dp.asDouble !== undefined && dp.asDouble !== null ? dp.asDouble : Number(dp.asInt || 0);
+          }
+          keep(`${instance}\u0000${metric.name}\u0000${sortedJson(attributes)}`, point);
+        }
+      }
+    }
+  }
+  return points;
+}
+
+function readBody(req) {
+  return new Promise((resolve, reject) => {
+    const chunks = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => resolve(Buffer.concat(chunks)));
+    req.on("error", reject);
+  });
+}
+
+async function handleExport(req, res) {
+  const raw = await readBody(req);
+  const encoding = req.headers["content-encoding"] || "identity";
+  const summary = { encoding, content_type: req.headers["content-type"] || "", bytes: raw.length };
+  requests.push(summary);
+  let decoded;
+  try {
+    const body = encoding === "gzip" ? zlib.gunzipSync(raw) : raw;
+    decoded = Request.toObject(Request.decode(body), { longs: String, enums: String, defaults: false });
+  } catch (error) {
+    summary.status = 400;
+    summary.error = String(error);
+    res.writeHead(400, { "Content-Type": "text/plain" });
+    res.end(`cannot decode: ${error}`);
+    return;
+  }
+  const plan = scripted.length > 0 ? scripted.shift() : defaultResponse;
+  summary.planned = plan.status || 200;
+  if (plan.hang) {
+    summary.status = "hang";
+    hanging.push(res);
+    return;
+  }
+  const answer = () => {
+    if (res.destroyed || req.socket.destroyed) {
+      summary.status = "client gone";
+      return;
+    }
+    const status = plan.status || 200;
+    summary.status = status;
+    const headers = { "Content-Type": "application/x-protobuf" };
+    if (plan.retry_after !== undefined) headers["Retry-After"] = String(plan.retry_after);
+    if (status === 200) {
+      summary.points = accept(decoded);
+      const partial = plan.rejected_data_points || plan.error_message
+        ? { partialSuccess: { rejectedDataPoints: plan.rejected_data_points || 0, errorMessage: plan.error_message || "" } }
+        : {};
+      res.writeHead(200, headers);
+      res.end(Buffer.from(Response.encode(Response.fromObject(partial)).finish()));
+    } else {
+      res.writeHead(status, headers);
+      res.end(`scripted status ${status}`);
+    }
+  };
+  if (plan.delay_ms) setTimeout(answer, plan.delay_ms); else answer();
+}
+
+const server = http.createServer(async (req, res) => {
+  try {
+    if (req.method === "POST" && req.url === "/v1/metrics") return await handleExport(req, res);
+    if (req.method === "POST" && req.url === "/control") {
+      const control = JSON.parse((await readBody(req)).toString() || "{}");
+      if (control.responses) scripted = control.responses.slice();
+      if (control.default) defaultResponse = control.default;
+      if (control.release_hanging) while (hanging.length) hanging.pop().destroy();
+      res.writeHead(200, { "Content-Type": "application/json" });
+      return res.end("{}");
+    }
+    if (req.method === "GET" && req.url === "/state") {
+      res.writeHead(200, { "Content-Type": "application/json" });
+      return res.end(JSON.stringify({ requests, series: Object.values(series), resources }));
+    }
+    res.writeHead(404);
+    res.end();
+  } catch (error) {
+    res.writeHead(500);
+    res.end(String(error));
+  }
+});
+server.keepAliveTimeout = 60000;
+server.listen(port, "127.0.0.1", () => {
+  process.stdout.write(`listening ${server.address().port}\n`);
+});
+process.on("SIGTERM", () => process.exit(0));

@@ -1,0 +1,154 @@
+// http_client_test.cpp — the kit's libcurl helper against a local socket:
+// status and Retry-After read, a deadline ends a request nobody answers, a
+// stop flag ends it at once, a refused connection is an error.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <tokenspeed/kit/gzip.hpp>
+#include <tokenspeed/kit/http_client.hpp>
+
+namespace kit = tokenspeed::metrics::kit;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+// A listening socket on 127.0.0.1 that answers at most once (or never).
+class LocalServer {
+ public:
+  LocalServer() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+    REQUIRE(::listen(fd_, 8) == 0);
+    socklen_t size = sizeof address;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&address), &size);
+    port_ = ntohs(address.sin_port);
+  }
+  ~LocalServer() {
+    if (thread_.joinable()) thread_.join();
+    ::close(fd_);
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/v1/metrics"; }
+
+  // Accepts one connection, reads the request head and body, answers response.
+  void answer_once(const std::string& response) {
+    thread_ = std::thread([this, response] {
+      const int client = ::accept(fd_, nullptr, nullptr);
+      std::string request;
+      char buffer[4096];
+      while (request.find("\r\n\r\n") == std::string::npos) {
+        const ssize_t n = ::read(client, buffer, sizeof buffer);
+        if (n <= 0) break;
+        request.append(buffer, static_cast<std::size_t>(n));
+      }
+      received = request;
+      (void)!::write(client, response.data(), response.size());
+      ::close(client);
+    });
+  }
+
+  std::string received;
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("a response's status, Retry-After and body are read") {
+  LocalServer server;
+  server.answer_once(
+      "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 7\r\nContent-Type: text/plain\r\n"
+      "Content-Length: 4\r\nConnection: close\r\n\r\nbusy");
+  kit::HttpClient client;
+  kit::HttpRequest request;
+  const std::string url = server.url();
+  request.url = url;
+  request.body = "payload";
+  request.headers = {"Content-Type: application/x-protobuf", "Expect:"};
+  const kit::HttpResponse response = client.post(request, Clock::now() + std::chrono::seconds(20));
+  CHECK(response.error == "");
+  CHECK(response.status == 503);
+  CHECK(response.retry_after == std::optional<std::string>("7"));
+  CHECK(response.content_type == "text/plain");
+  CHECK(response.body == "busy");
+}
+
+TEST_CASE("a server that never answers: the deadline ends the request") {
+  LocalServer server;  // listens, never accepts: the connection waits in the backlog
+  kit::HttpClient client;
+  kit::HttpRequest request;
+  const std::string url = server.url();
+  request.url = url;
+  const kit::HttpResponse response = client.post(request, Clock::now() + milliseconds(100));
+  CHECK(response.status == 0);
+  CHECK(response.timed_out);
+}
+
+TEST_CASE("a stop flag ends a request in flight") {
+  LocalServer server;
+  kit::HttpClient client;
+  kit::HttpRequest request;
+  const std::string url = server.url();
+  request.url = url;
+  std::atomic<bool> stop{false};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(milliseconds(50));
+    stop = true;
+    client.interrupt();
+  });
+  const kit::HttpResponse response =
+      client.post(request, Clock::now() + std::chrono::hours(1), &stop);
+  stopper.join();
+  CHECK(response.stopped);
+  CHECK(response.status == 0);
+}
+
+TEST_CASE("a refused connection is an error without a status") {
+  int port = 0;
+  {
+    LocalServer closed;  // bound, then closed: nothing listens on its port
+    port = std::stoi(closed.url().substr(17, 5));
+  }
+  kit::HttpClient client;
+  kit::HttpRequest request;
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/v1/metrics";
+  request.url = url;
+  const kit::HttpResponse response = client.post(request, Clock::now() + std::chrono::seconds(20));
+  CHECK(response.status == 0);
+  CHECK_FALSE(response.error.empty());
+  CHECK_FALSE(response.timed_out);
+}
+
+TEST_CASE("gzip output inflates back to the input") {
+  std::string input;
+  for (int i = 0; i < 1000; ++i) input += "tokenspeed:generation_tokens ";
+  const std::string compressed = kit::gzip_compress(input);
+  CHECK(compressed.size() < input.size() / 10);
+  CHECK(static_cast<unsigned char>(compressed[0]) == 0x1f);  // gzip magic
+  CHECK(static_cast<unsigned char>(compressed[1]) == 0x8b);
+  z_stream stream{};
+  REQUIRE(inflateInit2(&stream, 15 + 16) == Z_OK);
+  std::string output(input.size(), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  stream.avail_in = static_cast<uInt>(compressed.size());
+  stream.next_out = reinterpret_cast<Bytef*>(output.data());
+  stream.avail_out = static_cast<uInt>(output.size());
+  CHECK(inflate(&stream, Z_FINISH) == Z_STREAM_END);
+  inflateEnd(&stream);
+  CHECK(output == input);
+}

@@ -1,0 +1,55 @@
+// rate_limited_log_test.cpp — the kit's log limiter: the first occurrence at
+// once, then at most one line per interval per topic with the count since.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include <tokenspeed/kit/rate_limited_log.hpp>
+
+namespace kit = tokenspeed::metrics::kit;
+using Clock = kit::RateLimitedLog::Clock;
+
+namespace {
+
+std::vector<std::string> lines;
+
+void capture(void*, uint32_t, const char* message) { lines.emplace_back(message); }
+
+tokenspeed::metrics::plugin::Host capturing_host() {
+  tsm_host_api api{};
+  api.struct_size = sizeof api;
+  api.api_version = TSM_METRIC_REPORTER_API_VERSION;
+  api.log = capture;
+  return tokenspeed::metrics::plugin::Host(api);
+}
+
+}  // namespace
+
+TEST_CASE("the first report is logged at once, repeats within the interval are counted") {
+  lines.clear();
+  kit::RateLimitedLog log(capturing_host(), std::chrono::seconds(10));
+  const Clock::time_point t0 = Clock::now();
+  CHECK(log.report(TSM_LOG_WARNING, "export failed", "failed 1", t0));
+  CHECK_FALSE(
+      log.report(TSM_LOG_WARNING, "export failed", "failed 2", t0 + std::chrono::seconds(1)));
+  CHECK_FALSE(
+      log.report(TSM_LOG_WARNING, "export failed", "failed 3", t0 + std::chrono::seconds(9)));
+  CHECK(log.report(TSM_LOG_WARNING, "other topic", "other", t0 + std::chrono::seconds(9)));
+  CHECK(log.report(TSM_LOG_WARNING, "export failed", "failed 4", t0 + std::chrono::seconds(10)));
+  CHECK(lines ==
+        std::vector<std::string>{"failed 1", "other", "failed 4 (2 more since the last report)"});
+}
+
+TEST_CASE("flush reports what is still suppressed") {
+  lines.clear();
+  kit::RateLimitedLog log(capturing_host(), std::chrono::seconds(10));
+  const Clock::time_point t0 = Clock::now();
+  log.report(TSM_LOG_WARNING, "dropped", "dropped 1", t0);
+  log.report(TSM_LOG_WARNING, "dropped", "dropped 2", t0);
+  log.flush(TSM_LOG_WARNING, "otlp");
+  log.flush(TSM_LOG_WARNING, "otlp");
+  CHECK(lines ==
+        std::vector<std::string>{"dropped 1", "otlp: 1 more 'dropped' since the last report"});
+}
