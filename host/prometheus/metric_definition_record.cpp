@@ -2,6 +2,9 @@
 // producer files. Never throws out of decode: a bad record is ignored.
 #include "prometheus/metric_definition_record.hpp"
 
+#include <cstdio>
+#include <cstdlib>
+
 #include <boost/json.hpp>
 
 namespace tokenspeed::metrics {
@@ -27,8 +30,14 @@ std::string encode_definition(const MetricDefinition& definition) {
   boost::json::array labels;
   for (const std::string& label : definition.label_names) labels.emplace_back(label);
   record["labels"] = std::move(labels);
+  // Bounds as hexadecimal floating-point text: exact both ways, where
+  // Boost.JSON 1.81's number parsing may be one unit in the last place off.
   boost::json::array buckets;
-  for (const double bound : definition.buckets) buckets.emplace_back(bound);
+  for (const double bound : definition.buckets) {
+    char text[40];
+    std::snprintf(text, sizeof text, "%a", bound);
+    buckets.emplace_back(text);
+  }
   record["buckets"] = std::move(buckets);
   record["gauge_mode"] = to_string(definition.gauge_mode);
   return boost::json::serialize(record);
@@ -47,7 +56,11 @@ std::optional<MetricDefinition> decode_definition(std::string_view name,
       definition.label_names.emplace_back(label.as_string());
     }
     for (const boost::json::value& bound : record.at("buckets").as_array()) {
-      definition.buckets.push_back(boost::json::value_to<double>(bound));
+      const std::string text(bound.as_string());
+      char* end = nullptr;
+      const double value = std::strtod(text.c_str(), &end);
+      if (end == text.c_str() || *end != '\0') return std::nullopt;
+      definition.buckets.push_back(value);
     }
     if (!gauge_mode_from_string(record.at("gauge_mode").as_string(), definition.gauge_mode)) {
       return std::nullopt;

@@ -12,7 +12,8 @@
 namespace tokenspeed::metrics {
 
 // {"kind":"histogram","help":"...","unit":"seconds","labels":["a"],
-//  "buckets":[0.1,1],"gauge_mode":"livemax"}; doubles round-trip exactly.
+//  "buckets":["0x1.999999999999ap-4","0x1p+0"],"gauge_mode":"livemax"}: the
+// bounds as hexadecimal floating-point text, so they round-trip exactly.
 std::string encode_definition(const MetricDefinition& definition);
 
 // The definition of the family called name, or nothing when payload is not

@@ -42,7 +42,7 @@ class OtlpAgreesWithPrometheus(unittest.TestCase):
         table = run.output_table()
         self.assertEqual(len(table), 4, run.describe())
         for process, row in table.items():
-            self.assertEqual(row[2:], ["0", "0", "no"], f"{process}: {row}")
+            self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}")
         state = self.receiver.state()
         # Each producer process is its own resource.
         self.assertEqual(len(state["resources"]), 4, state["resources"])

@@ -264,3 +264,18 @@ TEST_CASE("a name two processes define differently keeps the first definition; t
   CHECK(stats.conflicting_definitions == 1);
   CHECK(stats.mismatched_series == 1);
 }
+
+TEST_CASE("a learned definition's bucket bounds are the producer's, to the last bit") {
+  TempDir dir;
+  const MetricDefinition exponential{"exp_seconds", MetricKind::histogram, "", "seconds", {},
+                                     exponential_buckets(0.05, 1.5, 18), GaugeMode::livemax};
+  {
+    MultiprocessMetricStore store({dir.path});
+    store.allocate_series(exponential, std::vector<std::string>{})[0] = 1;
+  }
+  ScrapeSources sources;
+  sources.run_dir = dir.path;
+  const std::vector<MergedFamily> families = merge_scrape(sources);
+  REQUIRE(families.size() == 1);
+  CHECK(families.front().metric->buckets == exponential.buckets);
+}
