@@ -93,10 +93,11 @@ ProducerHandoff handoff_from_json(const boost::json::object& json) {
   return handoff;
 }
 
-int write_handoff_memfd(const ProducerHandoff& handoff) {
+namespace {
+
+// Writes the handoff's JSON to fd; on failure closes fd and throws.
+void write_handoff_text(int fd, const ProducerHandoff& handoff, const std::string& what) {
   const std::string text = boost::json::serialize(handoff_to_json(handoff));
-  const int fd = ::memfd_create("tokenspeed-metrics-handoff", MFD_ALLOW_SEALING);
-  if (fd < 0) throw std::system_error(errno, std::generic_category(), "memfd_create");
   std::size_t written = 0;
   while (written < text.size()) {
     const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
@@ -104,31 +105,28 @@ int write_handoff_memfd(const ProducerHandoff& handoff) {
     if (n <= 0) {
       const int error = errno;
       ::close(fd);
-      throw std::system_error(error, std::generic_category(), "write handoff");
+      throw std::system_error(error, std::generic_category(), "write " + what);
     }
     written += static_cast<std::size_t>(n);
   }
+}
+
+}  // namespace
+
+int write_handoff_memfd(const ProducerHandoff& handoff) {
+  const int fd = ::memfd_create("tokenspeed-metrics-handoff", MFD_ALLOW_SEALING);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "memfd_create");
+  write_handoff_text(fd, handoff, "handoff");
   // Sealed: no process that inherits it can change what the others read.
   ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
   return fd;
 }
 
 void write_handoff_file(const std::filesystem::path& path, const ProducerHandoff& handoff) {
-  const std::string text = boost::json::serialize(handoff_to_json(handoff));
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, S_IRUSR | S_IWUSR);
   if (fd < 0) throw std::system_error(errno, std::generic_category(), "create " + path.string());
-  std::size_t written = 0;
-  while (written < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int error = errno;
-      ::close(fd);
-      throw std::system_error(error, std::generic_category(), "write " + path.string());
-    }
-    written += static_cast<std::size_t>(n);
-  }
+  write_handoff_text(fd, handoff, path.string());
   ::close(fd);
 }
 

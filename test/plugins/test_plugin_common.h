@@ -4,6 +4,8 @@
 #ifndef TSM_TEST_PLUGIN_COMMON_H
 #define TSM_TEST_PLUGIN_COMMON_H
 
+#include <stdlib.h>
+
 #include <string.h>
 
 #include <tokenspeed/metric_reporter.h>
@@ -210,5 +212,36 @@ static inline int test_plugin_event_matches(const tsm_metric_event *event, const
 typedef struct test_plugin_fault_sink {
     char on[128];
 } test_plugin_fault_sink;
+
+/* close of a sink whose state is one calloc'd block. */
+static inline int test_plugin_close_free(void *self, int64_t timeout_ns, tsm_buffer *error) {
+    (void)timeout_ns;
+    (void)error;
+    free(self);
+    return TSM_OK;
+}
+
+/* create_sink of a fault output: a test_plugin_fault_sink holding the "on"
+ * setting, driven by the sink vtable passed as user_data. */
+static inline int test_plugin_create_fault_sink(void *user_data, const char *config, size_t size,
+                                                tsm_sink *sink, tsm_buffer *error) {
+    test_plugin_fault_sink *self = (test_plugin_fault_sink *)calloc(1, sizeof *self);
+    (void)size;
+    if (self == NULL) return test_plugin_fail(error, "out of memory");
+    test_plugin_config_string(config, "on", self->on, sizeof self->on);
+    sink->vtable = (const tsm_sink_vtable *)user_data;
+    sink->self = self;
+    return TSM_OK;
+}
+
+/* Registers output name whose sinks are fault sinks driven by vtable. */
+static inline int test_plugin_register_fault_output(const tsm_host_api *host, const char *name,
+                                                    const tsm_sink_vtable *vtable,
+                                                    tsm_buffer *error) {
+    tsm_reporter_descriptor descriptor = test_plugin_descriptor(name, test_plugin_validate_echo);
+    descriptor.create_sink = test_plugin_create_fault_sink;
+    descriptor.user_data = (void *)vtable;
+    return test_plugin_register_descriptor(host, &descriptor, error);
+}
 
 #endif /* TSM_TEST_PLUGIN_COMMON_H */

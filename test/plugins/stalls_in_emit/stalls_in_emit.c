@@ -31,14 +31,8 @@ static int emit(void *self, const tsm_metric_event *event, tsm_buffer *error) {
     return TSM_OK;
 }
 
-static int close_sink(void *self, int64_t timeout_ns, tsm_buffer *error) {
-    (void)timeout_ns;
-    (void)error;
-    free(self);
-    return TSM_OK;
-}
-
-static const tsm_sink_vtable sink_vtable = {sizeof(tsm_sink_vtable), emit, close_sink};
+static const tsm_sink_vtable sink_vtable = {sizeof(tsm_sink_vtable), emit,
+                                              test_plugin_close_free};
 
 static int create_sink(void *ud, const char *config, size_t size, tsm_sink *sink,
                        tsm_buffer *error) {
