@@ -1,0 +1,127 @@
+"""test_python_engine.py — the specification's example package inside a
+Python engine that records through tokenspeed_metrics: python.so uses the
+engine's own interpreter (no second one), in the launcher and in
+multiprocessing workers started with spawn and with fork; the example sink's
+totals equal the scrape.
+
+Environment: TSM_PYTHON_PLUGIN_DIR (python.so's build folder),
+TSM_PYTHON_MODULE_PATH (where tokenspeed_metrics imports from),
+TSM_TEST_TMPDIR.
+"""
+import glob
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from prometheus_client.parser import text_string_to_metric_families
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from plugin_venv import make_venv, venv_environment  # noqa: E402
+
+PYTHON_DIR = os.environ["TSM_PYTHON_PLUGIN_DIR"]
+MODULE_PATH = os.environ["TSM_PYTHON_MODULE_PATH"]
+TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR") or None
+RUN_TIMEOUT_S = 120  # hang guard only
+VENV = {}
+
+ENGINE = """
+import multiprocessing, sys, urllib.request
+import tokenspeed_metrics
+
+def work(index):
+    requests = tokenspeed_metrics.Counter("py:requests", "Requests.", ["worker"])
+    latency = tokenspeed_metrics.Histogram("py:latency_seconds", "Latency.", ["worker"],
+                                           buckets=(0.01, 0.1, 1.0))
+    for _ in range(300):
+        requests.labels(str(index)).inc(index + 1)
+        latency.labels(str(index)).observe(0.02, weight=3)
+    # The packages were registered in this interpreter, not in a second one.
+    assert "_tokenspeed_metrics_bridge" in sys.modules, "no bridge in the worker's interpreter"
+
+if __name__ == "__main__":
+    config, plugin_dir, run_dir, method = sys.argv[1:5]
+    tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
+                              "--metrics-reporters", "prometheus,example_output",
+                              "--metrics-reporter-config", config,
+                              "--metrics-plugin-dir", plugin_dir,
+                              "--metrics-multiproc-dir", run_dir])
+    assert "_tokenspeed_metrics_bridge" in sys.modules, "no bridge in the engine's interpreter"
+    context = multiprocessing.get_context(method)
+    workers = [context.Process(target=work, args=(i,)) for i in range(2)]
+    for worker in workers: worker.start()
+    for worker in workers:
+        worker.join()
+        assert worker.exitcode == 0, worker.exitcode
+    with urllib.request.urlopen(tokenspeed_metrics.metrics_url(), timeout=30) as response:
+        sys.stdout.write(response.read().decode())
+    tokenspeed_metrics.close()
+"""
+
+
+def setUpModule():
+    os.makedirs(TMP_ROOT, exist_ok=True)
+    VENV["path"] = make_venv(tempfile.mkdtemp(prefix="venv-", dir=TMP_ROOT), "engine",
+                             ["example_metrics"])
+
+
+class PythonEngineTest(unittest.TestCase):
+
+    def run_engine(self, method):
+        tmp = tempfile.mkdtemp(dir=TMP_ROOT)
+        os.chmod(tmp, 0o755)
+        program = os.path.join(tmp, "engine.py")
+        with open(program, "w") as file:
+            file.write(ENGINE)
+        config = os.path.join(tmp, "metrics.json")
+        with open(config, "w") as file:
+            json.dump({"example_output": {
+                "endpoint": "file://" + os.path.join(tmp, "example-{pid}.jsonl")}}, file)
+        run_dir = os.path.join(tmp, "run")
+        os.mkdir(run_dir)
+        env = venv_environment(VENV["path"], {"PYTHONPATH": MODULE_PATH})
+        result = subprocess.run([os.path.join(VENV["path"], "bin", "python"), program, config,
+                                 PYTHON_DIR, run_dir, method], capture_output=True, text=True,
+                                env=env, timeout=RUN_TIMEOUT_S, check=False)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        return tmp, result
+
+    def check_totals(self, method):
+        tmp, result = self.run_engine(method)
+        scrape = {}
+        for family in text_string_to_metric_families(result.stdout):
+            for sample in family.samples:
+                if sample.name.startswith("py:") and "le" not in sample.labels:
+                    scrape[(sample.name, sample.labels.get("worker"))] = sample.value
+        totals = {}
+        files = glob.glob(os.path.join(tmp, "example-*.jsonl"))
+        # Sinks are created lazily: the launcher records nothing here, so has none.
+        self.assertEqual(len(files), 2, files)
+        for path in files:
+            with open(path) as lines:
+                for line in lines:
+                    event = json.loads(line)
+                    key = (event["metric"], event["labels"]["worker"])
+                    count, total = totals.get(key, (0, 0.0))
+                    totals[key] = (count + event["weight"], total + event["value"] * event["weight"])
+        for worker in ("0", "1"):
+            self.assertEqual(totals[("py:requests_total", worker)][1],
+                             scrape[("py:requests_total", worker)])
+            count, total = totals[("py:latency_seconds", worker)]
+            self.assertEqual(count, scrape[("py:latency_seconds_count", worker)])
+            self.assertTrue(math.isclose(total, scrape[("py:latency_seconds_sum", worker)]))
+        self.assertEqual(scrape[("py:latency_seconds_count", "1")], 900)
+
+    def test_the_example_in_spawned_workers_gets_what_the_scrape_counts(self):
+        self.check_totals("spawn")
+
+    def test_the_example_in_forked_workers_gets_what_the_scrape_counts(self):
+        self.check_totals("fork")
+
+
+if __name__ == "__main__":
+    unittest.main()
