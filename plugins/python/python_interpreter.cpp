@@ -54,7 +54,26 @@ std::string initialize_embedded() {
   return {};
 }
 
+// The thread state keep_thread_state made for this thread, released when the
+// thread ends (unless the interpreter is going away then).
+struct KeptThreadState {
+  PyThreadState* state = nullptr;
+  ~KeptThreadState() {
+    if (state == nullptr || !Py_IsInitialized() || _Py_IsFinalizing()) return;
+    PyEval_RestoreThread(state);
+    PyGILState_Release(PyGILState_UNLOCKED);  // deletes it and drops the GIL
+  }
+};
+
 }  // namespace
+
+void keep_thread_state() noexcept {
+  thread_local KeptThreadState kept;
+  if (kept.state != nullptr || PyGILState_GetThisThreadState() != nullptr) return;
+  (void)PyGILState_Ensure();  // a new thread state, the GIL taken
+  kept.state = PyThreadState_Get();
+  (void)PyEval_SaveThread();  // the GIL dropped, the state (count 1) kept
+}
 
 std::string ensure_interpreter() noexcept {
   try {

@@ -19,10 +19,15 @@ namespace tokenspeed::metrics::python_bridge {
 // Threading: called from tsm_register only (the host's startup thread).
 std::string ensure_interpreter() noexcept;
 
+// Gives a thread that has no Python thread state (a host worker) one that
+// lives as long as the thread: PyGILState_Release would otherwise create and
+// destroy a thread state on every call, several microseconds each.
+void keep_thread_state() noexcept;
+
 // Holds the GIL for one scope, on any thread (PyGILState_Ensure/Release).
 class GilGuard {
  public:
-  GilGuard() noexcept : state_(PyGILState_Ensure()) {}
+  GilGuard() noexcept : state_((keep_thread_state(), PyGILState_Ensure())) {}
   ~GilGuard() { PyGILState_Release(state_); }
   GilGuard(const GilGuard&) = delete;
   GilGuard& operator=(const GilGuard&) = delete;
