@@ -77,7 +77,18 @@ void keep_thread_state() noexcept {
 
 std::string ensure_interpreter() noexcept {
   try {
-    if (Py_IsInitialized()) return {};
+    if (Py_IsInitialized()) {
+      // The host's own interpreter: it must be the version this file was
+      // built against (the C API of another minor version differs).
+      const std::string running = Py_GetVersion();
+      const std::string built = std::to_string(PY_MAJOR_VERSION) + "." +
+                                std::to_string(PY_MINOR_VERSION) + ".";
+      if (running.compare(0, built.size(), built) != 0) {
+        return "the process runs Python " + running.substr(0, running.find(' ')) +
+               "; this plugin is built for Python " + built.substr(0, built.size() - 1);
+      }
+      return {};
+    }
     std::string problem = initialize_embedded();
     if (!problem.empty()) return problem;
     // The GIL is taken again per call with PyGILState_Ensure, on any thread.
