@@ -81,8 +81,8 @@ std::string ensure_interpreter() noexcept {
       // The host's own interpreter: it must be the version this file was
       // built against (the C API of another minor version differs).
       const std::string running = Py_GetVersion();
-      const std::string built = std::to_string(PY_MAJOR_VERSION) + "." +
-                                std::to_string(PY_MINOR_VERSION) + ".";
+      const std::string built =
+          std::to_string(PY_MAJOR_VERSION) + "." + std::to_string(PY_MINOR_VERSION) + ".";
       if (running.compare(0, built.size(), built) != 0) {
         return "the process runs Python " + running.substr(0, running.find(' ')) +
                "; this plugin is built for Python " + built.substr(0, built.size() - 1);
@@ -131,7 +131,8 @@ std::string take_exception() noexcept {
 }
 
 void assign(tsm_buffer* buffer, const std::string& text) noexcept {
-  if (buffer != nullptr && buffer->assign != nullptr) buffer->assign(buffer, text.data(), text.size());
+  if (buffer != nullptr && buffer->assign != nullptr)
+    buffer->assign(buffer, text.data(), text.size());
 }
 
 int fail_with_exception(tsm_buffer* error, const char* what) noexcept {

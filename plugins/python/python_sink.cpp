@@ -72,14 +72,17 @@ PyObject* make_event(PythonSink& sink, const tsm_metric_event& event) {
   Py_DECREF(labels);
   if (read_only_labels == nullptr) return nullptr;
 
-  PyObject* metric = names != nullptr ? Py_NewRef(names->metric) : PyUnicode_FromString(event.metric);
-  PyObject* operation =
-      event.operation >= TSM_OP_INC && event.operation <= TSM_OP_OBSERVE
-          ? Py_NewRef(sink.operations[event.operation])
-          : PyUnicode_FromString("unknown");
+  PyObject* metric =
+      names != nullptr ? Py_NewRef(names->metric) : PyUnicode_FromString(event.metric);
+  PyObject* operation = event.operation >= TSM_OP_INC && event.operation <= TSM_OP_OBSERVE
+                            ? Py_NewRef(sink.operations[event.operation])
+                            : PyUnicode_FromString("unknown");
   PyObject* fields = PyTuple_New(6);
-  PyObject* parts[6] = {PyLong_FromLongLong(event.timestamp_ns), metric, operation,
-                        PyFloat_FromDouble(event.value), read_only_labels,
+  PyObject* parts[6] = {PyLong_FromLongLong(event.timestamp_ns),
+                        metric,
+                        operation,
+                        PyFloat_FromDouble(event.value),
+                        read_only_labels,
                         PyLong_FromUnsignedLongLong(event.weight)};
   bool complete = fields != nullptr;
   for (int i = 0; i < 6; ++i) {
