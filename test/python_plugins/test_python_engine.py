@@ -2,7 +2,8 @@
 Python engine that records through tokenspeed_metrics: python.so uses the
 engine's own interpreter (no second one), in the launcher and in
 multiprocessing workers started with spawn and with fork; the example sink's
-totals equal the scrape.
+totals equal the scrape, also beside a sink that raises; a sink whose close
+ignores its timeout does not hold the engine's exit.
 
 Environment: TSM_PYTHON_PLUGIN_DIR (python.so's build folder),
 TSM_PYTHON_MODULE_PATH (where tokenspeed_metrics imports from),
@@ -42,11 +43,26 @@ def work(index):
         latency.labels(str(index)).observe(0.02, weight=3)
     # The packages were registered in this interpreter, not in a second one.
     assert "_tokenspeed_metrics_bridge" in sys.modules, "no bridge in the worker's interpreter"
+    def test_a_sink_that_raises_in_the_engine_is_disabled_and_the_example_still_gets_everything(self):
+        tmp, result = self.check_totals("spawn", "prometheus,example_output,raising_emit_output")
+        self.assertIn("RuntimeError: the destination rejected the event", result.stderr)
+        workers = [line.split() for line in result.stderr.splitlines()
+                   if " raising_emit_output " in line and line.startswith("SpawnProcess")]
+        self.assertEqual(len(workers), 2, result.stderr)
+        for row in workers:
+            self.assertEqual((row[4], row[-1]), ("10", "yes"), result.stderr)  # delivered, failed
+        self.assertEqual(len(glob.glob(os.path.join(tmp, "raising-*.json"))), 2)  # still closed
+
+    def test_a_sink_whose_close_ignores_its_timeout_does_not_hold_the_engine(self):
+        tmp, _ = self.run_engine("fork", "prometheus,stuck_close_output")
+        self.assertEqual(len(glob.glob(os.path.join(tmp, "stuck-*.json"))), 2)  # close began
+
 
 if __name__ == "__main__":
-    config, plugin_dir, run_dir, method = sys.argv[1:5]
+    config, plugin_dir, run_dir, method, reporters = sys.argv[1:6]
     tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
-                              "--metrics-reporters", "prometheus,example_output",
+                              "--metrics-reporters", reporters,
+                              "--metrics-shutdown-timeout", "1",
                               "--metrics-reporter-config", config,
                               "--metrics-plugin-dir", plugin_dir,
                               "--metrics-multiproc-dir", run_dir])
@@ -59,19 +75,21 @@ if __name__ == "__main__":
         assert worker.exitcode == 0, worker.exitcode
     with urllib.request.urlopen(tokenspeed_metrics.metrics_url(), timeout=30) as response:
         sys.stdout.write(response.read().decode())
-    tokenspeed_metrics.close()
+    report = tokenspeed_metrics.close()
+    sys.stderr.write(report["table"])
 """
 
 
 def setUpModule():
     os.makedirs(TMP_ROOT, exist_ok=True)
     VENV["path"] = make_venv(tempfile.mkdtemp(prefix="venv-", dir=TMP_ROOT), "engine",
-                             ["example_metrics"])
+                             ["example_metrics", "fault_raising_emit",
+                              "fault_close_ignores_timeout"])
 
 
 class PythonEngineTest(unittest.TestCase):
 
-    def run_engine(self, method):
+    def run_engine(self, method, reporters="prometheus,example_output"):
         tmp = tempfile.mkdtemp(dir=TMP_ROOT)
         os.chmod(tmp, 0o755)
         program = os.path.join(tmp, "engine.py")
@@ -79,19 +97,24 @@ class PythonEngineTest(unittest.TestCase):
             file.write(ENGINE)
         config = os.path.join(tmp, "metrics.json")
         with open(config, "w") as file:
-            json.dump({"example_output": {
-                "endpoint": "file://" + os.path.join(tmp, "example-{pid}.jsonl")}}, file)
+            json.dump({name: settings for name, settings in {
+                "example_output": {
+                    "endpoint": "file://" + os.path.join(tmp, "example-{pid}.jsonl")},
+                "raising_emit_output": {"path": os.path.join(tmp, "raising-{pid}.json")},
+                "stuck_close_output": {"path": os.path.join(tmp, "stuck-{pid}.json")},
+            }.items() if name in reporters.split(",")}, file)
         run_dir = os.path.join(tmp, "run")
         os.mkdir(run_dir)
         env = venv_environment(VENV["path"], {"PYTHONPATH": MODULE_PATH})
         result = subprocess.run([os.path.join(VENV["path"], "bin", "python"), program, config,
-                                 PYTHON_DIR, run_dir, method], capture_output=True, text=True,
+                                 PYTHON_DIR, run_dir, method, reporters],
+                                capture_output=True, text=True,
                                 env=env, timeout=RUN_TIMEOUT_S, check=False)
         self.assertEqual(result.returncode, 0, result.stderr)
         return tmp, result
 
-    def check_totals(self, method):
-        tmp, result = self.run_engine(method)
+    def check_totals(self, method, reporters="prometheus,example_output"):
+        tmp, result = self.run_engine(method, reporters)
         scrape = {}
         for family in text_string_to_metric_families(result.stdout):
             for sample in family.samples:
@@ -115,12 +138,27 @@ class PythonEngineTest(unittest.TestCase):
             self.assertEqual(count, scrape[("py:latency_seconds_count", worker)])
             self.assertTrue(math.isclose(total, scrape[("py:latency_seconds_sum", worker)]))
         self.assertEqual(scrape[("py:latency_seconds_count", "1")], 900)
+        return tmp, result
 
     def test_the_example_in_spawned_workers_gets_what_the_scrape_counts(self):
         self.check_totals("spawn")
 
     def test_the_example_in_forked_workers_gets_what_the_scrape_counts(self):
         self.check_totals("fork")
+
+    def test_a_sink_that_raises_in_the_engine_is_disabled_and_the_example_still_gets_everything(self):
+        tmp, result = self.check_totals("spawn", "prometheus,example_output,raising_emit_output")
+        self.assertIn("RuntimeError: the destination rejected the event", result.stderr)
+        workers = [line.split() for line in result.stderr.splitlines()
+                   if " raising_emit_output " in line and line.startswith("SpawnProcess")]
+        self.assertEqual(len(workers), 2, result.stderr)
+        for row in workers:
+            self.assertEqual((row[4], row[-1]), ("10", "yes"), result.stderr)  # delivered, failed
+        self.assertEqual(len(glob.glob(os.path.join(tmp, "raising-*.json"))), 2)  # still closed
+
+    def test_a_sink_whose_close_ignores_its_timeout_does_not_hold_the_engine(self):
+        tmp, _ = self.run_engine("fork", "prometheus,stuck_close_output")
+        self.assertEqual(len(glob.glob(os.path.join(tmp, "stuck-*.json"))), 2)  # close began
 
 
 if __name__ == "__main__":
