@@ -221,7 +221,9 @@ int register_packages(const tsm_host_api* host, tsm_buffer* error) {
     } else {
       // Disabled packages are quiet, as disabled plugin files are; the host
       // keeps the line to explain an unknown reporter either way.
-      std::string line = title + " is " + status + ": " + text_attribute(package, "reason");
+      std::string line = title;
+      line += " is " + status;
+      line += ": " + text_attribute(package, "reason");
       PyObject* attempted = PyObject_GetAttrString(package, "attempted");
       if (attempted != nullptr && PyList_Check(attempted) && PyList_GET_SIZE(attempted) > 0) {
         line += " (its names:";

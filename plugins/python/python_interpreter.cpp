@@ -152,7 +152,7 @@ std::string bridge_module_dir() noexcept {
         info.dli_fname != nullptr) {
       std::string path = info.dli_fname;
       const std::size_t slash = path.rfind('/');
-      const std::string installed =
+      std::string installed =
           (slash == std::string::npos ? std::string(".") : path.substr(0, slash)) + "/python";
       const std::string marker = installed + "/_tokenspeed_metrics_bridge.py";
       if (::access(marker.c_str(), R_OK) == 0) return installed;
