@@ -297,9 +297,14 @@ class PythonPluginTest(unittest.TestCase):
                             "--metrics-reporter-config", config, *plugin_dir_flags(PYTHON_DIR),
                             "--ranks", "1", "--metrics-shutdown-timeout", str(budget_s))
         url = run.metrics_url()
-        test_launcher.poll(lambda: any(
-            name == "tokenspeed_metrics_reporter_events_accepted_total" and value > 0
-            for name, _, value in test_launcher.samples(test_launcher.scrape(url))), 20)
+        # Events reached the sink: delivered (close test), or queued behind
+        # the emit that blocks.
+        reached = test_launcher.poll(lambda: any(
+            name in ("tokenspeed_metrics_reporter_events_delivered_total",
+                     "tokenspeed_metrics_reporter_queue_depth")
+            and labels.get("reporter") == reporter and value > 0
+            for name, labels, value in test_launcher.samples(test_launcher.scrape(url))), 20)
+        self.assertTrue(reached, run.describe())
         producers = run.producer_pids()
         sent = time.monotonic()
         run.process.send_signal(signal.SIGTERM)
