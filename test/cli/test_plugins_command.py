@@ -17,7 +17,7 @@ class PluginsCommand(h.CliTestCase):
         self.assertEqual(set(listing), {"plugin_dirs", "plugins"})
         self.assertIsInstance(listing["plugin_dirs"], list)
         for entry in listing["plugins"]:
-            self.assertEqual(set(entry), {"name", "path", "status", "reason", "reporters"})
+            self.assertEqual(set(entry), {"name", "path", "status", "reason", "reporters", "notes"})
             self.assertIn(entry["status"], STATUSES)
             for reporter in entry["reporters"]:
                 self.assertEqual(set(reporter), {"name", "start_node", "override"})

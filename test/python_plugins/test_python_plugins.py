@@ -237,6 +237,9 @@ class PythonPluginTest(unittest.TestCase):
         self.assertIn("live_config_output", names)
         self.assertNotIn("partial_output", names)  # rolled back with its package
         self.assertNotIn("prometheus", names)
+        # Why the other packages are missing, kept with the bridge's record.
+        self.assertTrue(any("fault_raises_in_register" in note and "vendor SDK" in note
+                            for note in bridge[0]["notes"]), bridge[0])
 
     # ----------------------------------------------------------- launcher rules
 
