@@ -31,8 +31,10 @@ RUN_TIMEOUT_S = 120  # hang guard only
 VENV = {}
 
 ENGINE = """
-import multiprocessing, sys, urllib.request
+import multiprocessing, os, sys, urllib.request
 import tokenspeed_metrics
+if os.environ.get("TSM_TEST_ENGINE_INSTALLED"):
+    import tokenspeed.runtime.metrics.registry as engine_registry
 
 def work(index):
     requests = tokenspeed_metrics.Counter("py:requests", "Requests.", ["worker"])
@@ -43,6 +45,9 @@ def work(index):
         latency.labels(str(index)).observe(0.02, weight=3)
     # The packages were registered in this interpreter, not in a second one.
     assert "_tokenspeed_metrics_bridge" in sys.modules, "no bridge in the worker's interpreter"
+    def test_beside_an_installed_tokenspeed_engine_the_example_registers_here_and_its_modules_stay_its(self):
+        self.check_totals("spawn", venv="with_engine")
+
     def test_a_sink_that_raises_in_the_engine_is_disabled_and_the_example_still_gets_everything(self):
         tmp, result = self.check_totals("spawn", "prometheus,example_output,raising_emit_output")
         self.assertIn("RuntimeError: the destination rejected the event", result.stderr)
@@ -67,6 +72,12 @@ if __name__ == "__main__":
                               "--metrics-plugin-dir", plugin_dir,
                               "--metrics-multiproc-dir", run_dir])
     assert "_tokenspeed_metrics_bridge" in sys.modules, "no bridge in the engine's interpreter"
+    if os.environ.get("TSM_TEST_ENGINE_INSTALLED"):
+        import tokenspeed
+        # The engine's modules stay the engine's; its registry got nothing.
+        assert tokenspeed.ENGINE == "installed-tokenspeed-engine", tokenspeed.__file__
+        assert sys.modules["tokenspeed.runtime.metrics.registry"] is engine_registry
+        assert engine_registry.DECLARED == [], engine_registry.DECLARED
     context = multiprocessing.get_context(method)
     workers = [context.Process(target=work, args=(i,)) for i in range(2)]
     for worker in workers: worker.start()
@@ -82,14 +93,16 @@ if __name__ == "__main__":
 
 def setUpModule():
     os.makedirs(TMP_ROOT, exist_ok=True)
-    VENV["path"] = make_venv(tempfile.mkdtemp(prefix="venv-", dir=TMP_ROOT), "engine",
-                             ["example_metrics", "fault_raising_emit",
-                              "fault_close_ignores_timeout"])
+    root = tempfile.mkdtemp(prefix="venv-", dir=TMP_ROOT)
+    VENV["path"] = make_venv(root, "engine", ["example_metrics", "fault_raising_emit",
+                                              "fault_close_ignores_timeout"])
+    VENV["with_engine"] = make_venv(root, "with_engine",
+                                    ["example_metrics", "installed_tokenspeed_engine"])
 
 
 class PythonEngineTest(unittest.TestCase):
 
-    def run_engine(self, method, reporters="prometheus,example_output"):
+    def run_engine(self, method, reporters="prometheus,example_output", venv="path"):
         tmp = tempfile.mkdtemp(dir=TMP_ROOT)
         os.chmod(tmp, 0o755)
         program = os.path.join(tmp, "engine.py")
@@ -105,16 +118,19 @@ class PythonEngineTest(unittest.TestCase):
             }.items() if name in reporters.split(",")}, file)
         run_dir = os.path.join(tmp, "run")
         os.mkdir(run_dir)
-        env = venv_environment(VENV["path"], {"PYTHONPATH": MODULE_PATH})
-        result = subprocess.run([os.path.join(VENV["path"], "bin", "python"), program, config,
+        extra = {"PYTHONPATH": MODULE_PATH}
+        if venv == "with_engine":
+            extra["TSM_TEST_ENGINE_INSTALLED"] = "1"
+        env = venv_environment(VENV[venv], extra)
+        result = subprocess.run([os.path.join(VENV[venv], "bin", "python"), program, config,
                                  PYTHON_DIR, run_dir, method, reporters],
                                 capture_output=True, text=True,
                                 env=env, timeout=RUN_TIMEOUT_S, check=False)
         self.assertEqual(result.returncode, 0, result.stderr)
         return tmp, result
 
-    def check_totals(self, method, reporters="prometheus,example_output"):
-        tmp, result = self.run_engine(method, reporters)
+    def check_totals(self, method, reporters="prometheus,example_output", venv="path"):
+        tmp, result = self.run_engine(method, reporters, venv)
         scrape = {}
         for family in text_string_to_metric_families(result.stdout):
             for sample in family.samples:
@@ -145,6 +161,9 @@ class PythonEngineTest(unittest.TestCase):
 
     def test_the_example_in_forked_workers_gets_what_the_scrape_counts(self):
         self.check_totals("fork")
+
+    def test_beside_an_installed_tokenspeed_engine_the_example_registers_here_and_its_modules_stay_its(self):
+        self.check_totals("spawn", venv="with_engine")
 
     def test_a_sink_that_raises_in_the_engine_is_disabled_and_the_example_still_gets_everything(self):
         tmp, result = self.check_totals("spawn", "prometheus,example_output,raising_emit_output")

@@ -43,6 +43,8 @@ def setUpModule():
     VENVS["main"] = make_venv(root, "main", MAIN_PACKAGES)
     VENVS["thread"] = make_venv(root, "thread", ["example_metrics", "fault_thread_in_register"])
     VENVS["override"] = make_venv(root, "override", ["example_metrics", "override_example"])
+    VENVS["with_engine"] = make_venv(root, "with_engine",
+                                     ["example_metrics", "installed_tokenspeed_engine"])
 
 
 def plugin_dir_flags(*dirs):
@@ -221,6 +223,14 @@ class PythonPluginTest(unittest.TestCase):
         for path in files:
             with open(path) as file:
                 self.assertEqual(json.load(file), {"overridden": True})
+
+    def test_beside_an_installed_tokenspeed_engine_the_example_still_registers_here(self):
+        config = self.write_config({"example_output": {"endpoint": "file:///dev/null"}})
+        status, stdout, lines = self.check("with_engine", "--metrics-reporters", "example_output",
+                                           "--metrics-reporter-config", config,
+                                           *plugin_dir_flags(PYTHON_DIR))
+        self.assertEqual(status, 0, lines)
+        self.assertIn("example_output", stdout)
 
     def test_the_plugins_command_lists_the_python_outputs(self):
         result = subprocess.run([cli_harness.BINARY, "plugins", "--json",
