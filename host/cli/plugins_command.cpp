@@ -101,6 +101,7 @@ void print_text(const PluginLoader& loader, const ReporterRegistry& registry) {
     std::cout << '\n' << record.name << ": " << to_string(record.status) << '\n';
     std::cout << "  file:   " << record.path << '\n';
     if (!record.reason.empty()) std::cout << "  reason: " << record.reason << '\n';
+    for (const std::string& note : record.notes) std::cout << "  note:   " << note << '\n';
     if (record.status != PluginStatus::loaded) continue;
     for (const Reporter* reporter : registry.registered_by(record.path)) {
       std::cout << "  reporter " << reporter->name()
@@ -147,6 +148,9 @@ void print_json(const PluginLoader& loader, const ReporterRegistry& registry) {
       }
     }
     plugin["reporters"] = std::move(reporters);
+    boost::json::array notes;
+    for (const std::string& note : record.notes) notes.emplace_back(note);
+    plugin["notes"] = std::move(notes);  // what it logged while registering
     plugins.emplace_back(std::move(plugin));
   }
   document["plugins"] = std::move(plugins);

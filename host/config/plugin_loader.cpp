@@ -290,6 +290,7 @@ void PluginLoader::load_file(PluginRecord& record) {
   }
   const long threads_after = thread_count();
   record.reporters = registry_.attempted_names();
+  record.notes = registry_.registration_notes();
 
   std::string reason;
   if (escaped) {
@@ -335,6 +336,12 @@ std::string PluginLoader::unavailable_reason(std::string_view reporter_name) con
     if (!explanation.empty()) explanation += "; ";
     explanation +=
         "plugin '" + record.path + "' is " + to_string(record.status) + ": " + record.reason;
+  }
+  for (const PluginRecord& record : plugins_) {
+    for (const std::string& note : record.notes) {
+      if (!explanation.empty()) explanation += "; ";
+      explanation += "plugin '" + record.path + "' logged while registering: " + note;
+    }
   }
   return explanation;
 }

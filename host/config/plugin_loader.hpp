@@ -26,6 +26,9 @@ struct PluginRecord {
   // loaded: the names it registered; failed: the names it tried to register
   // (all rolled back); otherwise empty.
   std::vector<std::string> reporters;
+  // What the plugin logged while registering (a bridge's packages that
+  // could not load); part of the explanation of an unknown reporter.
+  std::vector<std::string> notes;
 };
 
 // Where to look and what to allow. from_environment() reads
@@ -80,7 +83,8 @@ class PluginLoader {
 
   // Why a reporter name that nobody registered may be missing: the plugins
   // that tried to register it or are named like it and are not loaded, as
-  // "plugin '<path>' is <status>: <reason>"; "" when there is none.
+  // "plugin '<path>' is <status>: <reason>", then what any plugin logged
+  // while registering; "" when there is none.
   std::string unavailable_reason(std::string_view reporter_name) const;
 
  private:

@@ -66,6 +66,7 @@ void ReporterRegistry::begin(std::string plugin_name, std::string plugin_path) {
   context->api.host_version = TSM_VERSION;
   context->api.register_metric_reporter = &ReporterRegistry::register_trampoline;
   context->api.log = &ReporterRegistry::log_trampoline;
+  context->recording = true;
   contexts_.push_back(context);
   open_ = true;
   plugin_name_ = std::move(plugin_name);
@@ -75,12 +76,21 @@ void ReporterRegistry::begin(std::string plugin_name, std::string plugin_path) {
   rejections_.clear();
 }
 
+std::vector<std::string> ReporterRegistry::registration_notes() const {
+  if (contexts_.empty()) return {};
+  const PluginContext* context = contexts_.back();
+  std::lock_guard lock(context->notes_mutex);
+  return context->notes;
+}
+
 void ReporterRegistry::commit() {
+  if (!contexts_.empty()) contexts_.back()->recording = false;
   open_ = false;
   journal_.clear();
 }
 
 void ReporterRegistry::rollback() {
+  if (!contexts_.empty()) contexts_.back()->recording = false;
   open_ = false;
   for (auto entry = journal_.rbegin(); entry != journal_.rend(); ++entry) {
     entry->added->mark_rolled_back();
@@ -184,8 +194,15 @@ int ReporterRegistry::register_trampoline(void* host_data,
 
 void ReporterRegistry::log_trampoline(void* host_data, uint32_t level,
                                       const char* message) noexcept {
+  auto* context = static_cast<PluginContext*>(host_data);
+  if (context != nullptr && context->recording && message != nullptr) {
+    try {
+      std::lock_guard lock(context->notes_mutex);
+      context->notes.emplace_back(message);
+    } catch (...) {  // a note is an explanation only; losing it is harmless
+    }
+  }
   if (level < TSM_LOG_INFO) return;  // plugin debug lines are not shown
-  const auto* context = static_cast<const PluginContext*>(host_data);
   const char* severity = level >= TSM_LOG_ERROR     ? "error"
                          : level >= TSM_LOG_WARNING ? "warning"
                                                     : "info";

@@ -3,8 +3,10 @@
 // begin/commit/rollback. Startup only; never touched on the hot path.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +50,11 @@ class ReporterRegistry {
   // rejection inside a window is also remembered in rejections().
   std::string add(const tsm_reporter_descriptor* descriptor);
 
+  // The lines the plugin of the current (or last) window logged through
+  // host->log while its tsm_register ran, debug lines included: they explain
+  // an unknown reporter (a bridge plugin names what it could not load there).
+  std::vector<std::string> registration_notes() const;
+
   // Names attempted in the current (or last) window, accepted or not.
   const std::vector<std::string>& attempted_names() const noexcept { return attempted_; }
   // Rejection messages of the current (or last) window.
@@ -73,6 +80,9 @@ class ReporterRegistry {
     ReporterRegistry* registry;
     std::string plugin_name;
     tsm_host_api api;
+    std::atomic<bool> recording{false};  // true while its tsm_register runs
+    mutable std::mutex notes_mutex;      // log may be called from any thread
+    std::vector<std::string> notes;
   };
 
   static int register_trampoline(void* host_data, const tsm_reporter_descriptor* descriptor,

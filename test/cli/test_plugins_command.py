@@ -19,7 +19,7 @@ class PluginsCommand(h.CliTestCase):
         self.assertIsInstance(listing["plugin_dirs"], list)
         self.assertEqual([d["path"] for d in listing["directories"]], listing["plugin_dirs"])
         for entry in listing["plugins"]:
-            self.assertEqual(set(entry), {"name", "path", "status", "reason", "reporters"})
+            self.assertEqual(set(entry), {"name", "path", "status", "reason", "reporters", "notes"})
             self.assertIn(entry["status"], STATUSES)
             for reporter in entry["reporters"]:
                 self.assertEqual(set(reporter), {"name", "version", "start_node", "override",

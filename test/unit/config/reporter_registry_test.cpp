@@ -232,3 +232,20 @@ TEST_CASE("a host table kept by a plugin stays safe after the registry is gone",
   CHECK(contains(error.str(), "after tsm_register returned"));
   api->log(api->host_data, TSM_LOG_DEBUG, "still safe to log");
 }
+
+TEST_CASE("what a plugin logs while registering is kept as its notes, debug lines included",
+          "[registry]") {
+  ReporterRegistry registry;
+  registry.begin("bridge", "/bridge.so");
+  const tsm_host_api* api = registry.host_api();
+  api->log(api->host_data, TSM_LOG_DEBUG, "package 'a' is disabled");
+  api->log(api->host_data, TSM_LOG_WARNING, "package 'b' is failed");
+  registry.commit();
+  api->log(api->host_data, TSM_LOG_WARNING, "logged after registration");
+  CHECK(registry.registration_notes() ==
+        std::vector<std::string>{"package 'a' is disabled", "package 'b' is failed"});
+
+  registry.begin("quiet", "/quiet.so");
+  registry.rollback();
+  CHECK(registry.registration_notes().empty());  // the notes of the last window only
+}
