@@ -232,8 +232,22 @@ void PluginLoader::load(const PluginSearchOptions& options) {
     std::vector<std::string> found;
     found.reserve(claimed.size());
     for (const auto& [name, path] : claimed) found.push_back(name);
+    // A plugin that honours the variable for what it loads itself (the
+    // Python bridge, by entry-point name) notes each name it disabled.
+    auto disabled_by_a_plugin = [this](const std::string& name) {
+      const std::string quoted = "'" + name + "'";
+      for (const PluginRecord& plugin : plugins_) {
+        for (const std::string& note : plugin.notes) {
+          if (note.find(quoted) != std::string::npos &&
+              note.find("TOKENSPEED_DISABLE_PLUGINS") != std::string::npos) {
+            return true;
+          }
+        }
+      }
+      return false;
+    };
     for (const std::string& name : disabled) {
-      if (claimed.count(name) != 0) continue;
+      if (claimed.count(name) != 0 || disabled_by_a_plugin(name)) continue;
       std::string line = "TOKENSPEED_DISABLE_PLUGINS names '" + name +
                          "', but no plugin file of that name is in the plugin directories "
                          "(a plugin's name is its file name without 'lib' and '.so')";

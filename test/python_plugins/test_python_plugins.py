@@ -133,7 +133,7 @@ class PythonPluginTest(unittest.TestCase):
         rows = [line.split() for line in run.stdout_lines if " example_output " in line]
         self.assertEqual(len(rows), 4, run.describe())  # launcher, frontend, two schedulers
         for row in rows:
-            self.assertEqual(row[5:8], ["0", "0", "no"], row)
+            self.assertEqual(row[5:8], ["0", "0", "ok"], row)
 
         counters, histogram_counts = {}, {}
         for name, _, value in test_launcher.samples(exposition):
@@ -286,13 +286,15 @@ class PythonPluginTest(unittest.TestCase):
                             *plugin_dir_flags(JSONL_DIR, PYTHON_DIR),
                             "--ranks", "1", "--request-rate", "100", "--duration", "2",
                             "--metrics-reporter-queue-size", "1048576")
-        self.assertEqual(run.wait(), 0, run.describe())
+        # A disabled output is a failed one: simulate's exit status 3 says so.
+        self.assertEqual(run.wait(), 3, run.describe())
         rows = {(row[0], row[2]): row for row in
                 (line.split() for line in run.stdout_lines)
-                if len(row) == 8 and row[2] in ("jsonl", "raising_emit_output")}
+                if len(row) >= 8 and row[2] in ("jsonl", "raising_emit_output")}
         for process in ("frontend", "scheduler-0"):
-            self.assertEqual(rows[(process, "raising_emit_output")][7], "yes", run.describe())
-            self.assertEqual(rows[(process, "jsonl")][5:8], ["0", "0", "no"], run.describe())
+            self.assertEqual(" ".join(rows[(process, "raising_emit_output")][7:]),
+                             "failed: disabled (emit failed)", run.describe())
+            self.assertEqual(rows[(process, "jsonl")][5:8], ["0", "0", "ok"], run.describe())
             self.assertGreater(int(rows[(process, "jsonl")][4]), 10)
         self.assertIn("RuntimeError: the destination rejected the event", run.stderr_text)
         # Closed at shutdown all the same, after its ten accepted events.
@@ -323,7 +325,10 @@ class PythonPluginTest(unittest.TestCase):
         run.process.send_signal(signal.SIGTERM)
         status = run.wait()
         elapsed = time.monotonic() - sent
-        self.assertEqual(status, 0, run.describe())
+        # An abandoned output is a failed one: simulate's exit status 3.
+        self.assertEqual(status, 3, run.describe())
+        self.assertTrue(any("abandoned at close" in line for line in run.stdout_lines),
+                        run.describe())
         # The plugin would hold an hour; the tree keeps its budget plus a
         # grace for process start-up noise.
         self.assertLess(elapsed, budget_s + 3.0, run.describe())
