@@ -126,7 +126,13 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        if self.process is not None:
+            self.process.stdout.close()
         self.process = None
+
+    def label_values(self, label):
+        body = json.loads(http_get(f"{self.url}/api/v1/label/{label}/values"))
+        return body.get("data") or []
 
     def query(self, promql, at=None):
         """The result list of an instant query."""
