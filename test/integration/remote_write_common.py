@@ -206,12 +206,15 @@ class FaultProxy:
                 if "status" in plan:
                     record["status"] = plan["status"]
                     text = plan.get("body", "").encode()
-                    self.send_response(plan["status"])
-                    if "retry_after" in plan:
-                        self.send_header("Retry-After", plan["retry_after"])
-                    self.send_header("Content-Length", str(len(text)))
-                    self.end_headers()
-                    self.wfile.write(text)
+                    try:
+                        self.send_response(plan["status"])
+                        if "retry_after" in plan:
+                            self.send_header("Retry-After", plan["retry_after"])
+                        self.send_header("Content-Length", str(len(text)))
+                        self.end_headers()
+                        self.wfile.write(text)
+                    except OSError:
+                        record["status"] = "client gone"
                     return
                 forward = urllib.request.Request(proxy.target, data=body, method="POST",
                                                  headers=dict(self.headers.items()))
