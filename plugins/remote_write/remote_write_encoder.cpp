@@ -58,12 +58,12 @@ class RequestBuilder {
 
   std::size_t samples() const noexcept { return samples_; }
 
-  void finish(std::vector<EncodedRequest>& out) {
+  void finish(const std::function<void(EncodedRequest&&)>& take) {
     if (samples_ == 0) return;
     EncodedRequest encoded;
     encoded.samples = samples_;
     request_->SerializeToString(&encoded.body);
-    out.push_back(std::move(encoded));
+    take(std::move(encoded));
     arena_.Reset();
     request_ = google::protobuf::Arena::CreateMessage<pb::WriteRequest>(&arena_);
     samples_ = 0;
@@ -85,6 +85,12 @@ Encoder::Encoder(EncoderOptions options) : options_(std::move(options)) {
 
 void Encoder::encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,
                      std::vector<EncodedRequest>& out) const {
+  encode(snapshot, timestamp_ms, stale_markers,
+         [&out](EncodedRequest&& request) { out.push_back(std::move(request)); });
+}
+
+void Encoder::encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,
+                     const std::function<void(EncodedRequest&&)>& out) const {
   RequestBuilder builder(timestamp_ms, stale_markers);
   std::vector<LabelView> base;
   std::vector<LabelView> labels;

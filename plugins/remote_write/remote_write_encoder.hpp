@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +42,11 @@ class Encoder {
   // and NAME_count. Labels are sorted by name, __name__ among them.
   void encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,
               std::vector<EncodedRequest>& out) const;
+
+  // The same, handing each request to take as soon as it is complete, so
+  // that only one uncompressed body exists at a time.
+  void encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,
+              const std::function<void(EncodedRequest&&)>& take) const;
 
  private:
   EncoderOptions options_;

@@ -70,14 +70,14 @@ void RemoteWriteSink::collect(std::vector<RemoteWriteRequest>& out, bool final) 
   report_refused_events();
   const int64_t timestamp_ms = next_timestamp_ms(final);
   const kit::Snapshot snapshot = aggregator_.collect(timestamp_ms * 1000000);
-  std::vector<EncodedRequest> encoded;
-  encoder_.encode(snapshot, timestamp_ms, final, encoded);
-  for (EncodedRequest& request : encoded) {
+  // Compressed as each request is complete: one uncompressed body at a time.
+  encoder_.encode(snapshot, timestamp_ms, final, [&out](EncodedRequest&& request) {
     RemoteWriteRequest ready;
     ready.samples = request.samples;
     snappy::Compress(request.body.data(), request.body.size(), &ready.body);
+    ready.body.shrink_to_fit();  // Compress reserves the worst case, about the input's size
     out.push_back(std::move(ready));
-  }
+  });
 }
 
 kit::SendResult RemoteWriteSink::send(const RemoteWriteRequest& request,
