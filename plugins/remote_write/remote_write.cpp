@@ -119,8 +119,8 @@ std::unique_ptr<RemoteWriteSink> create_sink(std::string_view producer_config,
   for (auto& [name, value] : settings.string_map("external_labels"))
     options.encoder.constant_labels.emplace_back(name, value);
   // One label value per producer process: two processes never push the same series.
-  options.encoder.constant_labels.emplace_back(
-      settings.string("process_label"), host_name() + "-" + std::to_string(::getpid()));
+  options.encoder.process_label = {settings.string("process_label"),
+                                   host_name() + "-" + std::to_string(::getpid())};
   options.encoder.max_samples_per_request =
       static_cast<std::size_t>(settings.integer("max_samples_per_request"));
   return std::make_unique<RemoteWriteSink>(std::move(options), host);

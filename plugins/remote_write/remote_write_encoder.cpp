@@ -113,7 +113,14 @@ void Encoder::encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool s
       base.erase(std::remove_if(base.begin(), base.end(),
                                 [&](const LabelView& l) { return l.first == label; }),
                  base.end());
-      base.emplace_back(label, values[i]);
+      if (label != options_.process_label.first) base.emplace_back(label, values[i]);
+    }
+    if (!options_.process_label.first.empty()) {
+      const std::string_view label = options_.process_label.first;
+      base.erase(std::remove_if(base.begin(), base.end(),
+                                [&](const LabelView& l) { return l.first == label; }),
+                 base.end());
+      base.emplace_back(label, options_.process_label.second);
     }
     switch (family.kind) {
       case TSM_KIND_COUNTER:

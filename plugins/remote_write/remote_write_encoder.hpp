@@ -21,8 +21,11 @@ struct EncodedRequest {
 };
 
 struct EncoderOptions {
-  // Labels of every series: the external labels and the process label.
+  // Labels of every series: the external labels (a label of the metric of
+  // the same name wins over one of them) and the process label (which wins
+  // over the metric's label, so two processes never share a series).
   std::vector<std::pair<std::string, std::string>> constant_labels;
+  std::pair<std::string, std::string> process_label;  // unused while the name is empty
   std::size_t max_samples_per_request = 2000;
 };
 

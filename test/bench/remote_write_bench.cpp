@@ -95,7 +95,7 @@ struct EventSet {
 
 rw::EncoderOptions encoder_options() {
   rw::EncoderOptions options;
-  options.constant_labels = {{"process", "bench-1"}};
+  options.process_label = {"process", "bench-1"};
   options.max_samples_per_request = 2000;
   return options;
 }

@@ -86,7 +86,8 @@ TEST_CASE("series carry the exposition's names, sorted labels and one timestamp"
   add(aggregator, kHistogram, TSM_OP_OBSERVE, 0.5, 2);
   add(aggregator, kHistogram, TSM_OP_OBSERVE, 9, 1);
   rw::EncoderOptions options;
-  options.constant_labels = {{"process", "host-1"}, {"cluster", "eu"}};
+  options.constant_labels = {{"cluster", "eu"}, {"model_name", "lost"}};
+  options.process_label = {"process", "host-1"};
   std::vector<rw::EncodedRequest> requests;
   rw::Encoder(options).encode(aggregator.collect(5'000'000), 5, false, requests);
   const auto series = decode(requests);
@@ -160,4 +161,32 @@ TEST_CASE("le is written as the exposition writes it") {
   CHECK_FALSE(rw::valid_label_name("__name__"));
   CHECK_FALSE(rw::valid_label_name("a-b"));
   CHECK_FALSE(rw::valid_label_name("1a"));
+}
+
+TEST_CASE("the process label wins over a metric label of the same name") {
+  static const char* const names[] = {"process"};
+  static const char* const values[] = {"mine"};
+  tsm_metric_info info = info_of(TSM_KIND_GAUGE, "g");
+  info.label_count = 1;
+  info.label_names = names;
+  kit::Aggregator aggregator({});
+  tsm_metric_event e{};
+  e.struct_size = sizeof e;
+  e.info = &info;
+  e.metric = info.name;
+  e.operation = TSM_OP_SET;
+  e.value = 1;
+  e.weight = 1;
+  e.label_count = 1;
+  e.label_names = names;
+  e.label_values = values;
+  aggregator.add(e);
+  rw::EncoderOptions options;
+  options.process_label = {"process", "host-2"};
+  std::vector<rw::EncodedRequest> requests;
+  rw::Encoder(options).encode(aggregator.collect(1), 1, false, requests);
+  const auto series = decode(requests);
+  REQUIRE(series.size() == 1);
+  CHECK(series[0].labels_size() == 2);
+  CHECK(labels_of(series[0])["process"] == "host-2");
 }
