@@ -134,6 +134,12 @@ class Server:
         body = json.loads(http_get(f"{self.url}/api/v1/label/{label}/values"))
         return body.get("data") or []
 
+    def series(self, match):
+        """The label sets of every stored series matching match."""
+        params = urllib.parse.urlencode({"match[]": match, "start": "0"})
+        body = json.loads(http_get(f"{self.url}/api/v1/series?{params}"))
+        return body.get("data") or []
+
     def query(self, promql, at=None):
         """The result list of an instant query."""
         params = {"query": promql}

@@ -1,7 +1,8 @@
 """remote_write_faults.py — the remote_write output when its receiver
 misbehaves: down at start; down mid-run and back; 503 with Retry-After; 400
 (dropped, not retried, the receiver's message logged); 429 dropped unless
-retry_on_429; slower than the timeout; close while a request hangs. In each
+retry_on_429; slower than the timeout; close while a request hangs; more
+series than max_series. In each
 the engine never blocks (no event of the host's queues is dropped, /metrics
 keeps counting), the failures are counted in rate-limited log lines,
 delivery resumes (PromQL equals the final /metrics) and close returns within
@@ -190,6 +191,22 @@ class RemoteWriteFaults(unittest.TestCase):
                         run.describe())
         self.assertLess(elapsed, SHUTDOWN_BUDGET_S + SHUTDOWN_GRACE_S, run.describe())
         self.assertTrue(run.plugin_lines("not delivered to http://127.0.0.1:"), run.describe())
+
+    def test_series_beyond_max_series_are_dropped_counted_and_logged(self):
+        self.prometheus = rw.Prometheus(self.tmp)
+        run = self.simulate(self.prometheus.write_url, "--duration", "2", max_series=5)
+        self.assertEqual(run.wait(), 0, run.describe())
+        lines = run.plugin_lines("would exceed max_series=5")
+        self.assertTrue(lines, run.describe())
+        self.assertTrue(all("events dropped" in line and "in total" in line for line in lines))
+        for process, row in run.output_table().items():  # the host's worker was never held up
+            self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}")
+        # An engine series is at most two series without le (a histogram's _sum, _count).
+        per_process = {}
+        for labels in self.prometheus.series('{__name__=~"tokenspeed:.+", le=""}'):
+            per_process[labels["process"]] = per_process.get(labels["process"], 0) + 1
+        self.assertTrue(per_process)
+        self.assertLessEqual(max(per_process.values()), 2 * 5, per_process)
 
 
 if __name__ == "__main__":
