@@ -107,7 +107,7 @@ class PrometheusAgreement(AgreementTest, unittest.TestCase):
     server_class = rw.Prometheus
 
     def setUp(self):
-        rw.skip_unless(rw.PROMETHEUS, "prometheus")
+        rw.skip_unless(self, rw.PROMETHEUS, "prometheus")
         super().setUp()
 
     def tearDown(self):
@@ -119,9 +119,9 @@ class VictoriaMetricsAgreement(AgreementTest, unittest.TestCase):
     server_class = rw.VictoriaMetrics
 
     def setUp(self):
-        rw.skip_unless(rw.VICTORIA_METRICS, "victoria-metrics")
+        rw.skip_unless(self, rw.VICTORIA_METRICS, "victoria-metrics")
         super().setUp()
 
 
 if __name__ == "__main__":
-    unittest.main()
+    rw.main()

@@ -33,7 +33,7 @@ class RemoteWriteFaults(unittest.TestCase):
     maxDiff = None
 
     def setUp(self):
-        rw.skip_unless(rw.PROMETHEUS, "prometheus")
+        rw.skip_unless(self, rw.PROMETHEUS, "prometheus")
         self.tmp = rw.make_tmp()
         self.prometheus = None
         self.proxy = None
@@ -210,4 +210,4 @@ class RemoteWriteFaults(unittest.TestCase):
 
 
 if __name__ == "__main__":
-    unittest.main()
+    rw.main()
