@@ -1,0 +1,154 @@
+// remote_write_encoder.cpp — the mapping of series to remote-write time
+// series: names as the exposition writes them, labels sorted by name with
+// __name__, histogram buckets made cumulative. Builds protobuf messages on an
+// arena, one per request; no I/O.
+#include "remote_write_encoder.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string_view>
+
+#include <google/protobuf/arena.h>
+
+#include "remote_write.pb.h"
+#include "remote_write_naming.hpp"
+
+namespace tokenspeed::metrics::remote_write {
+
+double stale_nan() noexcept {
+  double value;
+  std::memcpy(&value, &kStaleNaNBits, sizeof value);
+  return value;
+}
+
+namespace {
+
+namespace pb = ::tokenspeed::prompb;
+using LabelView = std::pair<std::string_view, std::string_view>;
+
+// Builds one request at a time; finish hands it over and starts the next.
+class RequestBuilder {
+ public:
+  RequestBuilder(int64_t timestamp_ms, bool stale_markers)
+      : timestamp_ms_(timestamp_ms), stale_markers_(stale_markers) {
+    request_ = google::protobuf::Arena::CreateMessage<pb::WriteRequest>(&arena_);
+  }
+
+  // One series: base holds the point's labels (without __name__ and le).
+  void add(std::vector<LabelView>& labels, std::string_view name, double value) {
+    labels.emplace_back("__name__", name);
+    std::sort(labels.begin(), labels.end());
+    pb::TimeSeries* series = request_->add_timeseries();
+    for (const auto& [label, text] : labels) {
+      pb::Label* out = series->add_labels();
+      out->set_name(label.data(), label.size());
+      out->set_value(text.data(), text.size());
+    }
+    pb::Sample* sample = series->add_samples();
+    sample->set_value(value);
+    sample->set_timestamp(timestamp_ms_);
+    ++samples_;
+    if (stale_markers_) {
+      pb::Sample* marker = series->add_samples();
+      marker->set_value(stale_nan());
+      marker->set_timestamp(timestamp_ms_ + 1);
+      ++samples_;
+    }
+  }
+
+  std::size_t samples() const noexcept { return samples_; }
+
+  void finish(const std::function<void(EncodedRequest&&)>& take) {
+    if (samples_ == 0) return;
+    EncodedRequest encoded;
+    encoded.samples = samples_;
+    request_->SerializeToString(&encoded.body);
+    take(std::move(encoded));
+    arena_.Reset();
+    request_ = google::protobuf::Arena::CreateMessage<pb::WriteRequest>(&arena_);
+    samples_ = 0;
+  }
+
+ private:
+  const int64_t timestamp_ms_;
+  const bool stale_markers_;
+  google::protobuf::Arena arena_;
+  pb::WriteRequest* request_ = nullptr;  // on arena_
+  std::size_t samples_ = 0;
+};
+
+}  // namespace
+
+Encoder::Encoder(EncoderOptions options) : options_(std::move(options)) {
+  if (options_.max_samples_per_request == 0) options_.max_samples_per_request = 1;
+}
+
+void Encoder::encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,
+                     std::vector<EncodedRequest>& out) const {
+  encode(snapshot, timestamp_ms, stale_markers,
+         [&out](EncodedRequest&& request) { out.push_back(std::move(request)); });
+}
+
+void Encoder::encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,
+                     const std::function<void(EncodedRequest&&)>& out) const {
+  RequestBuilder builder(timestamp_ms, stale_markers);
+  std::vector<LabelView> base;
+  std::vector<LabelView> labels;
+  std::string name;
+  std::vector<std::string> le_text;
+  const auto emit = [&](std::string_view series_name, double value, const std::string* le) {
+    labels.assign(base.begin(), base.end());
+    if (le != nullptr) labels.emplace_back("le", *le);
+    builder.add(labels, series_name, value);
+    if (builder.samples() >= options_.max_samples_per_request) builder.finish(out);
+  };
+  for (const kit::Point& point : snapshot.points) {
+    const kit::SeriesFamily& family = *point.family;
+    base.clear();
+    for (const auto& [label, value] : options_.constant_labels) base.emplace_back(label, value);
+    const std::vector<std::string>& values = *point.label_values;
+    for (std::size_t i = 0; i < family.label_names.size() && i < values.size(); ++i) {
+      // A label of the event wins over a constant label of the same name.
+      const std::string_view label = family.label_names[i];
+      base.erase(std::remove_if(base.begin(), base.end(),
+                                [&](const LabelView& l) { return l.first == label; }),
+                 base.end());
+      if (label != options_.process_label.first) base.emplace_back(label, values[i]);
+    }
+    if (!options_.process_label.first.empty()) {
+      const std::string_view label = options_.process_label.first;
+      base.erase(std::remove_if(base.begin(), base.end(),
+                                [&](const LabelView& l) { return l.first == label; }),
+                 base.end());
+      base.emplace_back(label, options_.process_label.second);
+    }
+    switch (family.kind) {
+      case TSM_KIND_COUNTER:
+      case TSM_KIND_GAUGE:
+        emit(family.name, point.value, nullptr);
+        break;
+      case TSM_KIND_HISTOGRAM: {
+        const std::vector<double>& bounds = family.bounds;
+        le_text.resize(bounds.size() + 1);
+        for (std::size_t i = 0; i < bounds.size(); ++i) le_text[i] = format_le(bounds[i]);
+        le_text[bounds.size()] = "+Inf";
+        name.assign(family.name).append("_bucket");
+        uint64_t running = 0;
+        for (std::size_t i = 0; i <= bounds.size(); ++i) {
+          running += snapshot.buckets[point.bucket_offset + i];
+          emit(name, static_cast<double>(running), &le_text[i]);
+        }
+        name.assign(family.name).append("_sum");
+        emit(name, point.sum, nullptr);
+        name.assign(family.name).append("_count");
+        emit(name, static_cast<double>(point.count), nullptr);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  builder.finish(out);
+}
+
+}  // namespace tokenspeed::metrics::remote_write

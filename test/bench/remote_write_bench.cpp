@@ -1,0 +1,218 @@
+// remote_write_bench.cpp — the remote_write output's costs: samples per
+// second encoded (protobuf + snappy) from 10,000 series, samples per second
+// pushed into a real local Prometheus (its remote-write URL in
+// TSM_BENCH_REMOTE_WRITE_URL; skipped without it), and the heap the
+// output holds per 10,000 series.
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <snappy.h>
+
+#include <tokenspeed/kit/aggregation.hpp>
+#include <tokenspeed/kit/http_client.hpp>
+
+#include "remote_write_encoder.hpp"
+
+namespace kit = tokenspeed::metrics::kit;
+namespace rw = tokenspeed::metrics::remote_write;
+
+namespace {
+
+const char* const kLabelNames[] = {"model_name", "engine"};
+const double kBounds[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
+                          0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
+
+tsm_metric_info make_info(uint32_t kind, const char* name) {
+  tsm_metric_info i{};
+  i.struct_size = sizeof i;
+  i.kind = kind;
+  i.name = name;
+  i.help = "help";
+  i.unit = kind == TSM_KIND_HISTOGRAM ? "seconds" : "tokens";
+  i.label_count = 2;
+  i.label_names = kLabelNames;
+  if (kind == TSM_KIND_HISTOGRAM) {
+    i.bucket_count = sizeof kBounds / sizeof kBounds[0];
+    i.bucket_bounds = kBounds;
+  }
+  return i;
+}
+
+const tsm_metric_info kCounter = make_info(TSM_KIND_COUNTER, "tokenspeed:generation_tokens_total");
+const tsm_metric_info kGauge = make_info(TSM_KIND_GAUGE, "tokenspeed:num_requests_running");
+const tsm_metric_info kHistogram =
+    make_info(TSM_KIND_HISTOGRAM, "tokenspeed:inter_token_latency_seconds");
+
+// Events over `series` label sets, a third of each kind.
+struct EventSet {
+  explicit EventSet(int series) {
+    for (int i = 0; i < series; ++i) {
+      names.push_back("model-" + std::to_string(i / 8));
+      engines.push_back(std::to_string(i % 8));
+    }
+    values.resize(static_cast<std::size_t>(series) * 2);
+    for (std::size_t i = 0; i < static_cast<std::size_t>(series); ++i) {
+      values[2 * i] = names[i].c_str();
+      values[2 * i + 1] = engines[i].c_str();
+      tsm_metric_event e{};
+      e.struct_size = sizeof e;
+      e.timestamp_ns = 1'700'000'000'000'000'000 + static_cast<int64_t>(i);
+      e.weight = 1;
+      e.label_count = 2;
+      e.label_names = kLabelNames;
+      e.label_values = &values[2 * i];
+      switch (i % 3) {
+        case 0:
+          e.info = &kCounter;
+          e.operation = TSM_OP_INC;
+          e.value = 3;
+          break;
+        case 1:
+          e.info = &kGauge;
+          e.operation = TSM_OP_SET;
+          e.value = static_cast<double>(i);
+          break;
+        default:
+          e.info = &kHistogram;
+          e.operation = TSM_OP_OBSERVE;
+          e.value = 0.03;
+          e.weight = 3;
+      }
+      e.metric = e.info->name;
+      events.push_back(e);
+    }
+  }
+  std::vector<std::string> names, engines;
+  std::vector<const char*> values;
+  std::vector<tsm_metric_event> events;
+};
+
+rw::EncoderOptions encoder_options() {
+  rw::EncoderOptions options;
+  options.process_label = {"process", "bench-1"};
+  options.max_samples_per_request = 2000;
+  return options;
+}
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Collect, encode and snappy-compress every request of one push, as the
+// sink does (each request compressed as soon as it is complete).
+std::size_t encode_push(kit::Aggregator& aggregator, const rw::Encoder& encoder, int64_t at_ms,
+                        std::vector<std::string>& bodies) {
+  std::size_t samples = 0;
+  bodies.clear();
+  encoder.encode(aggregator.collect(at_ms * 1000000), at_ms, false,
+                 [&](rw::EncodedRequest&& request) {
+                   bodies.emplace_back();
+                   snappy::Compress(request.body.data(), request.body.size(), &bodies.back());
+                   bodies.back().shrink_to_fit();
+                   samples += request.samples;
+                 });
+  return samples;
+}
+
+void BM_EncodeSnappy10kSeries(benchmark::State& state) {
+  const EventSet set(10'000);
+  kit::Aggregator aggregator({});
+  for (const tsm_metric_event& e : set.events) aggregator.add(e);
+  const rw::Encoder encoder(encoder_options());
+  std::vector<std::string> bodies;
+  std::size_t samples = 0;
+  int64_t at = now_ms();
+  for (auto _ : state) samples = encode_push(aggregator, encoder, ++at, bodies);
+  std::size_t bytes = 0;
+  for (const auto& body : bodies) bytes += body.size();
+  state.counters["samples_per_push"] = static_cast<double>(samples);
+  state.counters["snappy_bytes"] = static_cast<double>(bytes);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(samples));
+}
+BENCHMARK(BM_EncodeSnappy10kSeries)->Unit(benchmark::kMillisecond);
+
+// Collect, encode, compress and POST every request into a local Prometheus.
+void BM_PushToPrometheus10kSeries(benchmark::State& state) {
+  const char* url = std::getenv("TSM_BENCH_REMOTE_WRITE_URL");
+  if (url == nullptr || *url == '\0') {
+    state.SkipWithError("TSM_BENCH_REMOTE_WRITE_URL is not set (a Prometheus remote-write URL)");
+    return;
+  }
+  const EventSet set(10'000);
+  kit::Aggregator aggregator({});
+  for (const tsm_metric_event& e : set.events) aggregator.add(e);
+  const rw::Encoder encoder(encoder_options());
+  kit::HttpClient client;
+  std::vector<std::string> bodies;
+  std::size_t samples = 0;
+  int64_t at = now_ms();
+  for (auto _ : state) {
+    at = std::max(at + 1, now_ms());
+    samples = encode_push(aggregator, encoder, at, bodies);
+    for (const std::string& body : bodies) {
+      kit::HttpRequest request;
+      request.url = url;
+      request.body = body;
+      request.headers = {"Content-Type: application/x-protobuf", "Content-Encoding: snappy",
+                         "X-Prometheus-Remote-Write-Version: 0.1.0", "Expect:"};
+      const kit::HttpResponse response =
+          client.post(request, std::chrono::steady_clock::now() + std::chrono::seconds(10));
+      if (response.status < 200 || response.status >= 300) {
+        state.SkipWithError(("HTTP " + std::to_string(response.status) + " " + response.error +
+                             response.body)
+                                .c_str());
+        return;
+      }
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(samples));
+}
+BENCHMARK(BM_PushToPrometheus10kSeries)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The heap a sink holds for 10,000 series once each had an event (and after
+// one push encoded them, so that the encoder's buffers are counted too).
+void BM_HeapPer10kSeries(benchmark::State& state) {
+  const EventSet set(10'000);
+  std::size_t held = 0;
+  for (auto _ : state) {
+    const std::size_t before = mallinfo2().uordblks;
+    auto aggregator = std::make_unique<kit::Aggregator>(kit::AggregationOptions{});
+    for (const tsm_metric_event& e : set.events) aggregator->add(e);
+    held = mallinfo2().uordblks - before;
+    benchmark::DoNotOptimize(aggregator.get());
+  }
+  state.counters["heap_bytes"] = static_cast<double>(held);
+  state.counters["bytes_per_series"] = static_cast<double>(held) / 10'000;
+}
+BENCHMARK(BM_HeapPer10kSeries)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// The heap one push of 10,000 series holds at its end: the snappy bodies
+// waiting to be sent (the snapshot and the one uncompressed body at a time
+// are freed by then).
+void BM_PushHeap10kSeries(benchmark::State& state) {
+  const EventSet set(10'000);
+  kit::Aggregator aggregator({});
+  for (const tsm_metric_event& e : set.events) aggregator.add(e);
+  const rw::Encoder encoder(encoder_options());
+  std::size_t held = 0;
+  for (auto _ : state) {
+    const std::size_t before = mallinfo2().uordblks;
+    std::vector<std::string> bodies;
+    encode_push(aggregator, encoder, 1, bodies);
+    held = mallinfo2().uordblks - before;
+  }
+  state.counters["heap_bytes"] = static_cast<double>(held);
+}
+BENCHMARK(BM_PushHeap10kSeries)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,405 @@
+"""remote_write_common.py — what the remote_write tests share: a real
+Prometheus 2.42 (remote-write receiver on) and a real VictoriaMetrics 1.79,
+each on its own loopback port with its own data directory; a fault-injecting
+HTTP proxy in front of one (for 503/400/delays/hangs a real server cannot be
+made to answer); one `simulate` run with prometheus and remote_write; the
+/metrics scrape; PromQL. Starts only processes it stops again.
+
+Environment (set by test/integration/meson.build):
+  TSM_BINARY            the tokenspeed-metrics executable
+  TSM_REMOTE_WRITE_DIR  the build folder holding remote_write.so
+  TSM_PROMETHEUS        the prometheus executable ('' when missing)
+  TSM_VICTORIA_METRICS  the victoria-metrics executable ('' when missing)
+  TSM_TEST_TMPDIR       where temporary files go
+"""
+import http.server
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+BINARY = os.environ["TSM_BINARY"]
+PLUGIN_DIR = os.environ["TSM_REMOTE_WRITE_DIR"]
+PROMETHEUS = os.environ.get("TSM_PROMETHEUS", "")
+VICTORIA_METRICS = os.environ.get("TSM_VICTORIA_METRICS", "")
+TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR") or None
+if TMP_ROOT:
+    os.makedirs(TMP_ROOT, exist_ok=True)
+
+# Hang guards only: a run that exceeds them has hung.
+STARTUP_TIMEOUT_S = 30
+EXIT_TIMEOUT_S = 60
+# The engine's series live in this window of the receivers' data.
+WINDOW = "30m"
+
+
+def skip_unless(test, program, what):
+    """Skips test when a server is not installed (see main)."""
+    if not program or not os.access(program, os.X_OK):
+        test.skipTest(f"{what} is not installed")
+
+
+def main():
+    """unittest.main, exiting 77 (meson: skipped) when every test was skipped."""
+    import unittest
+    result = unittest.main(exit=False).result
+    if result.testsRun and len(result.skipped) == result.testsRun:
+        sys.exit(77)
+    sys.exit(0 if result.wasSuccessful() else 1)
+
+
+def make_tmp():
+    return tempfile.mkdtemp(dir=TMP_ROOT)
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def poll(condition, timeout, interval=0.1):
+    """condition()'s first truthy value within timeout, else its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    return condition()
+
+
+def http_get(url, timeout=10):
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read().decode()
+
+
+class Server:
+    """A real receiver process on 127.0.0.1:port with its own data directory;
+    its log is collected on a reader thread."""
+
+    def __init__(self, tmp, port=0):
+        self.port = port or free_port()
+        self.data = tempfile.mkdtemp(dir=tmp)
+        self.process = None
+        self.log = []
+        self.start()
+
+    def command(self):
+        raise NotImplementedError
+
+    ready_path = "/-/ready"
+    write_path = "/api/v1/write"
+
+    def start(self):
+        self.process = subprocess.Popen(self.command(), stdout=subprocess.PIPE,
+                                        stderr=subprocess.STDOUT, text=True)
+        threading.Thread(target=self._read, args=(self.process.stdout,), daemon=True).start()
+
+        def ready():
+            try:
+                http_get(self.url + self.ready_path, timeout=1)
+                return True
+            except OSError:
+                return self.process.poll() is not None
+
+        poll(ready, STARTUP_TIMEOUT_S)
+        if self.process.poll() is not None:
+            raise AssertionError(f"{self.command()} did not start:\n" + "\n".join(self.log))
+
+    def _read(self, stream):
+        for line in stream:
+            self.log.append(line.rstrip("\n"))
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def write_url(self):
+        return self.url + self.write_path
+
+    def stop(self):
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process is not None:
+            self.process.stdout.close()
+        self.process = None
+
+    def label_values(self, label):
+        body = json.loads(http_get(f"{self.url}/api/v1/label/{label}/values"))
+        return body.get("data") or []
+
+    def series(self, match):
+        """The label sets of every stored series matching match."""
+        params = urllib.parse.urlencode({"match[]": match, "start": "0"})
+        body = json.loads(http_get(f"{self.url}/api/v1/series?{params}"))
+        return body.get("data") or []
+
+    def query(self, promql, at=None):
+        """The result list of an instant query."""
+        params = {"query": promql}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        body = json.loads(http_get(self.url + "/api/v1/query?" + urllib.parse.urlencode(params)))
+        if body.get("status") != "success":
+            raise AssertionError(f"{promql}: {body}")
+        return body["data"]["result"]
+
+
+class Prometheus(Server):
+    def command(self):
+        config = os.path.join(self.data, "prometheus.yml")
+        with open(config, "w") as file:
+            file.write("global:\n  scrape_interval: 1h\n")
+        return [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={self.data}",
+                f"--web.listen-address=127.0.0.1:{self.port}", "--web.enable-remote-write-receiver"]
+
+    def sample_errors(self):
+        """Log lines of refused samples (out of order, duplicate, too old)."""
+        words = ("out of order", "out-of-order", "duplicate sample", "out of bounds")
+        return [line for line in self.log if any(word in line.lower() for word in words)]
+
+
+class VictoriaMetrics(Server):
+    ready_path = "/health"
+
+    def command(self):
+        return [VICTORIA_METRICS, f"-httpListenAddr=127.0.0.1:{self.port}",
+                f"-storageDataPath={self.data}", "-retentionPeriod=1d",
+                "-search.latencyOffset=0s", "-selfScrapeInterval=0"]
+
+
+class FaultProxy:
+    """An HTTP server that forwards remote-write requests to a real receiver,
+    except those it is told to answer itself: scripted responses in order
+    ({"status": 503, "retry_after": "1"}, {"status": 400, "body": "..."},
+    {"delay_ms": 1500} before forwarding, {"hang": True}), then a default."""
+
+    def __init__(self, target):
+        self.target = target
+        self.responses = []
+        self.default = {}
+        self.requests = []  # one dict per request: its headers and what it got
+        self.lock = threading.Lock()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                with proxy.lock:
+                    plan = proxy.responses.pop(0) if proxy.responses else dict(proxy.default)
+                    record = {"headers": {k.lower(): v for k, v in self.headers.items()},
+                              "size": len(body)}
+                    proxy.requests.append(record)
+                if plan.get("hang"):
+                    record["status"] = "hang"
+                    time.sleep(120)
+                    return
+                if "delay_ms" in plan:
+                    # Slower than the client's timeout: the answer finds it gone.
+                    time.sleep(plan["delay_ms"] / 1000)
+                    plan.setdefault("status", 503)
+                if "status" in plan:
+                    record["status"] = plan["status"]
+                    text = plan.get("body", "").encode()
+                    try:
+                        self.send_response(plan["status"])
+                        if "retry_after" in plan:
+                            self.send_header("Retry-After", plan["retry_after"])
+                        self.send_header("Content-Length", str(len(text)))
+                        self.end_headers()
+                        self.wfile.write(text)
+                    except OSError:
+                        record["status"] = "client gone"
+                    return
+                forward = urllib.request.Request(proxy.target, data=body, method="POST",
+                                                 headers=dict(self.headers.items()))
+                try:
+                    with urllib.request.urlopen(forward, timeout=10) as response:
+                        status, text = response.status, response.read()
+                except urllib.error.HTTPError as error:
+                    status, text = error.code, error.read()
+                record["status"] = status
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Length", str(len(text)))
+                    self.end_headers()
+                    self.wfile.write(text)
+                except OSError:
+                    record["status"] = "client gone"
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self.port}/api/v1/write"
+
+    def script(self, responses=(), default=None):
+        with self.lock:
+            self.responses = list(responses)
+            if default is not None:
+                self.default = default
+
+    def statuses(self):
+        with self.lock:
+            return [r.get("status") for r in self.requests]
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Simulation:
+    """One `simulate` process with prometheus and remote_write; output
+    collected on reader threads."""
+
+    def __init__(self, tmp, settings, *args):
+        config = os.path.join(tmp, "metrics.json")
+        with open(config, "w") as file:
+            json.dump({"remote_write": settings}, file)
+        self.args = [BINARY, "simulate", "--enable-metrics", "--metrics-port", "0",
+                     "--metrics-reporters", "prometheus", "--metrics-reporters", "remote_write",
+                     "--metrics-reporter-config", config, "--metrics-plugin-dir", PLUGIN_DIR,
+                     *args]
+        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True)
+        self.stdout_lines = []
+        self.stderr_lines = []
+        self._changed = threading.Condition()
+        self._readers = [threading.Thread(target=self._read, args=(self.process.stdout,
+                                                                   self.stdout_lines), daemon=True),
+                         threading.Thread(target=self._read, args=(self.process.stderr,
+                                                                   self.stderr_lines), daemon=True)]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, stream, lines):
+        for line in stream:
+            with self._changed:
+                lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+
+    def wait_for_line(self, prefix, timeout=STARTUP_TIMEOUT_S):
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for line in self.stdout_lines:
+                    if line.startswith(prefix):
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.process.poll() is not None and
+                                 not self._readers[0].is_alive()):
+                    raise AssertionError(f"no line starting {prefix!r}:\n{self.describe()}")
+                self._changed.wait(min(left, 0.2))
+
+    def metrics_url(self):
+        return self.wait_for_line("Prometheus metrics: ").split(": ", 1)[1]
+
+    def wait(self, timeout=EXIT_TIMEOUT_S):
+        status = self.process.wait(timeout)
+        for reader in self._readers:
+            reader.join(timeout)
+        self.process.stdout.close()
+        self.process.stderr.close()
+        return status
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.wait()
+
+    def output_table(self):
+        """{process: [accepted, delivered, dropped, discarded, status]} of remote_write."""
+        rows = {}
+        for line in self.stdout_lines:
+            fields = line.split()
+            if len(fields) == 8 and fields[2] == "remote_write":
+                rows[fields[0]] = fields[3:]
+        return rows
+
+    def plugin_lines(self, text):
+        return [line for line in self.stderr_lines if text in line]
+
+    def describe(self):
+        return (f"command: {' '.join(self.args)}\n--- stdout\n" + "\n".join(self.stdout_lines) +
+                "\n--- stderr\n" + "\n".join(self.stderr_lines) + "\n---")
+
+
+def scrape(url):
+    return http_get(url)
+
+
+def prometheus_series(text):
+    """{(sample name, frozenset(labels)): value} of the engine's series."""
+    from prometheus_client.parser import text_string_to_metric_families
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if not sample.name.startswith("tokenspeed:"):
+                continue
+            labels = dict(sample.labels)
+            if "le" in labels:
+                labels["le"] = float(labels["le"])
+            out[(sample.name, frozenset(labels.items()))] = sample.value
+    return out
+
+
+def cumulative_samples(exposition):
+    """The scrape's counter totals and histogram buckets, counts and sums."""
+    return {key: value for key, value in prometheus_series(exposition).items()
+            if key[0].endswith(("_total", "_bucket", "_count", "_sum"))}
+
+
+def promql_series(server, aggregation, names, inner="last_over_time({name}[" + WINDOW + "])",
+                  at=None):
+    """{(name, frozenset(labels)): value}: for each name, the PromQL
+    `aggregation without (process) (inner)` the documentation gives."""
+    out = {}
+    for name in sorted(names):
+        query = f"{aggregation} without (process) ({inner.format(name=name)})"
+        for result in server.query(query, at=at):
+            labels = dict(result["metric"])
+            labels.pop("__name__", None)
+            if "le" in labels:
+                labels["le"] = float(labels["le"])
+            out[(name, frozenset(labels.items()))] = float(result["value"][1])
+    return out
+
+
+def assert_promql_equals_scrape(test, server, exposition):
+    """Every counter total, histogram bucket count, count and sum of /metrics
+    equals `sum without (process)` of the pushed series (a series that never
+    had an event shows 0 on /metrics and was never pushed)."""
+    scraped = cumulative_samples(exposition)
+    test.assertTrue(scraped, "the scrape has no counter or histogram")
+    pushed = promql_series(server, "sum", {name for name, _ in scraped})
+    test.assertTrue(pushed, "PromQL found no pushed series")
+    test.assertLessEqual(set(pushed) - set(scraped), set(), "pushed series missing on /metrics")
+    mismatches = []
+    for key, value in sorted(scraped.items(), key=str):
+        got = pushed.get(key, 0)
+        if not math.isclose(got, value, rel_tol=1e-9, abs_tol=1e-9):
+            mismatches.append(f"{key[0]} {dict(key[1])}: /metrics {value}, PromQL {got}")
+    test.assertEqual(mismatches, [])
+    return pushed
