@@ -32,7 +32,7 @@ class StatsdAgreesWithPrometheus(unittest.TestCase):
         return run
 
     def check_totals(self, settings):
-        run = self.simulate(settings, "--ranks", "2", "--request-rate", "200", "--duration", "2",
+        run = self.simulate(settings, "--ranks", "2", "--request-rate", "50", "--duration", "2",
                             "--linger", "60", "--metrics-reporter-queue-size", "1048576")
         url = run.metrics_url()
         run.wait_for_line("producers stopped", timeout=sc.EXIT_TIMEOUT_S)

@@ -109,7 +109,9 @@ class StatsdServer:
             file.write("module.exports = " + json.dumps({
                 "address": "127.0.0.1", "port": self.port,
                 "mgmt_address": "127.0.0.1", "mgmt_port": self.admin_port,
-                "backends": ["./backends/console"], "flushInterval": 3600000}) + ";\n")
+                "backends": ["./backends/console"], "flushInterval": 3600000,
+                "servers": [{"server": os.path.join(SERVER_DIR, "udp_server.js"),
+                             "address": "127.0.0.1", "port": self.port}]}) + ";\n")
         self.process = subprocess.Popen(
             [NODE, os.path.join(SERVER_DIR, "node_modules", "statsd", "stats.js"), config],
             cwd=os.path.join(SERVER_DIR, "node_modules", "statsd"),
