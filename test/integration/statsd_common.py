@@ -196,6 +196,8 @@ class DogstatsdReceiver:
         else:
             self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             self.sock.bind(("127.0.0.1", 0))
+        # Room for a flush's burst while the reading thread catches up.
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
         self.sock.settimeout(0.1)
         self.running = True
         self.thread = threading.Thread(target=self._run, args=(self.sock,), daemon=True)

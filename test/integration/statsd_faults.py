@@ -26,9 +26,9 @@ class StatsdFaults(unittest.TestCase):
             if receiver.running:
                 receiver.close()
 
-    def simulate(self, settings, *args):
+    def simulate(self, settings, *args, rate="200"):
         run = sc.Simulation(self.tmp, dict({"flavour": "dogstatsd"}, **settings),
-                            "--ranks", "1", "--request-rate", "200", *args)
+                            "--ranks", "1", "--request-rate", rate, *args)
         self.runs.append(run)
         return run
 
@@ -68,8 +68,8 @@ class StatsdFaults(unittest.TestCase):
         receiver.reading.clear()  # never reads: the socket's queue fills up
         self.receivers.append(receiver)
         run = self.simulate({"address": "unix://" + path, "flush_interval_ms": 10,
-                             "max_datagram_bytes": 64, "aggregation": False},
-                            "--duration", "2", "--request-rate", "500")
+                             "max_datagram_bytes": 512, "aggregation": False},
+                            "--duration", "2", rate="500")
         self.assert_lost_and_reported(run)
         self.assertTrue(run.plugin_lines("Resource temporarily unavailable"), run.describe())
 
