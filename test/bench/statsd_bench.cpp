@@ -5,6 +5,7 @@
 // non-blocking socket to a local receiver draining on a thread of its own.
 #include <benchmark/benchmark.h>
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -87,17 +88,32 @@ struct EventSet {
   std::vector<tsm_metric_event> events;
 };
 
-// A Unix datagram receiver that reads and discards on its own thread.
+// A Unix datagram or UDP (127.0.0.1, 4 MiB receive buffer) receiver that
+// reads and discards on its own thread.
 class DrainingReceiver {
  public:
-  DrainingReceiver() {
-    path_ = "/tmp/statsd-bench-" + std::to_string(::getpid()) + ".sock";
-    ::unlink(path_.c_str());
-    fd_ = ::socket(AF_UNIX, SOCK_DGRAM, 0);
-    sockaddr_un at{};
-    at.sun_family = AF_UNIX;
-    std::memcpy(at.sun_path, path_.data(), path_.size());
-    if (::bind(fd_, reinterpret_cast<const sockaddr*>(&at), sizeof at) != 0) std::perror("bind");
+  explicit DrainingReceiver(bool udp = false) {
+    if (udp) {
+      fd_ = ::socket(AF_INET, SOCK_DGRAM, 0);
+      const int size = 4 << 20;
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
+      sockaddr_in at{};
+      at.sin_family = AF_INET;
+      at.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::bind(fd_, reinterpret_cast<const sockaddr*>(&at), sizeof at) != 0) std::perror("bind");
+      socklen_t length = sizeof at;
+      ::getsockname(fd_, reinterpret_cast<sockaddr*>(&at), &length);
+      address_ = "127.0.0.1:" + std::to_string(ntohs(at.sin_port));
+    } else {
+      path_ = "/tmp/statsd-bench-" + std::to_string(::getpid()) + ".sock";
+      ::unlink(path_.c_str());
+      fd_ = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+      sockaddr_un at{};
+      at.sun_family = AF_UNIX;
+      std::memcpy(at.sun_path, path_.data(), path_.size());
+      if (::bind(fd_, reinterpret_cast<const sockaddr*>(&at), sizeof at) != 0) std::perror("bind");
+      address_ = "unix://" + path_;
+    }
     timeval tv{0, 100000};
     ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
     thread_ = std::thread([this] {
@@ -111,12 +127,13 @@ class DrainingReceiver {
     stop_.store(true);
     thread_.join();
     ::close(fd_);
-    ::unlink(path_.c_str());
+    if (!path_.empty()) ::unlink(path_.c_str());
   }
-  std::string address() const { return "unix://" + path_; }
+  const std::string& address() const { return address_; }
 
  private:
   std::string path_;
+  std::string address_;
   int fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> received_{0};
@@ -161,9 +178,10 @@ void BM_Emit(benchmark::State& state) {
 BENCHMARK(BM_Emit)->Arg(0)->Arg(1)->UseRealTime();
 
 // Datagrams per second: 10,000 DogStatsD lines packed into datagrams of
-// max_datagram_bytes and sent non-blocking to a draining Unix receiver.
+// max_datagram_bytes (first argument) and sent non-blocking over UDP
+// (second argument 1) or a Unix socket (0) to a draining receiver.
 void BM_PackAndSend(benchmark::State& state) {
-  DrainingReceiver receiver;
+  DrainingReceiver receiver(state.range(1) == 1);
   statsd::DatagramSocket socket(statsd::parse_address(receiver.address()),
                                 std::chrono::milliseconds(30000));
   std::string why;
@@ -208,7 +226,7 @@ void BM_PackAndSend(benchmark::State& state) {
   state.counters["lines/datagram"] =
       static_cast<double>(10000) / static_cast<double>(datagrams.size());
 }
-BENCHMARK(BM_PackAndSend)->Arg(1432)->Arg(8192)->UseRealTime();
+BENCHMARK(BM_PackAndSend)->Args({1432, 1})->Args({8192, 0})->UseRealTime();
 
 }  // namespace
 
