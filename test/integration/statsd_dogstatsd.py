@@ -29,8 +29,8 @@ class DogstatsdAgreesWithPrometheus(unittest.TestCase):
     def check(self, receiver, settings, max_bytes):
         self.receiver = receiver
         run = sc.Simulation(self.tmp, dict({"address": receiver.address, "flavour": "dogstatsd",
-                                            "flush_interval_ms": 50}, **settings),
-                            "--ranks", "2", "--request-rate", "50", "--duration", "2",
+                                            "flush_interval_ms": 20}, **settings),
+                            "--ranks", "2", "--request-rate", "10", "--duration", "2",
                             "--linger", "60", "--metrics-reporter-queue-size", "1048576")
         self.runs.append(run)
         url = run.metrics_url()
