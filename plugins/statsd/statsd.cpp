@@ -1,0 +1,108 @@
+// statsd.cpp — the statsd output: its settings table (read by validate, shown
+// by `tokenspeed-metrics plugins`, matched by docs/plugins/statsd.md),
+// create_sink and registration. Registration only declares factories: no
+// thread, no socket before create_sink.
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include <tokenspeed/kit/settings.hpp>
+#include <tokenspeed/metric_reporter.hpp>
+
+#include "statsd_sink.hpp"
+
+namespace tokenspeed::metrics::statsd {
+namespace {
+
+namespace kit = tokenspeed::metrics::kit;
+using kit::SettingType;
+
+constexpr int64_t kUdpDatagramDefault = 1432;   // fits a 1500-byte Ethernet MTU
+constexpr int64_t kUnixDatagramDefault = 8192;  // the DogStatsD agent's default buffer
+
+const kit::SettingsTable& settings_table() {
+  static const kit::SettingsTable table{{
+      {"address", SettingType::kString, R"("127.0.0.1:8125")", 0, 0,
+       "Where to send: host:port or [v6]:port over UDP, or unix:///path for a Unix datagram "
+       "socket."},
+      {"flavour", SettingType::kChoice, R"("statsd")", 0, 0,
+       "statsd: plain StatsD, labels as name segments, observations as |ms timers; dogstatsd: "
+       "labels as |#name:value tags, observations as |d distributions.",
+       "statsd|dogstatsd"},
+      {"prefix", SettingType::kString, R"("")", 0, 0,
+       "Prepended to every metric name, followed by a '.' unless it ends in one."},
+      {"max_datagram_bytes", SettingType::kInteger, "0", 0, 65507,
+       "Largest datagram; 0 means 1432 over UDP and 8192 over a Unix socket."},
+      {"flush_interval_ms", SettingType::kInteger, "1000", 10, 3600000,
+       "How often the lines are packed into datagrams and sent."},
+      {"aggregation", SettingType::kBoolean, "true", 0, 0,
+       "Sum counter deltas and keep each gauge's last value per flush; false sends every "
+       "event."},
+      {"dns_refresh_interval_ms", SettingType::kInteger, "30000", 1000, 86400000,
+       "How often the host name is resolved again (on the sending thread, never per datagram)."},
+      {"max_buffer_bytes", SettingType::kInteger, "4194304", 65536, 1073741824,
+       "Formatted lines held between flushes; events beyond it are dropped and counted, and a "
+       "flush starts early at half of it."},
+      {"max_series", SettingType::kInteger, "100000", 1, 10000000,
+       "Counter and gauge series aggregated per process; events of further series are "
+       "dropped, counted and logged."},
+  }};
+  return table;
+}
+
+kit::json::Value normalize(std::string_view config) {
+  kit::json::Value settings = settings_table().validate(config);
+  const Address address = parse_address(settings.at("address").as_string());
+  const int64_t max_datagram = settings.at("max_datagram_bytes").as_integer();
+  if (max_datagram != 0 && max_datagram < 64)
+    throw std::invalid_argument("'max_datagram_bytes' must be 0 (automatic) or from 64 to 65507, got " +
+                                std::to_string(max_datagram));
+  for (const char c : settings.at("prefix").as_string()) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-';
+    if (!ok)
+      throw std::invalid_argument("'prefix' may hold only letters, digits, '_', '.' and '-', got \"" +
+                                  settings.at("prefix").as_string() + "\"");
+  }
+  return settings;
+}
+
+std::string validate(std::string_view config) { return kit::json::serialize(normalize(config)); }
+
+std::unique_ptr<StatsdSink> create_sink(std::string_view producer_config, const plugin::Host& host) {
+  const kit::Settings settings(normalize(producer_config));
+  StatsdOptions options;
+  options.address = parse_address(settings.string("address"));
+  options.format.flavour =
+      settings.string("flavour") == "dogstatsd" ? Flavour::kDogstatsd : Flavour::kStatsd;
+  options.format.prefix = settings.string("prefix");
+  int64_t max_datagram = settings.integer("max_datagram_bytes");
+  if (max_datagram == 0)
+    max_datagram = options.address.unix_socket ? kUnixDatagramDefault : kUdpDatagramDefault;
+  options.max_datagram_bytes = static_cast<std::size_t>(max_datagram);
+  options.flush_interval = std::chrono::milliseconds(settings.integer("flush_interval_ms"));
+  options.aggregate = settings.boolean("aggregation");
+  options.dns_refresh = std::chrono::milliseconds(settings.integer("dns_refresh_interval_ms"));
+  options.max_buffer_bytes = static_cast<std::size_t>(settings.integer("max_buffer_bytes"));
+  options.max_series = static_cast<std::size_t>(settings.integer("max_series"));
+  return std::make_unique<StatsdSink>(std::move(options), host);
+}
+
+}  // namespace
+}  // namespace tokenspeed::metrics::statsd
+
+// -------------------------------------------------------------- registration
+
+extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
+  namespace plugin = tokenspeed::metrics::plugin;
+  namespace statsd = tokenspeed::metrics::statsd;
+  return plugin::register_reporters(host, error, [](plugin::Registrar& registrar) {
+    plugin::Reporter<statsd::StatsdSink> reporter;
+    reporter.name = "statsd";
+    reporter.validate = statsd::validate;
+    reporter.create_sink = statsd::create_sink;
+    reporter.settings = statsd::settings_table().describe();
+    registrar.add(std::move(reporter));  // start_node NULL: each producer sends itself
+  });
+}

@@ -1,0 +1,130 @@
+"""statsd_agreement.py — after a `simulate` run with prometheus and statsd
+(plain flavour), what the real StatsD server (npm statsd 0.9.0) holds, read
+through its admin port, equals the Prometheus scrape: every counter total,
+every histogram's count as the number of timer values (weights sent as
+repeated values), their sum in milliseconds, and each gauge's last value.
+"""
+import math
+import signal
+import unittest
+
+import statsd_common as sc
+
+
+class StatsdAgreesWithPrometheus(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.tmp = sc.make_tmp()
+        self.server = sc.StatsdServer(self.tmp)
+        self.runs = []
+
+    def tearDown(self):
+        for run in self.runs:
+            run.kill()
+        self.server.stop()
+
+    def simulate(self, settings, *args):
+        run = sc.Simulation(self.tmp, dict({"address": self.server.address,
+                                            "flush_interval_ms": 200}, **settings), *args)
+        self.runs.append(run)
+        return run
+
+    def check_totals(self, settings):
+        run = self.simulate(settings, "--ranks", "2", "--request-rate", "50", "--duration", "2",
+                            "--linger", "60", "--metrics-reporter-queue-size", "1048576")
+        url = run.metrics_url()
+        run.wait_for_line("producers stopped", timeout=sc.EXIT_TIMEOUT_S)
+        exposition = sc.scrape(url)
+        run.process.send_signal(signal.SIGTERM)
+        self.assertEqual(run.wait(), 0, run.describe())
+        rows = run.output_rows()
+        self.assertEqual(len(rows), 4, run.describe())
+        for process, row in rows.items():
+            self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}")
+
+        prometheus = {(name, sc.sanitized(labels)): value
+                      for (name, labels), value in sc.prometheus_samples(exposition).items()}
+        counters = self.server.numbers("counters")
+        self.assertEqual(counters.get("statsd.bad_lines_seen"), 0.0, counters)
+        mismatches = []
+        sent = 0
+        for (name, labels), value in prometheus.items():
+            if name.endswith("_total"):
+                key = self.key(name, labels)
+                got = counters.get(key, 0)
+                sent += key in counters
+                if not math.isclose(got, value, rel_tol=1e-9, abs_tol=1e-9):
+                    mismatches.append(f"{name} {dict(labels)}: /metrics {value}, StatsD {got}")
+        for key in counters:
+            if key.startswith("tokenspeed."):
+                name, labels = sc.statsd_key_to_series(key)
+                self.assertIn((name, labels), prometheus, f"{key} is not on /metrics")
+        self.assertGreater(sent, 0, "no counter reached the StatsD server")
+
+        timers = self.server.timer_counts()
+        self.assertTrue(timers, "no timer reached the StatsD server")
+        for key, (count, total) in timers.items():
+            name, labels = sc.statsd_key_to_series(key)
+            expected = prometheus.get((name + "_count", labels))
+            self.assertIsNotNone(expected, f"{key} has no _count on /metrics")
+            if count != expected:
+                mismatches.append(f"{key}: /metrics count {expected}, StatsD {count} values")
+            if total is not None:
+                scale = 1000.0 if name.endswith("_seconds") else 1.0
+                want = prometheus[(name + "_sum", labels)] * scale
+                if not math.isclose(total, want, rel_tol=1e-6, abs_tol=1e-6):
+                    mismatches.append(f"{key}: /metrics sum {want}, StatsD {total}")
+        for (name, labels), value in prometheus.items():
+            if name.endswith("_count") and value > 0:
+                self.assertIn(self.key(name[:-len("_count")], labels), timers,
+                              f"{name} {dict(labels)} never reached the StatsD server")
+        self.assertEqual(mismatches, [])
+
+    @staticmethod
+    def key(name, labels):
+        order = {"model_name": 0, "app_key": 1, "dp_rank": 2}
+        parts = [name.replace(":", ".")]
+        for label, value in sorted(labels, key=lambda item: order.get(item[0], 9)):
+            parts += [label, value]
+        return ".".join(parts)
+
+    def test_counter_totals_and_timer_counts_and_sums_equal_the_scrape(self):
+        self.check_totals({})
+
+    def test_without_aggregation_every_event_is_sent_and_the_totals_are_the_same(self):
+        self.check_totals({"aggregation": False})
+
+    def test_each_gauge_last_value_equals_the_scrape(self):
+        # One scheduler iteration in 30 to 90 s: the gauges are set once and
+        # stay while the producers run (their live gauges leave /metrics when
+        # they stop), so /metrics and StatsD can be compared meanwhile.
+        run = self.simulate({}, "--ranks", "2", "--iteration-ms", "60000")
+        url = run.metrics_url()
+        names = ("tokenspeed:num_requests_running", "tokenspeed:num_requests_waiting",
+                 "tokenspeed:kv_cache_usage_perc")
+        last = []
+
+        def agreed():
+            prometheus = {(name, sc.sanitized(labels)): value
+                          for (name, labels), value in sc.prometheus_samples(sc.scrape(url)).items()
+                          if name in names}
+            gauges = {sc.statsd_key_to_series(key): value
+                      for key, value in self.server.numbers("gauges").items()
+                      if key.startswith("tokenspeed.")}
+            same = bool(prometheus) and set(prometheus) <= set(gauges) and \
+                all(gauges[key] == value for key, value in prometheus.items())
+            last.append((same, prometheus, gauges))
+            return same
+
+        sc.poll(agreed, 20)
+        same, prometheus, gauges = last[-1]
+        self.assertTrue(same, f"/metrics {prometheus}\nStatsD {gauges}\n{run.describe()}")
+        self.assertEqual(len(prometheus), 3 * 2, prometheus)  # three gauges per rank
+        run.process.send_signal(signal.SIGTERM)
+        self.assertEqual(run.wait(), 0, run.describe())
+
+
+if __name__ == "__main__":
+    sc.skip_unless_server_installed()  # exit 77 (skipped) before any test runs
+    unittest.main()

@@ -1,0 +1,90 @@
+"""statsd_dogstatsd.py — the dogstatsd flavour as a DogStatsD agent reads it:
+a receiver of the test's own (UDP and unixgram) parses every datagram and
+checks the grammar, the tags (the metric's labels), the datagram size bound,
+and the weights (the agent counts int(1/rate) per distribution line): counter
+totals, distribution counts and sums equal the Prometheus scrape.
+"""
+import math
+import os
+import signal
+import unittest
+
+import statsd_common as sc
+
+
+class DogstatsdAgreesWithPrometheus(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.tmp = sc.make_tmp()
+        self.runs = []
+        self.receiver = None
+
+    def tearDown(self):
+        for run in self.runs:
+            run.kill()
+        if self.receiver is not None:
+            self.receiver.close()
+
+    def check(self, receiver, settings, max_bytes):
+        self.receiver = receiver
+        run = sc.Simulation(self.tmp, dict({"address": receiver.address, "flavour": "dogstatsd",
+                                            "flush_interval_ms": 20}, **settings),
+                            "--ranks", "2", "--request-rate", "10", "--duration", "2",
+                            "--linger", "60", "--metrics-reporter-queue-size", "1048576")
+        self.runs.append(run)
+        url = run.metrics_url()
+        run.wait_for_line("producers stopped", timeout=sc.EXIT_TIMEOUT_S)
+        exposition = sc.scrape(url)
+        run.process.send_signal(signal.SIGTERM)
+        self.assertEqual(run.wait(), 0, run.describe())
+        for process, row in run.output_rows().items():
+            self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}")
+        # The last flush was sent before close returned; give the thread time to read it.
+        before = -1
+        while True:
+            lines, errors, datagrams = receiver.snapshot()
+            if datagrams == before:
+                break
+            before = datagrams
+            sc.poll(lambda: receiver.snapshot()[2] != before, 0.5)
+        self.assertEqual(errors, [])
+        self.assertLessEqual(receiver.largest, max_bytes)
+
+        got = {}
+        for name, value, kind, weight, tags in lines:
+            self.assertTrue(name.startswith("tokenspeed."), name)
+            self.assertIn("model_name", tags)
+            series = "tokenspeed:" + name[len("tokenspeed."):]
+            labels = frozenset(tags.items())
+            if kind == "c":
+                key = (series, labels)
+                got[key] = got.get(key, 0) + value
+            elif kind == "d":
+                for suffix, amount in (("_count", weight), ("_sum", value * weight)):
+                    key = (series + suffix, labels)
+                    got[key] = got.get(key, 0) + amount
+        prometheus = sc.prometheus_samples(exposition)
+        mismatches = []
+        for (name, labels), value in prometheus.items():
+            if name.endswith(("_total", "_count", "_sum")):
+                have = got.get((name, labels), 0)
+                if not math.isclose(have, value, rel_tol=1e-9, abs_tol=1e-9):
+                    mismatches.append(f"{name} {dict(labels)}: /metrics {value}, DogStatsD {have}")
+        self.assertEqual(mismatches, [])
+        self.assertLessEqual(set(got) - set(prometheus), set())
+        weights = [weight for _, _, kind, weight, _ in lines if kind == "d"]
+        self.assertTrue(weights and max(weights) > 1, "no weighted observation was sent")
+        return lines
+
+    def test_udp_datagrams_parse_carry_tags_and_weights_and_stay_within_the_bound(self):
+        self.check(sc.DogstatsdReceiver(max_bytes=512), {"max_datagram_bytes": 512}, 512)
+
+    def test_unixgram_datagrams_without_aggregation_sum_to_the_same_totals(self):
+        path = os.path.join(self.tmp, "dsd.sock")
+        lines = self.check(sc.DogstatsdReceiver(unix_path=path), {"aggregation": False}, 8192)
+        self.assertIn("g", {kind for _, _, kind, _, _ in lines})
+
+
+if __name__ == "__main__":
+    unittest.main()

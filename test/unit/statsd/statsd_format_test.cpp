@@ -1,0 +1,152 @@
+// The statsd output's line grammar: names, tags, numbers, the DogStatsD
+// sample rate that carries a weight exactly, and datagram packing.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "statsd_format.hpp"
+#include "statsd_packer.hpp"
+#include "statsd_socket.hpp"
+
+using namespace tokenspeed::metrics::statsd;
+
+namespace {
+
+const char* const kNames[] = {"model_name", "dp_rank"};
+const char* const kValues[] = {"llama-3:8b", "0"};
+
+LabelView two_labels() {
+  LabelView labels;
+  labels.count = 2;
+  labels.names = kNames;
+  labels.values = kValues;
+  return labels;
+}
+
+std::string line(Flavour flavour, LineType type, double value, uint64_t weight,
+                 std::string prefix = "") {
+  FormatOptions options;
+  options.flavour = flavour;
+  options.prefix = std::move(prefix);
+  std::string out;
+  append_line(out, options, "tokenspeed:ttft_seconds", two_labels(), type, value, weight);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a DogStatsD sample rate of 1/weight rounded down makes the agent's int(1/rate) the weight",
+          "[statsd]") {
+  // The agent reads the printed rate back and counts int(1 / rate) samples.
+  uint64_t wrong = 0;
+  for (uint64_t weight = 2; weight <= 100000; ++weight) {
+    std::string text;
+    append_number(text, sample_rate_for_weight(weight));
+    const double rate = std::strtod(text.c_str(), nullptr);
+    const auto counted = static_cast<uint64_t>(1.0 / rate);
+    if (counted != weight) ++wrong;
+    REQUIRE(rate > 0);
+    REQUIRE(rate < 1);
+  }
+  CHECK(wrong == 0);
+}
+
+TEST_CASE("the plain rate 1/weight would lose one for many weights (why the rate is rounded down)",
+          "[statsd]") {
+  uint64_t lost = 0;
+  for (uint64_t weight = 2; weight <= 100000; ++weight) {
+    std::string text;
+    append_number(text, 1.0 / static_cast<double>(weight));
+    if (static_cast<uint64_t>(1.0 / std::strtod(text.c_str(), nullptr)) != weight) ++lost;
+  }
+  CHECK(lost > 0);
+}
+
+TEST_CASE("DogStatsD lines carry labels as tags and weights as a sample rate", "[statsd]") {
+  CHECK(line(Flavour::kDogstatsd, LineType::kDistribution, 0.25, 1) ==
+        "tokenspeed.ttft_seconds:0.25|d|#model_name:llama-3:8b,dp_rank:0");
+  const std::string weighted = line(Flavour::kDogstatsd, LineType::kDistribution, 0.25, 3);
+  CHECK(weighted.rfind("tokenspeed.ttft_seconds:0.25|d|@0.333333333333333", 0) == 0);
+  CHECK(weighted.find("|#model_name:llama-3:8b,dp_rank:0") != std::string::npos);
+  CHECK(line(Flavour::kDogstatsd, LineType::kCounter, 3, 1, "svc") ==
+        "svc.tokenspeed.ttft_seconds:3|c|#model_name:llama-3:8b,dp_rank:0");
+  CHECK(line(Flavour::kDogstatsd, LineType::kGauge, -2.5, 1) ==
+        "tokenspeed.ttft_seconds:-2.5|g|#model_name:llama-3:8b,dp_rank:0");
+}
+
+TEST_CASE("plain StatsD lines carry labels as name segments and weights as repeated values",
+          "[statsd]") {
+  CHECK(line(Flavour::kStatsd, LineType::kTimer, 250, 3, "svc.") ==
+        "svc.tokenspeed.ttft_seconds.model_name.llama-3_8b.dp_rank.0:250|ms:250|ms:250|ms");
+  CHECK(line(Flavour::kStatsd, LineType::kCounter, 0.5, 1) ==
+        "tokenspeed.ttft_seconds.model_name.llama-3_8b.dp_rank.0:0.5|c");
+}
+
+TEST_CASE("a negative plain StatsD gauge is set through zero, not sent as a relative change",
+          "[statsd]") {
+  CHECK(line(Flavour::kStatsd, LineType::kGauge, -4, 1) ==
+        "tokenspeed.ttft_seconds.model_name.llama-3_8b.dp_rank.0:0|g\n"
+        "tokenspeed.ttft_seconds.model_name.llama-3_8b.dp_rank.0:-4|g");
+}
+
+TEST_CASE("tag text that would break the grammar is replaced", "[statsd]") {
+  const char* const names[] = {"a:b|c"};
+  const char* const values[] = {"x,y|z#\n:ok"};
+  LabelView labels;
+  labels.count = 1;
+  labels.names = names;
+  labels.values = values;
+  std::string out;
+  append_tags(out, labels);
+  CHECK(out == "|#a_b_c:x_y_z__:ok");
+}
+
+TEST_CASE("numbers are printed to read back exactly", "[statsd]") {
+  for (const double v : {0.1, 1e-9, 123456789.123, 1.0 / 3.0, 5e300}) {
+    std::string text;
+    append_number(text, v);
+    CHECK(std::strtod(text.c_str(), nullptr) == v);
+  }
+}
+
+TEST_CASE("lines are packed into datagrams no larger than the bound", "[statsd]") {
+  DatagramPacker packer(20);
+  std::vector<std::string> out;
+  packer.add_lines("a:1|c\nb:2|c\ncc:3|c\ndddd:4|c\n", out);
+  packer.finish(out);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0] == "a:1|c\nb:2|c\ncc:3|c");
+  CHECK(out[1] == "dddd:4|c");
+}
+
+TEST_CASE("a long multi-value line is split between values with the name repeated", "[statsd]") {
+  DatagramPacker packer(16);
+  std::vector<std::string> out;
+  packer.add_line("t:1|ms:2|ms:3|ms:4|ms", out);
+  packer.finish(out);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0] == "t:1|ms:2|ms:3|ms");
+  CHECK(out[1] == "t:4|ms");
+  CHECK(packer.oversized_lines() == 0);
+}
+
+TEST_CASE("a line that cannot fit any datagram is counted, never truncated", "[statsd]") {
+  DatagramPacker packer(10);
+  std::vector<std::string> out;
+  packer.add_line("long.name:1|d|#tag:value", out);
+  packer.finish(out);
+  CHECK(out.empty());
+  CHECK(packer.oversized_lines() == 1);
+}
+
+TEST_CASE("addresses are host:port, [v6]:port or unix:///path", "[statsd]") {
+  CHECK(parse_address("localhost:8125").host == "localhost");
+  CHECK(parse_address("[::1]:8125").host == "::1");
+  CHECK(parse_address("unix:///run/dsd.sock").path == "/run/dsd.sock");
+  CHECK_THROWS_WITH(parse_address("localhost"), Catch::Contains("host:port"));
+  CHECK_THROWS_WITH(parse_address("localhost:99999"), Catch::Contains("1 to 65535"));
+  CHECK_THROWS_WITH(parse_address("unix://relative"), Catch::Contains("absolute path"));
+}
