@@ -35,7 +35,9 @@ EXIT_TIMEOUT_S = 60
 
 
 def skip_unless_receiver_installed():
-    """Exit 77 (meson: skipped) when the receiver's npm packages are missing."""
+    """Exits 77 (meson: skipped) when the receiver's npm packages are
+    missing. Called before unittest.main(): inside a test, unittest would
+    turn the exit into an error."""
     modules = os.path.join(os.path.dirname(RECEIVER_JS), "node_modules",
                            "@opentelemetry", "otlp-transformer")
     if not os.path.isdir(modules):
