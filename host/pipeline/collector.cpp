@@ -3,10 +3,27 @@
 // existing series never lock or allocate.
 #include "pipeline/collector.hpp"
 
+#include <atomic>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 
 namespace tokenspeed::metrics {
+
+namespace {
+
+// Once per process: more series than a ring slot can number.
+void report_series_table_full() noexcept {
+  static std::atomic<bool> reported{false};
+  if (!reported.exchange(true)) {
+    std::fputs(
+        "tokenspeed-metrics: more than 16777216 series in this process: later new series "
+        "reach the Prometheus output only, not the external outputs\n",
+        stderr);
+  }
+}
+
+}  // namespace
 
 // ----------------------------------------------------------- FamilyCore
 
@@ -92,6 +109,13 @@ MetricSeries* FamilyCore::find_or_intern(std::span<const std::string_view> value
       tables_.push_back(std::move(bigger));  // old tables stay: readers may hold them
       table_.store(tables_.back().get(), std::memory_order_release);
     }
+    if (router_ != nullptr) {
+      series.number = router_->register_series(series);
+      if (series.number == SeriesTable::kNone) [[unlikely]] {
+        series.router = nullptr;  // Prometheus still counts it; the outputs cannot
+        report_series_table_full();
+      }
+    }
     series.slots = store_.allocate_series(family_.definition, series.label_values);
   } catch (...) {
     series_.pop_back();
@@ -115,8 +139,20 @@ std::size_t FamilyCore::series_count() const {
 
 // ------------------------------------------------------------ Collector
 
+namespace {
+
+CollectorOptions resolved(CollectorOptions options) noexcept {
+  options.snapshot_interval_ticks =
+      options.monotonic_now != nullptr
+          ? static_cast<std::int64_t>(options.gauge_snapshot_interval.count())
+          : event_clock::monotonic_ticks(options.gauge_snapshot_interval);
+  return options;
+}
+
+}  // namespace
+
 Collector::Collector(MetricStore& store, EventRouter* router, CollectorOptions options)
-    : store_(&store), router_(router), options_(options) {}
+    : store_(&store), router_(router), options_(resolved(options)) {}
 
 Collector::Collector(std::nullptr_t) : store_(nullptr), router_(nullptr), options_() {}
 

@@ -29,10 +29,15 @@ namespace tokenspeed::metrics {
 using MonotonicClock = std::int64_t (*)() noexcept;
 
 struct CollectorOptions {
-  // Gauge de-duplication: the clock and the fresh-snapshot interval (the spec
-  // says one second on a monotonic clock).
-  MonotonicClock monotonic_now = &event_clock::monotonic_ns;
+  // Gauge de-duplication: the fresh-snapshot interval (the spec says one
+  // second on a monotonic clock) and the clock. A null clock (the default)
+  // uses the event clock's reading that also stamps the event, so a gauge
+  // set reads the clock once (event_clock::monotonic_from_raw); tests set
+  // a clock of their own, in nanoseconds.
+  MonotonicClock monotonic_now = nullptr;
   std::chrono::nanoseconds gauge_snapshot_interval = std::chrono::seconds(1);
+  // Set by the Collector: the interval in units of the clock above.
+  std::int64_t snapshot_interval_ticks = 0;
 };
 
 
@@ -142,9 +147,12 @@ inline void record_inc(MetricSeries* series, double delta) noexcept {
 inline void emit_gauge(MetricSeries* series, const CollectorOptions& options,
                        double value) noexcept {
   if (EventRouter* router = series->router) {
-    const std::int64_t now = options.monotonic_now();
-    if (series->dedup.should_emit(value, now, options.gauge_snapshot_interval.count())) {
-      router->publish(EventSlot{series, value, 1, event_clock::raw_now()});
+    const std::int64_t raw = event_clock::raw_now();
+    const std::int64_t now = options.monotonic_now != nullptr
+                                 ? options.monotonic_now()
+                                 : event_clock::monotonic_from_raw(raw);
+    if (series->dedup.should_emit(value, now, options.snapshot_interval_ticks)) {
+      router->publish(EventSlot{series, value, 1, raw});
     }
   }
 }

@@ -33,6 +33,30 @@ EventClockSource detect_source() noexcept {
   return EventClockSource::realtime;
 }
 
+namespace {
+
+// TSC ticks per nanosecond, measured over about 2 ms of CLOCK_MONOTONIC.
+double measure_ticks_per_ns() noexcept {
+  const std::int64_t ns0 = monotonic_ns();
+  const std::int64_t t0 = tsc_ticks();
+  std::int64_t ns1 = ns0;
+  std::int64_t t1 = t0;
+  while (ns1 - ns0 < 2'000'000) {
+    ns1 = monotonic_ns();
+    t1 = tsc_ticks();
+  }
+  return t1 > t0 ? static_cast<double>(t1 - t0) / static_cast<double>(ns1 - ns0) : 1.0;
+}
+
+}  // namespace
+
+std::int64_t monotonic_ticks(std::chrono::nanoseconds duration) noexcept {
+  if (source != EventClockSource::tsc) return static_cast<std::int64_t>(duration.count());
+  static const double ticks_per_ns = measure_ticks_per_ns();
+  return static_cast<std::int64_t>(static_cast<double>(duration.count()) * ticks_per_ns * 1.005) +
+         1;
+}
+
 }  // namespace event_clock
 
 namespace {

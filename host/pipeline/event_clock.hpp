@@ -3,6 +3,7 @@
 // The hot-path read never makes a system call, locks or allocates.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <ctime>
 
@@ -51,6 +52,19 @@ inline std::int64_t tsc_ticks() noexcept {
 inline std::int64_t raw_now() noexcept {
   return source == EventClockSource::tsc ? tsc_ticks() : realtime_ns();
 }
+
+// The gauge de-duplication clock, from the raw reading that stamps the
+// event: that reading itself under the TSC (monotonic: constant and
+// nonstop), CLOCK_MONOTONIC otherwise (CLOCK_REALTIME can step).
+inline std::int64_t monotonic_from_raw(std::int64_t raw) noexcept {
+  return source == EventClockSource::tsc ? raw : monotonic_ns();
+}
+
+// A duration in the units of monotonic_from_raw, never shorter than asked:
+// TSC ticks measured against CLOCK_MONOTONIC once per process (about 2 ms,
+// on first use) with 0.5 % added for the measurement's error; nanoseconds
+// otherwise.
+std::int64_t monotonic_ticks(std::chrono::nanoseconds duration) noexcept;
 
 }  // namespace event_clock
 

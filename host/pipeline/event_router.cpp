@@ -61,8 +61,11 @@ std::size_t EventRouter::ring_sets() const {
 }
 
 EventRouter::EventRouter(std::vector<OutputDefinition> outputs, RouterOptions options)
-    : options_(std::move(options)), id_(next_router_id.fetch_add(1, std::memory_order_relaxed)) {
+    : options_(std::move(options)),
+      id_(next_router_id.fetch_add(1, std::memory_order_relaxed)),
+      series_table_(std::make_shared<SeriesTable>()) {
   SinkWorkerOptions worker_options;
+  worker_options.series_table = series_table_;
   worker_options.queue_size = std::max<std::size_t>(options_.queue_size, 1);
   worker_options.idle_park_timeout = options_.idle_park_timeout;
   worker_options.log_interval = options_.log_interval;

@@ -15,6 +15,7 @@
 #include "pipeline/event_ring.hpp"
 #include "pipeline/metric_series.hpp"
 #include "pipeline/rate_limited_log.hpp"
+#include "pipeline/series_table.hpp"
 #include "pipeline/sink_worker.hpp"
 #include "pipeline/stall_reporter.hpp"
 
@@ -22,9 +23,10 @@ namespace tokenspeed::metrics {
 
 struct RouterOptions {
   // Capacity, in events, of each ring (one per collector thread per sink):
-  // --metrics-reporter-queue-size. 32 bytes per event, so the default is
-  // 256 KiB per collector thread per output; memory is bounded by
-  // threads x outputs x queue_size x 32 B whatever a plugin does.
+  // --metrics-reporter-queue-size. 16-byte slots with room for markers, so
+  // the default is 256 KiB per collector thread per output; memory is
+  // bounded by threads x outputs x queue_size x 48 B (32 B for the default)
+  // whatever a plugin does.
   std::size_t queue_size = kDefaultQueueSize;
   // Safety net of the idle worker's sleep (a producer wakes it directly).
   std::chrono::milliseconds idle_park_timeout{100};
@@ -57,6 +59,13 @@ class EventRouter {
   // Hands one event to every sink. Never blocks, never allocates after this
   // thread's first event, never makes a system call unless a worker sleeps.
   void publish(const EventSlot& slot) noexcept;
+
+  // Numbers a series for the rings (the collector, once per interned
+  // series); SeriesTable::kNone when more series exist than a ring slot can
+  // name. Throws std::bad_alloc.
+  std::uint32_t register_series(const MetricSeries& series) {
+    return series_table_->add(&series);
+  }
 
   // Stops accepting events, lets every worker drain until the deadline,
   // then closes the plugin sinks one after the other, each with what remains
@@ -96,6 +105,8 @@ class EventRouter {
 
   const RouterOptions options_;
   const std::uint64_t id_;
+  // Shared with the workers: an abandoned worker may outlive the router.
+  const std::shared_ptr<SeriesTable> series_table_;
   std::vector<std::shared_ptr<SinkWorker>> workers_;
   std::vector<SinkWorker*> worker_raw_;  // same order, for the hot path
   std::atomic<bool> closing_{false};
@@ -122,6 +133,7 @@ inline void EventRouter::publish(const EventSlot& slot) noexcept {
     return;
   }
   const bool closing = closing_.load(std::memory_order_relaxed);
+  const std::uint32_t number = slot.series->number;
   for (std::size_t i = 0; i < n; ++i) {
     EventRing& ring = *rings[i];
     SinkWorker& worker = *worker_raw_[i];
@@ -129,14 +141,10 @@ inline void EventRouter::publish(const EventSlot& slot) noexcept {
       EventRing::bump(ring.dropped_after_close);
     } else if (worker.disabled()) [[unlikely]] {
       EventRing::bump(ring.dropped_disabled);
-    } else if (ring.queue.write_available() == 0) [[unlikely]] {
-      EventRing::bump(ring.dropped_full);
-    } else {
-      // Counted before the push, so the worker can never resolve an event
-      // the counter does not show yet; the push cannot fail (one producer).
-      EventRing::bump(ring.pushed);
-      ring.queue.push(slot);
+    } else if (ring.try_push(number, slot.value, slot.weight, slot.raw_time)) [[likely]] {
       worker.wake();
+    } else {
+      EventRing::bump(ring.dropped_full);
     }
   }
 }

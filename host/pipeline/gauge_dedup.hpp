@@ -72,10 +72,19 @@ class GaugeDedup {
     expected = previous;
     return swapped;
   }
-  Word load_word() noexcept {
-    Word expected = 0;
-    compare_exchange(&word_, expected, 0);  // a CAS that never changes a live state
-    return expected;
+  // A first guess of the word from two 8-byte loads, emitted_at first: a
+  // pair torn by a concurrent update only makes the CAS fail and retry with
+  // the real word. A suppression decided on a torn pair saw our value as the
+  // last emitted one (read last) and an emitted_at no later than the real
+  // one, unless two threads' clock readings land in the opposite order of
+  // their updates: then a snapshot due within those nanoseconds waits for
+  // the next assignment.
+  Word load_word() const noexcept {
+    using Half = std::uint64_t __attribute__((may_alias));
+    const auto* halves = reinterpret_cast<const Half*>(&word_);
+    const std::uint64_t high = __atomic_load_n(&halves[1], __ATOMIC_ACQUIRE);
+    const std::uint64_t low = __atomic_load_n(&halves[0], __ATOMIC_ACQUIRE);
+    return (static_cast<Word>(high) << 64) | low;
   }
 
   alignas(16) Word word_ = kNoValue;  // emitted_at 0, no value yet

@@ -37,6 +37,7 @@ struct MetricSeries {
   const SeriesFamily* family = nullptr;
   double* slots = nullptr;        // Prometheus aggregate, see metric_store.hpp
   EventRouter* router = nullptr;  // null: no external output selected
+  std::uint32_t number = 0;       // the router's number for it (series_table.hpp)
   std::uint64_t hash = 0;         // hash of the label values (lookup table)
   std::vector<std::string> label_values;
   std::vector<const char*> label_value_ptrs;  // c_str() of label_values
@@ -45,10 +46,11 @@ struct MetricSeries {
   alignas(64) GaugeDedup dedup;
 };
 
-// What a collector thread hands to the router per event: 32 bytes, no
-// strings. The operation follows from the family's kind (counter: inc,
-// gauge: set, histogram: observe); raw_time is an EventClock raw reading
-// converted to Unix nanoseconds by the delivery worker.
+// What a collector thread hands to the router per event (in registers: the
+// ring stores it as a 16-byte slot, see event_ring.hpp), no strings. The
+// operation follows from the family's kind (counter: inc, gauge: set,
+// histogram: observe); raw_time is an EventClock raw reading converted to
+// Unix nanoseconds by the delivery worker.
 struct EventSlot {
   const MetricSeries* series;
   double value;

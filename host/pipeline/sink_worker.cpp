@@ -233,11 +233,11 @@ std::size_t SinkWorker::drain_batch() noexcept {
   std::size_t popped = 0;
   for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
        ring = ring->next) {
-    const std::size_t n = ring->queue.pop(batch_.data(), batch_.size());
+    const std::size_t n = ring->pop(batch_.data(), batch_.size());
     if (n == 0) continue;
     popped += n;
     for (std::size_t i = 0; i < n; ++i) {
-      const EventSlot& slot = batch_[i];
+      const RingEvent& slot = batch_[i];
       if (delivered_.load(std::memory_order_relaxed) & kFrozen) {
         stop_now_ = true;  // abandoned: touch no series, build no event
         return popped;
@@ -249,7 +249,7 @@ std::size_t SinkWorker::drain_batch() noexcept {
         }
         continue;
       }
-      const MetricSeries& series = *slot.series;
+      const MetricSeries& series = *options_.series_table->find(slot.series);
       const SeriesFamily& family = *series.family;
       event.operation = static_cast<std::uint32_t>(operation_of(family.definition.kind));
       event.timestamp_ns = clock->to_unix_ns(slot.raw_time);
@@ -301,7 +301,7 @@ std::size_t SinkWorker::drain_batch() noexcept {
 bool SinkWorker::rings_empty() noexcept {
   for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
        ring = ring->next) {
-    if (ring->queue.read_available() != 0) return false;
+    if (!ring->empty()) return false;
   }
   return true;
 }

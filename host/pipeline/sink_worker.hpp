@@ -21,6 +21,7 @@
 #include "pipeline/delivery_defaults.hpp"
 #include "pipeline/event_ring.hpp"
 #include "pipeline/rate_limited_log.hpp"
+#include "pipeline/series_table.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -80,6 +81,8 @@ struct SinkWorkerOptions {
   std::chrono::milliseconds idle_park_timeout{100};
   std::chrono::milliseconds log_interval{10'000};
   LogWriter log;  // where rate-limited lines go
+  // The router's series numbering, to turn a ring event back into its series.
+  std::shared_ptr<const SeriesTable> series_table;
 };
 
 // Threading: the worker thread owns the plugin sink. Collector threads call
@@ -163,7 +166,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   bool stop_now_ = false;  // worker only: accounting frozen, stop at once
   // Worker only: the slots of one drain pass. A member, not thread_local:
   // the library is loaded by dlopen too (Python), where static TLS is scarce.
-  std::array<EventSlot, 256> batch_{};
+  std::array<RingEvent, 256> batch_{};
 
   // plugin sink, owned by the worker thread
   tsm_sink sink_{};
