@@ -8,8 +8,8 @@
 
 namespace tokenspeed::metrics {
 
-// Events per ring (one ring per collector thread per output): 32 bytes each,
-// so 256 KiB per collector thread per output.
+// Events per ring (one ring per collector thread per output): 16384 slots of
+// 16 bytes (room for marker slots), so 256 KiB per collector thread per output.
 inline constexpr std::size_t kDefaultQueueSize = 8192;
 
 // The shutdown budget of the whole node.

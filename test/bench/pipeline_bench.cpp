@@ -27,6 +27,7 @@
 #include "allocation_counter.hpp"
 #include "pipeline/collector.hpp"
 #include "pipeline/event_clock.hpp"
+#include "pipeline/event_ring.hpp"
 #include "pipeline/event_router.hpp"
 #include "prometheus/in_process_metric_store.hpp"
 
@@ -93,11 +94,16 @@ RouterOptions quiet(std::size_t queue_size = 8192) {
   return o;
 }
 
+// After a benchmark with an output: what the worker delivered and what the
+// ring dropped, with drop_ratio = dropped_full / accepted next to the time
+// (a starved worker makes the record path look cheaper: the drop is).
 void report_drops(benchmark::State& state, EventRouter& router, long allocations) {
   router.close(std::chrono::seconds(5));
   const SinkStats s = router.stats()[0];
   state.counters["delivered"] = static_cast<double>(s.delivered);
   state.counters["dropped_full"] = static_cast<double>(s.dropped_full);
+  state.counters["drop_ratio"] =
+      s.accepted == 0 ? 0.0 : static_cast<double>(s.dropped_full) / static_cast<double>(s.accepted);
   state.counters["allocs"] = static_cast<double>(allocations);
   state.counters["parks"] = static_cast<double>(s.parks);
   state.counters["wakeups"] = static_cast<double>(s.wakeups);
@@ -291,6 +297,92 @@ static void BM_WorkerThroughput(benchmark::State& state) {
 }
 BENCHMARK(BM_WorkerThroughput)->Arg(1 << 20)->UseManualTime()->Iterations(3);
 
+// ------------------------------------- a producer slower than the worker
+// The worker's own rate is measured first in the same run (events queued
+// while it is held in create_sink, then drained); then the producer records
+// paced at half that rate (one event every two worker-event times, timed
+// with the TSC) for `events` events. With a producer the worker can keep
+// up with, drop_ratio must be 0.
+namespace {
+
+double worker_ns_per_event() {
+  constexpr std::size_t kEvents = 1 << 18;
+  InProcessMetricStore store;
+  NoopSink sink;
+  Gate gate;
+  EventRouter router({noop_output(&sink, &gate)}, quiet(kEvents + 1));
+  Collector collector(store, &router);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  for (std::size_t i = 0; i < kEvents; ++i) c.inc();
+  const auto start = std::chrono::steady_clock::now();
+  gate.release();
+  while (sink.emits.load(std::memory_order_relaxed) < kEvents) std::this_thread::yield();
+  const std::chrono::duration<double, std::nano> elapsed = std::chrono::steady_clock::now() - start;
+  router.close(std::chrono::seconds(5));
+  return elapsed.count() / kEvents;
+}
+
+template <class Record>
+void run_paced(benchmark::State& state, EventRouter& router, Record record) {
+  const double worker_ns = worker_ns_per_event();
+  const double ticks_per_ns =
+      static_cast<double>(event_clock::monotonic_ticks(std::chrono::milliseconds(10))) / 1e7;
+  const auto pace_ticks = static_cast<std::uint64_t>(2.0 * worker_ns * ticks_per_ns) + 1;
+  record();  // registers this thread's rings
+  std::uint64_t next = __rdtsc();
+  for (auto _ : state) {
+    while (__rdtsc() < next) _mm_pause();
+    next += pace_ticks;
+    record();
+  }
+  state.counters["worker_ns_per_event"] = worker_ns;
+  state.counters["pace_ns"] = 2.0 * worker_ns;
+  report_drops(state, router, 0);
+}
+
+}  // namespace
+
+static void BM_CounterInc_OneOutput_PacedHalfWorkerRate(benchmark::State& state) {
+  InProcessMetricStore store;
+  NoopSink sink;
+  EventRouter router({noop_output(&sink)}, quiet());
+  Collector collector(store, &router);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  run_paced(state, router, [&] { c.inc(); });
+}
+BENCHMARK(BM_CounterInc_OneOutput_PacedHalfWorkerRate)->Iterations(4'000'000)->UseRealTime();
+
+static void BM_HistogramObserve_OneOutput_PacedHalfWorkerRate(benchmark::State& state) {
+  InProcessMetricStore store;
+  NoopSink sink;
+  EventRouter router({noop_output(&sink)}, quiet());
+  Collector collector(store, &router);
+  Histogram h = collector.histogram(kHistogram).labels("llama", "0");
+  double v = 0.0;
+  run_paced(state, router, [&] {
+    h.observe(v);
+    v = v > 2.5 ? 0.0 : v + 0.013;
+  });
+}
+BENCHMARK(BM_HistogramObserve_OneOutput_PacedHalfWorkerRate)
+    ->Iterations(4'000'000)
+    ->UseRealTime();
+
+static void BM_GaugeSetChanging_OneOutput_PacedHalfWorkerRate(benchmark::State& state) {
+  InProcessMetricStore store;
+  NoopSink sink;
+  EventRouter router({noop_output(&sink)}, quiet());
+  Collector collector(store, &router);
+  Gauge g =
+      collector.gauge(MetricDefinition{"g", MetricKind::gauge, "", "", {"model", "rank"}, {}, {}})
+          .labels("llama", "0");
+  double v = 0;
+  run_paced(state, router, [&] { g.set(v += 1); });
+}
+BENCHMARK(BM_GaugeSetChanging_OneOutput_PacedHalfWorkerRate)
+    ->Iterations(4'000'000)
+    ->UseRealTime();
+
 // ---------------------------------------- a plugin that sleeps in every emit
 // Records 2M events (paced a little so the run covers several emits) while
 // the plugin sleeps 100 ms per emit. Reports the record call's latency
@@ -409,5 +501,22 @@ static void BM_SpscPush32B_Draining(benchmark::State& state) {
   state.counters["full"] = static_cast<double>(full);
 }
 BENCHMARK(BM_SpscPush32B_Draining)->UseRealTime();
+
+// The ring the pipeline uses (16-byte slots, cached consumer position).
+static void BM_EventRingPush16B_Draining(benchmark::State& state) {
+  EventRing ring(8192);
+  std::atomic<bool> stop{false};
+  std::thread consumer([&] {
+    RingEvent buf[256];
+    while (!stop.load(std::memory_order_relaxed)) ring.pop(buf, 256);
+  });
+  std::uint64_t full = 0;
+  std::int64_t t = 0;
+  for (auto _ : state) full += ring.try_push(1, 1.0, 1, ++t) ? 0 : 1;
+  stop = true;
+  consumer.join();
+  state.counters["full"] = static_cast<double>(full);
+}
+BENCHMARK(BM_EventRingPush16B_Draining)->UseRealTime();
 
 BENCHMARK_MAIN();
