@@ -230,8 +230,7 @@ void Histogram::observe_each(std::span<const double> values) const noexcept {
   std::array<double, kLocalBuckets> counts{};
   double sum = 0.0;
   for (const double value : values) {
-    std::size_t bucket = 0;
-    while (bucket < n && !(value <= bounds[bucket])) ++bucket;  // NaN lands in +Inf
+    const std::size_t bucket = bucket_index(bounds.data(), n, value);
     counts[bucket] += 1.0;
     sum += value;
   }

@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cmath>
+#include <limits>
 #include <set>
 #include <string>
 #include <thread>
@@ -278,4 +280,25 @@ TEST_CASE(
   CHECK(events[0].value == 5);
   CHECK(events[1].value == 2);
   CHECK(all_series(store)[0]->slots[0] == 7);  // the aggregate is Prometheus's
+}
+
+TEST_CASE("bucket_index finds the first bound a value does not exceed, +Inf for NaN") {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (std::size_t n = 0; n <= 25; ++n) {
+    std::vector<double> bounds;
+    for (std::size_t i = 0; i < n; ++i) bounds.push_back(0.5 * static_cast<double>(i) - 2.0);
+    std::vector<double> values = {nan, inf, -inf, -0.0, 0.0, -100.0, 100.0};
+    for (const double b : bounds) {
+      values.push_back(b);
+      values.push_back(std::nextafter(b, inf));
+      values.push_back(std::nextafter(b, -inf));
+    }
+    for (const double v : values) {
+      std::size_t linear = 0;
+      while (linear < n && !(v <= bounds[linear])) ++linear;
+      INFO("n=" << n << " value=" << v);
+      CHECK(tokenspeed::metrics::bucket_index(bounds.data(), n, v) == linear);
+    }
+  }
 }
