@@ -109,6 +109,17 @@ void report_drops(benchmark::State& state, EventRouter& router, long allocations
   state.counters["wakeups"] = static_cast<double>(s.wakeups);
 }
 
+// A store, one no-op output drained by its worker, and a collector
+// recording into both (members in this order: the collector goes first).
+struct OneOutput {
+  InProcessMetricStore store;
+  NoopSink sink;
+  EventRouter router{std::vector<OutputDefinition>{noop_output(&sink)}, quiet()};
+  Collector collector{store, &router};
+};
+
+const MetricDefinition kGauge{"g", MetricKind::gauge, "", "", {"model", "rank"}, {}, {}};
+
 long rss_kib() {
   std::ifstream statm("/proc/self/statm");
   long pages = 0, resident = 0;
@@ -144,31 +155,25 @@ static void BM_CounterInc_AggregateOnly_InlineInternal(benchmark::State& state) 
 BENCHMARK(BM_CounterInc_AggregateOnly_InlineInternal);
 
 static void BM_CounterInc_OneOutput(benchmark::State& state) {
-  InProcessMetricStore store;
-  NoopSink sink;
-  EventRouter router({noop_output(&sink)}, quiet());
-  Collector collector(store, &router);
-  Counter c = collector.counter(kCounter).labels("llama", "0");
+  OneOutput rig;
+  Counter c = rig.collector.counter(kCounter).labels("llama", "0");
   c.inc();  // registers this thread's rings
   CountAllocations allocations;
   for (auto _ : state) c.inc();
   const long allocs = allocations.count();
-  report_drops(state, router, allocs);
+  report_drops(state, rig.router, allocs);
 }
 BENCHMARK(BM_CounterInc_OneOutput)->UseRealTime();
 
 static void BM_CounterInc_OneOutput_InlineInternal(benchmark::State& state) {
-  InProcessMetricStore store;
-  NoopSink sink;
-  EventRouter router({noop_output(&sink)}, quiet());
-  Collector collector(store, &router);
-  Counter c = collector.counter(kCounter).labels("llama", "0");
+  OneOutput rig;
+  Counter c = rig.collector.counter(kCounter).labels("llama", "0");
   auto* series = const_cast<MetricSeries*>(c.series());
   record_inc(series, 1.0);  // registers this thread's rings
   CountAllocations allocations;
   for (auto _ : state) record_inc(series, 1.0);
   const long allocs = allocations.count();
-  report_drops(state, router, allocs);
+  report_drops(state, rig.router, allocs);
 }
 BENCHMARK(BM_CounterInc_OneOutput_InlineInternal)->UseRealTime();
 
@@ -217,15 +222,12 @@ static void BM_LabelsInc_AggregateOnly(benchmark::State& state) {
 BENCHMARK(BM_LabelsInc_AggregateOnly);
 
 static void BM_LabelsInc_OneOutput(benchmark::State& state) {
-  InProcessMetricStore store;
-  NoopSink sink;
-  EventRouter router({noop_output(&sink)}, quiet());
-  Collector collector(store, &router);
-  auto& family = collector.counter(kCounter);
+  OneOutput rig;
+  auto& family = rig.collector.counter(kCounter);
   family.labels("llama", "0").inc();
   CountAllocations allocations;
   for (auto _ : state) family.labels("llama", "0").inc();
-  report_drops(state, router, allocations.count());
+  report_drops(state, rig.router, allocations.count());
 }
 BENCHMARK(BM_LabelsInc_OneOutput)->UseRealTime();
 
@@ -242,11 +244,8 @@ static void BM_HistogramObserve_AggregateOnly(benchmark::State& state) {
 BENCHMARK(BM_HistogramObserve_AggregateOnly);
 
 static void BM_HistogramObserve_OneOutput(benchmark::State& state) {
-  InProcessMetricStore store;
-  NoopSink sink;
-  EventRouter router({noop_output(&sink)}, quiet());
-  Collector collector(store, &router);
-  Histogram h = collector.histogram(kHistogram).labels("llama", "0");
+  OneOutput rig;
+  Histogram h = rig.collector.histogram(kHistogram).labels("llama", "0");
   h.observe(0.1);
   CountAllocations allocations;
   double v = 0.0;
@@ -254,72 +253,60 @@ static void BM_HistogramObserve_OneOutput(benchmark::State& state) {
     h.observe(v);
     v = v > 2.5 ? 0.0 : v + 0.013;
   }
-  report_drops(state, router, allocations.count());
+  report_drops(state, rig.router, allocations.count());
 }
 BENCHMARK(BM_HistogramObserve_OneOutput)->UseRealTime();
 
 static void BM_GaugeSetChanging_OneOutput(benchmark::State& state) {
-  InProcessMetricStore store;
-  NoopSink sink;
-  EventRouter router({noop_output(&sink)}, quiet());
-  Collector collector(store, &router);
-  Gauge g =
-      collector.gauge(MetricDefinition{"g", MetricKind::gauge, "", "", {"model", "rank"}, {}, {}})
-          .labels("llama", "0");
+  OneOutput rig;
+  Gauge g = rig.collector.gauge(kGauge).labels("llama", "0");
   double v = 0;
   for (auto _ : state) g.set(v += 1);
-  report_drops(state, router, 0);
+  report_drops(state, rig.router, 0);
 }
 BENCHMARK(BM_GaugeSetChanging_OneOutput)->UseRealTime();
 
 // ------------------------------------------------- one worker's delivery rate
 // The worker is held in create_sink while N events are queued, then released:
 // the time until all N were emitted is the worker's own rate.
+namespace {
+
+double timed_drain_seconds(std::size_t n) {
+  InProcessMetricStore store;
+  NoopSink sink;
+  Gate gate;
+  EventRouter router({noop_output(&sink, &gate)}, quiet(n + 1));
+  Collector collector(store, &router);
+  Counter c = collector.counter(kCounter).labels("llama", "0");
+  for (std::size_t i = 0; i < n; ++i) c.inc();
+  const auto start = std::chrono::steady_clock::now();
+  gate.release();
+  while (sink.emits.load(std::memory_order_relaxed) < n) std::this_thread::yield();
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  router.close(std::chrono::seconds(5));
+  return elapsed.count();
+}
+
+}  // namespace
+
 static void BM_WorkerThroughput(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
-  for (auto _ : state) {
-    InProcessMetricStore store;
-    NoopSink sink;
-    Gate gate;
-    EventRouter router({noop_output(&sink, &gate)}, quiet(n + 1));
-    Collector collector(store, &router);
-    Counter c = collector.counter(kCounter).labels("llama", "0");
-    for (std::size_t i = 0; i < n; ++i) c.inc();
-    const auto start = std::chrono::steady_clock::now();
-    gate.release();
-    while (sink.emits.load(std::memory_order_relaxed) < n) std::this_thread::yield();
-    const auto elapsed = std::chrono::steady_clock::now() - start;
-    state.SetIterationTime(std::chrono::duration<double>(elapsed).count());
-    router.close(std::chrono::seconds(5));
-  }
+  for (auto _ : state) state.SetIterationTime(timed_drain_seconds(n));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(n));
 }
 BENCHMARK(BM_WorkerThroughput)->Arg(1 << 20)->UseManualTime()->Iterations(3);
 
 // ------------------------------------- a producer slower than the worker
-// The worker's own rate is measured first in the same run (events queued
-// while it is held in create_sink, then drained); then the producer records
-// paced at half that rate (one event every two worker-event times, timed
-// with the TSC) for `events` events. With a producer the worker can keep
-// up with, drop_ratio must be 0.
+// The worker's own rate is measured first in the same run (as above, with
+// 256 Ki events); then the producer records paced at half that rate (one
+// event every two worker-event times, timed with the TSC). With a producer
+// the worker can keep up with, drop_ratio must be 0.
 namespace {
 
 double worker_ns_per_event() {
   constexpr std::size_t kEvents = 1 << 18;
-  InProcessMetricStore store;
-  NoopSink sink;
-  Gate gate;
-  EventRouter router({noop_output(&sink, &gate)}, quiet(kEvents + 1));
-  Collector collector(store, &router);
-  Counter c = collector.counter(kCounter).labels("llama", "0");
-  for (std::size_t i = 0; i < kEvents; ++i) c.inc();
-  const auto start = std::chrono::steady_clock::now();
-  gate.release();
-  while (sink.emits.load(std::memory_order_relaxed) < kEvents) std::this_thread::yield();
-  const std::chrono::duration<double, std::nano> elapsed = std::chrono::steady_clock::now() - start;
-  router.close(std::chrono::seconds(5));
-  return elapsed.count() / kEvents;
+  return timed_drain_seconds(kEvents) * 1e9 / kEvents;
 }
 
 template <class Record>
@@ -343,23 +330,17 @@ void run_paced(benchmark::State& state, EventRouter& router, Record record) {
 }  // namespace
 
 static void BM_CounterInc_OneOutput_PacedHalfWorkerRate(benchmark::State& state) {
-  InProcessMetricStore store;
-  NoopSink sink;
-  EventRouter router({noop_output(&sink)}, quiet());
-  Collector collector(store, &router);
-  Counter c = collector.counter(kCounter).labels("llama", "0");
-  run_paced(state, router, [&] { c.inc(); });
+  OneOutput rig;
+  Counter c = rig.collector.counter(kCounter).labels("llama", "0");
+  run_paced(state, rig.router, [&] { c.inc(); });
 }
 BENCHMARK(BM_CounterInc_OneOutput_PacedHalfWorkerRate)->Iterations(4'000'000)->UseRealTime();
 
 static void BM_HistogramObserve_OneOutput_PacedHalfWorkerRate(benchmark::State& state) {
-  InProcessMetricStore store;
-  NoopSink sink;
-  EventRouter router({noop_output(&sink)}, quiet());
-  Collector collector(store, &router);
-  Histogram h = collector.histogram(kHistogram).labels("llama", "0");
+  OneOutput rig;
+  Histogram h = rig.collector.histogram(kHistogram).labels("llama", "0");
   double v = 0.0;
-  run_paced(state, router, [&] {
+  run_paced(state, rig.router, [&] {
     h.observe(v);
     v = v > 2.5 ? 0.0 : v + 0.013;
   });
@@ -369,15 +350,10 @@ BENCHMARK(BM_HistogramObserve_OneOutput_PacedHalfWorkerRate)
     ->UseRealTime();
 
 static void BM_GaugeSetChanging_OneOutput_PacedHalfWorkerRate(benchmark::State& state) {
-  InProcessMetricStore store;
-  NoopSink sink;
-  EventRouter router({noop_output(&sink)}, quiet());
-  Collector collector(store, &router);
-  Gauge g =
-      collector.gauge(MetricDefinition{"g", MetricKind::gauge, "", "", {"model", "rank"}, {}, {}})
-          .labels("llama", "0");
+  OneOutput rig;
+  Gauge g = rig.collector.gauge(kGauge).labels("llama", "0");
   double v = 0;
-  run_paced(state, router, [&] { g.set(v += 1); });
+  run_paced(state, rig.router, [&] { g.set(v += 1); });
 }
 BENCHMARK(BM_GaugeSetChanging_OneOutput_PacedHalfWorkerRate)
     ->Iterations(4'000'000)
