@@ -121,7 +121,9 @@ bool output_failed(const SinkStats& s) noexcept {
   return s.disabled || s.create_failed || s.close_failed || s.abandoned;
 }
 
-std::string output_status(const SinkStats& s) {
+namespace {
+
+std::string base_status(const SinkStats& s) {
   if (s.abandoned && s.abandoned_in == "close")
     return "failed: close ignored its timeout, abandoned at close";
   if (s.abandoned && !s.abandoned_in.empty())
@@ -130,12 +132,20 @@ std::string output_status(const SinkStats& s) {
   if (s.create_failed) return "failed: create_sink failed";
   if (s.disabled) return "failed: disabled (emit failed)";
   if (s.close_failed) return "failed: close failed";
-  if (s.isolated && (s.helper_restarts != 0 || s.lost_in_helper != 0)) {
-    return "ok (isolated: sink helper restarted " + std::to_string(s.helper_restarts) +
-           (s.helper_restarts == 1 ? " time, " : " times, ") + std::to_string(s.lost_in_helper) +
-           (s.lost_in_helper == 1 ? " event" : " events") + " lost in it)";
-  }
   return "ok";
+}
+
+}  // namespace
+
+std::string output_status(const SinkStats& s) {
+  std::string status = base_status(s);
+  if (s.isolated && (s.helper_restarts != 0 || s.lost_in_helper != 0)) {
+    status += " (isolated: sink helper restarted " + std::to_string(s.helper_restarts) +
+              (s.helper_restarts == 1 ? " time, " : " times, ") +
+              std::to_string(s.lost_in_helper) + (s.lost_in_helper == 1 ? " event" : " events") +
+              " lost in it)";
+  }
+  return status;
 }
 
 namespace {
