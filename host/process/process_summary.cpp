@@ -224,6 +224,15 @@ std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
   table +=
       "  accepted = delivered + dropped + discarded; dropped: ring full, output disabled or "
       "offered after close began; discarded: still queued when the shutdown budget ran out\n";
+  const bool any_isolated = std::any_of(summaries.begin(), summaries.end(), [](const auto& s) {
+    return std::any_of(s.outputs.begin(), s.outputs.end(),
+                       [](const SinkStats& o) { return o.isolated; });
+  });
+  if (any_isolated) {
+    table +=
+        "  isolated: the output's sink runs in a helper process (\"isolation\": \"process\"); "
+        "events lost in a helper that crashed or hung count in dropped\n";
+  }
   return table;
 }
 
