@@ -193,8 +193,7 @@ int IsolatedOutput::close(std::int64_t timeout_ns, tsm_buffer* error) noexcept {
 
 IsolatedFigures IsolatedOutput::figures() const noexcept {
   IsolatedFigures f;
-  if (!created_.load(std::memory_order_acquire) && !channel_.valid()) return f;
-  if (!channel_.valid()) return f;
+  if (!created_.load(std::memory_order_acquire)) return f;  // no channel yet, or none
   const isolation::ControlBlock& control = channel_.control();
   // Fates first, then what was handed over: a snapshot never shows more
   // resolved than written.
@@ -210,7 +209,7 @@ IsolatedFigures IsolatedOutput::figures() const noexcept {
 }
 
 void IsolatedOutput::adjust(SinkStats& stats) const noexcept {
-  if (!created_.load(std::memory_order_acquire)) return;
+  if (!created_.load(std::memory_order_acquire)) return;  // nothing handed over
   const IsolatedFigures f = figures();
   // The worker counted as delivered every event this sink's emit accepted:
   // written into the channel, or dropped here. Split them by their fate.

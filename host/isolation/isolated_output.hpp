@@ -73,7 +73,7 @@ class IsolatedOutput {
   // Rewrites the worker's accounting of this output with the helper's
   // fates: "delivered" becomes what the plugin accepted in the helper.
   void adjust(SinkStats& stats) const noexcept;
-  IsolatedFigures figures() const noexcept;
+  IsolatedFigures figures() const noexcept;  // all zero until create_sink succeeded
 
  private:
   static int emit_entry(void* self, const tsm_metric_event* event, tsm_buffer* error) noexcept;
