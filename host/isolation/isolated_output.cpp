@@ -235,8 +235,7 @@ void IsolatedOutput::report(const std::string& text) noexcept {
   }
 }
 
-void IsolatedOutput::start_helper(std::unique_lock<std::mutex>& lock) noexcept {
-  static_cast<void>(lock);
+void IsolatedOutput::start_helper() noexcept {
   isolation::ControlBlock& control = channel_.control();
   control.state.store(static_cast<std::uint32_t>(HelperState::starting), std::memory_order_release);
   control.parked.store(0, std::memory_order_relaxed);
@@ -372,7 +371,7 @@ void IsolatedOutput::watch_progress(Clock::time_point now) noexcept {
 
 void IsolatedOutput::supervise() noexcept {
   std::unique_lock lock(mutex_);
-  start_helper(lock);
+  start_helper();
   while (true) {
     if (pid_ > 0) {
       int status = 0;
@@ -388,7 +387,7 @@ void IsolatedOutput::supervise() noexcept {
     } else if (!stop_ && (final_drain_ || (!closing_ && Clock::now() >= restart_at_))) {
       final_drain_ = false;
       restarts_.fetch_add(1, std::memory_order_relaxed);
-      start_helper(lock);
+      start_helper();
       cv_.notify_all();
       continue;
     }

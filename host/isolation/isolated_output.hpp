@@ -83,7 +83,7 @@ class IsolatedOutput {
 
   void supervise() noexcept;  // the supervisor thread
   // Under mutex_, supervisor thread only.
-  void start_helper(std::unique_lock<std::mutex>& lock) noexcept;
+  void start_helper() noexcept;
   void helper_ended(int wait_status, std::chrono::steady_clock::time_point now) noexcept;
   void watch_progress(std::chrono::steady_clock::time_point now) noexcept;
   void report(const std::string& text) noexcept;
