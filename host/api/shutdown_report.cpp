@@ -17,6 +17,7 @@ ShutdownReport shutdown_report_from(const std::vector<ProcessSummary>& summaries
       output.dropped_disabled = stats.dropped_disabled;
       output.dropped_after_close = stats.dropped_after_close;
       output.discarded_at_close = stats.discarded_at_deadline;
+      output.lost_in_helper = stats.lost_in_helper;
       output.failed = stats.disabled || stats.create_failed || stats.close_failed || stats.abandoned;
       report.outputs.push_back(std::move(output));
     }

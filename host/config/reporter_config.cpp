@@ -159,8 +159,8 @@ ReporterSelection resolve_reporters(const MetricsOptions& options, const Reporte
   for (SelectedOutput& output : result.outputs) {
     // An external output without a configuration entry receives an empty object.
     const boost::json::value* entry = file.if_contains(output.name);
-    const boost::json::object config =
-        entry == nullptr ? boost::json::object() : entry->as_object();
+    boost::json::object config = entry == nullptr ? boost::json::object() : entry->as_object();
+    output.isolation = take_isolation_settings(config, output.name, path);
     output.config = output.reporter->validate(config, path);
   }
   return result;

@@ -13,6 +13,7 @@
 #include "config/plugin_loader.hpp"
 #include "config/reporter.hpp"
 #include "config/reporter_registry.hpp"
+#include "isolation/isolation_settings.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -30,6 +31,7 @@ struct SelectedOutput {
   std::string name;
   const Reporter* reporter = nullptr;  // owned by the registry
   boost::json::object config;          // what validate returned
+  IsolationSettings isolation{};       // the host's keys, taken out before validate
 };
 
 // The result of startup validation.

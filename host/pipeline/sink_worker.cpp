@@ -509,6 +509,7 @@ SinkStats SinkWorker::stats() const {
     s.dropped_disabled = disabled_publish + disabled_worker;
     s.in_queue = pushed - delivered - disabled_worker;
   }
+  if (output_.adjust_stats) output_.adjust_stats(s);
   return s;
 }
 

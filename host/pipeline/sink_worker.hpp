@@ -29,10 +29,12 @@ namespace tokenspeed::metrics {
 // process-local sink. create_sink fills out (vtable, self) and returns TSM_OK,
 // or returns nonzero with a message in error, having released what it
 // allocated. It is called at most once, on the output's worker thread.
+struct SinkStats;
 struct OutputDefinition {
   std::string name;
   std::function<int(tsm_sink& out, std::string& error)> create_sink;
   std::string plugin_path;  // the plugin file, for crash and stall lines ("" unknown)
+  std::function<void(SinkStats&)> adjust_stats{};  // an isolated sink's own fates, or empty
 };
 
 // The plugin functions a worker calls, for crash lines and stall reports.
@@ -51,7 +53,7 @@ struct PluginCallProbe {
 // Per-sink accounting. Every event offered to the sink (accepted) has exactly
 // one fate:
 //   accepted = delivered + dropped_full + dropped_disabled
-//              + dropped_after_close + discarded_at_deadline + in_queue
+//              + dropped_after_close + discarded_at_deadline + lost_in_helper + in_queue
 // in_queue (in a ring, or inside an emit call that has not returned) is zero
 // once close() has returned: what remained then is discarded_at_deadline.
 struct SinkStats {
@@ -64,6 +66,9 @@ struct SinkStats {
   std::uint64_t dropped_after_close = 0;    // offered after close() began
   std::uint64_t discarded_at_deadline = 0;  // still queued (or in emit) at the deadline
   std::uint64_t in_queue = 0;               // not yet resolved
+  std::uint64_t lost_in_helper = 0;         // isolated: inside a sink helper that crashed or hung
+  std::uint64_t helper_restarts = 0;        // isolated: sink helpers restarted
+  bool isolated = false;                    // the sink runs in a helper process
   bool created = false;                     // create_sink returned success
   bool create_failed = false;               // create_sink failed (never retried)
   bool disabled = false;                    // emit failed, or create_sink failed

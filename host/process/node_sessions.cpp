@@ -19,7 +19,7 @@ std::vector<ProducerOutput> NodeSessions::start(const std::vector<SelectedOutput
   std::vector<ProducerOutput> producer_outputs;
   for (const SelectedOutput& output : outputs) {
     if (!output.reporter->has_start_node()) {
-      producer_outputs.push_back({output.name, output.config});
+      producer_outputs.push_back({output.name, output.config, output.isolation});
       continue;
     }
     StartNodeResult result = output.reporter->start_node(output.config, cleanup_budget);
@@ -28,7 +28,7 @@ std::vector<ProducerOutput> NodeSessions::start(const std::vector<SelectedOutput
       throw StartupError({output.name, "", ""}, result.error);
     }
     sessions_.push_back({output.name, result.session});
-    producer_outputs.push_back({output.name, std::move(result.producer_config)});
+    producer_outputs.push_back({output.name, std::move(result.producer_config), output.isolation});
   }
   return producer_outputs;
 }

@@ -4,14 +4,48 @@
 
 #include <atomic>
 
+#include <boost/json/serialize.hpp>
+
+#include "isolation/isolated_output.hpp"
+
 namespace tokenspeed::metrics {
 namespace {
 
+// An output with "isolation": "process": its sink is a proxy whose plugin
+// runs in a helper process; its fates there rewrite the worker's accounting.
+OutputDefinition isolated_definition(const Reporter& reporter, const ProducerOutput& output,
+                                     const RouterOptions& router) {
+  IsolatedOutputOptions options;
+  options.output = output.name;
+  options.plugin_path = reporter.plugin_path();
+  options.reporter = output.name;
+  options.process_name = router.process_name;
+  options.producer_config = boost::json::serialize(output.producer_config);
+  options.settings = output.isolation;
+  options.log_interval = router.log_interval;
+  options.log = router.log;
+  auto isolated = std::make_shared<IsolatedOutput>(std::move(options));
+  OutputDefinition definition{
+      output.name,
+      // Called once, by the output's worker, on its first event.
+      [isolated](tsm_sink& sink, std::string& error) -> int {
+        return isolated->create_sink(sink, error);
+      },
+      reporter.plugin_path()};
+  definition.adjust_stats = [isolated](SinkStats& stats) { isolated->adjust(stats); };
+  return definition;
+}
+
 std::vector<OutputDefinition> output_definitions(const ReporterRegistry& registry,
-                                                 const std::vector<ProducerOutput>& outputs) {
+                                                 const std::vector<ProducerOutput>& outputs,
+                                                 const RouterOptions& router) {
   std::vector<OutputDefinition> definitions;
   for (const ProducerOutput& output : outputs) {
     const Reporter* reporter = registry.find(output.name);
+    if (reporter != nullptr && output.isolation.process) {
+      definitions.push_back(isolated_definition(*reporter, output, router));
+      continue;
+    }
     definitions.push_back(
         OutputDefinition{output.name,
                          // Called once, by the output's worker, on its first event.
@@ -73,7 +107,7 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
   }
   if (options.router.process_name.empty()) options.router.process_name = options.file_prefix;
   if (!options.outputs.empty()) {
-    router_ = std::make_unique<EventRouter>(output_definitions(registry, options.outputs),
+    router_ = std::make_unique<EventRouter>(output_definitions(registry, options.outputs, options.router),
                                             options.router);
   }
   collector_ = std::make_unique<Collector>(*store_, router_.get());

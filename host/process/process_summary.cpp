@@ -37,6 +37,9 @@ bool write_process_summary(const std::filesystem::path& dir,
           {"dropped_disabled", s.dropped_disabled},
           {"dropped_after_close", s.dropped_after_close},
           {"discarded_at_deadline", s.discarded_at_deadline},
+          {"lost_in_helper", s.lost_in_helper},
+          {"helper_restarts", s.helper_restarts},
+          {"isolated", s.isolated},
           {"failed", output_failed(s)},
           {"disabled", s.disabled},
           {"create_failed", s.create_failed},
@@ -89,6 +92,8 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
         s.dropped_disabled = number(o, "dropped_disabled");
         s.dropped_after_close = number(o, "dropped_after_close");
         s.discarded_at_deadline = number(o, "discarded_at_deadline");
+        s.lost_in_helper = number(o, "lost_in_helper");
+        s.helper_restarts = number(o, "helper_restarts");
         auto flag = [&o](const char* key) {
           const auto* value = o.if_contains(key);
           return value != nullptr && value->is_bool() && value->get_bool();
@@ -97,6 +102,7 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
         s.create_failed = flag("create_failed");
         s.close_failed = flag("close_failed");
         s.abandoned = flag("abandoned");
+        s.isolated = flag("isolated");
         if (const auto* in = o.if_contains("abandoned_in"); in && in->is_string())
           s.abandoned_in = std::string(in->get_string());
         // A file without the detail (an older writer): "failed" alone.
@@ -115,7 +121,9 @@ bool output_failed(const SinkStats& s) noexcept {
   return s.disabled || s.create_failed || s.close_failed || s.abandoned;
 }
 
-std::string output_status(const SinkStats& s) {
+namespace {
+
+std::string base_status(const SinkStats& s) {
   if (s.abandoned && s.abandoned_in == "close")
     return "failed: close ignored its timeout, abandoned at close";
   if (s.abandoned && !s.abandoned_in.empty())
@@ -125,6 +133,19 @@ std::string output_status(const SinkStats& s) {
   if (s.disabled) return "failed: disabled (emit failed)";
   if (s.close_failed) return "failed: close failed";
   return "ok";
+}
+
+}  // namespace
+
+std::string output_status(const SinkStats& s) {
+  std::string status = base_status(s);
+  if (s.isolated && (s.helper_restarts != 0 || s.lost_in_helper != 0)) {
+    status += " (isolated: sink helper restarted " + std::to_string(s.helper_restarts) +
+              (s.helper_restarts == 1 ? " time, " : " times, ") +
+              std::to_string(s.lost_in_helper) + (s.lost_in_helper == 1 ? " event" : " events") +
+              " lost in it)";
+  }
+  return status;
 }
 
 namespace {
@@ -188,7 +209,7 @@ std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
           summary.process.c_str(), static_cast<int>(summary.pid), s.name.c_str(),
           static_cast<unsigned long long>(s.accepted), static_cast<unsigned long long>(s.delivered),
           static_cast<unsigned long long>(s.dropped_full + s.dropped_disabled +
-                                          s.dropped_after_close),
+                                          s.dropped_after_close + s.lost_in_helper),
           static_cast<unsigned long long>(s.discarded_at_deadline), output_status(s).c_str());
       table += line;
     }
@@ -203,6 +224,15 @@ std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
   table +=
       "  accepted = delivered + dropped + discarded; dropped: ring full, output disabled or "
       "offered after close began; discarded: still queued when the shutdown budget ran out\n";
+  const bool any_isolated = std::any_of(summaries.begin(), summaries.end(), [](const auto& s) {
+    return std::any_of(s.outputs.begin(), s.outputs.end(),
+                       [](const SinkStats& o) { return o.isolated; });
+  });
+  if (any_isolated) {
+    table +=
+        "  isolated: the output's sink runs in a helper process (\"isolation\": \"process\"); "
+        "events lost in a helper that crashed or hung count in dropped\n";
+  }
   return table;
 }
 

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -50,7 +51,9 @@ boost::json::object handoff_to_json(const ProducerHandoff& handoff) {
   boost::json::array outputs;
   for (const ProducerOutput& output : handoff.outputs) {
     outputs.push_back(
-        boost::json::object{{"name", output.name}, {"producer_config", output.producer_config}});
+        boost::json::object{{"name", output.name},
+                            {"producer_config", output.producer_config},
+                            {"isolation", output.isolation.to_json()}});
   }
   boost::json::array dirs;
   for (const std::string& dir : handoff.plugin_dirs) dirs.push_back(boost::json::string(dir));
@@ -73,7 +76,17 @@ ProducerHandoff handoff_from_json(const boost::json::object& json) {
     if (!entry.is_object()) bad_handoff("outputs", "entry is not an object");
     const boost::json::value& config = member(entry.get_object(), "producer_config");
     if (!config.is_object()) bad_handoff("outputs.producer_config", "not a JSON object");
-    handoff.outputs.push_back({string_member(entry.get_object(), "name"), config.get_object()});
+    IsolationSettings isolation;
+    if (const boost::json::value* given = entry.get_object().if_contains("isolation")) {
+      if (!given->is_object()) bad_handoff("outputs.isolation", "not a JSON object");
+      try {
+        isolation = IsolationSettings::from_json(given->get_object());
+      } catch (const std::invalid_argument& error) {
+        bad_handoff("outputs.isolation", error.what());
+      }
+    }
+    handoff.outputs.push_back(
+        {string_member(entry.get_object(), "name"), config.get_object(), isolation});
   }
   const boost::json::value& dirs = member(json, "plugin_dirs");
   if (!dirs.is_array()) bad_handoff("plugin_dirs", "not an array");

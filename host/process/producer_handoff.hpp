@@ -13,6 +13,8 @@
 
 #include <boost/json/object.hpp>
 
+#include "isolation/isolation_settings.hpp"
+
 namespace tokenspeed::metrics {
 
 // The environment variable that names the inherited descriptor (producers
@@ -27,6 +29,7 @@ inline constexpr const char* kMetricsDisabledEnv = "TOKENSPEED_METRICS_DISABLED"
 struct ProducerOutput {
   std::string name;                     // the selected output
   boost::json::object producer_config;  // start_node's result, or the normalized config
+  IsolationSettings isolation{};         // where its sink runs
 };
 
 struct ProducerHandoff {

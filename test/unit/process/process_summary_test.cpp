@@ -119,3 +119,28 @@ TEST_CASE("with Prometheus alone the table says so instead of printing a header 
   CHECK_THAT(format_summary_table(summaries, {crashed}),
              Catch::Contains("producer 'scheduler-0' (pid 11): crashed: killed by SIGABRT"));
 }
+
+TEST_CASE("an isolated output's losses in its helper cross the summary file into dropped") {
+  char pattern[] = "/tmp/tsm-summary-XXXXXX";
+  const std::filesystem::path dir = ::mkdtemp(pattern);
+  SinkStats vendor;
+  vendor.name = "vendor";
+  vendor.accepted = 50;
+  vendor.delivered = 45;
+  vendor.dropped_full = 2;
+  vendor.lost_in_helper = 3;
+  vendor.helper_restarts = 2;
+  vendor.isolated = true;
+  REQUIRE(write_process_summary(dir, {"scheduler-0", 41, {vendor}}));
+  const auto summaries = read_process_summaries(dir);
+  REQUIRE(summaries.size() == 1);
+  REQUIRE(summaries[0].outputs.size() == 1);
+  CHECK(summaries[0].outputs[0].lost_in_helper == 3);
+  CHECK(summaries[0].outputs[0].helper_restarts == 2);
+  CHECK(summaries[0].outputs[0].isolated);
+  // dropped = full + lost in the helper
+  CHECK_THAT(format_summary_table(summaries),
+             Catch::Matches("(.|\n)*scheduler-0 +41 +vendor +50 +45 +5 +0 +ok \\(isolated: sink "
+                            "helper restarted 2 times, 3 events lost in it\\)\n(.|\n)*"));
+  std::filesystem::remove_all(dir);
+}

@@ -18,6 +18,8 @@ namespace {
 ProducerHandoff sample_handoff() {
   ProducerHandoff handoff;
   handoff.outputs.push_back({"jsonl", boost::json::object{{"path", "/tmp/e-{pid}.jsonl"}}});
+  handoff.outputs.back().isolation.process = true;  // "isolation": "process" crosses too
+  handoff.outputs.back().isolation.deadlock_timeout = std::chrono::milliseconds(1500);
   handoff.outputs.push_back(
       {"otlp", boost::json::object{{"endpoint", "http://127.0.0.1:4318"}, {"session", "node-7"}}});
   handoff.plugin_dirs = {"/opt/a", "/opt/b"};
@@ -34,6 +36,8 @@ void require_equal(const ProducerHandoff& a, const ProducerHandoff& b) {
   for (std::size_t i = 0; i < a.outputs.size(); ++i) {
     CHECK(a.outputs[i].name == b.outputs[i].name);
     CHECK(a.outputs[i].producer_config == b.outputs[i].producer_config);
+    CHECK(a.outputs[i].isolation.process == b.outputs[i].isolation.process);
+    CHECK(a.outputs[i].isolation.deadlock_timeout == b.outputs[i].isolation.deadlock_timeout);
   }
   CHECK(a.plugin_dirs == b.plugin_dirs);
   CHECK(a.disabled_plugins == b.disabled_plugins);
@@ -118,4 +122,11 @@ TEST_CASE("a producer configuration that is not a JSON object is refused in the 
   boost::json::object missing = handoff_to_json(sample_handoff());
   missing.erase("run_dir");
   CHECK_THROWS_AS(handoff_from_json(missing), StartupError);
+}
+
+TEST_CASE("a handoff without isolation (an older launcher) runs every output in process") {
+  boost::json::object json = handoff_to_json(sample_handoff());
+  for (boost::json::value& output : json["outputs"].as_array()) output.as_object().erase("isolation");
+  const ProducerHandoff handoff = handoff_from_json(json);
+  for (const ProducerOutput& output : handoff.outputs) CHECK_FALSE(output.isolation.process);
 }

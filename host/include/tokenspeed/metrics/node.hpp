@@ -54,6 +54,7 @@ struct OutputReport {
   std::uint64_t dropped_disabled = 0;     // the sink was disabled or never created
   std::uint64_t dropped_after_close = 0;  // recorded after close began
   std::uint64_t discarded_at_close = 0;   // still queued when the budget ran out
+  std::uint64_t lost_in_helper = 0;       // "isolation": "process": inside a crashed helper
   bool failed = false;                    // disabled, not created, close failed or abandoned
 };
 

@@ -1,0 +1,408 @@
+// isolated_output.cpp — the proxy sink of an isolated output and the
+// supervisor of its helper process: start, heartbeat, kill, reap, restart
+// with backoff, loss accounting and the rate-limited lines. Never calls the
+// plugin: only the helper does.
+#include "isolation/isolated_output.hpp"
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "isolation/helper_process.hpp"
+
+namespace tokenspeed::metrics {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using isolation::HelperState;
+
+std::string seconds_text(std::chrono::nanoseconds d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f s", std::chrono::duration<double>(d).count());
+  return text;
+}
+
+std::string events_text(std::uint64_t n) {
+  return std::to_string(n) + (n == 1 ? " event" : " events");
+}
+
+std::string subject_of(const IsolatedOutputOptions& options) {
+  std::string subject = "output '" + options.output + "'";
+  if (!options.process_name.empty()) subject += " in " + options.process_name;
+  if (!options.plugin_path.empty()) subject += " (plugin file '" + options.plugin_path + "')";
+  return subject;
+}
+
+HelperState state_of(const isolation::ControlBlock& control) noexcept {
+  return static_cast<HelperState>(control.state.load(std::memory_order_acquire));
+}
+
+}  // namespace
+
+IsolatedOutput::IsolatedOutput(IsolatedOutputOptions options)
+    : options_(std::move(options)),
+      backoff_(options_.initial_backoff),
+      log_(subject_of(options_), options_.log_interval,
+           options_.log ? options_.log : LogWriter(&write_log_line_to_stderr)) {}
+
+IsolatedOutput::~IsolatedOutput() { stop_supervisor(); }
+
+void IsolatedOutput::stop_supervisor() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+    closing_ = true;
+    if (pid_ > 0) {
+      if (kill_reason_.empty()) kill_reason_ = "stopped with its output";
+      ::kill(pid_, SIGKILL);
+    }
+  }
+  cv_.notify_all();
+  if (supervisor_.joinable()) {
+    try {
+      supervisor_.join();
+    } catch (...) {
+    }
+  }
+}
+
+// ------------------------------------------------------------- the sink
+
+int IsolatedOutput::create_sink(tsm_sink& out, std::string& error) noexcept {
+  try {
+    channel_ = isolation::SharedChannel::create();
+    if (options_.producer_config.size() > isolation::kConfigBytes) {
+      error = "the producer configuration (" + std::to_string(options_.producer_config.size()) +
+              " bytes) is larger than an isolated output accepts (" +
+              std::to_string(isolation::kConfigBytes) + " bytes)";
+      return TSM_ERROR;
+    }
+    isolation::ControlBlock& control = channel_.control();
+    std::memcpy(control.config, options_.producer_config.data(), options_.producer_config.size());
+    control.config_size = static_cast<std::uint32_t>(options_.producer_config.size());
+    writer_ = std::make_unique<isolation::ChannelWriter>(channel_);
+    executable_ = isolation::helper_executable();
+    supervisor_ = std::thread([this] { supervise(); });
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return first_outcome_; });
+    if (!first_error_.empty()) {
+      error = first_error_;
+      lock.unlock();
+      stop_supervisor();
+      return TSM_ERROR;
+    }
+  } catch (const std::exception& failure) {
+    error = std::string("cannot isolate the output: ") + failure.what();
+    stop_supervisor();
+    return TSM_ERROR;
+  }
+  static const tsm_sink_vtable vtable = {sizeof(tsm_sink_vtable), &IsolatedOutput::emit_entry,
+                                         &IsolatedOutput::close_entry};
+  out.vtable = &vtable;
+  out.self = this;
+  created_.store(true, std::memory_order_release);
+  return TSM_OK;
+}
+
+int IsolatedOutput::emit_entry(void* self, const tsm_metric_event* event,
+                               tsm_buffer* error) noexcept {
+  return static_cast<IsolatedOutput*>(self)->emit(*event, error);
+}
+
+int IsolatedOutput::close_entry(void* self, std::int64_t timeout_ns, tsm_buffer* error) noexcept {
+  return static_cast<IsolatedOutput*>(self)->close(timeout_ns, error);
+}
+
+int IsolatedOutput::emit(const tsm_metric_event& event, tsm_buffer* error) noexcept {
+  isolation::ControlBlock& control = channel_.control();
+  if (state_of(control) == HelperState::disabled) {
+    // The helper's sink failed: the worker disables the output, as for an
+    // emit failure in this process.
+    try {
+      const std::string message = isolation::message_of(control);
+      error->assign(error, message.data(), message.size());
+    } catch (...) {
+    }
+    return TSM_ERROR;
+  }
+  switch (writer_->write(event)) {
+    case isolation::WriteResult::written:
+      break;
+    case isolation::WriteResult::ring_full:
+      ring_full_.fetch_add(1, std::memory_order_relaxed);
+      break;
+    case isolation::WriteResult::too_large:
+      too_large_.fetch_add(1, std::memory_order_relaxed);
+      break;
+  }
+  return TSM_OK;
+}
+
+int IsolatedOutput::close(std::int64_t timeout_ns, tsm_buffer* error) noexcept {
+  const Clock::time_point deadline = Clock::now() + std::chrono::nanoseconds(timeout_ns);
+  std::string problem;
+  {
+    std::unique_lock lock(mutex_);
+    closing_ = true;
+    isolation::ControlBlock& control = channel_.control();
+    control.close_timeout_ns.store(timeout_ns, std::memory_order_relaxed);
+    control.close_requested.store(1, std::memory_order_seq_cst);
+    // A helper waiting out its restart backoff is started at once to drain
+    // what waits in the channel (it sees the close request after create_sink).
+    const bool pending = control.events_written.load(std::memory_order_acquire) >
+                         control.events_read.load(std::memory_order_acquire);
+    if (pid_ <= 0 && pending && !stop_) final_drain_ = true;
+    writer_->wake();
+    cv_.notify_all();
+    const auto settled = [&] { return helper_exited_ || (pid_ <= 0 && !final_drain_); };
+    if (!cv_.wait_until(lock, deadline, settled) && pid_ > 0) {
+      close_kill_ = true;
+      kill_reason_ = "did not finish close within its timeout";
+      ::kill(pid_, SIGKILL);
+      cv_.wait_for(lock, std::chrono::seconds(2), [&] { return helper_exited_; });
+    }
+    problem = close_problem_;
+  }
+  stop_supervisor();
+  // What the helper never took from the channel.
+  const isolation::ControlBlock& control = channel_.control();
+  const std::uint64_t written = control.events_written.load(std::memory_order_acquire);
+  const std::uint64_t read = control.events_read.load(std::memory_order_acquire);
+  if (written > read) discarded_.fetch_add(written - read, std::memory_order_relaxed);
+  try {
+    const std::uint64_t ring_full = ring_full_.load(std::memory_order_relaxed);
+    if (ring_full > ring_full_reported_) {
+      log_.report("events dropped (the sink helper's ring was full)", ring_full - ring_full_reported_,
+                  Clock::now());
+      ring_full_reported_ = ring_full;
+    }
+    log_.flush(Clock::now());
+    if (!problem.empty()) {
+      error->assign(error, problem.data(), problem.size());
+      return TSM_ERROR;
+    }
+  } catch (...) {
+  }
+  return TSM_OK;
+}
+
+// ------------------------------------------------------------ accounting
+
+IsolatedFigures IsolatedOutput::figures() const noexcept {
+  IsolatedFigures f;
+  if (!created_.load(std::memory_order_acquire)) return f;  // no channel yet, or none
+  const isolation::ControlBlock& control = channel_.control();
+  // Fates first, then what was handed over: a snapshot never shows more
+  // resolved than written.
+  f.lost = lost_.load(std::memory_order_acquire);
+  f.discarded = discarded_.load(std::memory_order_acquire);
+  f.delivered = control.events_delivered.load(std::memory_order_acquire);
+  f.dropped_disabled = control.events_dropped_disabled.load(std::memory_order_acquire);
+  f.written = control.events_written.load(std::memory_order_acquire);
+  f.ring_full = ring_full_.load(std::memory_order_relaxed);
+  f.too_large = too_large_.load(std::memory_order_relaxed);
+  f.restarts = restarts_.load(std::memory_order_relaxed);
+  return f;
+}
+
+void IsolatedOutput::adjust(SinkStats& stats) const noexcept {
+  if (!created_.load(std::memory_order_acquire)) return;  // nothing handed over
+  const IsolatedFigures f = figures();
+  // The worker counted as delivered every event this sink's emit accepted:
+  // written into the channel, or dropped here. Split them by their fate.
+  const std::uint64_t handed = stats.delivered;
+  const std::uint64_t resolved =
+      f.delivered + f.dropped_disabled + f.lost + f.discarded + f.ring_full + f.too_large;
+  stats.delivered = f.delivered;
+  stats.dropped_full += f.ring_full + f.too_large;
+  stats.dropped_disabled += f.dropped_disabled;
+  stats.lost_in_helper = f.lost;
+  stats.discarded_at_deadline += f.discarded;
+  stats.in_queue += handed > resolved ? handed - resolved : 0;  // in the channel, or in emit
+  stats.helper_restarts = f.restarts;
+  stats.isolated = true;
+}
+
+// ------------------------------------------------------------ supervisor
+
+void IsolatedOutput::report(const std::string& text) noexcept {
+  try {
+    log_.message(text, Clock::now());
+  } catch (...) {
+  }
+}
+
+void IsolatedOutput::start_helper() noexcept {
+  isolation::ControlBlock& control = channel_.control();
+  control.state.store(static_cast<std::uint32_t>(HelperState::starting), std::memory_order_release);
+  control.parked.store(0, std::memory_order_relaxed);
+  std::string error;
+  const isolation::HelperLaunch launch{executable_, options_.plugin_path, options_.reporter,
+                                       channel_.fd()};
+  started_at_ = Clock::now();
+  last_progress_ = started_at_;
+  last_heartbeat_ = control.heartbeat.load(std::memory_order_relaxed);
+  kill_reason_.clear();
+  pid_ = isolation::spawn_helper(launch, error);
+  if (pid_ > 0) return;
+  if (!first_outcome_) {
+    first_error_ = error;
+    first_outcome_ = true;
+    cv_.notify_all();
+    stop_ = true;
+    return;
+  }
+  restart_at_ = started_at_ + backoff_;
+  if (closing_) {
+    report(error);
+    return;
+  }
+  report(error + "; retrying in " + seconds_text(backoff_));
+  backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+}
+
+void IsolatedOutput::helper_ended(int wait_status, Clock::time_point now) noexcept {
+  isolation::ControlBlock& control = channel_.control();
+  const pid_t pid = pid_;
+  pid_ = -1;
+  const HelperState state = state_of(control);
+  const bool clean = wait_status >= 0 && WIFEXITED(wait_status) &&
+                     WEXITSTATUS(wait_status) == isolation::kHelperExitClosed &&
+                     state == HelperState::closed;
+  // Taken from the channel but neither delivered nor dropped: lost with it.
+  const std::uint64_t read = control.events_read.load(std::memory_order_acquire);
+  const std::uint64_t resolved = control.events_delivered.load(std::memory_order_acquire) +
+                                 control.events_dropped_disabled.load(std::memory_order_acquire) +
+                                 lost_.load(std::memory_order_relaxed);
+  std::uint64_t in_flight = read > resolved ? read - resolved : 0;
+  if (closing_ && close_kill_) {
+    // Killed at the close deadline: what it held is discarded, as a queue
+    // is at the deadline in this process.
+    discarded_.fetch_add(in_flight, std::memory_order_relaxed);
+    in_flight = 0;
+  }
+  lost_.fetch_add(in_flight, std::memory_order_relaxed);
+
+  std::string how;
+  try {
+    how = !kill_reason_.empty()
+              ? kill_reason_ + "; killed"
+              : wait_status < 0 ? std::string("ended (its exit status was reaped elsewhere)")
+                                : isolation::describe_wait_status(wait_status);
+    if (wait_status >= 0 && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0) {
+      const std::string message = isolation::message_of(control);
+      if (!message.empty()) how += " (" + message + ")";
+    }
+  } catch (...) {
+  }
+  const std::string who = "sink helper (pid " + std::to_string(pid) + ") ";
+
+  if (!first_outcome_) {
+    first_outcome_ = true;
+    if (state == HelperState::create_failed) {
+      first_error_ = isolation::message_of(control);
+    } else {
+      first_error_ = "the " + who + how + " before create_sink returned";
+    }
+    if (first_error_.empty()) first_error_ = "create_sink failed in the sink helper";
+    stop_ = true;
+    cv_.notify_all();
+    return;
+  }
+  if (closing_) {
+    helper_exited_ = true;
+    if (clean) {
+    } else if (state == HelperState::closed) {
+      close_problem_ = isolation::message_of(control);  // the plugin's close failed
+    } else if (close_kill_) {
+      close_problem_ = "the " + who + how + " during close";
+    } else {
+      // Died while draining: its losses are counted like any other crash.
+      report(who + how + " while draining at close; " + events_text(in_flight) +
+             " lost in the helper");
+    }
+    cv_.notify_all();
+    return;
+  }
+  // Unexpected: restart after the backoff.
+  if (now - started_at_ >= options_.healthy_after) backoff_ = options_.initial_backoff;
+  restart_at_ = now + backoff_;
+  report(who + how + "; " + events_text(in_flight) + " lost in the helper; restarting in " +
+         seconds_text(backoff_));
+  backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+  control.state.store(static_cast<std::uint32_t>(HelperState::starting), std::memory_order_release);
+}
+
+void IsolatedOutput::watch_progress(Clock::time_point now) noexcept {
+  const isolation::ControlBlock& control = channel_.control();
+  const HelperState state = state_of(control);
+  if (!first_outcome_ && state != HelperState::starting) {
+    first_outcome_ = true;  // ready (or already disabled): the sink exists
+    cv_.notify_all();
+  }
+  if (!kill_reason_.empty()) return;  // already killed, not reaped yet
+  const std::uint64_t heartbeat = control.heartbeat.load(std::memory_order_acquire);
+  const std::uint64_t written = control.events_written.load(std::memory_order_acquire);
+  const std::uint64_t read = control.events_read.load(std::memory_order_acquire);
+  const std::uint64_t resolved = control.events_delivered.load(std::memory_order_acquire) +
+                                 control.events_dropped_disabled.load(std::memory_order_acquire) +
+                                 lost_.load(std::memory_order_relaxed);
+  const bool waiting = state == HelperState::starting || written > read || read > resolved ||
+                       control.close_requested.load(std::memory_order_relaxed) != 0;
+  if (heartbeat != last_heartbeat_ || !waiting) {
+    last_heartbeat_ = heartbeat;
+    last_progress_ = now;
+    return;
+  }
+  if (closing_) return;  // close has its own deadline
+  if (now - last_progress_ < options_.settings.deadlock_timeout) return;
+  try {
+    kill_reason_ = (state == HelperState::starting
+                        ? "did not finish create_sink within "
+                        : "made no progress while events waited for ") +
+                   seconds_text(options_.settings.deadlock_timeout) + " (deadlock timeout)";
+  } catch (...) {
+  }
+  ::kill(pid_, SIGKILL);
+}
+
+void IsolatedOutput::supervise() noexcept {
+  std::unique_lock lock(mutex_);
+  start_helper();
+  while (true) {
+    if (pid_ > 0) {
+      int status = 0;
+      const pid_t result = ::waitpid(pid_, &status, WNOHANG);
+      const Clock::time_point now = Clock::now();
+      if (result == pid_) {
+        helper_ended(status, now);
+      } else if (result < 0 && errno == ECHILD) {
+        helper_ended(-1, now);  // SIGCHLD ignored by the embedding process
+      } else {
+        watch_progress(now);
+      }
+    } else if (!stop_ && (final_drain_ || (!closing_ && Clock::now() >= restart_at_))) {
+      final_drain_ = false;
+      restarts_.fetch_add(1, std::memory_order_relaxed);
+      start_helper();
+      cv_.notify_all();
+      continue;
+    }
+    if (stop_ && pid_ <= 0) break;
+    const std::uint64_t ring_full = ring_full_.load(std::memory_order_relaxed);
+    if (ring_full > ring_full_reported_) {
+      try {
+        log_.report("events dropped (the sink helper's ring was full)",
+                    ring_full - ring_full_reported_, Clock::now());
+      } catch (...) {
+      }
+      ring_full_reported_ = ring_full;
+    }
+    cv_.wait_for(lock, options_.supervise_interval);
+  }
+}
+
+}  // namespace tokenspeed::metrics

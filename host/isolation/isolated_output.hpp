@@ -1,0 +1,130 @@
+// isolated_output.hpp — an output whose plugin sink runs in a helper process:
+// to its delivery worker it is a tsm_sink like any other, whose emit copies
+// the event into the shared channel; a supervisor thread starts the helper,
+// restarts it with exponential backoff when it crashes, exits or deadlocks,
+// counts what it lost and reports it. Never loads or calls the plugin in
+// this process.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <tokenspeed/metric_reporter.h>
+
+#include "isolation/channel_writer.hpp"
+#include "isolation/isolation_settings.hpp"
+#include "isolation/shared_channel.hpp"
+#include "pipeline/rate_limited_log.hpp"
+#include "pipeline/sink_worker.hpp"
+
+namespace tokenspeed::metrics {
+
+struct IsolatedOutputOptions {
+  std::string output;           // the output's name
+  std::string plugin_path;      // the plugin file the helper loads
+  std::string reporter;         // the reporter name it registers (the output's name)
+  std::string process_name;     // "scheduler-0" in log lines; "" omits it
+  std::string producer_config;  // the producer configuration, JSON text
+  IsolationSettings settings;
+  std::chrono::milliseconds log_interval{10'000};
+  LogWriter log;  // stderr when empty
+  // Restart backoff: doubles from initial to max; back to initial once a
+  // helper stayed up for healthy_after.
+  std::chrono::milliseconds initial_backoff{100};
+  std::chrono::milliseconds max_backoff{30'000};
+  std::chrono::milliseconds healthy_after{10'000};
+  std::chrono::milliseconds supervise_interval{50};  // exit and heartbeat checks
+};
+
+// What happened to the events the worker handed to the isolated sink.
+struct IsolatedFigures {
+  std::uint64_t written = 0;           // into the channel
+  std::uint64_t ring_full = 0;         // dropped: the channel was full
+  std::uint64_t too_large = 0;         // dropped: larger than a channel record
+  std::uint64_t delivered = 0;         // the plugin's emit returned success in the helper
+  std::uint64_t dropped_disabled = 0;  // the helper's sink was disabled (emit failed)
+  std::uint64_t lost = 0;              // inside a helper that crashed or was killed
+  std::uint64_t discarded = 0;         // still in the channel when close ended
+  std::uint64_t restarts = 0;          // helpers started after the first
+};
+
+// Threading: create_sink, emit and close come from the output's delivery
+// worker (one at a time, as for any sink); the supervisor thread owns the
+// helper's pid and restarts; adjust and figures read atomics from any thread.
+class IsolatedOutput {
+ public:
+  explicit IsolatedOutput(IsolatedOutputOptions options);
+  ~IsolatedOutput();  // a helper still running is killed; the supervisor joined
+  IsolatedOutput(const IsolatedOutput&) = delete;
+  IsolatedOutput& operator=(const IsolatedOutput&) = delete;
+
+  // The output's OutputDefinition::create_sink: starts the first helper and
+  // waits until its create_sink returned (or it failed, crashed or hung).
+  int create_sink(tsm_sink& out, std::string& error) noexcept;
+
+  // Rewrites the worker's accounting of this output with the helper's
+  // fates: "delivered" becomes what the plugin accepted in the helper.
+  void adjust(SinkStats& stats) const noexcept;
+  IsolatedFigures figures() const noexcept;  // all zero until create_sink succeeded
+
+ private:
+  static int emit_entry(void* self, const tsm_metric_event* event, tsm_buffer* error) noexcept;
+  static int close_entry(void* self, std::int64_t timeout_ns, tsm_buffer* error) noexcept;
+  int emit(const tsm_metric_event& event, tsm_buffer* error) noexcept;
+  int close(std::int64_t timeout_ns, tsm_buffer* error) noexcept;
+
+  void supervise() noexcept;  // the supervisor thread
+  // Under mutex_, supervisor thread only.
+  void start_helper() noexcept;
+  void helper_ended(int wait_status, std::chrono::steady_clock::time_point now) noexcept;
+  void watch_progress(std::chrono::steady_clock::time_point now) noexcept;
+  void report(const std::string& text) noexcept;
+  void stop_supervisor() noexcept;
+
+  const IsolatedOutputOptions options_;
+  std::string executable_;
+  isolation::SharedChannel channel_;
+  std::unique_ptr<isolation::ChannelWriter> writer_;  // worker thread
+  std::atomic<bool> created_{false};
+
+  // worker-written
+  alignas(64) std::atomic<std::uint64_t> ring_full_{0};
+  std::atomic<std::uint64_t> too_large_{0};
+  // supervisor-written
+  alignas(64) std::atomic<std::uint64_t> lost_{0};
+  std::atomic<std::uint64_t> discarded_{0};
+  std::atomic<std::uint64_t> restarts_{0};
+
+  std::thread supervisor_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  // guarded by mutex_
+  pid_t pid_ = -1;
+  bool stop_ = false;
+  bool closing_ = false;
+  bool final_drain_ = false;   // close asks for one more helper to drain the channel
+  bool close_kill_ = false;     // the helper was killed at the close deadline
+  bool helper_exited_ = false;  // during close: the helper was reaped
+  std::string close_problem_;   // during close: how the helper ended, if not cleanly
+  bool first_outcome_ = false;  // the first helper's create_sink returned, failed or died
+  std::string first_error_;
+  std::string kill_reason_;  // why the supervisor killed the running helper, "" if it did not
+  std::chrono::steady_clock::time_point started_at_{};
+  std::chrono::steady_clock::time_point restart_at_{};
+  std::chrono::milliseconds backoff_{0};
+  std::uint64_t last_heartbeat_ = 0;
+  std::chrono::steady_clock::time_point last_progress_{};
+  std::uint64_t ring_full_reported_ = 0;
+
+  RateLimitedLog log_;  // supervisor thread, then close after it stopped
+};
+
+}  // namespace tokenspeed::metrics
