@@ -242,6 +242,10 @@ TEST_CASE("a kept-alive connection is closed after the idle timeout, not the rea
   Client client(endpoint.port());
   CHECK(client.request(http::verb::get, "/metrics").body() == kBody);
   CHECK(client.closed_by_server());
+  // The server counts the timeout right after closing: wait for it (hang guard).
+  for (int i = 0; i < 1000 && endpoint.counters().idle_timeouts < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   CHECK(endpoint.counters().idle_timeouts == 1);
 }
 
@@ -326,27 +330,32 @@ TEST_CASE("a scrape handler that throws answers 500 and the server keeps serving
   CHECK(client.request(http::verb::get, "/metrics").body() == kBody);
 }
 
-TEST_CASE("at max_connections a new connection evicts the one idle longest") {
+TEST_CASE("at max_connections a new connection evicts the one waiting longest for a request") {
   PrometheusEndpointOptions options = test_options();
   options.max_connections = 2;
   PrometheusEndpoint endpoint(options, [] { return kBody; });
-  Client oldest(endpoint.port());
-  CHECK(oldest.request(http::verb::get, "/metrics").body() == kBody);  // kept alive, idle now
+  auto wait_for_accepted = [&](std::uint64_t count) {
+    for (int i = 0; i < 1000 && endpoint.counters().connections_accepted < count; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(endpoint.counters().connections_accepted == count);
+  };
+  Client idle(endpoint.port());  // sends nothing
+  wait_for_accepted(1);
   Client incomplete(endpoint.port());
   asio::write(incomplete.socket, asio::buffer(std::string("GET /metrics HTTP/1.1\r\n")));
-  for (int i = 0; i < 1000 && endpoint.counters().connections_accepted < 2; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  wait_for_accepted(2);
   Client newest(endpoint.port());
   CHECK(newest.request(http::verb::get, "/metrics").body() == kBody);
-  CHECK(oldest.closed_by_server());  // idle since its response, before the other began
+  CHECK(idle.closed_by_server());  // waiting since before the other came
   CHECK(endpoint.counters().connections_evicted == 1);
-  // The next one evicts the incomplete request, then newest is the oldest.
+  // The next one evicts the incomplete request: newest waits since later.
   Client another(endpoint.port());
   CHECK(another.request(http::verb::get, "/metrics").body() == kBody);
   CHECK(incomplete.closed_by_server());
   CHECK(endpoint.counters().connections_evicted == 2);
   CHECK(endpoint.counters().connections_rejected == 0);
+  CHECK(newest.request(http::verb::get, "/metrics").body() == kBody);  // still open
 }
 
 TEST_CASE("at max_connections with every connection busy, a new one is closed at once") {
