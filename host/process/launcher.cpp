@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "process/producer_exit.hpp"
+#include "prometheus/endpoint_self_metrics.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
 #include "prometheus/reporter_self_metrics.hpp"
@@ -57,6 +58,7 @@ void Launcher::start() {
     if (selection.prometheus) {
       endpoint_ = std::make_unique<PrometheusEndpoint>(options_.prometheus.endpoint,
                                                        [this] { return render_metrics(); });
+      scraped_endpoint_.store(endpoint_.get(), std::memory_order_release);
     }
     handoff.outputs = producer_outputs_;
     handoff.plugin_dirs =
@@ -113,6 +115,12 @@ std::string Launcher::render_metrics() const {
   // that records it: the engine's own metrics and the host's figures alike.
   ScrapeSources sources;
   sources.run_dir = run_dir_->path();
+  if (const PrometheusEndpoint* endpoint = scraped_endpoint_.load(std::memory_order_acquire)) {
+    const EndpointCounters counters = endpoint->counters();
+    sources.extra = [counters](PrometheusMerge& merge) {
+      add_endpoint_self_figures(merge, counters);
+    };
+  }
   return render_exposition(merge_scrape(sources));
 }
 

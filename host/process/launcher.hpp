@@ -5,6 +5,7 @@
 // that embeds the host library; never on the hot path.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -108,6 +109,8 @@ class Launcher {
   std::filesystem::path handoff_file_;  // in the run directory; empty when disabled
   std::unique_ptr<ProcessMetrics> local_;
   std::unique_ptr<PrometheusEndpoint> endpoint_;
+  // endpoint_ for its own scrapes, which may begin before endpoint_ is set.
+  std::atomic<const PrometheusEndpoint*> scraped_endpoint_{nullptr};
   ProducerSupervisor supervisor_;
   bool started_ = false;
   bool shut_down_ = false;

@@ -1,9 +1,12 @@
-// prometheus_endpoint.cpp — Boost.Beast server for /metrics: accept, read
-// with a deadline and a size bound, answer, keep alive, gzip with zlib.
-// Never blocks a producer: it only calls the scrape handler.
+// prometheus_endpoint.cpp — Boost.Beast server for /metrics: accept (evicting
+// the longest-waiting connection at the limit), read with deadlines and a size
+// bound, answer, keep alive, gzip with zlib. Never blocks a producer: it only
+// calls the scrape handler.
 #include "prometheus/prometheus_endpoint.hpp"
 
+#include <algorithm>
 #include <condition_variable>
+#include <list>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -101,11 +104,22 @@ std::string gzip_compress(std::string_view data, int level) {
   return out;
 }
 
+namespace {
+class Session;
+}  // namespace
+
 struct PrometheusEndpoint::Impl {
   PrometheusEndpointOptions options;
   ScrapeHandler handler;
-  std::atomic<std::uint64_t> accepted{0}, rejected{0}, requests{0}, timeouts{0}, oversized{0};
-  std::atomic<std::size_t> active{0};
+  std::atomic<std::uint64_t> accepted{0}, rejected{0}, evicted{0}, requests{0}, idle_timeouts{0},
+      timeouts{0}, oversized{0}, bad_requests{0};
+  std::atomic<std::size_t> open{0};  // sessions alive (evicted ones until they are gone)
+
+  // The admitted sessions, for eviction at the limit. Guarded by
+  // sessions_mutex, as are each session's waiting fields and `admitted`.
+  std::mutex sessions_mutex;
+  std::list<std::weak_ptr<Session>> sessions;
+  std::size_t admitted = 0;  // sessions in the list not chosen for eviction
 
   std::mutex done_mutex;
   std::condition_variable done_cv;
@@ -124,22 +138,98 @@ struct PrometheusEndpoint::Impl {
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
 
   void do_accept();
+  void admit(tcp::socket socket);
+  // Under sessions_mutex: chooses the session that has waited longest
+  // without a complete request and marks it evicted; null when none waits.
+  // Every session it looks at is kept in `seen`, so that none is destroyed
+  // (which takes sessions_mutex) before the caller lets the mutex go.
+  std::shared_ptr<Session> choose_eviction_locked(std::vector<std::shared_ptr<Session>>& seen);
   http::response<http::string_body> respond(const http::request<http::string_body>& request);
 };
 
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
+// What a closing connection reads and discards at most (see linger()).
+constexpr std::size_t kMaxLingerBytes = std::size_t{1} << 20;
+
+// One connection. Threading: its handlers run on its own strand; the fields
+// marked "sessions_mutex" are also read by the acceptor when it looks for a
+// connection to evict.
 class Session : public std::enable_shared_from_this<Session> {
  public:
   Session(tcp::socket socket, PrometheusEndpoint::Impl& server)
       : stream_(std::move(socket)),
         buffer_(server.options.max_request_bytes + 1024),
         server_(server) {}
-  ~Session() { server_.active.fetch_sub(1, std::memory_order_relaxed); }
+  ~Session() {
+    {
+      std::lock_guard lock(server_.sessions_mutex);
+      if (registered_) {
+        if (!evicted_) --server_.admitted;
+        server_.sessions.erase(entry_);
+      }
+    }
+    server_.open.fetch_sub(1, std::memory_order_relaxed);
+  }
 
-  void start() { read_request(); }
+  // Called by the acceptor, under sessions_mutex.
+  void register_locked(std::list<std::weak_ptr<Session>>::iterator entry) {
+    entry_ = entry;
+    registered_ = true;
+    waiting_ = true;
+    waiting_since_ = Clock::now();
+  }
+  bool waiting_locked() const noexcept { return waiting_ && !evicted_; }
+  Clock::time_point waiting_since_locked() const noexcept { return waiting_since_; }
+  void mark_evicted_locked() noexcept { evicted_ = true; }
+
+  void start() { wait_for_request(); }
+
+  // Posted to the session's strand by the acceptor: closes the connection,
+  // which ends its pending read.
+  void evict() {
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.close();
+  }
+
+  beast::tcp_stream::executor_type executor() { return stream_.get_executor(); }
 
  private:
+  // Sets whether the connection is without a complete request; false when
+  // it was chosen for eviction meanwhile (the caller then stops).
+  bool set_waiting(bool waiting) {
+    std::lock_guard lock(server_.sessions_mutex);
+    if (evicted_) return false;
+    if (waiting && !waiting_) waiting_since_ = Clock::now();
+    waiting_ = waiting;
+    return true;
+  }
+
+  // Between requests: wait up to idle_timeout for the first byte of the
+  // next one, unless a pipelined request is already buffered.
+  void wait_for_request() {
+    if (!set_waiting(true)) return;
+    if (buffer_.size() > 0) return read_request();
+    stream_.expires_after(server_.options.idle_timeout);
+    stream_.async_read_some(
+        buffer_.prepare(std::min<std::size_t>(4096, buffer_.max_size())),
+        beast::bind_front_handler(&Session::on_first_bytes, shared_from_this()));
+  }
+
+  void on_first_bytes(beast::error_code ec, std::size_t bytes) {
+    if (ec == beast::error::timeout) {
+      server_.idle_timeouts.fetch_add(1, std::memory_order_relaxed);
+      return;  // the stream is already closed by the timeout
+    }
+    if (ec == asio::error::eof) return close();
+    if (ec) return;
+    buffer_.commit(bytes);
+    read_request();
+  }
+
   void read_request() {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_request_bytes));
@@ -159,6 +249,7 @@ class Session : public std::enable_shared_from_this<Session> {
         ec == http::error::buffer_overflow) {
       server_.oversized.fetch_add(1, std::memory_order_relaxed);
       const bool headers = ec != http::error::body_limit;
+      if (!set_waiting(false)) return;
       return send_error(headers ? http::status::request_header_fields_too_large
                                 : http::status::payload_too_large);
     }
@@ -167,8 +258,11 @@ class Session : public std::enable_shared_from_this<Session> {
           ec == asio::error::connection_reset) {
         return;
       }
+      server_.bad_requests.fetch_add(1, std::memory_order_relaxed);
+      if (!set_waiting(false)) return;
       return send_error(http::status::bad_request);
     }
+    if (!set_waiting(false)) return;  // chosen for eviction just before
     server_.requests.fetch_add(1, std::memory_order_relaxed);
     response_ = server_.respond(parser_->get());
     write_response();
@@ -195,9 +289,35 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_write(beast::error_code ec, std::size_t) {
     if (ec == beast::error::timeout) server_.timeouts.fetch_add(1, std::memory_order_relaxed);
     if (ec) return;
-    if (!response_.keep_alive()) return close();
+    if (!response_.keep_alive()) return linger();
+    response_ = {};  // a kept-alive connection holds no response between requests
+    wait_for_request();
+  }
+
+  // Closing after a response while the client may still be sending (an
+  // oversized or pipelined request): stop sending, then read and discard
+  // until the client closes, for at most linger_timeout and
+  // kMaxLingerBytes, as nginx's lingering close does. Closing at once would
+  // make the kernel answer the unread bytes with a reset, which can destroy
+  // the response before the client reads it.
+  void linger() {
     response_ = {};
-    read_request();
+    beast::error_code ignored;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    if (!set_waiting(true)) return;  // evictable while it lingers
+    buffer_.consume(buffer_.size());
+    stream_.expires_after(server_.options.linger_timeout);
+    discard(0);
+  }
+
+  void discard(std::size_t discarded) {
+    stream_.async_read_some(
+        buffer_.prepare(std::min<std::size_t>(4096, buffer_.max_size())),
+        [self = shared_from_this(), discarded](beast::error_code ec, std::size_t bytes) {
+          self->buffer_.consume(self->buffer_.size());
+          if (ec || discarded + bytes > kMaxLingerBytes) return self->stream_.close();
+          self->discard(discarded + bytes);
+        });
   }
 
   void close() {
@@ -211,6 +331,12 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
   PrometheusEndpoint::Impl& server_;
+  // sessions_mutex:
+  std::list<std::weak_ptr<Session>>::iterator entry_;
+  bool registered_ = false;
+  bool waiting_ = false;  // no complete request received since waiting_since_
+  bool evicted_ = false;
+  Clock::time_point waiting_since_;
 };
 
 }  // namespace
@@ -267,20 +393,57 @@ http::response<http::string_body> PrometheusEndpoint::Impl::respond(
   return response;
 }
 
-void PrometheusEndpoint::Impl::do_accept() {
-  acceptor->async_accept(asio::make_strand(*io), [this](beast::error_code ec, tcp::socket socket) {
-    if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
-    if (!ec) {
-      if (active.load(std::memory_order_relaxed) >= options.max_connections) {
+std::shared_ptr<Session> PrometheusEndpoint::Impl::choose_eviction_locked(
+    std::vector<std::shared_ptr<Session>>& seen) {
+  std::shared_ptr<Session> oldest;
+  seen.reserve(sessions.size());
+  for (const std::weak_ptr<Session>& entry : sessions) {
+    std::shared_ptr<Session> session = entry.lock();
+    if (!session) continue;
+    seen.push_back(session);
+    if (!session->waiting_locked()) continue;
+    if (!oldest || session->waiting_since_locked() < oldest->waiting_since_locked())
+      oldest = session;
+  }
+  if (oldest) {
+    oldest->mark_evicted_locked();
+    --admitted;
+  }
+  return oldest;
+}
+
+void PrometheusEndpoint::Impl::admit(tcp::socket socket) {
+  std::vector<std::shared_ptr<Session>> seen;  // released after the mutex
+  std::shared_ptr<Session> victim;
+  std::shared_ptr<Session> session;
+  {
+    std::lock_guard lock(sessions_mutex);
+    if (admitted >= options.max_connections) {
+      victim = choose_eviction_locked(seen);
+      if (!victim) {
         rejected.fetch_add(1, std::memory_order_relaxed);
         beast::error_code ignored;
         socket.close(ignored);
-      } else {
-        accepted.fetch_add(1, std::memory_order_relaxed);
-        active.fetch_add(1, std::memory_order_relaxed);
-        std::make_shared<Session>(std::move(socket), *this)->start();
+        return;
       }
     }
+    open.fetch_add(1, std::memory_order_relaxed);
+    session = std::make_shared<Session>(std::move(socket), *this);
+    session->register_locked(sessions.insert(sessions.end(), session));
+    ++admitted;
+  }
+  accepted.fetch_add(1, std::memory_order_relaxed);
+  if (victim) {
+    evicted.fetch_add(1, std::memory_order_relaxed);
+    asio::post(victim->executor(), [victim] { victim->evict(); });
+  }
+  session->start();
+}
+
+void PrometheusEndpoint::Impl::do_accept() {
+  acceptor->async_accept(asio::make_strand(*io), [this](beast::error_code ec, tcp::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor->is_open()) return;
+    if (!ec) admit(std::move(socket));
     do_accept();
   });
 }
@@ -359,8 +522,10 @@ std::string PrometheusEndpoint::address() const {
 }
 
 EndpointCounters PrometheusEndpoint::counters() const noexcept {
-  return EndpointCounters{impl_->accepted.load(), impl_->rejected.load(), impl_->requests.load(),
-                          impl_->timeouts.load(), impl_->oversized.load()};
+  const Impl& impl = *impl_;
+  return EndpointCounters{impl.accepted.load(),     impl.rejected.load(),  impl.evicted.load(),
+                          impl.open.load(),         impl.requests.load(),  impl.idle_timeouts.load(),
+                          impl.timeouts.load(),     impl.oversized.load(), impl.bad_requests.load()};
 }
 
 bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {

@@ -19,29 +19,53 @@ namespace tokenspeed::metrics {
 // DCGM 9400, Prometheus 9090).
 inline constexpr unsigned short kDefaultMetricsPort = 9431;
 
+// The limits that keep the endpoint serving well-behaved scrapers while
+// hostile or broken clients connect (docs/reliability.md, "The endpoint
+// under hostile clients", explains each default).
 struct PrometheusEndpointOptions {
   std::string host = "127.0.0.1";             // IP address or resolvable name
   unsigned short port = kDefaultMetricsPort;  // 0: pick a free port (see port())
   unsigned threads = 2;                       // server threads (at least 1)
-  // Time allowed to receive one whole request, including the wait for it on
-  // a kept-alive connection: an idle or slow client is disconnected after it.
+  // A connection with no request in progress (just accepted, or kept alive
+  // after a response) is closed when no byte of a request arrives within
+  // this time. Longer than Prometheus's default one-minute scrape interval,
+  // so a scraper's kept-alive connection is reused (nginx keepalive: 75 s).
+  std::chrono::milliseconds idle_timeout{75'000};
+  // Time allowed to receive one whole request from its first byte: a client
+  // that dribbles its headers (slowloris) is disconnected after it.
   std::chrono::milliseconds read_timeout{10'000};
-  std::chrono::milliseconds write_timeout{30'000};  // to send one response
-  std::size_t max_request_bytes = 16 * 1024;        // request line + headers + body
-  std::size_t max_connections = 64;                 // further connections are closed at once
-  int gzip_level = 1;                               // zlib level 1-9
+  // Time allowed to send one whole response: a client that reads slowly is
+  // disconnected after it, which bounds what a connection holds.
+  std::chrono::milliseconds write_timeout{30'000};
+  // After the last response of a connection the server closes (an error,
+  // or Connection: close), what the client still sends is read and
+  // discarded for at most this long, so that the response reaches it
+  // (nginx's lingering_timeout: 5 s).
+  std::chrono::milliseconds linger_timeout{5'000};
+  std::size_t max_request_bytes = 16 * 1024;  // request line + headers + body
+  // Connections open at once. At the limit a new connection takes the place
+  // of the one that has waited longest without a complete request (idle or
+  // incomplete: counted as evicted); when every connection is busy with a
+  // request, the new one is closed at once (counted as rejected).
+  std::size_t max_connections = 64;
+  int gzip_level = 1;  // zlib level 1-9
 };
 
 // Renders the exposition body. Called on a server thread, concurrently from
 // several threads when scrapes overlap: it must be thread-safe.
 using ScrapeHandler = std::function<std::string()>;
 
+// What the endpoint did, since it started (connections_open: now).
 struct EndpointCounters {
   std::uint64_t connections_accepted = 0;
-  std::uint64_t connections_rejected = 0;  // over max_connections
+  std::uint64_t connections_rejected = 0;  // at max_connections, none could be evicted
+  std::uint64_t connections_evicted = 0;   // closed at the limit to admit a new one
+  std::uint64_t connections_open = 0;
   std::uint64_t requests = 0;
-  std::uint64_t timeouts = 0;  // connections closed by a read or write timeout
-  std::uint64_t oversized_requests = 0;
+  std::uint64_t idle_timeouts = 0;  // no request began within idle_timeout
+  std::uint64_t timeouts = 0;       // a request or response outlasted read_ or write_timeout
+  std::uint64_t oversized_requests = 0;  // answered 413 or 431
+  std::uint64_t bad_requests = 0;        // malformed, answered 400
 };
 
 // True when an Accept-Encoding header value allows gzip (q > 0 for gzip, or
@@ -55,7 +79,9 @@ std::string gzip_compress(std::string_view data, int level);
 // (Content-Type text/plain; version=0.0.4), gzip-encoded when the client
 // accepts it; other paths 404; other methods on /metrics 405 with
 // "Allow: GET, HEAD"; a request over max_request_bytes 413 (431 for headers),
-// then the connection closes. Connections are kept alive as HTTP/1.1 asks.
+// a malformed one (an HTTP version other than 1.0 and 1.1 included) 400, then
+// the connection closes. Connections are kept
+// alive as HTTP/1.1 asks; pipelined requests are answered in order.
 //
 // Threading: the constructor binds and starts the server threads; stop and
 // the destructor may be called from any one thread, not from a handler.

@@ -212,8 +212,9 @@ TEST_CASE("several scrapes are served at the same time") {
   CHECK(most == 2);
 }
 
-TEST_CASE("an idle client cannot hold a connection: it is closed after the read timeout") {
+TEST_CASE("an idle client is closed after the idle timeout, a slow one after the read timeout") {
   PrometheusEndpointOptions options = test_options();
+  options.idle_timeout = std::chrono::milliseconds(200);
   options.read_timeout = std::chrono::milliseconds(200);
   PrometheusEndpoint endpoint(options, [] { return kBody; });
   Client idle(endpoint.port());
@@ -222,13 +223,30 @@ TEST_CASE("an idle client cannot hold a connection: it is closed after the read 
   asio::write(slow.socket, asio::buffer(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\n")));
   CHECK(slow.closed_by_server());  // the request never completed
   // The server counts the timeout right after closing: wait for it (hang guard).
-  for (int i = 0; i < 1000 && endpoint.counters().timeouts < 2; ++i) {
+  for (int i = 0; i < 1000 && endpoint.counters().timeouts + endpoint.counters().idle_timeouts < 2;
+       ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  CHECK(endpoint.counters().timeouts == 2);
+  CHECK(endpoint.counters().idle_timeouts == 1);
+  CHECK(endpoint.counters().timeouts == 1);
   // The server still answers others.
   Client client(endpoint.port());
   CHECK(client.request(http::verb::get, "/metrics").body() == kBody);
+}
+
+TEST_CASE("a kept-alive connection is closed after the idle timeout, not the read timeout") {
+  PrometheusEndpointOptions options = test_options();
+  options.idle_timeout = std::chrono::milliseconds(200);
+  options.read_timeout = std::chrono::seconds(30);
+  PrometheusEndpoint endpoint(options, [] { return kBody; });
+  Client client(endpoint.port());
+  CHECK(client.request(http::verb::get, "/metrics").body() == kBody);
+  CHECK(client.closed_by_server());
+  // The server counts the timeout right after closing: wait for it (hang guard).
+  for (int i = 0; i < 1000 && endpoint.counters().idle_timeouts < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(endpoint.counters().idle_timeouts == 1);
 }
 
 TEST_CASE("an oversized request is refused and the connection closed") {
@@ -312,14 +330,93 @@ TEST_CASE("a scrape handler that throws answers 500 and the server keeps serving
   CHECK(client.request(http::verb::get, "/metrics").body() == kBody);
 }
 
-TEST_CASE("connections beyond max_connections are closed at once") {
+TEST_CASE("at max_connections a new connection evicts the one waiting longest for a request") {
+  PrometheusEndpointOptions options = test_options();
+  options.max_connections = 2;
+  PrometheusEndpoint endpoint(options, [] { return kBody; });
+  auto wait_for_accepted = [&](std::uint64_t count) {
+    for (int i = 0; i < 1000 && endpoint.counters().connections_accepted < count; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    REQUIRE(endpoint.counters().connections_accepted == count);
+  };
+  Client idle(endpoint.port());  // sends nothing
+  wait_for_accepted(1);
+  Client incomplete(endpoint.port());
+  asio::write(incomplete.socket, asio::buffer(std::string("GET /metrics HTTP/1.1\r\n")));
+  wait_for_accepted(2);
+  Client newest(endpoint.port());
+  CHECK(newest.request(http::verb::get, "/metrics").body() == kBody);
+  CHECK(idle.closed_by_server());  // waiting since before the other came
+  CHECK(endpoint.counters().connections_evicted == 1);
+  // The next one evicts the incomplete request: newest waits since later.
+  Client another(endpoint.port());
+  CHECK(another.request(http::verb::get, "/metrics").body() == kBody);
+  CHECK(incomplete.closed_by_server());
+  CHECK(endpoint.counters().connections_evicted == 2);
+  CHECK(endpoint.counters().connections_rejected == 0);
+  CHECK(newest.request(http::verb::get, "/metrics").body() == kBody);  // still open
+}
+
+TEST_CASE("at max_connections with every connection busy, a new one is closed at once") {
   PrometheusEndpointOptions options = test_options();
   options.max_connections = 1;
-  PrometheusEndpoint endpoint(options, [] { return kBody; });
-  Client first(endpoint.port());
-  CHECK(first.request(http::verb::get, "/metrics").body() == kBody);  // first is open now
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool in_handler = false;
+  bool release = false;
+  PrometheusEndpoint endpoint(options, [&] {
+    std::unique_lock lock(mutex);
+    in_handler = true;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+    return kBody;
+  });
+  Client busy(endpoint.port());
+  std::thread scrape([&] { CHECK(busy.request(http::verb::get, "/metrics").body() == kBody); });
+  {
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return in_handler; });
+  }
   Client second(endpoint.port());
   CHECK(second.closed_by_server());
   CHECK(endpoint.counters().connections_rejected == 1);
-  CHECK(first.request(http::verb::get, "/metrics").body() == kBody);
+  CHECK(endpoint.counters().connections_evicted == 0);
+  {
+    std::lock_guard lock(mutex);
+    release = true;
+  }
+  cv.notify_all();
+  scrape.join();
+}
+
+TEST_CASE("pipelined requests are answered in order on one connection") {
+  PrometheusEndpoint endpoint(test_options(), [] { return kBody; });
+  Client client(endpoint.port());
+  asio::write(client.socket, asio::buffer(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+                                                      "GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n"
+                                                      "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")));
+  http::response<http::string_body> first;
+  http::read(client.socket, client.buffer, first);
+  CHECK(first.result() == http::status::ok);
+  CHECK(first.body() == kBody);
+  http::response<http::string_body> second;
+  http::read(client.socket, client.buffer, second);
+  CHECK(second.result() == http::status::not_found);
+  http::response_parser<http::string_body> third;
+  third.skip(true);
+  http::read(client.socket, client.buffer, third);
+  CHECK(third.get().result() == http::status::ok);
+  CHECK(endpoint.counters().requests == 3);
+}
+
+TEST_CASE("a malformed request is answered 400 and counted") {
+  PrometheusEndpoint endpoint(test_options(), [] { return kBody; });
+  Client client(endpoint.port());
+  asio::write(client.socket, asio::buffer(std::string("GET /metrics HTTP/9\r\n\r\n")));
+  http::response<http::string_body> res;
+  http::read(client.socket, client.buffer, res);
+  CHECK(res.result() == http::status::bad_request);
+  CHECK(client.closed_by_server());
+  CHECK(endpoint.counters().bad_requests == 1);
 }

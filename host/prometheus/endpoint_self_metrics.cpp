@@ -1,0 +1,80 @@
+// endpoint_self_metrics.cpp — endpoint counters as Prometheus series. Scrape
+// time only; never reached from a plugin sink or the event channel.
+#include "prometheus/endpoint_self_metrics.hpp"
+
+#include <span>
+#include <string_view>
+
+#include "prometheus/multiprocess_run_dir.hpp"
+#include "prometheus/prometheus_merge.hpp"
+
+namespace tokenspeed::metrics {
+namespace {
+
+std::vector<MetricDefinition> build_definitions() {
+  return {
+      MetricDefinition{"tokenspeed_metrics_endpoint_connections_accepted",
+                       MetricKind::counter,
+                       "Connections the /metrics endpoint admitted.",
+                       "connections",
+                       {},
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_endpoint_connections_closed",
+                       MetricKind::counter,
+                       "Connections the /metrics endpoint closed to enforce a limit, by reason "
+                       "(rejected, evicted, idle_timeout, timeout, oversized, bad_request).",
+                       "connections",
+                       {"reason"},
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_endpoint_requests",
+                       MetricKind::counter,
+                       "Complete requests the /metrics endpoint received and answered.",
+                       "requests",
+                       {},
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_endpoint_connections_open",
+                       MetricKind::gauge,
+                       "Connections open on the /metrics endpoint.",
+                       "connections",
+                       {},
+                       {},
+                       GaugeMode::livesum},
+  };
+}
+
+}  // namespace
+
+const std::vector<MetricDefinition>& endpoint_self_metric_definitions() {
+  static const std::vector<MetricDefinition> definitions = build_definitions();
+  return definitions;
+}
+
+void add_endpoint_self_figures(PrometheusMerge& merge, const EndpointCounters& counters) {
+  const auto& defs = endpoint_self_metric_definitions();
+  const ProcessIdentity self = current_process_identity();
+  auto add = [&](const MetricDefinition& def, std::span<const std::string_view> labels,
+                 std::uint64_t v) {
+    const double value[] = {static_cast<double>(v)};
+    merge.add_series(def, labels, value, self, true);
+  };
+  add(defs[0], {}, counters.connections_accepted);
+  const std::pair<std::string_view, std::uint64_t> closed[] = {
+      {"rejected", counters.connections_rejected},
+      {"evicted", counters.connections_evicted},
+      {"idle_timeout", counters.idle_timeouts},
+      {"timeout", counters.timeouts},
+      {"oversized", counters.oversized_requests},
+      {"bad_request", counters.bad_requests},
+  };
+  for (const auto& [reason, count] : closed) {
+    const std::string_view labels[] = {reason};
+    add(defs[1], labels, count);
+  }
+  add(defs[2], {}, counters.requests);
+  add(defs[3], {}, counters.connections_open);
+}
+
+}  // namespace tokenspeed::metrics

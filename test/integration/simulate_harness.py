@@ -1,0 +1,151 @@
+"""simulate_harness.py — what the soak and the hostile-client tests share: one
+`tokenspeed-metrics simulate` process with its output collected on reader
+threads, its summary table, the pids of its processes, their resident memory
+(from /proc) and scrapes of its /metrics. Starts only processes it stops
+again; everything binds 127.0.0.1.
+"""
+import os
+import subprocess
+import tempfile
+import threading
+import time
+import urllib.request
+
+# Hang guards only: a run that exceeds them has hung.
+STARTUP_TIMEOUT_S = 30
+EXIT_TIMEOUT_S = 60
+
+
+def make_tmp():
+    root = os.environ.get("TSM_TEST_TMPDIR") or None
+    if root:
+        os.makedirs(root, exist_ok=True)
+    return tempfile.mkdtemp(dir=root)
+
+
+def poll(condition, timeout, interval=0.1):
+    """condition()'s first truthy value within timeout, else its last value."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    return condition()
+
+
+def rss_kib(pid):
+    """VmRSS of a process in KiB (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+def scrape(url, timeout=10):
+    """(status, body) of one GET on a fresh connection."""
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.status, response.read().decode()
+
+
+def sample_values(exposition, name):
+    """{frozenset(labels): value} of the samples called name."""
+    from prometheus_client.parser import text_string_to_metric_families
+    out = {}
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            if sample.name == name:
+                out[frozenset(sample.labels.items())] = sample.value
+    return out
+
+
+def sample_sum(exposition, name, **labels):
+    """The sum of the samples called name whose labels include labels."""
+    wanted = set(labels.items())
+    return sum(value for key, value in sample_values(exposition, name).items() if wanted <= key)
+
+
+class Simulation:
+    """One `simulate` process; its stdout and stderr are kept line by line."""
+
+    def __init__(self, args, env=None):
+        self.args = [os.environ["TSM_BINARY"], "simulate", *args]
+        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        text=True, env=env)
+        self.stdout_lines = []
+        self.stderr_lines = []
+        self._changed = threading.Condition()
+        self._readers = [threading.Thread(target=self._read, args=(stream, lines), daemon=True)
+                         for stream, lines in ((self.process.stdout, self.stdout_lines),
+                                               (self.process.stderr, self.stderr_lines))]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, stream, lines):
+        for line in stream:
+            with self._changed:
+                lines.append(line.rstrip("\n"))
+                self._changed.notify_all()
+
+    def wait_for_line(self, prefix, timeout=STARTUP_TIMEOUT_S):
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for line in self.stdout_lines:
+                    if line.startswith(prefix):
+                        return line
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.process.poll() is not None and
+                                 not self._readers[0].is_alive()):
+                    raise AssertionError(f"no line starting {prefix!r}:\n{self.describe()}")
+                self._changed.wait(min(left, 0.2))
+
+    def metrics_url(self):
+        return self.wait_for_line("Prometheus metrics: ").split(": ", 1)[1]
+
+    def wait(self, timeout=EXIT_TIMEOUT_S):
+        status = self.process.wait(timeout)
+        for reader in self._readers:
+            reader.join(timeout)
+        self.process.stdout.close()
+        self.process.stderr.close()
+        return status
+
+    def kill(self):
+        if self.process.poll() is None:
+            self.process.kill()
+            self.wait()
+
+    def output_table(self, output):
+        """{process: (pid, accepted, delivered, dropped, discarded, status)} of
+        one output, from the summary table printed at exit."""
+        rows = {}
+        for line in self.stdout_lines:
+            fields = line.split(None, 7)
+            if len(fields) == 8 and fields[2] == output and fields[1].isdigit():
+                numbers = [int(f) if f.isdigit() else f for f in fields[3:7]]
+                rows[fields[0]] = (int(fields[1]), *numbers, fields[7])
+        return rows
+
+    def pids(self):
+        """The launcher and its running producer processes."""
+        pids = [self.process.pid]
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                if int(fields[1]) == self.process.pid:
+                    pids.append(int(entry))
+            except (OSError, IndexError, ValueError):
+                continue
+        return pids
+
+    def describe(self):
+        return (f"command: {' '.join(self.args)}\n--- stdout\n" + "\n".join(self.stdout_lines) +
+                "\n--- stderr\n" + "\n".join(self.stderr_lines[-50:]) + "\n---")
