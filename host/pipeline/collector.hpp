@@ -136,9 +136,20 @@ class Collector {
 // The bodies of the handles' methods, inline for the host's own callers; the
 // public handles call them from collector.cpp.
 
+// Adds delta to an aggregate slot and returns the new value: a relaxed
+// compare-and-swap loop written out, so it is inlined (libstdc++'s
+// atomic_ref<double>::fetch_add is an out-of-line call at -O2).
+inline double add_to_slot(double& slot, double delta) noexcept {
+  std::atomic_ref<double> atomic(slot);
+  double current = atomic.load(std::memory_order_relaxed);
+  while (!atomic.compare_exchange_weak(current, current + delta, std::memory_order_relaxed)) {
+  }
+  return current + delta;
+}
+
 inline void record_inc(MetricSeries* series, double delta) noexcept {
   if (series == nullptr || !(delta >= 0.0)) return;
-  std::atomic_ref<double>(series->slots[0]).fetch_add(delta, std::memory_order_relaxed);
+  add_to_slot(series->slots[0], delta);
   if (EventRouter* router = series->router) {
     router->publish(EventSlot{series, delta, 1, event_clock::raw_now()});
   }
@@ -168,16 +179,21 @@ inline void record_add(MetricSeries* series, const CollectorOptions* options,
                        double delta) noexcept {
   if (series == nullptr) return;
   const double value =
-      std::atomic_ref<double>(series->slots[0]).fetch_add(delta, std::memory_order_relaxed) + delta;
+      add_to_slot(series->slots[0], delta);
   emit_gauge(series, *options, value);
 }
 
 // The bucket of value: the first upper bound it does not exceed, n (+Inf)
-// when there is none or value is NaN. A branch-free binary search: the
-// comparisons become conditional moves, so latencies spread over many
-// buckets cost no mispredicted branches.
+// when there is none or value is NaN. Without branches on the value, so
+// latencies spread over many buckets cost no mispredicted branches: up to
+// 32 bounds the bounds below value are counted (independent compares, no
+// chain of loads), beyond that a binary search of conditional moves.
 inline std::size_t bucket_index(const double* bounds, std::size_t n, double value) noexcept {
-  if (n == 0) return 0;
+  if (n <= 32) {
+    std::size_t below = 0;
+    for (std::size_t i = 0; i < n; ++i) below += !(value <= bounds[i]) ? 1 : 0;
+    return below;
+  }
   const double* base = bounds;
   while (n > 1) {
     const std::size_t half = n / 2;
@@ -192,10 +208,8 @@ inline void record_observe(MetricSeries* series, double value, std::uint64_t wei
   const std::vector<double>& bounds = series->family->definition.buckets;
   const std::size_t n = bounds.size();
   const std::size_t bucket = bucket_index(bounds.data(), n, value);
-  std::atomic_ref<double>(series->slots[bucket])
-      .fetch_add(static_cast<double>(weight), std::memory_order_relaxed);
-  std::atomic_ref<double>(series->slots[n + 1])
-      .fetch_add(value * static_cast<double>(weight), std::memory_order_relaxed);
+  add_to_slot(series->slots[bucket], static_cast<double>(weight));
+  add_to_slot(series->slots[n + 1], value * static_cast<double>(weight));
   if (EventRouter* router = series->router) {
     router->publish(EventSlot{series, value, weight, event_clock::raw_now()});
   }
