@@ -294,8 +294,8 @@ bool read_multiprocess_file(const std::filesystem::path& path,
       offset = region_end;
       continue;
     }
-    if (record.record_size % 8 != 0 || record.record_size > region_end - offset ||
-        offset + record.record_size > limit) {
+    if (record.record_size % 8 != 0 || record.record_size < sizeof record ||
+        record.record_size > region_end - offset || offset + record.record_size > limit) {
       break;  // corrupt: stop reading this file
     }
     const std::byte* end = base + offset + record.record_size;
