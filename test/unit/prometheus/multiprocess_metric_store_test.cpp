@@ -146,6 +146,31 @@ TEST_CASE("a record shorter than its own header ends the file's records, read no
   }
 }
 
+TEST_CASE("a file header with an impossible region size is not a store file") {
+  // Found by the merge fuzzer: a region size of 2^64 - 1 wrapped the
+  // reader's offset around to before the mapping.
+  TempDir dir;
+  std::filesystem::path file;
+  MultiprocessMetricStore store({dir.path, "producer", 1u << 20});
+  *store.allocate_series(kCounter, std::vector<std::string>{"a"}) = 1;
+  file = store.file_path();
+  for (const std::uint64_t region : {std::uint64_t{0}, std::uint64_t{64}, std::uint64_t{4100},
+                                     (std::uint64_t{1} << 32) + 4096, ~std::uint64_t{0}}) {
+    INFO(region);
+    std::fstream bytes(file, std::ios::in | std::ios::out | std::ios::binary);
+    bytes.seekp(16);  // region_bytes follows magic, version and header size
+    bytes.write(reinterpret_cast<const char*>(&region), sizeof region);
+    bytes.close();
+    CHECK_FALSE(read_multiprocess_file(file, nullptr, [](const auto&) {}));
+  }
+  const std::uint64_t region = 1u << 20;
+  std::fstream bytes(file, std::ios::in | std::ios::out | std::ios::binary);
+  bytes.seekp(16);
+  bytes.write(reinterpret_cast<const char*>(&region), sizeof region);
+  bytes.close();
+  CHECK(read_all(file) == std::map<std::string, std::vector<double>>{{"test:requests|a", {1}}});
+}
+
 TEST_CASE("a concurrent reader sees only complete records and values that never go backwards") {
   TempDir dir;
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
