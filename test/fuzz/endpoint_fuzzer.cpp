@@ -86,6 +86,9 @@ std::string exchange(std::string_view request) {
       }
     }
   }
+  // Closed with a reset: no TIME_WAIT per input to run out of ports with.
+  const linger reset{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
   ::close(fd);
   return received;
 }

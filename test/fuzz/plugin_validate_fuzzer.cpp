@@ -51,7 +51,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   auto* entry = reinterpret_cast<tsm_register_fn>(::dlsym(plugin, TSM_REGISTER_SYMBOL));
   FUZZ_CHECK(entry != nullptr);
   // Never destroyed: the plugin keeps its host table for the life of the process.
-  auto* registry = new tsm::ReporterRegistry();
+  static auto* registry = new tsm::ReporterRegistry();
   registry->begin(TSM_FUZZ_REPORTER, TSM_FUZZ_PLUGIN_PATH);
   tsm::AbiBuffer error;
   FUZZ_CHECK(entry(registry->host_api(), error.get()) == TSM_OK);
