@@ -178,8 +178,18 @@ struct Reporter {
 
 namespace detail {
 
+/* Writes message as the one-line error the ABI asks for (a line break, as
+ * in a key quoted from the settings, becomes a space) and returns TSM_ERROR. */
 inline int fail(tsm_buffer* error, const char* message) noexcept {
-  assign(error, message);
+  try {
+    std::string line(message);
+    for (char& c : line) {
+      if (c == '\n' || c == '\r') c = ' ';
+    }
+    assign(error, line);
+  } catch (...) {  // out of memory: the message as it is
+    assign(error, message);
+  }
   return TSM_ERROR;
 }
 

@@ -7,6 +7,7 @@
 #include <boost/json/error.hpp>
 #include <boost/json/value_stack.hpp>
 
+#include <cmath>
 #include <string>
 #include <unordered_set>
 #include <utility>
@@ -92,7 +93,13 @@ class StrictHandler {
     value_done();
     return true;
   }
-  bool on_double(double d, boost::json::string_view, boost::json::error_code&) {
+  bool on_double(double d, boost::json::string_view, boost::json::error_code& ec) {
+    // 1e400 reads as infinity, which Boost.JSON would write back as
+    // "Infinity", not JSON: a plugin would be handed text it cannot parse.
+    if (!std::isfinite(d)) {
+      ec = boost::json::error::exponent_overflow;
+      return false;
+    }
     stack_.push_double(d);
     value_done();
     return true;

@@ -40,7 +40,8 @@ std::string render_key_path(const std::vector<std::string>& path);
 // Parses one complete JSON document. Throws StrictJsonError on invalid JSON
 // (message "invalid JSON: <reason> at line L, column C") or on a duplicate key
 // (message "duplicate key '<key>'", path() naming it). Comments, trailing
-// commas and other extensions are rejected.
+// commas and other extensions are rejected, and so is a number too large for
+// a double ("exponent overflow"), which would otherwise read as infinity.
 boost::json::value parse_strict_json(std::string_view text);
 
 }  // namespace tokenspeed::metrics

@@ -20,6 +20,9 @@ namespace {
 
 constexpr char kMagic[8] = {'T', 'S', 'M', 'P', 'R', 'O', 'M', '2'};
 constexpr std::uint32_t kVersion = 2;
+// The largest region a writer makes and a reader accepts (a record's size is
+// a u32, so a larger region could never be filled).
+constexpr std::uint64_t kMaxRegionBytes = std::uint64_t{1} << 32;
 
 struct FileHeader {
   char magic[8];
@@ -105,9 +108,10 @@ T load_relaxed(const T* where) noexcept {
 MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions options)
     : options_(std::move(options)) {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  if (options_.region_bytes < page || options_.region_bytes % page != 0) {
+  if (options_.region_bytes < page || options_.region_bytes % page != 0 ||
+      options_.region_bytes > kMaxRegionBytes) {
     throw std::invalid_argument(
-        "multiprocess store: region size must be a multiple of the page size");
+        "multiprocess store: region size must be a multiple of the page size, at most 4 GiB");
   }
   const ProcessIdentity self = current_process_identity();
   for (int attempt = 0; fd_ < 0; ++attempt) {
@@ -263,8 +267,11 @@ bool read_multiprocess_file(const std::filesystem::path& path,
     header.closed = std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(mapped->closed))
                         .load(std::memory_order_acquire);
   }
+  // A region holds the header and whole 8-byte records; the bound keeps the
+  // offset arithmetic below far from overflow.
   if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0 || header.version != kVersion ||
-      header.header_size != sizeof(FileHeader) || header.region_bytes == 0) {
+      header.header_size != sizeof(FileHeader) || header.region_bytes <= sizeof(FileHeader) ||
+      header.region_bytes % 8 != 0 || header.region_bytes > kMaxRegionBytes) {
     return false;
   }
   // The file grows before a larger used size is published, so a fresh stat
@@ -285,7 +292,7 @@ bool read_multiprocess_file(const std::filesystem::path& path,
   std::vector<std::string_view> labels;
   std::vector<double> slots;
   std::size_t offset = sizeof(FileHeader);
-  while (offset + sizeof(RecordHeader) <= limit) {
+  while (offset < limit && limit - offset >= sizeof(RecordHeader)) {
     const std::size_t region_end = (offset / region + 1) * region;
     RecordHeader record{};
     if (region_end - offset >= sizeof(RecordHeader))
@@ -294,8 +301,8 @@ bool read_multiprocess_file(const std::filesystem::path& path,
       offset = region_end;
       continue;
     }
-    if (record.record_size % 8 != 0 || record.record_size > region_end - offset ||
-        offset + record.record_size > limit) {
+    if (record.record_size % 8 != 0 || record.record_size < sizeof record ||
+        record.record_size > region_end - offset || offset + record.record_size > limit) {
       break;  // corrupt: stop reading this file
     }
     const std::byte* end = base + offset + record.record_size;

@@ -37,7 +37,7 @@ namespace tokenspeed::metrics {
 struct MultiprocessStoreOptions {
   std::filesystem::path directory;       // the run directory (must exist)
   std::string file_prefix = "producer";  // file name: <prefix>_<pid>.db
-  std::size_t region_bytes = 1u << 20;   // multiple of the page size
+  std::size_t region_bytes = 1u << 20;   // multiple of the page size, at most 4 GiB
 };
 
 // Threading: allocate_series may be called from any thread (it locks, may

@@ -66,37 +66,109 @@ std::string format_prometheus_value(double value) {
   return std::string(buffer, fixed_end);
 }
 
-void append_escaped_label_value(std::string& out, std::string_view value) {
-  for (char c : value) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out.push_back(c);
+namespace {
+
+// The length of the well-formed UTF-8 sequence at the start of text (1 to 4),
+// or 0 when it does not start one (a stray continuation byte, an overlong
+// form, a surrogate, a code point past U+10FFFF, a sequence cut short).
+std::size_t utf8_sequence_length(std::string_view text) noexcept {
+  const auto byte = [&text](std::size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  std::size_t length = 0;
+  unsigned char low = 0x80;  // bounds of the second byte (RFC 3629's table)
+  unsigned char high = 0xbf;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) low = 0xa0;
+    if (lead == 0xed) high = 0x9f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  if (text.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (std::size_t i = 2; i < length; ++i) {
+    if ((byte(i) & 0xc0) != 0x80) return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view text) noexcept {
+  while (!text.empty()) {
+    if (static_cast<unsigned char>(text.front()) < 0x80) {
+      text.remove_prefix(1);
+      continue;
     }
+    const std::size_t length = utf8_sequence_length(text);
+    if (length == 0) return false;
+    text.remove_prefix(length);
+  }
+  return true;
+}
+
+std::string to_valid_utf8(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 8);
+  while (!text.empty()) {
+    const std::size_t length =
+        static_cast<unsigned char>(text.front()) < 0x80 ? 1 : utf8_sequence_length(text);
+    if (length == 0) {
+      out += "\xEF\xBF\xBD";
+      text.remove_prefix(1);
+    } else {
+      out.append(text.data(), length);
+      text.remove_prefix(length);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Appends text escaped (backslash and newline, and double quote when
+// quote), each byte that starts no well-formed UTF-8 sequence replaced by
+// U+FFFD: a scraper rejects a whole scrape for one invalid label value.
+void append_escaped(std::string& out, std::string_view text, bool quote) {
+  while (!text.empty()) {
+    const char c = text.front();
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      const std::size_t length = utf8_sequence_length(text);
+      if (length == 0) {
+        out += "\xEF\xBF\xBD";
+        text.remove_prefix(1);
+      } else {
+        out.append(text.data(), length);
+        text.remove_prefix(length);
+      }
+      continue;
+    }
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' && quote) {
+      out += "\\\"";
+    } else {
+      out.push_back(c);
+    }
+    text.remove_prefix(1);
   }
 }
 
+}  // namespace
+
+void append_escaped_label_value(std::string& out, std::string_view value) {
+  append_escaped(out, value, true);
+}
+
 void append_escaped_help(std::string& out, std::string_view help) {
-  for (char c : help) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out.push_back(c);
-    }
-  }
+  append_escaped(out, help, false);
 }
 
 void append_family(std::string& out, const MergedFamily& family) {

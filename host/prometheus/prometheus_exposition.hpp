@@ -19,9 +19,17 @@ inline constexpr std::string_view kExpositionContentType =
 // same double, in strconv 'g' style ("3", "0.03", "1e+06", "1e-05").
 std::string format_prometheus_value(double value);
 
-// Label values: backslash, double quote and newline escaped.
+// True when text is well-formed UTF-8 (RFC 3629).
+bool is_valid_utf8(std::string_view text) noexcept;
+// text with every byte that starts no well-formed UTF-8 sequence replaced by
+// U+FFFD (what the exposition writes for it).
+std::string to_valid_utf8(std::string_view text);
+
+// Label values: backslash, double quote and newline escaped. The format is
+// UTF-8: every byte that starts no well-formed UTF-8 sequence is written as
+// U+FFFD, so one bad label value never makes a scraper reject the scrape.
 void append_escaped_label_value(std::string& out, std::string_view value);
-// HELP text: backslash and newline escaped.
+// HELP text: backslash and newline escaped, invalid UTF-8 replaced as above.
 void append_escaped_help(std::string& out, std::string_view help);
 
 // One family: HELP (when there is help text), TYPE, then its samples.

@@ -8,11 +8,13 @@
 #include "prometheus/in_process_metric_store.hpp"
 #include "prometheus/metric_store.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
+#include "prometheus/prometheus_exposition.hpp"
 
 namespace tokenspeed::metrics {
 namespace {
 
-// 0xff never occurs in UTF-8, so joined keys cannot collide.
+// 0xff never occurs in UTF-8 (label values are made valid UTF-8 first), so
+// joined keys cannot collide.
 constexpr char kSeparator = '\xff';
 
 bool live_mode(GaugeMode mode) noexcept {
@@ -70,6 +72,21 @@ void PrometheusMerge::add_to_family(Family& family, std::span<const std::string_
   if (gauge && !live && live_mode(metric.gauge_mode)) return;
   const bool per_process = gauge && per_process_mode(metric.gauge_mode);
   const std::string pid = per_process ? std::to_string(process.pid) : std::string();
+
+  // Label values that are not UTF-8 are exposed with U+FFFD in place of
+  // each invalid byte: the series are merged as exposed, so that two values
+  // that differ only there never become two series with the same labels.
+  std::vector<std::string> replaced;
+  std::vector<std::string_view> valid_values;
+  for (std::string_view value : label_values) {
+    if (!is_valid_utf8(value)) {
+      replaced.reserve(label_values.size());
+      for (std::string_view each : label_values) replaced.push_back(to_valid_utf8(each));
+      valid_values.assign(replaced.begin(), replaced.end());
+      label_values = valid_values;
+      break;
+    }
+  }
 
   key_.clear();
   for (std::string_view value : label_values) {

@@ -282,6 +282,15 @@ TEST_CASE("jsonl validate rejects unknown keys and lists the allowed ones", "[js
   }
 }
 
+TEST_CASE("a validate error is one line even when the key it quotes has a line break", "[jsonl]") {
+  // Found by the plugin_jsonl fuzzer: the kit quoted the unknown key as
+  // given, line break included, where the ABI asks for a one-line message.
+  Jsonl jsonl;
+  const std::string message = jsonl.rejection("{\"path\":\"/tmp/x.jsonl\",\"bo\\ngus\\r\":1}");
+  CHECK_THAT(message, Catch::Contains("'bo gus '"));
+  CHECK(message.find_first_of("\r\n") == std::string::npos);
+}
+
 TEST_CASE("jsonl validate rejects settings of the wrong type or range, naming the key", "[jsonl]") {
   Jsonl jsonl;
   CHECK_THAT(jsonl.rejection(R"({"path":5})"), Catch::Contains("'path' must be a string"));

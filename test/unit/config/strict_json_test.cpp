@@ -92,3 +92,17 @@ TEST_CASE("invalid JSON is rejected with its position", "[strict_json]") {
 TEST_CASE("surrounding whitespace is allowed", "[strict_json]") {
   CHECK(parse_strict_json("  \n{\"a\":1}\n\n") == boost::json::parse("{\"a\":1}"));
 }
+
+TEST_CASE("a number too large for a double is invalid JSON, not infinity", "[strict_json]") {
+  // Found by the strict_json fuzzer: 1e400 read as infinity, which
+  // Boost.JSON writes back as "Infinity", text no plugin can parse.
+  for (const std::string text : {"{\"a\":1e400}", "[-1.5e343]", "{\"x\":{\"y\":[1,2e308]}}"}) {
+    INFO(text);
+    const StrictJsonError error = parse_error(text);
+    CHECK(error.kind() == StrictJsonError::Kind::invalid_json);
+    CHECK(std::string(error.what()).find("exponent overflow") != std::string::npos);
+  }
+  // Underflow reads as zero (or a subnormal), which is harmless.
+  CHECK(parse_strict_json("[1e-400]") == boost::json::parse("[0.0]"));
+  CHECK(parse_strict_json("[1.7976931348623157e308]").at(0).as_double() > 1e308);
+}

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -115,6 +116,59 @@ TEST_CASE("a file that is not a store file is skipped") {
   std::ofstream(dir.path / "garbage.db") << std::string(200, 'z');
   CHECK_FALSE(read_multiprocess_file(dir.path / "garbage.db", nullptr, [](const auto&) {}));
   CHECK_FALSE(read_multiprocess_file(dir.path / "missing.db", nullptr, [](const auto&) {}));
+}
+
+TEST_CASE("a record shorter than its own header ends the file's records, read no further") {
+  // Found by the merge fuzzer: a record_size of 8 made the reader compute
+  // its slots before the mapping and crash the launcher's scrape.
+  TempDir dir;
+  std::filesystem::path file;
+  {
+    MultiprocessMetricStore store({dir.path, "producer", 1u << 20});
+    *store.allocate_series(kCounter, std::vector<std::string>{"a"}) = 1;
+    *store.allocate_series(kCounter, std::vector<std::string>{"b"}) = 2;
+    file = store.file_path();
+    std::fstream bytes(file, std::ios::in | std::ios::out | std::ios::binary);
+    std::uint32_t definition_size = 0;  // the family's definition record comes first
+    bytes.seekg(64);
+    bytes.read(reinterpret_cast<char*>(&definition_size), sizeof definition_size);
+    std::uint32_t series_size = 0;
+    bytes.seekg(64 + definition_size);
+    bytes.read(reinterpret_cast<char*>(&series_size), sizeof series_size);
+    // The second series' header: record_size 8, a slot count far past the file.
+    const std::uint32_t corrupt[] = {8, 0x10000000};
+    bytes.seekp(64 + definition_size + series_size);
+    bytes.write(reinterpret_cast<const char*>(corrupt), sizeof corrupt);
+    REQUIRE(bytes.good());
+    bytes.close();
+    const auto series = read_all(file);
+    CHECK(series == std::map<std::string, std::vector<double>>{{"test:requests|a", {1}}});
+  }
+}
+
+TEST_CASE("a file header with an impossible region size is not a store file") {
+  // Found by the merge fuzzer: a region size of 2^64 - 1 wrapped the
+  // reader's offset around to before the mapping.
+  TempDir dir;
+  std::filesystem::path file;
+  MultiprocessMetricStore store({dir.path, "producer", 1u << 20});
+  *store.allocate_series(kCounter, std::vector<std::string>{"a"}) = 1;
+  file = store.file_path();
+  for (const std::uint64_t region : {std::uint64_t{0}, std::uint64_t{64}, std::uint64_t{4100},
+                                     (std::uint64_t{1} << 32) + 4096, ~std::uint64_t{0}}) {
+    INFO(region);
+    std::fstream bytes(file, std::ios::in | std::ios::out | std::ios::binary);
+    bytes.seekp(16);  // region_bytes follows magic, version and header size
+    bytes.write(reinterpret_cast<const char*>(&region), sizeof region);
+    bytes.close();
+    CHECK_FALSE(read_multiprocess_file(file, nullptr, [](const auto&) {}));
+  }
+  const std::uint64_t region = 1u << 20;
+  std::fstream bytes(file, std::ios::in | std::ios::out | std::ios::binary);
+  bytes.seekp(16);
+  bytes.write(reinterpret_cast<const char*>(&region), sizeof region);
+  bytes.close();
+  CHECK(read_all(file) == std::map<std::string, std::vector<double>>{{"test:requests|a", {1}}});
 }
 
 TEST_CASE("a concurrent reader sees only complete records and values that never go backwards") {

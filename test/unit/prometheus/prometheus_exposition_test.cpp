@@ -60,6 +60,33 @@ TEST_CASE("help text escapes backslash and newline, not quotes") {
   CHECK(out == "C:\\\\path \"quoted\"\\nsecond line");
 }
 
+TEST_CASE("label values and help keep UTF-8 and write every invalid byte as U+FFFD") {
+  // Found by the exposition fuzzer: a label value that is not UTF-8 made
+  // Prometheus reject the whole scrape ("invalid label value").
+  const std::string replacement = "\xEF\xBF\xBD";
+  const std::string valid = "caf\xC3\xA9 \xE2\x82\xAC \xF0\x9F\x98\x80 \xEF\xBF\xBF";
+  std::string out;
+  append_escaped_label_value(out, valid);
+  CHECK(out == valid);
+  for (const auto& [given, written] : std::vector<std::pair<std::string, std::string>>{
+           {"a\xFF" "b", "a" + replacement + "b"},
+           {"\x80", replacement},                                   // stray continuation byte
+           {"\xC0\xAF", replacement + replacement},                // overlong '/'
+           {"\xED\xA0\x80", replacement + replacement + replacement},  // a surrogate
+           {"\xF4\x90\x80\x80", replacement + replacement + replacement + replacement},
+           {"\xE2\x82", replacement + replacement},                // cut short
+           {"\xE2\x82\"", replacement + replacement + "\\\""},     // cut short by a quote
+       }) {
+    INFO(given);
+    out.clear();
+    append_escaped_label_value(out, given);
+    CHECK(out == written);
+  }
+  out.clear();
+  append_escaped_help(out, "x\xFE\n");
+  CHECK(out == "x" + replacement + "\\n");
+}
+
 TEST_CASE(
     "a counter has HELP and TYPE lines and the _total suffix; names with colons stay as they are") {
   const MetricDefinition metric{"tokenspeed:prompt_tokens", MetricKind::counter,

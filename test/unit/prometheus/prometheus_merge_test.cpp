@@ -279,3 +279,21 @@ TEST_CASE("a learned definition's bucket bounds are the producer's, to the last 
   REQUIRE(families.size() == 1);
   CHECK(families.front().metric->buckets == exponential.buckets);
 }
+
+TEST_CASE("label values that are not UTF-8 merge as they are exposed, with U+FFFD") {
+  // Found by the exposition fuzzer: "\x82" and "\xC2" were two series that
+  // the exposition wrote with the same labels.
+  MetricDefinition counter = checked_definition({"events", MetricKind::counter, "", "", {"path"}});
+  PrometheusMerge merge({&counter});
+  const ProcessIdentity process{::getpid(), 0};
+  for (const std::string_view value : {"\x82", "\xC2", "\xEF\xBF\xBD"}) {
+    const std::string_view values[] = {value};
+    const double slots[] = {1};
+    merge.add_series(counter, values, slots, process, true);
+  }
+  const std::vector<MergedFamily> families = merge.take_families();
+  REQUIRE(families.size() == 1);
+  REQUIRE(families[0].series.size() == 1);
+  CHECK(families[0].series[0].labels[0].second == "\xEF\xBF\xBD");
+  CHECK(families[0].series[0].slots[0] == 3);
+}

@@ -1,0 +1,164 @@
+// endpoint_fuzzer.cpp — fuzzes the /metrics server's request handling
+// (host/prometheus/prometheus_endpoint) by driving the real server over
+// loopback: the input is sent as the bytes of one connection, which is then
+// half-closed. The server must answer with well-formed HTTP/1.1 responses of
+// the statuses it documents and close, within seconds (never hang), and keep
+// answering a well-behaved scrape afterwards.
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/beast/http.hpp>
+
+#include "fuzz_support.hpp"
+#include "prometheus/prometheus_endpoint.hpp"
+
+namespace {
+
+namespace tsm = tokenspeed::metrics;
+namespace http = boost::beast::http;
+
+constexpr std::uint32_t kMaxRequestBytes = 4096;  // small, so that the fuzzer reaches the limits
+constexpr std::string_view kExposition = "# TYPE up gauge\nup 1\n";
+
+tsm::PrometheusEndpoint& server() {
+  static tsm::PrometheusEndpoint* endpoint = [] {
+    tsm::PrometheusEndpointOptions options;
+    options.port = 0;
+    options.threads = 1;
+    options.read_timeout = std::chrono::milliseconds(2000);
+    options.write_timeout = std::chrono::milliseconds(2000);
+    options.max_request_bytes = kMaxRequestBytes;
+    // Never destroyed: the process ends with libFuzzer's exit.
+    return new tsm::PrometheusEndpoint(options, [] { return std::string(kExposition); });
+  }();
+  return *endpoint;
+}
+
+// Sends request on a fresh connection, half-closes it and returns what the
+// server sent until it closed. Aborts when the server neither answers nor
+// closes within ten seconds.
+std::string exchange(std::string_view request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  FUZZ_CHECK(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(server().port());
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  FUZZ_CHECK(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+  std::size_t sent = 0;
+  std::string received;
+  char buffer[65536];
+  bool write_open = true;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    if (write_open && sent == request.size()) {
+      ::shutdown(fd, SHUT_WR);
+      write_open = false;
+    }
+    pollfd events{fd, static_cast<short>(POLLIN | (write_open ? POLLOUT : 0)), 0};
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    FUZZ_CHECK(left.count() > 0);  // the server hung
+    if (::poll(&events, 1, static_cast<int>(left.count())) <= 0) continue;
+    if (events.revents & (POLLIN | POLLHUP | POLLERR)) {
+      const ssize_t n = ::recv(fd, buffer, sizeof buffer, 0);
+      if (n <= 0) break;  // closed (or reset after an error response)
+      received.append(buffer, static_cast<std::size_t>(n));
+      continue;
+    }
+    if (events.revents & POLLOUT) {
+      const ssize_t n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+      if (n < 0) {
+        write_open = false;  // the server closed its side first
+        ::shutdown(fd, SHUT_WR);
+      } else {
+        sent += static_cast<std::size_t>(n);
+      }
+    }
+  }
+  // Closed with a reset: no TIME_WAIT per input to run out of ports with.
+  const linger reset{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+  ::close(fd);
+  return received;
+}
+
+// For each request that the input holds, as Beast reads them, whether it is
+// a HEAD request (whose response has a length but no body).
+std::vector<bool> head_requests(std::string_view input) {
+  std::vector<bool> heads;
+  while (!input.empty()) {
+    http::request_parser<http::string_body> parser;
+    parser.header_limit(kMaxRequestBytes);  // the server's limits
+    parser.body_limit(kMaxRequestBytes);
+    boost::beast::error_code ec;
+    std::size_t used = 0;
+    while (!parser.is_done() && !ec) {
+      used += parser.put(boost::asio::buffer(input.data() + used, input.size() - used), ec);
+    }
+    if (ec) break;  // the server answers this one with an error, body included
+    heads.push_back(parser.get().method() == http::verb::head);
+    input.remove_prefix(used);
+  }
+  return heads;
+}
+
+// Every response in text is complete HTTP/1.1 with a documented status;
+// returns how many there are.
+std::size_t check_responses(std::string_view text, const std::vector<bool>& heads = {}) {
+  static const std::set<unsigned> kStatuses = {200, 400, 404, 405, 413, 431};
+  std::size_t count = 0;
+  while (!text.empty()) {
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(1 << 20);
+    parser.skip(count < heads.size() && heads[count]);
+    boost::beast::error_code ec;
+    std::size_t used = 0;
+    while (!parser.is_done()) {
+      const std::size_t n = parser.put(boost::asio::buffer(text.data() + used, text.size() - used), ec);
+      used += n;
+      if (ec == http::error::need_more) {
+        // A response cut short can only be the last one, when the server
+        // reset the connection after an error: nothing more to read.
+        FUZZ_CHECK(used == text.size());
+        return count;
+      }
+      FUZZ_CHECK(!ec);
+    }
+    const auto& response = parser.get();
+    FUZZ_CHECK(response.version() == 11 || response.version() == 10);
+    FUZZ_CHECK(kStatuses.count(response.result_int()) == 1);
+    if (response.result_int() == 200 && !response.body().empty() &&
+        response[http::field::content_encoding].empty()) {
+      FUZZ_CHECK(response.body() == kExposition);
+    }
+    text.remove_prefix(used);
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  static std::size_t runs = 0;
+  const std::string_view request(reinterpret_cast<const char*>(data), size);
+  check_responses(exchange(request), head_requests(request));
+  // Every 16th input (and the first) a well-behaved scrape still answers.
+  if (runs++ % 16 == 0) {
+    const std::string answer = exchange("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+    FUZZ_CHECK(answer.starts_with("HTTP/1.1 200 "));
+    FUZZ_CHECK(check_responses(answer) == 1);
+  }
+  return 0;
+}

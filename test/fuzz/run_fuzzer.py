@@ -1,0 +1,27 @@
+#!/usr/bin/env python3
+"""Runs one libFuzzer target for a bounded time: run_fuzzer.py FUZZER CORPUS
+WORK_DIR, for TSM_FUZZ_SECONDS seconds (20 when unset). New inputs go to
+WORK_DIR/corpus (the committed corpus is only read), a failing input to
+WORK_DIR/crash-* (leak-*, timeout-*, oom-*). Exits with the fuzzer's status,
+printing the failing input's path and where it belongs once fixed."""
+import glob
+import os
+import subprocess
+import sys
+
+fuzzer, corpus, work = sys.argv[1:4]
+seconds = int(os.environ.get("TSM_FUZZ_SECONDS", "20"))
+os.makedirs(os.path.join(work, "corpus"), exist_ok=True)
+for old in glob.glob(os.path.join(work, "crash-*")) + glob.glob(os.path.join(work, "timeout-*")):
+    os.remove(old)
+env = dict(os.environ)
+env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
+env.setdefault("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
+command = [fuzzer, f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048",
+           "-print_final_stats=1", f"-artifact_prefix={work}/", os.path.join(work, "corpus"), corpus]
+print(" ".join(command), flush=True)
+status = subprocess.call(command, env=env)
+for found in glob.glob(os.path.join(work, "crash-*")) + glob.glob(os.path.join(work, "leak-*")) + \
+        glob.glob(os.path.join(work, "timeout-*")) + glob.glob(os.path.join(work, "oom-*")):
+    print(f"failing input: {found} (copy it into {corpus} once fixed)", flush=True)
+sys.exit(status)
