@@ -13,7 +13,7 @@
 #include "config/plugin_loader.hpp"
 #include "config/reporter.hpp"
 #include "config/reporter_registry.hpp"
-#include "isolation/isolation_settings.hpp"
+#include "config/isolation_settings.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -20,7 +20,7 @@
 #include <tokenspeed/metric_reporter.h>
 
 #include "isolation/channel_writer.hpp"
-#include "isolation/isolation_settings.hpp"
+#include "config/isolation_settings.hpp"
 #include "isolation/shared_channel.hpp"
 #include "pipeline/rate_limited_log.hpp"
 #include "pipeline/sink_worker.hpp"

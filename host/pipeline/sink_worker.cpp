@@ -169,8 +169,8 @@ EventRing* SinkWorker::new_ring() {
 
 // ------------------------------------------------------------ worker thread
 
-bool SinkWorker::resolve(std::atomic<std::uint64_t>& counter, std::uint64_t events) noexcept {
-  return (counter.fetch_add(events, std::memory_order_acq_rel) & kFrozen) == 0;
+bool SinkWorker::resolve(std::atomic<std::uint64_t>& counter) noexcept {
+  return (counter.fetch_add(1, std::memory_order_acq_rel) & kFrozen) == 0;
 }
 
 bool SinkWorker::ensure_sink() noexcept {
@@ -236,10 +236,6 @@ std::size_t SinkWorker::drain_batch() noexcept {
     const std::size_t n = ring->pop(batch_.data(), batch_.size());
     if (n == 0) continue;
     popped += n;
-    // Delivered events are counted once per batch: one locked add per
-    // batch, not per event. Until then they count as in the queue, and an
-    // accounting frozen meanwhile counts them as discarded: exact either way.
-    std::uint64_t delivered_in_batch = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const RingEvent& slot = batch_[i];
       if (delivered_.load(std::memory_order_relaxed) & kFrozen) {
@@ -276,14 +272,12 @@ std::size_t SinkWorker::drain_batch() noexcept {
       }
       leave_plugin();
       if (rc == TSM_OK && !threw) {
-        ++delivered_in_batch;
+        if (!resolve(delivered_)) {
+          stop_now_ = true;
+          return popped;
+        }
         continue;
       }
-      if (!resolve(delivered_, delivered_in_batch)) {
-        stop_now_ = true;
-        return popped;
-      }
-      delivered_in_batch = 0;
       // The event whose emit failed counts as dropped (disabled).
       disabled_.store(true, std::memory_order_relaxed);
       const bool counted = resolve(dropped_disabled_worker_);
@@ -299,10 +293,6 @@ std::size_t SinkWorker::drain_batch() noexcept {
         stop_now_ = true;
         return popped;
       }
-    }
-    if (delivered_in_batch > 0 && !resolve(delivered_, delivered_in_batch)) {
-      stop_now_ = true;
-      return popped;
     }
   }
   return popped;

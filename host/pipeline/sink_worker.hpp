@@ -143,9 +143,9 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   void park() noexcept;
   void wake_slow() noexcept;
   bool ensure_sink() noexcept;
-  // Records resolved events; false when the accounting was frozen (they
-  // then count as discarded at the deadline and the worker stops).
-  bool resolve(std::atomic<std::uint64_t>& counter, std::uint64_t events = 1) noexcept;
+  // Records one resolved event; false when the accounting was frozen (the
+  // event then counts as discarded at the deadline and the worker stops).
+  bool resolve(std::atomic<std::uint64_t>& counter) noexcept;
   void enter_plugin(PluginCall call) noexcept;  // worker thread, around every plugin call
   void leave_plugin() noexcept;
   void do_plugin_close(std::int64_t timeout_ns) noexcept;

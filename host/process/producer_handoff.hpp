@@ -13,7 +13,7 @@
 
 #include <boost/json/object.hpp>
 
-#include "isolation/isolation_settings.hpp"
+#include "config/isolation_settings.hpp"
 
 namespace tokenspeed::metrics {
 

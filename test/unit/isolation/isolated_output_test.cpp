@@ -25,7 +25,7 @@
 #include "config/reporter_registry.hpp"
 #include "config/startup_error.hpp"
 #include "isolation/isolated_output.hpp"
-#include "isolation/isolation_settings.hpp"
+#include "config/isolation_settings.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // isolation_settings.cpp — parsing and checking the host's isolation keys of
 // an output's settings. Startup only.
-#include "isolation/isolation_settings.hpp"
+#include "config/isolation_settings.hpp"
 
 #include <stdexcept>
 
