@@ -16,6 +16,18 @@ namespace tokenspeed::metrics {
 
 class EventRouter;
 
+inline tsm_operation operation_of(MetricKind kind) noexcept {
+  switch (kind) {
+    case MetricKind::counter:
+      return TSM_OP_INC;
+    case MetricKind::gauge:
+      return TSM_OP_SET;
+    case MetricKind::histogram:
+      return TSM_OP_OBSERVE;
+  }
+  return TSM_OP_INC;
+}
+
 // The metadata of one family as plugins see it. info points into this object,
 // so it is neither copied nor moved once built; it lives as long as the
 // Collector that owns it (which outlives every sink: see collector.hpp).
@@ -28,6 +40,9 @@ struct SeriesFamily {
   const std::string sample_name;               // counters end in _total
   const std::vector<const char*> label_names;  // point into definition
   tsm_metric_info info{};                      // built once, read by plugins
+  // What an event of this family is (counter: inc, gauge: set, histogram:
+  // observe), kept beside info so the worker reads no definition per event.
+  const tsm_operation operation;
 };
 
 // One series: a family and one label-value set, interned once. The address
@@ -48,26 +63,13 @@ struct MetricSeries {
 
 // What a collector thread hands to the router per event (in registers: the
 // ring stores it as a 16-byte slot, see event_ring.hpp), no strings. The
-// operation follows from the family's kind (counter: inc, gauge: set,
-// histogram: observe); raw_time is an EventClock raw reading converted to
-// Unix nanoseconds by the delivery worker.
+// operation follows from the family's kind; raw_time is an EventClock raw
+// reading converted to Unix nanoseconds by the delivery worker.
 struct EventSlot {
   const MetricSeries* series;
   double value;
   std::uint64_t weight;
   std::int64_t raw_time;
 };
-
-inline tsm_operation operation_of(MetricKind kind) noexcept {
-  switch (kind) {
-    case MetricKind::counter:
-      return TSM_OP_INC;
-    case MetricKind::gauge:
-      return TSM_OP_SET;
-    case MetricKind::histogram:
-      return TSM_OP_OBSERVE;
-  }
-  return TSM_OP_INC;
-}
 
 }  // namespace tokenspeed::metrics

@@ -61,14 +61,18 @@ void forget_membarrier_in_child() noexcept {
 [[maybe_unused]] const int membarrier_fork_handler =
     ::pthread_atfork(nullptr, nullptr, &forget_membarrier_in_child);
 
-void heavy_barrier() noexcept {
+int known_membarrier_state() noexcept {
   int state = membarrier_state.load(std::memory_order_acquire);
   if (state == kUnknown) {
     // Registering twice (two workers at once) is harmless.
     state = register_membarrier() ? kAvailable : kUnavailable;
     membarrier_state.store(state, std::memory_order_release);
   }
-  if (state == kAvailable) {
+  return state;
+}
+
+void heavy_barrier() noexcept {
+  if (known_membarrier_state() == kAvailable) {
     syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
   } else {
     // A locked read-modify-write: a full barrier on this thread only.
@@ -145,7 +149,7 @@ std::uint64_t SinkWorker::dropped_full_so_far() const noexcept {
 
 std::uint64_t SinkWorker::dropped_disabled_so_far() const noexcept {
   return sum_rings(&EventRing::dropped_disabled) +
-         (dropped_disabled_worker_.load(std::memory_order_relaxed) & ~kFrozen);
+         dropped_disabled_worker_.load(std::memory_order_relaxed);
 }
 
 SinkWorker::~SinkWorker() {
@@ -169,8 +173,12 @@ EventRing* SinkWorker::new_ring() {
 
 // ------------------------------------------------------------ worker thread
 
-bool SinkWorker::resolve(std::atomic<std::uint64_t>& counter) noexcept {
-  return (counter.fetch_add(1, std::memory_order_acq_rel) & kFrozen) == 0;
+void SinkWorker::count(std::atomic<std::uint64_t>& counter) noexcept {
+  // The worker is the only writer: a plain store, no locked instruction.
+  counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_release);
+  // Without membarrier, freeze() cannot make this thread execute a barrier:
+  // this one pairs with freeze()'s (store, then check the flag).
+  if (fence_after_count_) std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 bool SinkWorker::ensure_sink() noexcept {
@@ -238,20 +246,17 @@ std::size_t SinkWorker::drain_batch() noexcept {
     popped += n;
     for (std::size_t i = 0; i < n; ++i) {
       const RingEvent& slot = batch_[i];
-      if (delivered_.load(std::memory_order_relaxed) & kFrozen) {
-        stop_now_ = true;  // abandoned: touch no series, build no event
+      if (freeze_requested_.load(std::memory_order_relaxed)) {
+        stop_now_ = true;  // frozen: touch no series, build no event
         return popped;
       }
       if (disabled_.load(std::memory_order_relaxed) || !ensure_sink()) {
-        if (!resolve(dropped_disabled_worker_)) {
-          stop_now_ = true;
-          return popped;
-        }
+        count(dropped_disabled_worker_);
         continue;
       }
       const MetricSeries& series = *options_.series_table->find(slot.series);
       const SeriesFamily& family = *series.family;
-      event.operation = static_cast<std::uint32_t>(operation_of(family.definition.kind));
+      event.operation = static_cast<std::uint32_t>(family.operation);
       event.timestamp_ns = clock->to_unix_ns(slot.raw_time);
       event.metric = family.info.name;
       event.value = slot.value;
@@ -272,15 +277,12 @@ std::size_t SinkWorker::drain_batch() noexcept {
       }
       leave_plugin();
       if (rc == TSM_OK && !threw) {
-        if (!resolve(delivered_)) {
-          stop_now_ = true;
-          return popped;
-        }
+        count(delivered_);
         continue;
       }
       // The event whose emit failed counts as dropped (disabled).
       disabled_.store(true, std::memory_order_relaxed);
-      const bool counted = resolve(dropped_disabled_worker_);
+      count(dropped_disabled_worker_);
       try {
         log_.message(
             std::string(threw ? "emit threw an exception" : "emit failed (") +
@@ -288,10 +290,6 @@ std::size_t SinkWorker::drain_batch() noexcept {
                 "; the sink is disabled, later events are counted as dropped",
             RateLimitedLog::Clock::now());
       } catch (...) {
-      }
-      if (!counted) {
-        stop_now_ = true;
-        return popped;
       }
     }
   }
@@ -368,6 +366,7 @@ void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
 }
 
 void SinkWorker::run() noexcept {
+  fence_after_count_ = known_membarrier_state() != kAvailable;
   for (;;) {
     if (const std::size_t popped = drain_batch(); popped > 0) {
       if (stop_now_) break;
@@ -412,15 +411,20 @@ bool SinkWorker::wait_drained(std::chrono::steady_clock::time_point deadline) no
 }
 
 void SinkWorker::freeze() noexcept {
-  const std::uint64_t delivered = delivered_.fetch_or(kFrozen, std::memory_order_acq_rel);
-  const std::uint64_t disabled =
-      dropped_disabled_worker_.fetch_or(kFrozen, std::memory_order_acq_rel);
+  // The worker checks the flag before each event and counts it after emit
+  // returned. The barrier makes the worker's counts so far visible and the
+  // flag visible to its next check, so at most the one event in emit now
+  // (or just returned) is counted as discarded although the plugin took it.
+  freeze_requested_.store(true, std::memory_order_seq_cst);
+  heavy_barrier();
+  const std::uint64_t delivered = delivered_.load(std::memory_order_acquire);
+  const std::uint64_t disabled = dropped_disabled_worker_.load(std::memory_order_acquire);
   const std::uint64_t pushed = sum_rings(&EventRing::pushed);
   std::lock_guard lock(mutex_);
   if (frozen_) return;
   frozen_ = true;
-  frozen_delivered_ = delivered & ~kFrozen;
-  frozen_dropped_disabled_ = disabled & ~kFrozen;
+  frozen_delivered_ = delivered;
+  frozen_dropped_disabled_ = disabled;
   frozen_pushed_ = pushed;
 }
 
@@ -475,9 +479,8 @@ SinkStats SinkWorker::stats() const {
   SinkStats s;
   s.name = output_.name;
   // Worker counters first, then the ring counters: pushed >= resolved.
-  const std::uint64_t delivered = delivered_.load(std::memory_order_acquire) & ~kFrozen;
-  const std::uint64_t disabled_worker =
-      dropped_disabled_worker_.load(std::memory_order_acquire) & ~kFrozen;
+  const std::uint64_t delivered = delivered_.load(std::memory_order_acquire);
+  const std::uint64_t disabled_worker = dropped_disabled_worker_.load(std::memory_order_acquire);
   const std::uint64_t pushed = sum_rings(&EventRing::pushed);
   s.dropped_full = sum_rings(&EventRing::dropped_full);
   const std::uint64_t disabled_publish = sum_rings(&EventRing::dropped_disabled);

@@ -135,17 +135,14 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   std::uint64_t dropped_disabled_so_far() const noexcept;  // output disabled
 
  private:
-  static constexpr std::uint64_t kFrozen = std::uint64_t{1} << 63;
-
   void run() noexcept;
   std::size_t drain_batch() noexcept;  // events popped in this pass
   bool rings_empty() noexcept;         // consumer side
   void park() noexcept;
   void wake_slow() noexcept;
   bool ensure_sink() noexcept;
-  // Records one resolved event; false when the accounting was frozen (the
-  // event then counts as discarded at the deadline and the worker stops).
-  bool resolve(std::atomic<std::uint64_t>& counter) noexcept;
+  // Counts one resolved event (worker thread, the counters' only writer).
+  void count(std::atomic<std::uint64_t>& counter) noexcept;
   void enter_plugin(PluginCall call) noexcept;  // worker thread, around every plugin call
   void leave_plugin() noexcept;
   void do_plugin_close(std::int64_t timeout_ns) noexcept;
@@ -164,9 +161,12 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   std::mutex rings_mutex_;
   std::vector<std::unique_ptr<EventRing>> owned_rings_;
 
-  // worker-written accounting (bit 63 of each: frozen)
+  // worker-written accounting, read by stats() and freeze()
   alignas(64) std::atomic<std::uint64_t> delivered_{0};
   std::atomic<std::uint64_t> dropped_disabled_worker_{0};
+  bool fence_after_count_ = false;  // worker only: no membarrier on this system
+  // set by freeze(): the worker stops before its next event
+  alignas(64) std::atomic<bool> freeze_requested_{false};
   std::atomic<bool> stop_{false};
   bool stop_now_ = false;  // worker only: accounting frozen, stop at once
   // Worker only: the slots of one drain pass. A member, not thread_local:
