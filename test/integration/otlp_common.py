@@ -13,25 +13,18 @@ Environment (set by test/integration/meson.build):
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
-import tempfile
-import threading
-import time
 import urllib.request
 
-BINARY = os.environ["TSM_BINARY"]
+import simulate_harness
+# Also used by the tests through this module.
+from simulate_harness import (  # noqa: F401
+    EXIT_TIMEOUT_S, free_port, make_tmp, poll, rss_kib)
+
 OTLP_DIR = os.environ["TSM_OTLP_DIR"]
 RECEIVER_JS = os.environ["TSM_OTLP_RECEIVER"]
 NODE = os.environ.get("TSM_NODE", "node")
-TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR") or None
-if TMP_ROOT:
-    os.makedirs(TMP_ROOT, exist_ok=True)
-
-# Hang guards only: a run that exceeds them has hung.
-STARTUP_TIMEOUT_S = 30
-EXIT_TIMEOUT_S = 60
 
 
 def skip_unless_receiver_installed():
@@ -43,24 +36,6 @@ def skip_unless_receiver_installed():
     if not os.path.isdir(modules):
         print(f"skipped: {modules} is missing (run npm ci in {os.path.dirname(RECEIVER_JS)})")
         sys.exit(77)
-
-
-def free_port():
-    """A port nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def poll(condition, timeout, interval=0.1):
-    """condition()'s first truthy value within timeout, else its last value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    return condition()
 
 
 class Receiver:
@@ -105,107 +80,20 @@ class Receiver:
             return json.loads(response.read())
 
 
-class Simulation:
-    """One `simulate` process with prometheus and otlp; output collected on
-    reader threads."""
+class Simulation(simulate_harness.OutputSimulation):
+    """One `simulate` process with prometheus and otlp (settings: the otlp
+    output's settings object)."""
 
     def __init__(self, tmp, otlp_settings, *args):
-        config = os.path.join(tmp, "metrics.json")
-        with open(config, "w") as file:
-            json.dump({"otlp": otlp_settings}, file)
-        self.args = [BINARY, "simulate", "--enable-metrics", "--metrics-port", "0",
-                     "--metrics-reporters", "prometheus", "--metrics-reporters", "otlp",
-                     "--metrics-reporter-config", config, "--metrics-plugin-dir", OTLP_DIR, *args]
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True)
-        self.stdout_lines = []
-        self.stderr_lines = []
-        self._changed = threading.Condition()
-        self._readers = [threading.Thread(target=self._read, args=(self.process.stdout,
-                                                                   self.stdout_lines), daemon=True),
-                         threading.Thread(target=self._read, args=(self.process.stderr,
-                                                                   self.stderr_lines), daemon=True)]
-        for reader in self._readers:
-            reader.start()
-
-    def _read(self, stream, lines):
-        for line in stream:
-            with self._changed:
-                lines.append(line.rstrip("\n"))
-                self._changed.notify_all()
-
-    def wait_for_line(self, prefix, timeout=STARTUP_TIMEOUT_S):
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for line in self.stdout_lines:
-                    if line.startswith(prefix):
-                        return line
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.process.poll() is not None and
-                                 not self._readers[0].is_alive()):
-                    raise AssertionError(f"no line starting {prefix!r}:\n{self.describe()}")
-                self._changed.wait(min(left, 0.2))
-
-    def metrics_url(self):
-        return self.wait_for_line("Prometheus metrics: ").split(": ", 1)[1]
-
-    def wait(self, timeout=EXIT_TIMEOUT_S):
-        status = self.process.wait(timeout)
-        for reader in self._readers:
-            reader.join(timeout)
-        self.process.stdout.close()
-        self.process.stderr.close()
-        return status
-
-    def kill(self):
-        if self.process.poll() is None:
-            self.process.kill()
-            self.wait()
+        super().__init__(tmp, "otlp", otlp_settings, OTLP_DIR, *args)
 
     def output_table(self):
-        """{process: [accepted, delivered, dropped, discarded, failed]} of the otlp output."""
-        rows = {}
-        for line in self.stdout_lines:
-            fields = line.split()
-            if len(fields) == 8 and fields[2] == "otlp":
-                rows[fields[0]] = fields[3:]
-        return rows
-
-    def plugin_lines(self, text):
-        return [line for line in self.stderr_lines if text in line]
-
-    def children(self):
-        """pids of the running producer processes."""
-        pids = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit():
-                continue
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-                if int(fields[1]) == self.process.pid:
-                    pids.append(int(entry))
-            except (OSError, IndexError, ValueError):
-                continue
-        return pids
-
-    def describe(self):
-        return (f"command: {' '.join(self.args)}\n--- stdout\n" + "\n".join(self.stdout_lines) +
-                "\n--- stderr\n" + "\n".join(self.stderr_lines) + "\n---")
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
+        """{process: [accepted, delivered, dropped, discarded, status]} of the otlp output."""
+        return self.output_fields("otlp")
 
 
 def scrape(url):
-    with urllib.request.urlopen(url, timeout=10) as response:
-        return response.read().decode()
+    return simulate_harness.scrape(url)[1]
 
 
 def prometheus_series(text):
@@ -276,7 +164,3 @@ def assert_otlp_equals_prometheus(test, state, exposition):
         if not math.isclose(got, value, rel_tol=1e-9, abs_tol=1e-9):
             mismatches.append(f"{key[0]} {dict(key[1])}: /metrics {value}, OTLP {got}")
     test.assertEqual(mismatches, [])
-
-
-def make_tmp():
-    return tempfile.mkdtemp(dir=TMP_ROOT)

@@ -16,7 +16,6 @@ import http.server
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -25,17 +24,14 @@ import time
 import urllib.parse
 import urllib.request
 
-BINARY = os.environ["TSM_BINARY"]
+import simulate_harness
+# Also used by the tests through this module.
+from simulate_harness import (  # noqa: F401
+    EXIT_TIMEOUT_S, STARTUP_TIMEOUT_S, free_port, make_tmp, poll)
+
 PLUGIN_DIR = os.environ["TSM_REMOTE_WRITE_DIR"]
 PROMETHEUS = os.environ.get("TSM_PROMETHEUS", "")
 VICTORIA_METRICS = os.environ.get("TSM_VICTORIA_METRICS", "")
-TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR") or None
-if TMP_ROOT:
-    os.makedirs(TMP_ROOT, exist_ok=True)
-
-# Hang guards only: a run that exceeds them has hung.
-STARTUP_TIMEOUT_S = 30
-EXIT_TIMEOUT_S = 60
 # The engine's series live in this window of the receivers' data.
 WINDOW = "30m"
 
@@ -53,27 +49,6 @@ def main():
     if result.testsRun and len(result.skipped) == result.testsRun:
         sys.exit(77)
     sys.exit(0 if result.wasSuccessful() else 1)
-
-
-def make_tmp():
-    return tempfile.mkdtemp(dir=TMP_ROOT)
-
-
-def free_port():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def poll(condition, timeout, interval=0.1):
-    """condition()'s first truthy value within timeout, else its last value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    return condition()
 
 
 def http_get(url, timeout=10):
@@ -270,80 +245,16 @@ class FaultProxy:
         self.server.server_close()
 
 
-class Simulation:
-    """One `simulate` process with prometheus and remote_write; output
-    collected on reader threads."""
+class Simulation(simulate_harness.OutputSimulation):
+    """One `simulate` process with prometheus and remote_write (settings: the
+    remote_write output's settings object)."""
 
     def __init__(self, tmp, settings, *args):
-        config = os.path.join(tmp, "metrics.json")
-        with open(config, "w") as file:
-            json.dump({"remote_write": settings}, file)
-        self.args = [BINARY, "simulate", "--enable-metrics", "--metrics-port", "0",
-                     "--metrics-reporters", "prometheus", "--metrics-reporters", "remote_write",
-                     "--metrics-reporter-config", config, "--metrics-plugin-dir", PLUGIN_DIR,
-                     *args]
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True)
-        self.stdout_lines = []
-        self.stderr_lines = []
-        self._changed = threading.Condition()
-        self._readers = [threading.Thread(target=self._read, args=(self.process.stdout,
-                                                                   self.stdout_lines), daemon=True),
-                         threading.Thread(target=self._read, args=(self.process.stderr,
-                                                                   self.stderr_lines), daemon=True)]
-        for reader in self._readers:
-            reader.start()
-
-    def _read(self, stream, lines):
-        for line in stream:
-            with self._changed:
-                lines.append(line.rstrip("\n"))
-                self._changed.notify_all()
-
-    def wait_for_line(self, prefix, timeout=STARTUP_TIMEOUT_S):
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while True:
-                for line in self.stdout_lines:
-                    if line.startswith(prefix):
-                        return line
-                left = deadline - time.monotonic()
-                if left <= 0 or (self.process.poll() is not None and
-                                 not self._readers[0].is_alive()):
-                    raise AssertionError(f"no line starting {prefix!r}:\n{self.describe()}")
-                self._changed.wait(min(left, 0.2))
-
-    def metrics_url(self):
-        return self.wait_for_line("Prometheus metrics: ").split(": ", 1)[1]
-
-    def wait(self, timeout=EXIT_TIMEOUT_S):
-        status = self.process.wait(timeout)
-        for reader in self._readers:
-            reader.join(timeout)
-        self.process.stdout.close()
-        self.process.stderr.close()
-        return status
-
-    def kill(self):
-        if self.process.poll() is None:
-            self.process.kill()
-            self.wait()
+        super().__init__(tmp, "remote_write", settings, PLUGIN_DIR, *args)
 
     def output_table(self):
         """{process: [accepted, delivered, dropped, discarded, status]} of remote_write."""
-        rows = {}
-        for line in self.stdout_lines:
-            fields = line.split()
-            if len(fields) == 8 and fields[2] == "remote_write":
-                rows[fields[0]] = fields[3:]
-        return rows
-
-    def plugin_lines(self, text):
-        return [line for line in self.stderr_lines if text in line]
-
-    def describe(self):
-        return (f"command: {' '.join(self.args)}\n--- stdout\n" + "\n".join(self.stdout_lines) +
-                "\n--- stderr\n" + "\n".join(self.stderr_lines) + "\n---")
+        return self.output_fields("remote_write")
 
 
 def scrape(url):

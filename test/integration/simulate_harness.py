@@ -1,10 +1,13 @@
-"""simulate_harness.py — what the soak and the hostile-client tests share: one
-`tokenspeed-metrics simulate` process with its output collected on reader
-threads, its summary table, the pids of its processes, their resident memory
-(from /proc) and scrapes of its /metrics. Starts only processes it stops
-again; everything binds 127.0.0.1.
+"""simulate_harness.py — what the integration tests that run the engine
+simulator share: one `tokenspeed-metrics simulate` process with its output
+collected on reader threads, its summary table, the pids of its processes,
+their resident memory (from /proc) and scrapes of its /metrics; a simulate
+run with prometheus and one output plugin configured from a settings object.
+Starts only processes it stops again; everything binds 127.0.0.1.
 """
+import json
 import os
+import socket
 import subprocess
 import tempfile
 import threading
@@ -21,6 +24,13 @@ def make_tmp():
     if root:
         os.makedirs(root, exist_ok=True)
     return tempfile.mkdtemp(dir=root)
+
+
+def free_port(kind=socket.SOCK_STREAM):
+    """A loopback port nothing listens on right now."""
+    with socket.socket(socket.AF_INET, kind) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def poll(condition, timeout, interval=0.1):
@@ -120,9 +130,19 @@ class Simulation:
             self.process.kill()
             self.wait()
 
+    def output_fields(self, output):
+        """{process: [accepted, delivered, dropped, discarded, status]} of one
+        output as printed in the summary table at exit (strings)."""
+        rows = {}
+        for line in self.stdout_lines:
+            fields = line.split(None, 7)
+            if len(fields) == 8 and fields[2] == output and fields[1].isdigit():
+                rows[fields[0]] = fields[3:]
+        return rows
+
     def output_table(self, output):
         """{process: (pid, accepted, delivered, dropped, discarded, status)} of
-        one output, from the summary table printed at exit."""
+        one output, the counts as numbers."""
         rows = {}
         for line in self.stdout_lines:
             fields = line.split(None, 7)
@@ -130,6 +150,14 @@ class Simulation:
                 numbers = [int(f) if f.isdigit() else f for f in fields[3:7]]
                 rows[fields[0]] = (int(fields[1]), *numbers, fields[7])
         return rows
+
+    def plugin_lines(self, text):
+        """The stderr lines that contain text."""
+        return [line for line in self.stderr_lines if text in line]
+
+    def children(self):
+        """The pids of the running producer processes."""
+        return self.pids()[1:]
 
     def pids(self):
         """The launcher and its running producer processes."""
@@ -149,3 +177,18 @@ class Simulation:
     def describe(self):
         return (f"command: {' '.join(self.args)}\n--- stdout\n" + "\n".join(self.stdout_lines) +
                 "\n--- stderr\n" + "\n".join(self.stderr_lines[-50:]) + "\n---")
+
+
+class OutputSimulation(Simulation):
+    """`simulate` with the built-in prometheus output on an ephemeral port and
+    the plugin output called name, configured with settings (written to a
+    configuration file in tmp) and loaded from plugin_dir."""
+
+    def __init__(self, tmp, name, settings, plugin_dir, *args):
+        config = os.path.join(tmp, "metrics.json")
+        with open(config, "w") as file:
+            json.dump({name: settings}, file)
+        super().__init__(["--enable-metrics", "--metrics-port", "0",
+                          "--metrics-reporters", "prometheus", "--metrics-reporters", name,
+                          "--metrics-reporter-config", config, "--metrics-plugin-dir", plugin_dir,
+                          *args])

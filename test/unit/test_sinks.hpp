@@ -1,6 +1,7 @@
 // test_sinks.hpp — in-process C-ABI sinks for the pipeline tests: one
 // configurable sink that records what it receives and can misbehave on
-// demand (fail, throw, block, sleep, ignore its close timeout). Test code only.
+// demand (fail, throw, block, sleep, ignore its close timeout); the log
+// lines an output writes; waiting for a condition. Test code only.
 #pragma once
 
 #include <atomic>
@@ -9,8 +10,10 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
+#include <regex>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -169,6 +172,31 @@ inline OutputDefinition test_output(std::string name, TestSink* sink,
                           },
                           ""};
 }
+
+// Collects the lines an output logs (any thread).
+struct LogLines {
+  std::mutex mutex;
+  std::vector<std::string> lines;
+  LogWriter writer() {
+    return [this](std::string_view line) {
+      std::lock_guard lock(mutex);
+      lines.emplace_back(line);
+    };
+  }
+  std::string all() {
+    std::lock_guard lock(mutex);
+    std::string text;
+    for (const std::string& line : lines) text += line + "\n";
+    return text;
+  }
+  std::vector<std::string> matching(const std::regex& pattern) {
+    std::lock_guard lock(mutex);
+    std::vector<std::string> out;
+    for (const std::string& line : lines)
+      if (std::regex_search(line, pattern)) out.push_back(line);
+    return out;
+  }
+};
 
 // Waits (hang guard only) until pred holds.
 template <class Pred>

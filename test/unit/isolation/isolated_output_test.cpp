@@ -21,19 +21,18 @@
 #include <boost/json.hpp>
 
 #include "config/abi_buffer.hpp"
+#include "config/isolation_settings.hpp"
 #include "config/plugin_loader.hpp"
 #include "config/reporter_registry.hpp"
 #include "config/startup_error.hpp"
 #include "isolation/isolated_output.hpp"
-#include "config/isolation_settings.hpp"
+#include "test_sinks.hpp"
 
 namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using namespace tokenspeed::metrics;
-
-constexpr auto kHangGuard = 30s;  // only a guard: no test relies on timing
 
 // Three metric families as the catalog describes them.
 struct Families {
@@ -85,23 +84,8 @@ std::string test_plugin(const std::string& name) {
   return build_root() + "/test/plugins/" + name + "/" + name + ".so";
 }
 
-// Collects the log lines of an output.
-struct Lines {
-  std::mutex mutex;
-  std::vector<std::string> lines;
-  LogWriter writer() {
-    return [this](std::string_view line) {
-      std::lock_guard lock(mutex);
-      lines.emplace_back(line);
-    };
-  }
-  std::string all() {
-    std::lock_guard lock(mutex);
-    std::string text;
-    for (const std::string& line : lines) text += line + "\n";
-    return text;
-  }
-};
+using test::eventually;
+using Lines = test::LogLines;
 
 IsolatedOutputOptions fault_options(const std::string& plugin, Lines& lines,
                                     std::chrono::milliseconds deadlock = 10s) {
@@ -126,16 +110,6 @@ struct Driver {
     return sink.vtable->close(sink.self, timeout.count(), error.get());
   }
 };
-
-template <typename Predicate>
-bool eventually(Predicate predicate) {
-  const auto deadline = std::chrono::steady_clock::now() + kHangGuard;
-  while (!predicate()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
 
 // The fault scenario: 100 events, the poison one, 100 more; close.
 void run_fault_scenario(IsolatedOutput& output, Driver& driver) {

@@ -24,23 +24,7 @@ namespace {
 const MetricDefinition kCounter{
     "tokenspeed:num_requests", MetricKind::counter, "Requests", "", {"model"}, {}, {}};
 
-struct Lines {
-  std::mutex mutex;
-  std::vector<std::string> lines;
-  LogWriter writer() {
-    return [this](std::string_view line) {
-      std::lock_guard lock(mutex);
-      lines.emplace_back(line);
-    };
-  }
-  std::vector<std::string> matching(const std::regex& pattern) {
-    std::lock_guard lock(mutex);
-    std::vector<std::string> out;
-    for (const auto& line : lines)
-      if (std::regex_search(line, pattern)) out.push_back(line);
-    return out;
-  }
-};
+using Lines = test::LogLines;
 
 }  // namespace
 
