@@ -170,6 +170,7 @@ int run_simulate(int argc, char** argv) {
 
   LauncherOptions options;
   options.metrics = metrics_options_from(values);
+  const bool metrics_enabled = options.metrics.enable_metrics;
   options.prometheus = read_prometheus_options(values);
   options.queue_size = delivery.queue_size;
   options.shutdown_timeout = delivery.shutdown_timeout;
@@ -258,8 +259,17 @@ int run_simulate(int argc, char** argv) {
       report_producer_exit(process);
   }
   std::cout << "stopped in " << std::chrono::duration<double>(report.elapsed).count() << " s\n";
-  if (!report.summaries.empty() || !report.producers.empty())
+  if (!metrics_enabled) {
+    // Nothing recorded, so no producer left a summary: only how each ended.
+    std::cout << "metrics disabled (no --enable-metrics): nothing was recorded\n";
+    for (const ProducerProcess& process : report.producers) {
+      if (process.exit_status != 0)
+        std::cout << "producer '" << process.name << "' (pid " << process.pid << ") "
+                  << describe_producer_exit(process) << "\n";
+    }
+  } else if (!report.summaries.empty() || !report.producers.empty()) {
     std::cout << format_summary_table(report.summaries, report.producers);
+  }
   const int status = run_exit_status(report);
   if (status != 0) {
     std::fprintf(stderr, "tokenspeed-metrics: exit status %d: %s\n", status,

@@ -186,6 +186,10 @@ class CliTestCase(unittest.TestCase):
         return [reporter["name"] for reporter in entry["reporters"]]
 
     def check(self, *args, env=None):
+        # check tries the Prometheus port: an ephemeral one, so that a test
+        # never depends on the default port being free on this machine.
+        if "--enable-metrics" in args and "--metrics-port" not in args:
+            args = (*args, "--metrics-port", "0")
         return run("check", *args, env=env)
 
     def check_lines(self, *args, env=None):

@@ -212,6 +212,15 @@ class LauncherTest(unittest.TestCase):
         self.assertIn("reporter 'start_node_bad_config'", errors[0])
         self.assertIn("JSON object", errors[0])
 
+    def test_simulate_without_enable_metrics_says_nothing_was_recorded_and_no_producer_failed(self):
+        result = cli_harness.run("simulate", "--ranks", "1", "--duration", "0.5")
+        self.assertEqual(result.status, 0, result.stdout + result.stderr)
+        self.assertIn("metrics disabled (no --enable-metrics): nothing was recorded\n",
+                      result.stdout)
+        # The producers exited cleanly: no row calls them failed.
+        self.assertNotIn("failed", result.stdout)
+        self.assertNotIn("producer '", result.stdout)
+
     def test_delivery_flags_out_of_range_are_startup_errors_naming_the_flag(self):
         for flag, value in [("--metrics-reporter-queue-size", "1"),
                             ("--metrics-reporter-queue-size", "16777217"),
@@ -224,7 +233,7 @@ class LauncherTest(unittest.TestCase):
                 self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
                 self.assertIn(f"key '{flag}'", result.stderr)
         accepted = subprocess.run([cli_harness.BINARY, "check", "--enable-metrics",
-                                   "--metrics-reporter-queue-size", "2",
+                                   "--metrics-port", "0", "--metrics-reporter-queue-size", "2",
                                    "--metrics-shutdown-timeout", "0"],
                                   capture_output=True, text=True, timeout=STARTUP_TIMEOUT_S)
         self.assertEqual(accepted.returncode, 0, accepted.stderr)
@@ -263,9 +272,15 @@ class LauncherTest(unittest.TestCase):
                                                                  "ignores_close_timeout"),
                             "--ranks", "1", "--metrics-shutdown-timeout", str(budget_s))
         url = run.metrics_url()
-        # Events flowing in every process: the stuck sinks exist.
-        poll(lambda: any(name == "tokenspeed_metrics_reporter_events_delivered_total" and value > 0
-                         for name, _, value in samples(scrape(url))), 20)
+        # Events recorded in every process (a frontend counter, a scheduler
+        # histogram), so each has a stuck sink to close at shutdown.
+        def recorded_everywhere():
+            values = {}
+            for name, _, value in samples(scrape(url)):
+                values[name] = values.get(name, 0) + value
+            return (values.get("tokenspeed:num_requests_total", 0) > 0 and
+                    values.get("tokenspeed:iteration_tokens_total_count", 0) > 0)
+        self.assertTrue(poll(recorded_everywhere, 20), run.describe())
         producers = run.producer_pids()
         self.assertEqual(set(producers), {"scheduler-0", "frontend"})
 

@@ -31,7 +31,8 @@ class OtlpSettings(unittest.TestCase):
                                          delete=False) as file:
             json.dump({"otlp": settings}, file)
         self.addCleanup(os.unlink, file.name)
-        return file.name, run("check", "--enable-metrics", "--metrics-reporters", "otlp",
+        return file.name, run("check", "--enable-metrics", "--metrics-port", "0",
+                              "--metrics-reporters", "otlp",
                               "--metrics-reporter-config", file.name,
                               "--metrics-plugin-dir", OTLP_DIR)
 

@@ -31,7 +31,8 @@ class RemoteWriteSettings(unittest.TestCase):
                                          delete=False) as file:
             json.dump({"remote_write": settings}, file)
         self.addCleanup(os.unlink, file.name)
-        return file.name, run("check", "--enable-metrics", "--metrics-reporters", "remote_write",
+        return file.name, run("check", "--enable-metrics", "--metrics-port", "0",
+                              "--metrics-reporters", "remote_write",
                               "--metrics-reporter-config", file.name,
                               "--metrics-plugin-dir", PLUGIN_DIR)
 

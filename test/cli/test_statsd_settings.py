@@ -30,7 +30,8 @@ class StatsdSettings(unittest.TestCase):
                                          delete=False) as file:
             json.dump({"statsd": settings}, file)
         self.addCleanup(os.unlink, file.name)
-        return file.name, run("check", "--enable-metrics", "--metrics-reporters", "statsd",
+        return file.name, run("check", "--enable-metrics", "--metrics-port", "0",
+                              "--metrics-reporters", "statsd",
                               "--metrics-reporter-config", file.name,
                               "--metrics-plugin-dir", STATSD_DIR)
 

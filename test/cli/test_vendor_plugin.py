@@ -76,7 +76,8 @@ class VendorPlugin(h.CliTestCase):
         run_env = h.clean_environment()
         run_env["LD_LIBRARY_PATH"] = os.path.dirname(libraries[0])
         os.chmod(vendor_build, 0o755)
-        check = subprocess.run([binaries[0], "check", "--enable-metrics", "--metrics-reporters",
+        check = subprocess.run([binaries[0], "check", "--enable-metrics", "--metrics-port", "0",
+                                "--metrics-reporters",
                                 "vendor_output,prometheus", "--metrics-plugin-dir", vendor_build],
                                env=run_env, capture_output=True, text=True,
                                timeout=h.COMMAND_TIMEOUT_S, check=False)

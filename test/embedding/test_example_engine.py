@@ -3,7 +3,9 @@
 dependency('tokenspeed-metrics') through pkg-config; its launcher starts two
 worker processes itself, each recording metrics of the engine's own names
 with labels, and the launcher's /metrics holds each worker's series summed
-correctly while the jsonl output received the same totals.
+correctly while the jsonl output received the same totals. The installed
+executable runs an output isolated in the installed sink helper (found
+relative to the installed library, no environment variable naming it).
 
 Environment: TSM_BUILD_ROOT (this project's build directory), TSM_MESON (the
 meson executable), TSM_SOURCE_ROOT, TSM_TEST_TMPDIR (a directory in the build
@@ -164,6 +166,46 @@ class ExampleEngine(unittest.TestCase):
                                    scrape[("example:step_latency_seconds_sum",
                                            f'{{worker="{worker}"}}')], places=6)
         self.assertIn("worker-0", out)  # the summary table names the engine's processes
+
+    def test_the_installed_executable_runs_an_isolated_output_in_the_installed_sink_helper(self):
+        destdir = self.install()
+        self.find_one(destdir, "tokenspeed-metrics-sink-helper")
+        binary = self.find_one(destdir, os.path.join("bin", "tokenspeed-metrics"))
+        jsonl = self.find_one(destdir, "jsonl.so")
+        events = os.path.join(self.work, "events")
+        os.mkdir(events)
+        config = os.path.join(self.work, "metrics.json")
+        with open(config, "w") as out:
+            # {pid}: the process the sink runs in, here each output's helper.
+            json.dump({"jsonl": {"path": os.path.join(events, "events-{pid}.jsonl"),
+                                 "isolation": "process"}}, out)
+        clean = {k: v for k, v in os.environ.items()
+                 if not k.startswith("TOKENSPEED_") and k != "LD_LIBRARY_PATH"}
+        run = subprocess.run(
+            [binary, "simulate", "--enable-metrics", "--metrics-port", "0",
+             "--metrics-reporters", "prometheus,jsonl", "--metrics-reporter-config", config,
+             "--metrics-plugin-dir", os.path.dirname(jsonl), "--ranks", "1", "--duration", "1"],
+            env=clean, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
+        self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
+        self.assertNotIn("sink helper", run.stderr)  # found, never restarted
+
+        # process pid output accepted delivered dropped discarded status
+        rows = [line.split() for line in run.stdout.splitlines()]
+        rows = [row for row in rows if len(row) == 8 and row[2] == "jsonl"]
+        self.assertEqual({row[0] for row in rows}, {"launcher", "scheduler-0", "frontend"},
+                         run.stdout)
+        lines_by_pid = {}
+        for path in glob.glob(os.path.join(events, "events-*.jsonl")):
+            with open(path) as lines:
+                pid = int(os.path.basename(path)[len("events-"):-len(".jsonl")])
+                lines_by_pid[pid] = sum(1 for _ in lines)
+        recording_pids = {int(row[1]) for row in rows}
+        # Every file was written by a helper, none by a recording process.
+        self.assertEqual(len(lines_by_pid), 3, lines_by_pid)
+        self.assertFalse(recording_pids & set(lines_by_pid), (recording_pids, lines_by_pid))
+        for row in rows:
+            self.assertEqual(row[3], row[4], run.stdout)  # accepted == delivered
+        self.assertEqual(sum(lines_by_pid.values()), sum(int(row[4]) for row in rows))
 
 
 if __name__ == "__main__":

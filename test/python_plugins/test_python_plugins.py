@@ -97,7 +97,8 @@ class PythonPluginTest(unittest.TestCase):
 
     def check(self, venv, *args, extra_env=None):
         """`tokenspeed-metrics check` inside a venv: (status, stdout, stderr lines)."""
-        result = subprocess.run([cli_harness.BINARY, "check", "--enable-metrics", *args],
+        result = subprocess.run([cli_harness.BINARY, "check", "--enable-metrics",
+                                 "--metrics-port", "0", *args],
                                 capture_output=True, text=True, timeout=COMMAND_TIMEOUT_S,
                                 env=venv_environment(VENVS[venv], extra_env), check=False)
         return result.returncode, result.stdout, [l for l in result.stderr.splitlines() if l]
