@@ -26,16 +26,8 @@ namespace {
 const MetricDefinition kCounter{
     "tokenspeed:num_requests", MetricKind::counter, "Requests", "", {"model", "rank"}, {}, {}};
 
-// Captures log lines (thread-safe: workers and close write).
-struct LogCapture {
-  std::mutex mutex;
-  std::vector<std::string> lines;
-  LogWriter writer() {
-    return [this](std::string_view line) {
-      std::lock_guard lock(mutex);
-      lines.emplace_back(line);
-    };
-  }
+// Captures log lines (thread-safe: workers and close write) and counts in them.
+struct LogCapture : LogLines {
   int count(const std::string& needle) {
     std::lock_guard lock(mutex);
     int n = 0;
