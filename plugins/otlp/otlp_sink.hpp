@@ -14,6 +14,7 @@
 #include <tokenspeed/kit/delivery_loop.hpp>
 #include <tokenspeed/kit/http_client.hpp>
 #include <tokenspeed/kit/rate_limited_log.hpp>
+#include <tokenspeed/kit/refused_events.hpp>
 #include <tokenspeed/metric_reporter.hpp>
 
 #include "otlp_encoder.hpp"
@@ -74,8 +75,7 @@ class OtlpSink {
   kit::Aggregator aggregator_;
   Encoder encoder_;
   kit::HttpClient http_;
-  uint64_t reported_over_limit_ = 0;  // delivery thread only
-  uint64_t reported_invalid_ = 0;
+  kit::RefusedEventsReport refused_;  // delivery thread only
   uint64_t points_dropped_ = 0;
   std::string last_failure_;             // delivery thread only, read after the loop ended
   kit::DeliveryLoop<OtlpRequest> loop_;  // last: its thread uses everything above

@@ -130,23 +130,7 @@ void RemoteWriteSink::on_retrying(const std::string& why, std::chrono::milliseco
 }
 
 void RemoteWriteSink::report_refused_events() {
-  const kit::AggregationStats stats = aggregator_.stats();
-  if (stats.over_series_limit > reported_over_limit_) {
-    log_.report(TSM_LOG_WARNING, "series limit",
-                std::to_string(stats.over_series_limit - reported_over_limit_) +
-                    " events dropped: their series would exceed max_series=" +
-                    std::to_string(options_.aggregation.max_series) + " (" +
-                    std::to_string(stats.over_series_limit) + " in total)");
-    reported_over_limit_ = stats.over_series_limit;
-  }
-  if (stats.invalid > reported_invalid_) {
-    log_.report(TSM_LOG_WARNING, "invalid events",
-                std::to_string(stats.invalid - reported_invalid_) +
-                    " events ignored: NaN, a negative counter delta or an operation that does not "
-                    "fit the metric's kind (" +
-                    std::to_string(stats.invalid) + " in total)");
-    reported_invalid_ = stats.invalid;
-  }
+  refused_.report(aggregator_.stats(), options_.aggregation.max_series, log_);
 }
 
 void RemoteWriteSink::close(std::chrono::nanoseconds timeout) {

@@ -14,6 +14,7 @@
 #include <tokenspeed/kit/delivery_loop.hpp>
 #include <tokenspeed/kit/http_client.hpp>
 #include <tokenspeed/kit/rate_limited_log.hpp>
+#include <tokenspeed/kit/refused_events.hpp>
 #include <tokenspeed/metric_reporter.hpp>
 
 #include "remote_write_encoder.hpp"
@@ -74,8 +75,7 @@ class RemoteWriteSink {
   Encoder encoder_;
   kit::HttpClient http_;
   int64_t last_timestamp_ms_ = 0;  // delivery thread only: flush timestamps only increase
-  uint64_t reported_over_limit_ = 0;
-  uint64_t reported_invalid_ = 0;
+  kit::RefusedEventsReport refused_;  // delivery thread only
   uint64_t samples_dropped_ = 0;
   std::string last_failure_;                    // delivery thread only, read after the loop ended
   kit::DeliveryLoop<RemoteWriteRequest> loop_;  // last: its thread uses everything above
