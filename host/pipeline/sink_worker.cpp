@@ -11,6 +11,8 @@
 
 #include <array>
 #include <climits>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <exception>
 
@@ -61,11 +63,18 @@ void forget_membarrier_in_child() noexcept {
 [[maybe_unused]] const int membarrier_fork_handler =
     ::pthread_atfork(nullptr, nullptr, &forget_membarrier_in_child);
 
+// TOKENSPEED_METRICS_MEMBARRIER=off takes the path of a system without it
+// (tests of that path; seccomp profiles that kill rather than refuse).
+bool membarrier_turned_off() noexcept {
+  const char* setting = std::getenv("TOKENSPEED_METRICS_MEMBARRIER");
+  return setting != nullptr && std::strcmp(setting, "off") == 0;
+}
+
 int known_membarrier_state() noexcept {
   int state = membarrier_state.load(std::memory_order_acquire);
   if (state == kUnknown) {
     // Registering twice (two workers at once) is harmless.
-    state = register_membarrier() ? kAvailable : kUnavailable;
+    state = !membarrier_turned_off() && register_membarrier() ? kAvailable : kUnavailable;
     membarrier_state.store(state, std::memory_order_release);
   }
   return state;
@@ -174,11 +183,15 @@ EventRing* SinkWorker::new_ring() {
 // ------------------------------------------------------------ worker thread
 
 void SinkWorker::count(std::atomic<std::uint64_t>& counter) noexcept {
+  if (locked_count_) [[unlikely]] {
+    // Without membarrier, freeze() cannot make this thread execute a
+    // barrier: a sequentially consistent add, then the flag check of the
+    // next event, pairs with freeze()'s (set the flag, then read the count).
+    counter.fetch_add(1, std::memory_order_seq_cst);
+    return;
+  }
   // The worker is the only writer: a plain store, no locked instruction.
   counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_release);
-  // Without membarrier, freeze() cannot make this thread execute a barrier:
-  // this one pairs with freeze()'s (store, then check the flag).
-  if (fence_after_count_) std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 bool SinkWorker::ensure_sink() noexcept {
@@ -246,7 +259,7 @@ std::size_t SinkWorker::drain_batch() noexcept {
     popped += n;
     for (std::size_t i = 0; i < n; ++i) {
       const RingEvent& slot = batch_[i];
-      if (freeze_requested_.load(std::memory_order_relaxed)) {
+      if (freeze_requested_.load(std::memory_order_seq_cst)) {
         stop_now_ = true;  // frozen: touch no series, build no event
         return popped;
       }
@@ -366,7 +379,7 @@ void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
 }
 
 void SinkWorker::run() noexcept {
-  fence_after_count_ = known_membarrier_state() != kAvailable;
+  locked_count_ = known_membarrier_state() != kAvailable;
   for (;;) {
     if (const std::size_t popped = drain_batch(); popped > 0) {
       if (stop_now_) break;
@@ -417,8 +430,8 @@ void SinkWorker::freeze() noexcept {
   // (or just returned) is counted as discarded although the plugin took it.
   freeze_requested_.store(true, std::memory_order_seq_cst);
   heavy_barrier();
-  const std::uint64_t delivered = delivered_.load(std::memory_order_acquire);
-  const std::uint64_t disabled = dropped_disabled_worker_.load(std::memory_order_acquire);
+  const std::uint64_t delivered = delivered_.load(std::memory_order_seq_cst);
+  const std::uint64_t disabled = dropped_disabled_worker_.load(std::memory_order_seq_cst);
   const std::uint64_t pushed = sum_rings(&EventRing::pushed);
   std::lock_guard lock(mutex_);
   if (frozen_) return;

@@ -164,7 +164,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   // worker-written accounting, read by stats() and freeze()
   alignas(64) std::atomic<std::uint64_t> delivered_{0};
   std::atomic<std::uint64_t> dropped_disabled_worker_{0};
-  bool fence_after_count_ = false;  // worker only: no membarrier on this system
+  bool locked_count_ = false;  // worker only: no membarrier, count with a locked add
   // set by freeze(): the worker stops before its next event
   alignas(64) std::atomic<bool> freeze_requested_{false};
   std::atomic<bool> stop_{false};
