@@ -2,7 +2,10 @@
 // Boost.Program_options. Never reads files or loads plugins.
 #include "config/metrics_flags.hpp"
 
+#include <span>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/program_options/parsers.hpp>
@@ -85,6 +88,22 @@ MetricsOptions metrics_options_from(const po::variables_map& values) {
   return options;
 }
 
+namespace {
+
+// The one-line message of a flag error. Boost.Program_options formats it by
+// replacing placeholders such as "%value%" until none is left, which never
+// ends when the value the operator typed contains one: a line of our own then.
+template <typename Args>
+std::string flag_error_message(const po::error_with_option_name& error, const Args& args) {
+  for (const auto& arg : args) {
+    if (std::string_view(arg).find('%') != std::string_view::npos)
+      return "the flag or its value is not valid";
+  }
+  return error.what();
+}
+
+}  // namespace
+
 po::variables_map parse_command_line(int argc, char** argv,
                                      const po::options_description& description) {
   po::variables_map values;
@@ -98,7 +117,8 @@ po::variables_map parse_command_line(int argc, char** argv,
         values);
     po::notify(values);
   } catch (const po::error_with_option_name& error) {
-    throw StartupError({{}, {}, error.get_option_name()}, error.what());
+    throw StartupError({{}, {}, error.get_option_name()},
+                       flag_error_message(error, std::span<char*>(argv, static_cast<std::size_t>(argc))));
   } catch (const po::error& error) {
     throw StartupError({}, error.what());
   }
@@ -128,7 +148,7 @@ ExtractedFlags extract_flags(const std::vector<std::string>& args,
     po::notify(result.values);
     result.rest = po::collect_unrecognized(parsed.options, po::include_positional);
   } catch (const po::error_with_option_name& error) {
-    throw StartupError({{}, {}, error.get_option_name()}, error.what());
+    throw StartupError({{}, {}, error.get_option_name()}, flag_error_message(error, args));
   } catch (const po::error& error) {
     throw StartupError({}, error.what());
   }
