@@ -8,24 +8,13 @@
 
 #include <tokenspeed/kit/rate_limited_log.hpp>
 
+#include "capturing_host.hpp"
+
 namespace kit = tokenspeed::metrics::kit;
 using Clock = kit::RateLimitedLog::Clock;
 
-namespace {
-
-std::vector<std::string> lines;
-
-void capture(void*, uint32_t, const char* message) { lines.emplace_back(message); }
-
-tokenspeed::metrics::plugin::Host capturing_host() {
-  tsm_host_api api{};
-  api.struct_size = sizeof api;
-  api.api_version = TSM_METRIC_REPORTER_API_VERSION;
-  api.log = capture;
-  return tokenspeed::metrics::plugin::Host(api);
-}
-
-}  // namespace
+using kit_test::capturing_host;
+using kit_test::lines;
 
 TEST_CASE("the first report is logged at once, repeats within the interval are counted") {
   lines.clear();
