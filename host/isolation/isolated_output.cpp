@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -245,6 +246,7 @@ void IsolatedOutput::start_helper() noexcept {
   started_at_ = Clock::now();
   last_progress_ = started_at_;
   last_heartbeat_ = control.heartbeat.load(std::memory_order_relaxed);
+  spawn_heartbeat_ = last_heartbeat_;
   kill_reason_.clear();
   pid_ = isolation::spawn_helper(launch, error);
   if (pid_ > 0) return;
@@ -358,12 +360,20 @@ void IsolatedOutput::watch_progress(Clock::time_point now) noexcept {
     return;
   }
   if (closing_) return;  // close has its own deadline
-  if (now - last_progress_ < options_.settings.deadlock_timeout) return;
+  // Until the helper has beaten once it is still starting as a process.
+  const bool launching = state == HelperState::starting && heartbeat == spawn_heartbeat_;
+  const std::chrono::milliseconds allowed =
+      launching ? std::max(options_.start_allowance, options_.settings.deadlock_timeout)
+                : options_.settings.deadlock_timeout;
+  if (now - last_progress_ < allowed) return;
   try {
-    kill_reason_ = (state == HelperState::starting
-                        ? "did not finish create_sink within "
-                        : "made no progress while events waited for ") +
-                   seconds_text(options_.settings.deadlock_timeout) + " (deadlock timeout)";
+    if (launching) {
+      kill_reason_ = "did not start within " + seconds_text(allowed);
+    } else {
+      kill_reason_ = (state == HelperState::starting ? "did not finish create_sink within "
+                                                      : "made no progress while events waited for ") +
+                     seconds_text(allowed) + " (deadlock timeout)";
+    }
   } catch (...) {
   }
   ::kill(pid_, SIGKILL);

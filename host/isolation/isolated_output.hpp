@@ -42,6 +42,10 @@ struct IsolatedOutputOptions {
   std::chrono::milliseconds max_backoff{30'000};
   std::chrono::milliseconds healthy_after{10'000};
   std::chrono::milliseconds supervise_interval{50};  // exit and heartbeat checks
+  // How long a new helper may take to become a running process that has
+  // attached its channel (exec, dynamic linking, sanitizer start-up): host
+  // work that a busy machine slows, so not bounded by the deadlock timeout.
+  std::chrono::milliseconds start_allowance{60'000};
 };
 
 // What happened to the events the worker handed to the isolated sink.
@@ -121,6 +125,7 @@ class IsolatedOutput {
   std::chrono::steady_clock::time_point restart_at_{};
   std::chrono::milliseconds backoff_{0};
   std::uint64_t last_heartbeat_ = 0;
+  std::uint64_t spawn_heartbeat_ = 0;  // the heartbeat when the helper was spawned
   std::chrono::steady_clock::time_point last_progress_{};
   std::uint64_t ring_full_reported_ = 0;
 

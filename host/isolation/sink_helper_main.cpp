@@ -127,6 +127,10 @@ int main(int argc, char** argv) {
   iso::SharedChannel channel = iso::SharedChannel::attach(args.channel_fd);
   if (!channel.valid()) return iso::kHelperExitUsage;
   iso::ControlBlock& control = channel.control();
+  // Up and attached: from here the deadlock timeout bounds the plugin's own
+  // work (loading, create_sink); the start of this process has its own
+  // allowance in the supervisor.
+  control.heartbeat.fetch_add(1, std::memory_order_release);
 
   tsm::ReporterRegistry registry;
   std::string problem;
@@ -145,6 +149,7 @@ int main(int argc, char** argv) {
     }
     config = std::move(value.as_object());
   }
+  control.heartbeat.fetch_add(1, std::memory_order_release);  // loaded; create_sink next
   tsm::CreateSinkResult created = reporter->create_sink(config);
   if (!created.ok) {
     fail(control, iso::HelperState::create_failed, iso::kHelperExitCreateFailed, created.error);

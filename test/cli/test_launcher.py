@@ -296,8 +296,9 @@ class LauncherTest(unittest.TestCase):
             self.assertTrue(row.endswith("failed: close ignored its timeout, abandoned at close"),
                             row)
         # The plugin would hold each close for 60 s; the tree keeps its
-        # budget plus a grace for process start-up noise.
-        self.assertLess(elapsed, budget_s + 3.0, run.describe())
+        # budget plus a grace for process start-up and teardown on a busy
+        # machine.
+        self.assertLess(elapsed, budget_s + 20.0, run.describe())
         for pid in producers.values():
             self.assertFalse(os.path.exists(f"/proc/{pid}"), f"producer {pid} still exists")
 

@@ -27,9 +27,14 @@ namespace tokenspeed::metrics::fuzz {
 
 // A directory of this process for the files a target writes (on /dev/shm
 // when there is one: inputs are written once per run), removed at exit.
+// libFuzzer ends a timed run with _Exit, which skips that removal: a runner
+// names a base directory of its own in TSM_FUZZ_SCRATCH and removes it.
 inline const std::filesystem::path& scratch_dir() {
   static const std::filesystem::path dir = [] {
-    std::string base = std::filesystem::is_directory("/dev/shm") ? "/dev/shm" : "/tmp";
+    const char* runner_base = std::getenv("TSM_FUZZ_SCRATCH");
+    std::string base = runner_base != nullptr && *runner_base != '\0' ? runner_base
+                       : std::filesystem::is_directory("/dev/shm")   ? "/dev/shm"
+                                                                     : "/tmp";
     std::string pattern = base + "/tsm-fuzz-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
       std::perror("mkdtemp");

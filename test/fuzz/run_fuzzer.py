@@ -6,8 +6,10 @@ WORK_DIR/crash-* (leak-*, timeout-*, oom-*). Exits with the fuzzer's status,
 printing the failing input's path and where it belongs once fixed."""
 import glob
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 fuzzer, corpus, work = sys.argv[1:4]
 seconds = int(os.environ.get("TSM_FUZZ_SECONDS", "20"))
@@ -19,8 +21,16 @@ env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
 env.setdefault("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
 command = [fuzzer, f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048",
            "-print_final_stats=1", f"-artifact_prefix={work}/", os.path.join(work, "corpus"), corpus]
+# The target's scratch files live under a directory of this run, removed
+# whichever way the fuzzer ends (a timed run leaves with _Exit).
+scratch = tempfile.mkdtemp(prefix="tsm-fuzz-run-",
+                           dir="/dev/shm" if os.path.isdir("/dev/shm") else None)
+env["TSM_FUZZ_SCRATCH"] = scratch
 print(" ".join(command), flush=True)
-status = subprocess.call(command, env=env)
+try:
+    status = subprocess.call(command, env=env)
+finally:
+    shutil.rmtree(scratch, ignore_errors=True)
 for found in glob.glob(os.path.join(work, "crash-*")) + glob.glob(os.path.join(work, "leak-*")) + \
         glob.glob(os.path.join(work, "timeout-*")) + glob.glob(os.path.join(work, "oom-*")):
     print(f"failing input: {found} (copy it into {corpus} once fixed)", flush=True)

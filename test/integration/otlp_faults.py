@@ -12,6 +12,7 @@ import time
 import unittest
 
 import otlp_common as oc
+import simulate_harness
 
 # Fast exports and retries, so that each fault is seen within a second.
 FAST = {"export_interval_ms": 200, "timeout_ms": 500, "initial_backoff_ms": 100,
@@ -19,13 +20,7 @@ FAST = {"export_interval_ms": 200, "timeout_ms": 500, "initial_backoff_ms": 100,
 # More than the producers' resident memory may grow during a fault.
 RSS_GROWTH_LIMIT_KIB = 16 * 1024
 SHUTDOWN_BUDGET_S = 2.0
-# What process start-up and teardown may add to the budget on a busy machine.
-SHUTDOWN_GRACE_S = 3.0
-
-
-def generation_tokens(url):
-    return sum(value for (name, _), value in oc.prometheus_series(oc.scrape(url)).items()
-               if name == "tokenspeed:generation_tokens_total")
+SHUTDOWN_GRACE_S = simulate_harness.SHUTDOWN_GRACE_S
 
 
 class OtlpFaults(unittest.TestCase):
@@ -62,10 +57,7 @@ class OtlpFaults(unittest.TestCase):
                         f"instances: {self.instances()}")
 
     def assert_engine_kept_going(self, run, url, during):
-        """/metrics kept counting while the fault lasted (during seconds)."""
-        before = generation_tokens(url)
-        time.sleep(during)
-        self.assertGreater(generation_tokens(url), before, run.describe())
+        simulate_harness.assert_engine_kept_going(self, url, during, run.describe())
 
     def finish_and_compare(self, run, url):
         """Stops the producers, compares the final totals, shuts down."""

@@ -14,19 +14,14 @@ import time
 import unittest
 
 import remote_write_common as rw
+import simulate_harness
 
 # Fast pushes and retries, so that each fault is seen within a second.
 FAST = {"push_interval_ms": 200, "timeout_ms": 500, "initial_backoff_ms": 100,
         "max_backoff_ms": 400}
 SHUTDOWN_BUDGET_S = 2.0
-# What process start-up and teardown may add to the budget on a busy machine.
-SHUTDOWN_GRACE_S = 3.0
+SHUTDOWN_GRACE_S = simulate_harness.SHUTDOWN_GRACE_S
 FAILED = "plugin 'remote_write': remote write to"
-
-
-def generation_tokens(url):
-    return sum(value for (name, _), value in rw.prometheus_series(rw.scrape(url)).items()
-               if name == "tokenspeed:generation_tokens_total")
 
 
 class RemoteWriteFaults(unittest.TestCase):
@@ -75,9 +70,7 @@ class RemoteWriteFaults(unittest.TestCase):
                         f"processes: {self.processes()}")
 
     def assert_engine_kept_going(self, run, url, during):
-        before = generation_tokens(url)
-        time.sleep(during)
-        self.assertGreater(generation_tokens(url), before, run.describe())
+        simulate_harness.assert_engine_kept_going(self, url, during, run.describe())
 
     def finish_and_compare(self, run, url):
         run.wait_for_line("producers stopped", timeout=rw.EXIT_TIMEOUT_S)

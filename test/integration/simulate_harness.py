@@ -17,6 +17,10 @@ import urllib.request
 # Hang guards only: a run that exceeds them has hung.
 STARTUP_TIMEOUT_S = 30
 EXIT_TIMEOUT_S = 60
+# What process start-up and teardown may add to a shutdown budget on a busy
+# machine. The faults these tests hold a close with last a minute or more, so
+# a budget that was not kept still stands out.
+SHUTDOWN_GRACE_S = 20.0
 
 
 def make_tmp():
@@ -77,6 +81,16 @@ def sample_sum(exposition, name, **labels):
     """The sum of the samples called name whose labels include labels."""
     wanted = set(labels.items())
     return sum(value for key, value in sample_values(exposition, name).items() if wanted <= key)
+
+
+def assert_engine_kept_going(test, url, during, describe=""):
+    """/metrics kept counting while a fault lasted: tokenspeed's generated
+    tokens grow after the fault has lasted at least during seconds."""
+    def tokens():
+        return sample_sum(scrape(url)[1], "tokenspeed:generation_tokens_total")
+    before = tokens()
+    time.sleep(during)  # the fault's minimum length, not a wait for a condition
+    test.assertTrue(poll(lambda: tokens() > before, EXIT_TIMEOUT_S), describe)
 
 
 class Simulation:

@@ -331,8 +331,8 @@ class PythonPluginTest(unittest.TestCase):
         self.assertTrue(any("abandoned at close" in line for line in run.stdout_lines),
                         run.describe())
         # The plugin would hold an hour; the tree keeps its budget plus a
-        # grace for process start-up noise.
-        self.assertLess(elapsed, budget_s + 3.0, run.describe())
+        # grace for process start-up and teardown on a busy machine.
+        self.assertLess(elapsed, budget_s + 20.0, run.describe())
         for pid in producers.values():
             self.assertFalse(os.path.exists(f"/proc/{pid}"), f"producer {pid} still exists")
         return run

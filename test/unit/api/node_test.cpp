@@ -93,7 +93,9 @@ TEST_CASE("a definition is checked: a counter's _total is dropped, a bad name or
 }
 
 // [fork]: the children start threads after forking a process with threads,
-// which ThreadSanitizer cannot follow; the TSan run leaves this case out.
+// which neither sanitizer survives (TSan cannot follow them; an ASan child
+// can inherit the allocator's lock held by a parent thread and hang): the
+// sanitizer runs leave this case out.
 TEST_CASE("workers the engine starts itself attach from the environment; /metrics sums them",
           "[fork]") {
   TempDir dir;

@@ -172,7 +172,9 @@ TEST_CASE("a helper that segfaults in emit is restarted; only the event in its e
 
 TEST_CASE("a helper that deadlocks in emit is killed after the deadlock timeout and restarted") {
   Lines lines;
-  IsolatedOutput output(fault_options("blocks_in_emit", lines, 200ms));
+  // Long enough that loading the plugin on a busy machine is not taken for a
+  // deadlock; the helper's process start has an allowance of its own.
+  IsolatedOutput output(fault_options("blocks_in_emit", lines, 1s));
   Driver driver;
   run_fault_scenario(output, driver);
 
@@ -182,7 +184,7 @@ TEST_CASE("a helper that deadlocks in emit is killed after the deadlock timeout 
   CHECK(f.delivered == 200);
   CHECK(f.restarts >= 1);
   check_identity_after_adjust(output, 201);
-  CHECK_THAT(lines.all(), Catch::Contains("made no progress while events waited for 0.2 s "
+  CHECK_THAT(lines.all(), Catch::Contains("made no progress while events waited for 1.0 s "
                                           "(deadlock timeout); killed; 1 event lost in the helper"));
 }
 
@@ -204,6 +206,39 @@ TEST_CASE("a helper stuck in emit at close is killed at the deadline; its events
   CHECK(f.discarded == 11);  // the one in emit and the ten behind it
   CHECK(f.lost == 0);
   check_identity_after_adjust(output, 11);
+}
+
+TEST_CASE("a helper slow to start is not taken for a deadlock") {
+  // A helper that needs longer to exec than the deadlock timeout allows (a
+  // busy machine): the wrapper delays the real helper's start by 2 s.
+  const char* real = std::getenv("TOKENSPEED_METRICS_SINK_HELPER");
+  REQUIRE(real != nullptr);
+  const fs::path dir = fs::temp_directory_path() / ("tsm-slow-helper-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path wrapper = dir / "slow-helper";
+  {
+    std::ofstream script(wrapper);
+    script << "#!/bin/sh\nsleep 2\nexec '" << real << "' \"$@\"\n";
+  }
+  fs::permissions(wrapper, fs::perms::owner_all);
+  const std::string saved = real;
+  ::setenv("TOKENSPEED_METRICS_SINK_HELPER", wrapper.c_str(), 1);
+
+  Lines lines;
+  IsolatedOutput output(fault_options("blocks_in_emit", lines, 500ms));
+  Driver driver;
+  Families families;
+  const char* normal[2] = {"llama", "stop"};
+  std::string error;
+  const int created = output.create_sink(driver.sink, error);
+  ::setenv("TOKENSPEED_METRICS_SINK_HELPER", saved.c_str(), 1);
+  CHECK(error.empty());
+  REQUIRE(created == TSM_OK);
+  REQUIRE(driver.emit(event_of(families, 0, normal)) == TSM_OK);
+  REQUIRE(eventually([&] { return output.figures().delivered == 1; }));
+  CHECK(driver.close(10s) == TSM_OK);
+  CHECK(output.figures().restarts == 0);
+  fs::remove_all(dir);
 }
 
 TEST_CASE("a create_sink failure in the helper fails the isolated sink's create_sink") {
