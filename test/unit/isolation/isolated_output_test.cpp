@@ -26,6 +26,7 @@
 #include "config/reporter_registry.hpp"
 #include "config/startup_error.hpp"
 #include "isolation/isolated_output.hpp"
+#include "temp_dir.hpp"
 #include "test_sinks.hpp"
 
 namespace {
@@ -213,9 +214,8 @@ TEST_CASE("a helper slow to start is not taken for a deadlock") {
   // busy machine): the wrapper delays the real helper's start by 2 s.
   const char* real = std::getenv("TOKENSPEED_METRICS_SINK_HELPER");
   REQUIRE(real != nullptr);
-  const fs::path dir = fs::temp_directory_path() / ("tsm-slow-helper-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const fs::path wrapper = dir / "slow-helper";
+  const test::TempDir dir("tsm-slow-helper");
+  const fs::path wrapper = dir.path() / "slow-helper";
   {
     std::ofstream script(wrapper);
     script << "#!/bin/sh\nsleep 2\nexec '" << real << "' \"$@\"\n";
@@ -238,7 +238,6 @@ TEST_CASE("a helper slow to start is not taken for a deadlock") {
   REQUIRE(eventually([&] { return output.figures().delivered == 1; }));
   CHECK(driver.close(10s) == TSM_OK);
   CHECK(output.figures().restarts == 0);
-  fs::remove_all(dir);
 }
 
 TEST_CASE("a create_sink failure in the helper fails the isolated sink's create_sink") {
@@ -253,8 +252,8 @@ TEST_CASE("a create_sink failure in the helper fails the isolated sink's create_
 }
 
 TEST_CASE("an isolated jsonl output writes exactly what the in-process one writes") {
-  const fs::path dir = fs::temp_directory_path() / ("tsm-isolation-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const test::TempDir temp("tsm-isolation");
+  const fs::path& dir = temp.path();
   ReporterRegistry registry;
   PluginLoader loader(registry, [](const std::string&) {});
   PluginSearchOptions search;
@@ -301,7 +300,6 @@ TEST_CASE("an isolated jsonl output writes exactly what the in-process one write
   CHECK(output.figures().delivered == 3000);
   CHECK(output.figures().restarts == 0);
   CHECK(lines.all().empty());
-  fs::remove_all(dir);
 }
 
 TEST_CASE("the host's isolation keys are taken out of the settings and checked") {
