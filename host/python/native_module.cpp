@@ -22,8 +22,13 @@ PyMODINIT_FUNC PyInit__tokenspeed_metrics() {
       "tokenspeed_metrics.StartupError",
       "A startup error: args are (message, reporter, file, key), as the CLI names them.",
       PyExc_RuntimeError, nullptr);
-  if (startup_error_type == nullptr || PyModule_AddObjectRef(module, "StartupError",
-                                                             startup_error_type) < 0 ||
+  closed_error_type = PyErr_NewExceptionWithDoc(
+      "tokenspeed_metrics.ClosedError",
+      "Recording (or starting) after close() ran in this process: nothing is recorded after it.",
+      PyExc_RuntimeError, nullptr);
+  if (startup_error_type == nullptr || closed_error_type == nullptr ||
+      PyModule_AddObjectRef(module, "StartupError", startup_error_type) < 0 ||
+      PyModule_AddObjectRef(module, "ClosedError", closed_error_type) < 0 ||
       add_handle_types(module) < 0) {
     Py_DECREF(module);
     return nullptr;

@@ -1,6 +1,7 @@
 // native_state.cpp — start, attach, close and fork handling of the Python
 // module. The GIL is released around every call that may block (plugin
-// registration, start_node, shutdown), never around recording.
+// registration, start_node, shutdown), never around recording. Close is
+// final for the process: every handle then raises ClosedError.
 #include "native_state.hpp"
 
 #include <memory>
@@ -11,6 +12,7 @@ namespace tokenspeed::metrics::python {
 
 std::uint64_t binding_generation = 1;
 PyObject* startup_error_type = nullptr;
+PyObject* closed_error_type = nullptr;
 
 namespace {
 
@@ -18,6 +20,33 @@ std::unique_ptr<Node> node;
 std::unique_ptr<Worker> worker;
 Recorder* recorder = nullptr;
 PyObject* attach_hook = nullptr;  // called when a handle needs a recorder
+// Set by close(); a child forked afterwards keeps it (the launcher's run
+// directory may be gone), until that child starts or attaches explicitly.
+bool closed = false;
+
+constexpr const char* closed_message =
+    "tokenspeed_metrics is closed: close() ran in this process (called, at exit, or on "
+    "SIGTERM/SIGINT) or in the process it was forked from; nothing is recorded after it";
+
+// start and attach: refused while this process has a Node or Worker.
+bool refuse_second_start() {
+  if (!node && !worker) return false;
+  if (closed) {
+    PyErr_Format(closed_error_type, "%s (metrics cannot start again in this process)",
+                 closed_message);
+  } else {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "tokenspeed_metrics: metrics are already started in this process");
+  }
+  return true;
+}
+
+// Every handle rebinds on its next use and finds no recorder: it raises.
+void mark_closed() {
+  closed = true;
+  recorder = nullptr;
+  ++binding_generation;
+}
 
 std::vector<std::string> string_list(PyObject* list) {
   std::vector<std::string> out;
@@ -100,11 +129,7 @@ PyObject* extract_metrics_flags(PyObject*, PyObject* args_list) {
 
 // start_node(metrics_flags): the launcher (or only) process.
 PyObject* start_node(PyObject*, PyObject* flags_list) {
-  if (node || worker) {
-    PyErr_SetString(PyExc_RuntimeError,
-                    "tokenspeed_metrics: metrics are already started in this process");
-    return nullptr;
-  }
+  if (refuse_second_start()) return nullptr;
   try {
     ExtractedOptions extracted = extract_metrics_options(string_list(flags_list));
     if (!extracted.rest.empty()) {
@@ -122,6 +147,7 @@ PyObject* start_node(PyObject*, PyObject* flags_list) {
     if (failure) std::rethrow_exception(failure);
     node = std::move(started);
     recorder = &node->recorder();
+    closed = false;
     ++binding_generation;
     return to_list([] {
       std::vector<std::string> flat;
@@ -138,11 +164,7 @@ PyObject* start_node(PyObject*, PyObject* flags_list) {
 
 // attach_worker(name): a process the engine started.
 PyObject* attach_worker(PyObject*, PyObject* name) {
-  if (node || worker) {
-    PyErr_SetString(PyExc_RuntimeError,
-                    "tokenspeed_metrics: metrics are already started in this process");
-    return nullptr;
-  }
+  if (refuse_second_start()) return nullptr;
   const char* text = PyUnicode_AsUTF8(name);
   if (text == nullptr) return nullptr;
   try {
@@ -159,6 +181,7 @@ PyObject* attach_worker(PyObject*, PyObject* name) {
     if (failure) std::rethrow_exception(failure);
     worker = std::move(attached);
     recorder = &worker->recorder();
+    closed = false;
     ++binding_generation;
     return PyBool_FromLong(worker->enabled() ? 1 : 0);
   } catch (...) {
@@ -175,6 +198,9 @@ PyObject* close_metrics(PyObject*, PyObject* budget) {
     if (!default_budget && seconds == -1.0 && PyErr_Occurred()) return nullptr;
     const auto duration = std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::duration<double>(seconds));
+    // Before the GIL is released: a Python thread recording while the
+    // outputs drain gets ClosedError, not a silent drop.
+    mark_closed();
     ShutdownReport report;
     Py_BEGIN_ALLOW_THREADS
     if (node) {
@@ -229,7 +255,8 @@ PyObject* set_attach_hook(PyObject*, PyObject* hook) {
 
 // In a forked child the parent's Node or Worker is a copy whose threads do
 // not exist: it is left alone (never closed or destroyed here), and every
-// handle rebinds to the Worker this process attaches.
+// handle rebinds to the Worker this process attaches (or raises ClosedError
+// when the parent had closed).
 PyObject* after_fork_in_child(PyObject*, PyObject*) {
   static_cast<void>(node.release());
   static_cast<void>(worker.release());
@@ -242,6 +269,10 @@ PyObject* after_fork_in_child(PyObject*, PyObject*) {
 
 Recorder* current_recorder() {
   if (recorder != nullptr) return recorder;
+  if (closed) {
+    PyErr_SetString(closed_error_type, closed_message);
+    return nullptr;
+  }
   if (attach_hook == nullptr || attach_hook == Py_None) {
     PyErr_SetString(PyExc_RuntimeError, "tokenspeed_metrics: metrics are not started");
     return nullptr;

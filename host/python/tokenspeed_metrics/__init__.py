@@ -19,12 +19,15 @@ their first recording; see docs/python.md.
 import atexit
 import os
 import sys
+import threading
 
 import _tokenspeed_metrics as _native
-from _tokenspeed_metrics import StartupError
+from _tokenspeed_metrics import ClosedError, StartupError
+
+from . import _signals
 
 __all__ = [
-    "Counter", "Gauge", "Histogram", "StartupError", "start", "attach", "close",
+    "Counter", "Gauge", "Histogram", "StartupError", "ClosedError", "start", "attach", "close",
     "metrics_url", "generate_latest", "extract_metrics_flags", "metrics_help", "role",
     "CONTENT_TYPE_LATEST",
 ]
@@ -100,7 +103,11 @@ def start(argv=None, *, export=True):
     sys.argv in place; otherwise argv (without the program name) is the list
     of flags and arguments. Returns the arguments that are not metrics flags.
     With export, the processes this one starts later inherit what they need
-    to attach. Raises StartupError (.reporter, .file, .key) on a bad setup."""
+    to attach. Raises StartupError (.reporter, .file, .key) on a bad setup.
+
+    Called from the main thread, it also installs handlers for SIGTERM and
+    SIGINT that close the node (removing the run directory) and then chain
+    to the handlers they replaced; see docs/python.md."""
     use_sys_argv = argv is None
     args = sys.argv[1:] if use_sys_argv else list(argv)
     flags, rest = _native.extract_metrics_flags(args)
@@ -114,6 +121,7 @@ def start(argv=None, *, export=True):
     if use_sys_argv:
         sys.argv[1:] = rest
     atexit.register(close)
+    _signals.install(close)
     return rest
 
 
@@ -157,11 +165,27 @@ def _attach_on_first_use():
     attach()
 
 
+# One close at a time: the SIGTERM handler, atexit and an engine thread may
+# all call it; reentrant for a signal handler that runs inside a close.
+_close_lock = threading.RLock()
+
+
+def _new_close_lock_in_child():
+    # A fork while another thread closes must not leave the child's lock held.
+    global _close_lock
+    _close_lock = threading.RLock()
+
+
 def close(timeout=None):
     """Drains and closes this process's outputs within timeout seconds (the
     configured budget when None) and returns the report (a dict with
-    'outputs', 'closed_in_time', 'elapsed' and 'table'). Safe to repeat."""
-    return _native.close(timeout)
+    'outputs', 'closed_in_time', 'elapsed' and 'table'). Safe to repeat.
+    Final: recording afterwards raises ClosedError, and the launcher's
+    SIGTERM and SIGINT handlers go back to what they were before start()."""
+    with _close_lock:
+        report = _native.close(timeout)
+        _signals.restore()
+        return report
 
 
 def metrics_url():
@@ -182,3 +206,4 @@ def role():
 
 _native.set_attach_hook(_attach_on_first_use)
 os.register_at_fork(after_in_child=_native.after_fork_in_child)
+os.register_at_fork(after_in_child=_new_close_lock_in_child)
