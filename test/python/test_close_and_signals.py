@@ -139,9 +139,16 @@ tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
 REQUESTS = tokenspeed_metrics.Counter("py:signalled_requests", "Requests.")
 REQUESTS.inc()
 state["run_dir"] = os.path.dirname(os.environ["TOKENSPEED_METRICS_HANDOFF_FILE"])
-with open(READY + ".tmp", "w") as out:
-    json.dump({{"run_dir": state["run_dir"], "url": tokenspeed_metrics.metrics_url()}}, out)
-os.rename(READY + ".tmp", READY)
+
+def announce_ready():  # once the engine's own handlers are in place
+    with open(READY + ".tmp", "w") as out:
+        json.dump({{"run_dir": state["run_dir"], "url": tokenspeed_metrics.metrics_url()}}, out)
+    os.rename(READY + ".tmp", READY)
+{main}
+"""
+
+SLEEP_UNTIL_INTERRUPTED = """
+announce_ready()
 try:
     while True:
         time.sleep(0.05)
@@ -151,11 +158,11 @@ except KeyboardInterrupt:
 """
 
 
-def start_launcher(workdir, before_start=""):
+def start_launcher(workdir, before_start="", main=SLEEP_UNTIL_INTERRUPTED):
     """A launcher subprocess, once its run directory exists and its /metrics
     answers with its counter: (process, run directory)."""
     ready = os.path.join(workdir, "ready.json")
-    script = LAUNCHER.format(ready=ready, workdir=workdir, before_start=before_start)
+    script = LAUNCHER.format(ready=ready, workdir=workdir, before_start=before_start, main=main)
     process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=clean_env())
 
@@ -218,6 +225,25 @@ signal.signal(signal.SIGTERM, engine_handler)
     out, err = stop(process, signal.SIGTERM)
     assert "engine handler: run dir gone metrics closed" in out, (out, err)
     assert process.returncode == 3, (process.returncode, out, err)
+    assert not os.path.exists(run_dir)
+
+
+def test_an_asyncio_engine_with_its_own_sigterm_handler_exits_normally_and_atexit_cleans_up(
+        workdir):
+    main = """
+import asyncio
+async def serve():
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    announce_ready()
+    await stop.wait()
+    print("drained: metrics", recording_state(), flush=True)
+asyncio.run(serve())
+"""
+    process, run_dir = start_launcher(workdir, main=main)
+    out, err = stop(process, signal.SIGTERM)
+    assert "drained: metrics recording" in out, (out, err)
+    assert process.returncode == 0, (process.returncode, out, err)
     assert not os.path.exists(run_dir)
 
 
