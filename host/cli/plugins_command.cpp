@@ -2,7 +2,6 @@
 // plugin file with its status and reporters, like gst-inspect. Loads and
 // registers plugins; never calls validate, create_sink or start_node.
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -14,6 +13,7 @@
 
 #include "config/metrics_flags.hpp"
 #include "config/plugin_loader.hpp"
+#include "config/plugin_paths.hpp"
 #include "config/reporter_registry.hpp"
 
 namespace tokenspeed::metrics::cli {
@@ -34,11 +34,6 @@ std::string overridden_by(const ReporterRegistry& registry, const Reporter& repo
 std::string overridden_note(const ReporterRegistry& registry, const Reporter& reporter) {
   const std::string owner = overridden_by(registry, reporter);
   return owner.empty() ? std::string() : " (overridden by '" + owner + "')";
-}
-
-bool directory_found(const std::string& dir) {
-  std::error_code ec;
-  return std::filesystem::is_directory(dir, ec);
 }
 
 std::size_t loaded_count(const PluginLoader& loader) {
@@ -95,7 +90,8 @@ void print_text(const PluginLoader& loader, const ReporterRegistry& registry) {
   std::cout << "Plugin directories, in search order:\n";
   if (loader.directories().empty()) std::cout << "  (none)\n";
   for (const std::string& dir : loader.directories()) {
-    std::cout << "  " << dir << (directory_found(dir) ? "" : " (not found)") << '\n';
+    const std::string problem = plugin_directory_problem(dir);
+    std::cout << "  " << dir << (problem.empty() ? "" : " (" + problem + ")") << '\n';
   }
   for (const PluginRecord& record : loader.plugins()) {
     std::cout << '\n' << record.name << ": " << to_string(record.status) << '\n';
@@ -122,9 +118,12 @@ void print_json(const PluginLoader& loader, const ReporterRegistry& registry) {
   boost::json::array dirs;
   for (const std::string& dir : loader.directories()) dirs.emplace_back(dir);
   document["plugin_dirs"] = std::move(dirs);
-  boost::json::array directories;  // the same, with what the text marks "(not found)"
+  // The same, with what the text marks "(not found)" or "(is a file, not a directory)".
+  boost::json::array directories;
   for (const std::string& dir : loader.directories()) {
-    directories.emplace_back(boost::json::object{{"path", dir}, {"found", directory_found(dir)}});
+    const std::string problem = plugin_directory_problem(dir);
+    directories.emplace_back(
+        boost::json::object{{"path", dir}, {"found", problem.empty()}, {"problem", problem}});
   }
   document["directories"] = std::move(directories);
   boost::json::array plugins;

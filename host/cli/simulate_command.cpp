@@ -17,6 +17,7 @@
 #include "cli/commands.hpp"
 #include "config/metrics_flags.hpp"
 #include "cli/simulation_options.hpp"
+#include "cli/startup_signal_watch.hpp"
 #include "process/fatal_signal_handler.hpp"
 #include "process/launcher.hpp"
 #include "process/producer_exit.hpp"
@@ -177,8 +178,11 @@ int run_simulate(int argc, char** argv) {
   options.producers = producer_specs(ranks, simulation);
 
   const auto started = std::chrono::steady_clock::now();
+  // SIGINT and SIGTERM stay effective while plugins validate and start.
+  StartupSignalWatch startup_signals(stop_signals, options.shutdown_timeout);
   Launcher launcher(std::move(options));
   launcher.start();
+  const int startup_signal = startup_signals.finish();
   if (ProcessMetrics* local = launcher.local_metrics()) {
     // The launcher records its own startup, as an engine's entry point does.
     const double seconds =
@@ -195,11 +199,11 @@ int run_simulate(int argc, char** argv) {
             << std::endl;
 
   const bool live_status = ::isatty(STDERR_FILENO) != 0 && !launcher.run_dir().empty();
-  bool stop_requested = false;
+  bool stop_requested = startup_signal != 0;
   bool producer_lost = false;
   std::map<std::string, OutputTotals> previous;
   auto previous_time = std::chrono::steady_clock::now();
-  for (;;) {
+  while (!stop_requested) {
     const timespec tick{0, 250'000'000};
     const int received = ::sigtimedwait(&stop_signals, nullptr, &tick);
     if (received == SIGINT || received == SIGTERM) {

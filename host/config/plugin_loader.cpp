@@ -24,7 +24,10 @@
 #include <boost/dll/shared_library.hpp>
 
 #include "config/abi_buffer.hpp"
+#include "config/bounded_file.hpp"
+#include "config/elf_compatibility.hpp"
 #include "config/name_suggestion.hpp"
+#include "config/plugin_paths.hpp"
 #include "pipeline/plugin_call_context.hpp"
 
 #ifndef TSM_DEFAULT_PLUGIN_DIR
@@ -192,16 +195,20 @@ void PluginLoader::load(const PluginSearchOptions& options) {
   std::map<std::string, std::string> claimed;  // plugin name -> first file
 
   for (const std::string& dir : directories_) {
+    // A missing directory is skipped silently (the installed one often is);
+    // anything else in its place is a mistake worth a line.
+    if (const std::string problem = plugin_directory_problem(dir); !problem.empty()) {
+      if (problem != "not found" && warn_)
+        warn_("plugin directory '" + dir + "' " + problem + "; skipped");
+      continue;
+    }
     std::error_code ec;
-    if (!fs::is_directory(dir, ec)) continue;
     std::vector<std::string> files;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string file_name = it->path().filename().string();
-      if (plugin_name_from_file(file_name).empty()) continue;
-      std::error_code type_ec;
-      if (!fs::is_regular_file(it->path(), type_ec)) continue;  // follows symlinks
-      files.push_back(file_name);
+      if (!plugin_name_from_file(file_name).empty()) files.push_back(file_name);
     }
+    if (ec && warn_) warn_("plugin directory '" + dir + "' cannot be listed: " + ec.message());
     std::sort(files.begin(), files.end());
     const std::string dir_problem = options.allow_insecure ? std::string() : insecure_reason(dir);
 
@@ -217,6 +224,9 @@ void PluginLoader::load(const PluginSearchOptions& options) {
       } else if (!dir_problem.empty()) {
         refuse(record, PluginStatus::insecure,
                "directory '" + dir + "' " + dir_problem + kAllowHint);
+      } else if (std::string file_problem = plugin_file_problem(record.path);
+                 !file_problem.empty()) {
+        refuse(record, PluginStatus::failed, std::move(file_problem));
       } else if (std::string file_problem =
                      options.allow_insecure ? std::string() : insecure_reason(record.path);
                  !file_problem.empty()) {
@@ -261,6 +271,19 @@ void PluginLoader::load(const PluginSearchOptions& options) {
 void PluginLoader::load_file(PluginRecord& record) {
   LoadedLibraries& loaded = loaded_libraries();
   std::lock_guard<std::mutex> lock(loaded.mutex);
+
+  // Checked before dlopen: glibc reports a library of another architecture
+  // as "No such file or directory", and a file swapped for a FIFO would block.
+  try {
+    const FileHandle file = open_regular_file(record.path);
+    if (std::string problem = elf_compatibility_problem(file.get()); !problem.empty()) {
+      refuse(record, PluginStatus::failed, std::move(problem));
+      return;
+    }
+  } catch (const FileReadError& error) {
+    refuse(record, PluginStatus::failed, error.what());
+    return;
+  }
 
   auto library = std::make_unique<boost::dll::shared_library>();
   boost::dll::fs::error_code load_ec;

@@ -3,13 +3,11 @@
 #include "config/reporter_config.hpp"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <fstream>
 #include <iterator>
 #include <set>
-#include <sstream>
 
+#include "config/bounded_file.hpp"
+#include "config/input_excerpt.hpp"
 #include "config/name_suggestion.hpp"
 #include "config/startup_error.hpp"
 #include "config/strict_json.hpp"
@@ -64,7 +62,7 @@ std::vector<std::string> parse_reporter_selection(const std::vector<std::string>
       std::string name = trim(std::string_view(value).substr(start, end - start));
       if (name.empty()) {
         throw StartupError({{}, {}, "--metrics-reporters"},
-                           "empty reporter name in '" + value + "'");
+                           "empty reporter name in '" + input_excerpt(value) + "'");
       }
       if (seen.insert(name).second) selection.push_back(std::move(name));
       start = end + 1;
@@ -88,22 +86,22 @@ std::vector<std::string> ignored_flag_warnings(const MetricsOptions& options) {
 }
 
 boost::json::object read_reporter_config_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw StartupError({{}, path, {}}, std::string("cannot read the reporter configuration: ") +
-                                           std::strerror(errno));
-  }
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  if (in.bad()) {
-    throw StartupError({{}, path, {}}, "cannot read the reporter configuration");
+  std::string contents;
+  try {
+    contents = read_bounded_file(path, kConfigurationFileLimit);
+  } catch (const FileReadError& error) {
+    throw StartupError({{}, path, {}}, std::string("the reporter configuration ") + error.what());
   }
   boost::json::value document;
   try {
-    document = parse_strict_json(contents.str());
+    document = parse_strict_json(contents);
   } catch (const StrictJsonError& error) {
     if (error.kind() == StrictJsonError::Kind::duplicate_key) {
-      throw StartupError({error.top_level_key(), path, error.key_path()}, error.what());
+      // The keys are the file's text: quoted in part when they are long.
+      const std::string& key = error.path().empty() ? std::string() : error.path().back();
+      throw StartupError(
+          {input_excerpt(error.top_level_key()), path, input_excerpt(error.key_path())},
+          "duplicate key '" + input_excerpt(key) + "'");
     }
     throw StartupError({{}, path, {}}, error.what());
   }
@@ -128,7 +126,8 @@ ReporterSelection resolve_reporters(const MetricsOptions& options, const Reporte
     }
     const Reporter* reporter = registry.find(name);
     if (reporter == nullptr) {
-      throw StartupError({name, {}, {}}, unknown_reporter_message(name, registry, loader));
+      throw StartupError({input_excerpt(name), {}, {}},
+                         unknown_reporter_message(name, registry, loader));
     }
     result.outputs.push_back(SelectedOutput{name, reporter, {}});
   }
@@ -140,18 +139,19 @@ ReporterSelection resolve_reporters(const MetricsOptions& options, const Reporte
     const std::set<std::string> selected(result.order.begin(), result.order.end());
     for (const auto& entry : file) {
       const std::string name(entry.key());
+      const std::string quoted = input_excerpt(name);  // a key of the file, maybe huge
       if (name == kPrometheusReporterName) {
         throw StartupError({name, path, name},
                            "prometheus is configured by its command-line flags, not by this file");
       }
       if (selected.count(name) == 0) {
-        throw StartupError({name, path, name},
+        throw StartupError({quoted, path, quoted},
                            "configuration for an output that is not selected (select it with "
                            "--metrics-reporters " +
-                               name + ")");
+                               quoted + ")");
       }
       if (!entry.value().is_object()) {
-        throw StartupError({name, path, name}, "the configuration entry must be a JSON object");
+        throw StartupError({quoted, path, quoted}, "the configuration entry must be a JSON object");
       }
     }
   }

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "config/input_excerpt.hpp"
 #include "tokenspeed/metrics/metric_definition.hpp"
 
 namespace tokenspeed::metrics {
@@ -29,7 +30,7 @@ bool valid_name(std::string_view name, bool colon_allowed) {
 }
 
 [[noreturn]] void reject(const MetricDefinition& definition, const std::string& why) {
-  throw std::invalid_argument("metric '" + definition.name + "': " + why);
+  throw std::invalid_argument("metric '" + input_excerpt(definition.name) + "': " + why);
 }
 
 }  // namespace
@@ -97,10 +98,11 @@ MetricDefinition checked_definition(MetricDefinition definition) {
   std::set<std::string_view> seen;
   for (const std::string& label : definition.label_names) {
     if (!valid_name(label, false)) {
-      reject(definition, "label name '" + label + "' is not valid (letters, digits and '_', not "
-                         "starting with a digit)");
+      reject(definition, "label name '" + input_excerpt(label) +
+                             "' is not valid (letters, digits and '_', not starting with a digit)");
     }
-    if (label.starts_with("__")) reject(definition, "label name '" + label + "' is reserved");
+    if (label.starts_with("__"))
+      reject(definition, "label name '" + input_excerpt(label) + "' is reserved");
     if (definition.kind == MetricKind::histogram && label == "le") {
       reject(definition, "label name 'le' is reserved for histogram buckets");
     }
@@ -108,7 +110,8 @@ MetricDefinition checked_definition(MetricDefinition definition) {
         (definition.gauge_mode == GaugeMode::all || definition.gauge_mode == GaugeMode::liveall)) {
       reject(definition, "label name 'pid' is reserved for gauges in the all and liveall modes");
     }
-    if (!seen.insert(label).second) reject(definition, "label name '" + label + "' is repeated");
+    if (!seen.insert(label).second)
+      reject(definition, "label name '" + input_excerpt(label) + "' is repeated");
   }
   if (definition.kind == MetricKind::histogram) {
     if (!definition.buckets.empty() && std::isinf(definition.buckets.back()) &&

@@ -57,6 +57,70 @@ class ConfigFile(h.CliTestCase):
                             "--metrics-reporter-config", missing, *DIRS)
         self.assert_startup_error(result, f"file '{missing}'")
 
+    # A FIFO, a device, a directory or a huge file is refused before any read
+    # that could block or exhaust memory (run() times out a hang at 60 s).
+    def test_fifo_fails_startup_at_once_naming_it(self):
+        path = os.path.join(self.make_dir(), "metrics.json")
+        os.mkfifo(path)
+        result = self.check("--enable-metrics", "--metrics-reporters", "echo_config",
+                            "--metrics-reporter-config", path, *DIRS)
+        self.assert_startup_error(result, f"file '{path}'",
+                                  "the reporter configuration is not a regular file (a FIFO)")
+
+    def test_fifo_fails_simulate_at_once_with_exit_status_2(self):
+        path = os.path.join(self.make_dir(), "metrics.json")
+        os.mkfifo(path)
+        result = h.run("simulate", "--enable-metrics", "--metrics-port", "0",
+                       "--metrics-reporters", "echo_config", "--metrics-reporter-config", path,
+                       "--duration", "1", *DIRS)
+        self.assert_startup_error(result, f"file '{path}'", "not a regular file (a FIFO)")
+
+    def test_character_device_fails_startup_without_reading_it(self):
+        result = self.check("--enable-metrics", "--metrics-reporters", "echo_config",
+                            "--metrics-reporter-config", "/dev/zero", *DIRS)
+        self.assert_startup_error(result, "file '/dev/zero'",
+                                  "the reporter configuration is not a regular file "
+                                  "(a character device)")
+
+    def test_directory_fails_startup_as_a_directory(self):
+        directory = self.make_dir()
+        result = self.check("--enable-metrics", "--metrics-reporters", "echo_config",
+                            "--metrics-reporter-config", directory, *DIRS)
+        line = self.assert_startup_error(result, f"file '{directory}'",
+                                         "the reporter configuration is a directory")
+        self.assertNotIn("invalid JSON", line)
+
+    def test_file_over_16_mib_fails_startup_naming_the_limit(self):
+        path = os.path.join(self.make_dir(), "metrics.json")
+        with open(path, "wb") as out:
+            out.truncate(64 << 30)  # sparse: 64 GiB that take no disk
+        result = self.check("--enable-metrics", "--metrics-reporters", "echo_config",
+                            "--metrics-reporter-config", path, *DIRS)
+        self.assert_startup_error(result, f"file '{path}'",
+                                  "the reporter configuration is larger than the limit of 16 MiB")
+
+    def test_file_of_16_mib_is_read(self):
+        content = '{"echo_config": {"endpoint": "'
+        content += "x" * ((16 << 20) - len(content) - 3) + '"}}'
+        self.assertEqual(len(content), 16 << 20)
+        result, _ = self.check_with(content)
+        self.assert_ok(result)
+
+    def test_a_two_megabyte_key_is_cut_in_the_error(self):
+        name = "n" * (2 << 20)
+        result, path = self.check_with({name: {}})
+        line = self.assert_startup_error(result, f"file '{path}'",
+                                         "n" * 120 + f"... ({2 << 20} bytes)",
+                                         "configuration for an output that is not selected")
+        self.assertLess(len(line), 2000, "the key is cut, not repeated in full")
+
+    def test_a_two_megabyte_duplicate_key_is_cut_in_the_error(self):
+        name = "d" * (2 << 20)
+        result, path = self.check_with('{"echo_config": {"%s": 1, "%s": 2}}' % (name, name))
+        line = self.assert_startup_error(result, f"file '{path}'", "duplicate key",
+                                         f"... ({2 << 20} bytes)")
+        self.assertLess(len(line), 2000, "the key is cut, not repeated in full")
+
     def test_invalid_json_fails_startup(self):
         for text in ('{"echo_config": {}', '{"echo_config": {},}', "", "not json",
                      '{"echo_config": {}} trailing'):

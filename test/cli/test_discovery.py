@@ -118,6 +118,37 @@ class Loading(h.CliTestCase):
         self.assertEqual(entry["status"], "failed")
         self.assertIn("cannot be loaded", entry["reason"])
 
+    def test_a_plugin_built_for_another_architecture_is_named_as_such(self):
+        # A copy of a real plugin with e_machine (bytes 18-19, little-endian)
+        # set to 183, AArch64: glibc would report "No such file or directory".
+        directory = self.make_dir()
+        path = self.copy_plugin("echo_config", into=directory)
+        with open(path, "r+b") as image:
+            image.seek(18)
+            image.write(bytes([183, 0]))
+        listing, result = self.plugins_json(*h.dirs_flags(directory))
+        entry = self.find_plugin(listing, path)
+        self.assertEqual(entry["status"], "failed")
+        self.assertTrue(entry["reason"].startswith(
+            "built for another architecture (ELF machine 183, AArch64, 64-bit; "
+            "this process: machine "), entry["reason"])
+        self.assertNotIn("No such file", entry["reason"])
+        self.assert_warning(result, path, "built for another architecture")
+        selected = self.check("--enable-metrics", "--metrics-reporters", "echo_config",
+                              *h.dirs_flags(directory))
+        self.assert_startup_error(selected, "reporter 'echo_config'",
+                                  "built for another architecture", warnings_allowed=True)
+
+    def test_a_so_file_that_is_not_elf_is_named_as_such(self):
+        directory = self.make_dir()
+        path = os.path.join(directory, "notes.so")
+        with open(path, "w", encoding="utf-8") as out:
+            out.write("not a library\n")
+        os.chmod(path, 0o755)
+        listing, _ = self.plugins_json(*h.dirs_flags(directory))
+        self.assertEqual(self.find_plugin(listing, path)["reason"],
+                         "is not an ELF file (not a shared library)")
+
     def test_register_is_called_once_per_process(self):
         lines = self.check_lines("--enable-metrics", "--metrics-reporters",
                                  "counts_register_calls",

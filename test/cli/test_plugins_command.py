@@ -97,6 +97,60 @@ class PluginsCommand(h.CliTestCase):
         self.assertIn(f"{listing['plugin_files']} plugin file(s), {listing['loaded']} loaded",
                       text)
 
+    def test_a_plugin_directory_that_is_not_a_directory_is_named_for_what_it_is(self):
+        parent = self.make_dir()
+        a_file = os.path.join(parent, "file")
+        with open(a_file, "w", encoding="utf-8") as out:
+            out.write("not a directory\n")
+        a_fifo = os.path.join(parent, "fifo")
+        os.mkfifo(a_fifo)
+        a_loop = os.path.join(parent, "loop")
+        os.symlink(a_loop, a_loop)
+        dangling = os.path.join(parent, "dangling")
+        os.symlink(os.path.join(parent, "gone"), dangling)
+        missing = os.path.join(parent, "missing")
+        expected = {a_file: "is a file, not a directory", a_fifo: "is a FIFO, not a directory",
+                    a_loop: "is a symlink loop",
+                    dangling: f"is a broken symlink to '{os.path.join(parent, 'gone')}'",
+                    missing: "not found"}
+        flags = h.dirs_flags(*expected)
+        listing, result = self.plugins_json(*flags)
+        problems = {d["path"]: d["problem"] for d in listing["directories"]}
+        found = {d["path"]: d["found"] for d in listing["directories"]}
+        text = h.run("plugins", *flags).stdout
+        for directory, problem in expected.items():
+            with self.subTest(directory=directory):
+                self.assertEqual(problems[directory], problem)
+                self.assertIs(found[directory], False)
+                self.assertIn(f"  {directory} ({problem})", text)
+        # Each one but the missing directory is a mistake worth a warning line.
+        for directory in (a_file, a_fifo, a_loop, dangling):
+            self.assertIn(f"{h.WARNING_PREFIX}plugin directory '{directory}' "
+                          f"{expected[directory]}; skipped", result.warnings)
+        self.assertEqual(len(result.warnings), 4, result.describe())
+
+    def test_a_dangling_so_symlink_is_listed_as_a_broken_symlink(self):
+        directory = self.make_dir()
+        target = os.path.join(directory, "removed", "jsonl.so")
+        link = os.path.join(directory, "jsonl.so")
+        os.symlink(target, link)
+        listing, result = self.plugins_json(*h.dirs_flags(directory))
+        entry = self.find_plugin(listing, link)
+        self.assertEqual(entry["status"], "failed")
+        self.assertEqual(entry["reason"], f"is a broken symlink to '{target}'")
+        self.assert_warning(result, link, f"is a broken symlink to '{target}'")
+
+    def test_a_so_that_is_a_fifo_or_a_directory_is_listed_without_blocking(self):
+        directory = self.make_dir()
+        fifo = os.path.join(directory, "fifo.so")
+        os.mkfifo(fifo)
+        folder = os.path.join(directory, "folder.so")
+        os.mkdir(folder)
+        listing, _ = self.plugins_json(*h.dirs_flags(directory))
+        self.assertEqual(self.find_plugin(listing, fifo)["reason"],
+                         "is not a regular file (a FIFO)")
+        self.assertEqual(self.find_plugin(listing, folder)["reason"], "is a directory")
+
     def test_one_plugin_lists_every_name_it_registered(self):
         listing, _ = self.plugins_json(*h.dirs_flags(h.plugin_dir("several_names")))
         entry = self.find_plugin(listing, h.plugin_file("several_names"))

@@ -209,8 +209,7 @@ TEST_CASE("a file without tsm_register or that cannot be loaded fails with a war
   CHECK(h.record("unit_no_symbol").reason == "does not export tsm_register");
   const PluginRecord& bad = h.record("garbage");
   CHECK(bad.status == PluginStatus::failed);
-  CHECK(contains(bad.reason, "cannot be loaded: "));
-  CHECK(contains(bad.reason, garbage));                              // dlerror names the file
+  CHECK(bad.reason == "is not an ELF file (not a shared library)");  // seen before dlopen
   CHECK(h.record("unit_two_names").status == PluginStatus::loaded);  // others unaffected
   CHECK(h.warnings.size() == 2);
 }
