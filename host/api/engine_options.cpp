@@ -39,6 +39,9 @@ Options options_from(const po::variables_map& values) {
   if (given(values, "metrics-multiproc-dir")) {
     options.multiproc_dir = prometheus.multiproc_base_dir.string();
   }
+  if (given(values, "metrics-max-series-per-family")) {
+    options.max_series_per_family = prometheus.max_series_per_family;
+  }
   return options;
 }
 
@@ -94,6 +97,10 @@ std::vector<std::string> Options::to_flags() const {
   if (multiproc_dir) {
     flags.emplace_back("--metrics-multiproc-dir");
     flags.push_back(*multiproc_dir);
+  }
+  if (max_series_per_family) {
+    flags.emplace_back("--metrics-max-series-per-family");
+    flags.push_back(std::to_string(*max_series_per_family));
   }
   return flags;
 }

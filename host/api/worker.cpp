@@ -52,7 +52,8 @@ class WorkerImpl {
     RouterOptions router;
     router.queue_size = handoff_.queue_size;
     metrics_ = std::make_unique<ProcessMetrics>(
-        registry_, ProcessMetricsOptions{handoff_.outputs, handoff_.run_dir, name_, router});
+        registry_, ProcessMetricsOptions{handoff_.outputs, handoff_.run_dir, name_, router,
+                                         handoff_.max_series_per_family});
     recorder_ = Recorder(&metrics_->collector());
     // The host's own figures reach /metrics once a second; the thread sleeps
     // in between and never touches a plugin.

@@ -2,6 +2,7 @@
 // collector API); the hot path is inline in collector.hpp. Lookups of an
 // existing series never lock or allocate.
 #include "pipeline/collector.hpp"
+#include "pipeline/series_bound.hpp"
 
 #include <atomic>
 #include <cstdio>
@@ -83,9 +84,11 @@ MetricSeries* FamilyCore::find_or_intern(std::span<const std::string_view> value
   }
   const std::uint64_t hash = hash_values(values);
   if (MetricSeries* s = probe(*table_.load(std::memory_order_acquire), hash, values)) return s;
+  if (at_bound_.load(std::memory_order_acquire)) return refuse();
 
   std::lock_guard lock(mutex_);
   if (MetricSeries* s = probe(*table_.load(std::memory_order_relaxed), hash, values)) return s;
+  if (series_.size() >= store_.series_bound().max_series_per_family) return refuse_locked(values);
   MetricSeries& series = series_.emplace_back();
   try {
     series.family = &family_;
@@ -130,6 +133,36 @@ void FamilyCore::insert_locked(MetricSeries* series) {
   std::size_t i = series->hash & table.mask;
   while (table.slots[i].load(std::memory_order_relaxed) != nullptr) i = (i + 1) & table.mask;
   table.slots[i].store(series, std::memory_order_release);  // publishes the series
+}
+
+MetricSeries* FamilyCore::refuse_locked(std::span<const std::string_view> values) noexcept {
+  if (!at_bound_.load(std::memory_order_relaxed)) {
+    const SeriesBound& bound = store_.series_bound();
+    try {
+      const std::string family[] = {family_.definition.name};
+      refused_slot_ = store_.allocate_series(series_refused_definition(), family);
+    } catch (...) {
+      // The store is full or failing: the refusal is still logged below.
+    }
+    try {
+      const std::string line =
+          series_refused_line(family_.definition, bound.max_series_per_family, values);
+      if (bound.log) {
+        bound.log(line);
+      } else {
+        write_log_line_to_stderr(line);
+      }
+    } catch (...) {
+      // A line that cannot be built or written changes nothing recorded.
+    }
+    at_bound_.store(true, std::memory_order_release);
+  }
+  return refuse();
+}
+
+MetricSeries* FamilyCore::refuse() noexcept {
+  if (refused_slot_ != nullptr) add_to_slot(*refused_slot_, 1.0);
+  return nullptr;
 }
 
 std::size_t FamilyCore::series_count() const {

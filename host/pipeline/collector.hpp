@@ -57,7 +57,10 @@ class FamilyCore {
   FamilyCore& operator=(const FamilyCore&) = delete;
 
   // Finds the series with these label values (one per label name, in order)
-  // or interns it: allocate_series is called once per series. Throws
+  // or interns it: allocate_series is called once per series. At the store's
+  // bound on series per family (series_bound.hpp) a new label set is refused:
+  // nullptr, counted, and the first refusal logged; without a lock or an
+  // allocation once the family is known to be full. Throws
   // std::invalid_argument when the number of values is wrong.
   MetricSeries* find_or_intern(std::span<const std::string_view> values);
   // Lookup only: nullptr when absent. Never allocates or locks.
@@ -77,10 +80,16 @@ class FamilyCore {
   static MetricSeries* probe(const Table& table, std::uint64_t hash,
                              std::span<const std::string_view> values) noexcept;
   void insert_locked(MetricSeries* series);
+  MetricSeries* refuse_locked(std::span<const std::string_view> values) noexcept;
+  MetricSeries* refuse() noexcept;
 
   SeriesFamily family_;
   MetricStore& store_;
   EventRouter* router_;
+  // Set once the family has refused a label set (it never shrinks), after
+  // refused_slot_: later refusals skip the lock.
+  std::atomic<bool> at_bound_{false};
+  double* refused_slot_ = nullptr;  // its tokenspeed_metrics_series_refused_total series
   std::atomic<Table*> table_;
   mutable std::mutex mutex_;  // interning only
   std::vector<std::unique_ptr<Table>>

@@ -53,7 +53,8 @@ void Launcher::start() {
     router.queue_size = options_.queue_size;
     local_ = std::make_unique<ProcessMetrics>(
         *startup_.registry,
-        ProcessMetricsOptions{producer_outputs_, run_dir_->path().string(), "launcher", router});
+        ProcessMetricsOptions{producer_outputs_, run_dir_->path().string(), "launcher", router,
+                              options_.prometheus.max_series_per_family});
 
     if (selection.prometheus) {
       endpoint_ = std::make_unique<PrometheusEndpoint>(options_.prometheus.endpoint,
@@ -68,6 +69,7 @@ void Launcher::start() {
     handoff.run_dir = run_dir_->path().string();
   }
   handoff.queue_size = options_.queue_size;
+  handoff.max_series_per_family = options_.prometheus.max_series_per_family;
   handoff.shutdown_budget = std::chrono::duration_cast<std::chrono::nanoseconds>(
       options_.shutdown_timeout * kProducerShare);
   handoff_ = handoff;

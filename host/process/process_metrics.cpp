@@ -97,11 +97,13 @@ ReporterSelfFigures self_figures_of(const SinkStats& stats) noexcept {
 }
 
 ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsOptions options) {
+  const SeriesBound bound{options.max_series_per_family, options.router.log};
   if (options.run_dir.empty()) {
-    store_ = std::make_unique<InProcessMetricStore>();
+    store_ = std::make_unique<InProcessMetricStore>(bound);
   } else {
-    auto file_store = std::make_unique<MultiprocessMetricStore>(
-        MultiprocessStoreOptions{options.run_dir, options.file_prefix});
+    MultiprocessStoreOptions store_options{options.run_dir, options.file_prefix};
+    store_options.bound = bound;
+    auto file_store = std::make_unique<MultiprocessMetricStore>(std::move(store_options));
     file_store_ = file_store.get();
     store_ = std::move(file_store);
   }

@@ -31,6 +31,8 @@ struct ProcessMetricsOptions {
   std::string run_dir;
   std::string file_prefix = "producer";  // "<prefix>_<pid>.db"
   RouterOptions router;
+  // Series one family may hold in this process (--metrics-max-series-per-family).
+  std::size_t max_series_per_family = kDefaultMaxSeriesPerFamily;
 };
 
 // Threading: construct, publish_self_figures and close from one control

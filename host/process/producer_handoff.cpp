@@ -65,6 +65,7 @@ boost::json::object handoff_to_json(const ProducerHandoff& handoff) {
       {"run_dir", handoff.run_dir},
       {"queue_size", static_cast<std::uint64_t>(handoff.queue_size)},
       {"shutdown_budget_ns", static_cast<std::int64_t>(handoff.shutdown_budget.count())},
+      {"max_series_per_family", static_cast<std::uint64_t>(handoff.max_series_per_family)},
   };
 }
 
@@ -103,6 +104,13 @@ ProducerHandoff handoff_from_json(const boost::json::object& json) {
   if (queue_size <= 0) bad_handoff("queue_size", "must be positive");
   handoff.queue_size = static_cast<std::size_t>(queue_size);
   handoff.shutdown_budget = std::chrono::nanoseconds(int_member(json, "shutdown_budget_ns"));
+  if (json.contains("max_series_per_family")) {
+    const std::int64_t bound = int_member(json, "max_series_per_family");
+    if (bound < 1 || bound > static_cast<std::int64_t>(kMaxSeriesPerFamilyLimit)) {
+      bad_handoff("max_series_per_family", "outside 1-16777216");
+    }
+    handoff.max_series_per_family = static_cast<std::size_t>(bound);
+  }
   return handoff;
 }
 

@@ -14,6 +14,7 @@
 #include <boost/json/object.hpp>
 
 #include "config/isolation_settings.hpp"
+#include "pipeline/series_bound.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -41,6 +42,8 @@ struct ProducerHandoff {
   std::string run_dir;                          // multi-process metric files; "" when no Prometheus
   std::size_t queue_size = 0;                   // ring capacity per collector thread per output
   std::chrono::nanoseconds shutdown_budget{0};  // the producer's share of the budget
+  // --metrics-max-series-per-family: series one family may hold in a process.
+  std::size_t max_series_per_family = kDefaultMaxSeriesPerFamily;
 };
 
 boost::json::object handoff_to_json(const ProducerHandoff& handoff);

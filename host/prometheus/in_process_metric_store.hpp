@@ -23,6 +23,8 @@ class InProcessMetricStore final : public MetricStore {
     double* slots;  // series_slot_count(*metric) slots
   };
 
+  explicit InProcessMetricStore(SeriesBound bound = {}) : MetricStore(std::move(bound)) {}
+
   double* allocate_series(const MetricDefinition& metric,
                           std::span<const std::string> label_values) override;
 

@@ -7,8 +7,10 @@
 #include <cstddef>
 #include <span>
 #include <string>
+#include <utility>
 
 #include "pipeline/metric_catalog.hpp"
+#include "pipeline/series_bound.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -26,6 +28,7 @@ inline std::size_t series_slot_count(const MetricDefinition& metric) noexcept {
 // allocates); the returned slots are touched only through std::atomic_ref.
 class MetricStore {
  public:
+  explicit MetricStore(SeriesBound bound = {}) : bound_(std::move(bound)) {}
   virtual ~MetricStore() = default;
 
   // Zeroed slots (series_slot_count(metric) of them, 8-byte aligned) for one
@@ -33,6 +36,15 @@ class MetricStore {
   // address stays valid for the life of the store. The metric outlives the store.
   virtual double* allocate_series(const MetricDefinition& metric,
                                   std::span<const std::string> label_values) = 0;
+
+  // The bound on series per family of the built-in output, kept with its
+  // aggregate: the collector consults it before interning a new label set
+  // (collector.cpp) and refuses the label set past it. Series the host
+  // allocates directly (its own figures) do not count against it.
+  const SeriesBound& series_bound() const noexcept { return bound_; }
+
+ private:
+  SeriesBound bound_;
 };
 
 }  // namespace tokenspeed::metrics

@@ -106,7 +106,7 @@ T load_relaxed(const T* where) noexcept {
 }  // namespace
 
 MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions options)
-    : options_(std::move(options)) {
+    : MetricStore(options.bound), options_(std::move(options)) {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   if (options_.region_bytes < page || options_.region_bytes % page != 0 ||
       options_.region_bytes > kMaxRegionBytes) {

@@ -38,6 +38,7 @@ struct MultiprocessStoreOptions {
   std::filesystem::path directory;       // the run directory (must exist)
   std::string file_prefix = "producer";  // file name: <prefix>_<pid>.db
   std::size_t region_bytes = 1u << 20;   // multiple of the page size, at most 4 GiB
+  SeriesBound bound;                     // series per family (metric_store.hpp)
 };
 
 // Threading: allocate_series may be called from any thread (it locks, may

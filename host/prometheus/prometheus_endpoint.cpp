@@ -1,11 +1,13 @@
 // prometheus_endpoint.cpp — Boost.Beast server for /metrics: accept (evicting
 // the longest-waiting connection at the limit), read with deadlines and a size
-// bound, answer, keep alive, gzip with zlib. Never blocks a producer: it only
-// calls the scrape handler.
+// bound, answer, keep alive, gzip with zlib. Scrapes render on threads of
+// their own, so a slow render never holds up accepting, evicting or closing
+// a connection. Never blocks a producer: it only calls the scrape handler.
 #include "prometheus/prometheus_endpoint.hpp"
 
 #include <algorithm>
 #include <condition_variable>
+#include <deque>
 #include <list>
 #include <mutex>
 #include <optional>
@@ -106,6 +108,19 @@ std::string gzip_compress(std::string_view data, int level) {
 
 namespace {
 class Session;
+
+// One render of the exposition, shared by every request that waited for it.
+struct Rendered {
+  bool failed = false;
+  std::string body;     // the exposition, or the error's text when failed
+  std::string gzipped;  // the body gzip-encoded, when a waiting request accepts gzip
+};
+
+// A request for /metrics waiting for the next render.
+struct ScrapeWaiter {
+  std::shared_ptr<Session> session;
+  bool gzip = false;
+};
 }  // namespace
 
 struct PrometheusEndpoint::Impl {
@@ -121,9 +136,17 @@ struct PrometheusEndpoint::Impl {
   std::list<std::weak_ptr<Session>> sessions;
   std::size_t admitted = 0;  // sessions in the list not chosen for eviction
 
+  // Scrapes waiting for a render. A render thread takes every waiting
+  // request at once and answers them all from one render, so a burst of
+  // scrapes costs about one render per render thread, not one per request.
+  std::mutex render_mutex;
+  std::condition_variable render_cv;
+  std::deque<ScrapeWaiter> scrape_waiters;
+  bool render_stop = false;
+
   std::mutex done_mutex;
   std::condition_variable done_cv;
-  unsigned finished = 0;
+  unsigned finished = 0;  // server and render threads that returned
   bool stopped = false;
   std::vector<std::thread> threads;
   unsigned short bound_port = 0;
@@ -144,7 +167,14 @@ struct PrometheusEndpoint::Impl {
   // Every session it looks at is kept in `seen`, so that none is destroyed
   // (which takes sessions_mutex) before the caller lets the mutex go.
   std::shared_ptr<Session> choose_eviction_locked(std::vector<std::shared_ptr<Session>>& seen);
-  http::response<http::string_body> respond(const http::request<http::string_body>& request);
+  // The answer to a request other than a scrape (404, 405); nullopt for a
+  // GET or HEAD of /metrics, which waits for a render (request_scrape).
+  std::optional<http::response<http::string_body>> respond_at_once(
+      const http::request<http::string_body>& request);
+  // Queues session for the next render; it is answered on its own strand.
+  void request_scrape(std::shared_ptr<Session> session, bool gzip);
+  void render_loop();
+  void thread_finished();
 };
 
 namespace {
@@ -196,6 +226,35 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   beast::tcp_stream::executor_type executor() { return stream_.get_executor(); }
+
+  // Posted to the session's strand by a render thread: answers the scrape
+  // the session read last.
+  void on_rendered(const Rendered& rendered) {
+    response_ = {};
+    response_.version(scrape_version_);
+    response_.keep_alive(scrape_keep_alive_);
+    if (rendered.failed) {
+      response_.result(http::status::internal_server_error);
+      response_.set(http::field::content_type, "text/plain; charset=utf-8");
+      response_.body() = "scrape failed: " + rendered.body + "\n";
+      response_.prepare_payload();
+      if (scrape_head_) response_.body().clear();  // the length stays: what GET would send
+      return write_response();
+    }
+    response_.result(http::status::ok);
+    response_.set(http::field::content_type,
+                  beast::string_view(kExpositionContentType.data(), kExpositionContentType.size()));
+    response_.set(http::field::vary, "Accept-Encoding");
+    const std::string& body = scrape_gzip_ ? rendered.gzipped : rendered.body;
+    if (scrape_gzip_) response_.set(http::field::content_encoding, "gzip");
+    if (scrape_head_) {
+      response_.content_length(body.size());  // the length a GET would send
+    } else {
+      response_.body() = body;
+      response_.prepare_payload();
+    }
+    write_response();
+  }
 
  private:
   // Sets whether the connection is without a complete request; false when
@@ -264,8 +323,18 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (!set_waiting(false)) return;  // chosen for eviction just before
     server_.requests.fetch_add(1, std::memory_order_relaxed);
-    response_ = server_.respond(parser_->get());
-    write_response();
+    const http::request<http::string_body>& request = parser_->get();
+    if (auto answer = server_.respond_at_once(request)) {
+      response_ = std::move(*answer);
+      return write_response();
+    }
+    // A scrape: answered in on_rendered once a render thread has rendered.
+    scrape_version_ = request.version();
+    scrape_keep_alive_ = request.keep_alive();
+    scrape_head_ = request.method() == http::verb::head;
+    const auto accept = request[http::field::accept_encoding];
+    scrape_gzip_ = accepts_gzip(std::string_view(accept.data(), accept.size()));
+    server_.request_scrape(shared_from_this(), scrape_gzip_);
   }
 
   void send_error(http::status status) {
@@ -337,11 +406,16 @@ class Session : public std::enable_shared_from_this<Session> {
   bool waiting_ = false;  // no complete request received since waiting_since_
   bool evicted_ = false;
   Clock::time_point waiting_since_;
+  // The scrape waiting for a render (read on the session's strand only).
+  unsigned scrape_version_ = 11;
+  bool scrape_keep_alive_ = true;
+  bool scrape_head_ = false;
+  bool scrape_gzip_ = false;
 };
 
 }  // namespace
 
-http::response<http::string_body> PrometheusEndpoint::Impl::respond(
+std::optional<http::response<http::string_body>> PrometheusEndpoint::Impl::respond_at_once(
     const http::request<http::string_body>& request) {
   http::response<http::string_body> response;
   response.version(request.version());
@@ -365,32 +439,56 @@ http::response<http::string_body> PrometheusEndpoint::Impl::respond(
     response.prepare_payload();
     return response;
   }
-  std::string body;
-  try {
-    body = handler();
-  } catch (const std::exception& error) {
-    response.result(http::status::internal_server_error);
-    response.set(http::field::content_type, "text/plain; charset=utf-8");
-    response.body() = std::string("scrape failed: ") + error.what() + "\n";
-    response.prepare_payload();
-    return response;
+  return std::nullopt;
+}
+
+void PrometheusEndpoint::Impl::request_scrape(std::shared_ptr<Session> session, bool gzip) {
+  {
+    std::lock_guard lock(render_mutex);
+    scrape_waiters.push_back(ScrapeWaiter{std::move(session), gzip});
   }
-  response.result(http::status::ok);
-  response.set(http::field::content_type,
-               beast::string_view(kExpositionContentType.data(), kExpositionContentType.size()));
-  response.set(http::field::vary, "Accept-Encoding");
-  const auto accept = request[http::field::accept_encoding];
-  if (accepts_gzip(std::string_view(accept.data(), accept.size()))) {
-    body = gzip_compress(body, options.gzip_level);
-    response.set(http::field::content_encoding, "gzip");
+  render_cv.notify_one();
+}
+
+void PrometheusEndpoint::Impl::render_loop() {
+  for (;;) {
+    std::deque<ScrapeWaiter> batch;
+    {
+      std::unique_lock lock(render_mutex);
+      render_cv.wait(lock, [this] { return render_stop || !scrape_waiters.empty(); });
+      if (render_stop) break;
+      batch.swap(scrape_waiters);
+    }
+    // Rendered after every request of the batch arrived: none is answered
+    // with figures older than its request.
+    auto rendered = std::make_shared<Rendered>();
+    try {
+      rendered->body = handler();
+      const bool gzip = std::any_of(batch.begin(), batch.end(),
+                                    [](const ScrapeWaiter& waiter) { return waiter.gzip; });
+      if (gzip) rendered->gzipped = gzip_compress(rendered->body, options.gzip_level);
+    } catch (const std::exception& error) {
+      rendered->failed = true;
+      rendered->body = error.what();
+    } catch (...) {
+      rendered->failed = true;
+      rendered->body = "unknown error";
+    }
+    std::shared_ptr<const Rendered> shared = std::move(rendered);
+    for (ScrapeWaiter& waiter : batch) {
+      auto executor = waiter.session->executor();
+      asio::post(executor, [session = std::move(waiter.session), shared] {
+        session->on_rendered(*shared);
+      });
+    }
   }
-  if (head) {
-    response.content_length(body.size());  // the length a GET would send
-  } else {
-    response.body() = std::move(body);
-    response.prepare_payload();
-  }
-  return response;
+  thread_finished();
+}
+
+void PrometheusEndpoint::Impl::thread_finished() {
+  std::lock_guard lock(done_mutex);
+  ++finished;
+  done_cv.notify_all();
 }
 
 std::shared_ptr<Session> PrometheusEndpoint::Impl::choose_eviction_locked(
@@ -501,10 +599,11 @@ PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, Scrape
           // A handler threw: keep serving.
         }
       }
-      std::lock_guard lock(impl.done_mutex);
-      ++impl.finished;
-      impl.done_cv.notify_all();
+      impl.thread_finished();
     });
+  }
+  for (unsigned i = 0; i < impl.options.threads; ++i) {
+    impl.threads.emplace_back([&impl] { impl.render_loop(); });
   }
 }
 
@@ -513,6 +612,9 @@ PrometheusEndpoint::~PrometheusEndpoint() {
   for (std::thread& thread : impl_->threads) {
     if (thread.joinable()) thread.join();
   }
+  // Scrapes still waiting hold their connections: close them while the
+  // io_context they belong to still exists.
+  impl_->scrape_waiters.clear();
 }
 
 unsigned short PrometheusEndpoint::port() const noexcept { return impl_->bound_port; }
@@ -535,6 +637,11 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
     if (impl.stopped) return impl.finished == impl.threads.size();
     impl.stopped = true;
   }
+  {
+    std::lock_guard lock(impl.render_mutex);
+    impl.render_stop = true;
+  }
+  impl.render_cv.notify_all();
   impl.work.reset();
   impl.io->stop();
   std::unique_lock lock(impl.done_mutex);
@@ -547,6 +654,7 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   }
   // No server thread runs any more: close the listener, then destroy the
   // pending handlers, which owns and so closes every open connection.
+  impl.scrape_waiters.clear();
   impl.acceptor.reset();
   impl.io.reset();
   return true;

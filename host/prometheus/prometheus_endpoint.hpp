@@ -25,7 +25,10 @@ inline constexpr unsigned short kDefaultMetricsPort = 9431;
 struct PrometheusEndpointOptions {
   std::string host = "127.0.0.1";             // IP address or resolvable name
   unsigned short port = kDefaultMetricsPort;  // 0: pick a free port (see port())
-  unsigned threads = 2;                       // server threads (at least 1)
+  // Server threads (at least 1), and as many render threads: connections
+  // are accepted, read, written and closed on the first, scrapes rendered on
+  // the second, so a slow render never delays accepting or refusing one.
+  unsigned threads = 2;
   // A connection with no request in progress (just accepted, or kept alive
   // after a response) is closed when no byte of a request arrives within
   // this time. Longer than Prometheus's default one-minute scrape interval,
@@ -51,8 +54,9 @@ struct PrometheusEndpointOptions {
   int gzip_level = 1;  // zlib level 1-9
 };
 
-// Renders the exposition body. Called on a server thread, concurrently from
-// several threads when scrapes overlap: it must be thread-safe.
+// Renders the exposition body. Called on a render thread, concurrently from
+// several when scrapes overlap: it must be thread-safe. The requests that
+// arrive while the render threads are busy share the next render.
 using ScrapeHandler = std::function<std::string()>;
 
 // What the endpoint did, since it started (connections_open: now).

@@ -19,7 +19,11 @@ void add_prometheus_options(po::options_description& description) {
       "port of the Prometheus /metrics endpoint; 0 picks a free port and prints it")(
       "metrics-multiproc-dir", po::value<std::string>(),
       "base directory for the per-run directory of producer metric files "
-      "(default $TMPDIR/tokenspeed-metrics-<uid>)");
+      "(default $TMPDIR/tokenspeed-metrics-<uid>)")(
+      "metrics-max-series-per-family",
+      po::value<long long>()->default_value(static_cast<long long>(kDefaultMaxSeriesPerFamily)),
+      "series one metric family may hold in each process (1-16777216); a new label set past "
+      "it records nothing and is counted in tokenspeed_metrics_series_refused_total");
 }
 
 PrometheusOptions read_prometheus_options(const po::variables_map& values) {
@@ -46,6 +50,15 @@ PrometheusOptions read_prometheus_options(const po::variables_map& values) {
     }
   } else {
     options.multiproc_base_dir = default_multiprocess_base_dir();
+  }
+  if (values.count("metrics-max-series-per-family") != 0) {
+    const long long bound = values["metrics-max-series-per-family"].as<long long>();
+    if (bound < 1 || bound > static_cast<long long>(kMaxSeriesPerFamilyLimit)) {
+      throw StartupError({"prometheus", "", "--metrics-max-series-per-family"},
+                         std::to_string(bound) + " is outside 1-" +
+                             std::to_string(kMaxSeriesPerFamilyLimit));
+    }
+    options.max_series_per_family = static_cast<std::size_t>(bound);
   }
   return options;
 }

@@ -345,7 +345,25 @@ PyObject* new_child(FamilyObject* family, PyObject* values) {
   return reinterpret_cast<PyObject*>(child);
 }
 
-// The child of a tuple of str label values, cached in the family.
+// True when the host refused the child's label set: its family is at the
+// bound on series per process. Such a child is not cached, so label values
+// that never become series do not pile up here either.
+bool series_refused(const ChildObject* child) {
+  const FamilyObject* family = child->family;
+  switch (family->definition->kind) {
+    case MetricKind::counter:
+      return !child->counter && static_cast<CounterFamily*>(family->native)->series_count() != 0;
+    case MetricKind::gauge:
+      return !child->gauge && static_cast<GaugeFamily*>(family->native)->series_count() != 0;
+    case MetricKind::histogram:
+      return !child->histogram &&
+             static_cast<HistogramFamily*>(family->native)->series_count() != 0;
+  }
+  return false;
+}
+
+// The child of a tuple of str label values, cached in the family (unless
+// refused: see series_refused).
 PyObject* child_of(FamilyObject* family, PyObject* key) {
   PyObject* child = PyDict_GetItemWithError(family->children, key);
   if (child != nullptr) {
@@ -359,6 +377,7 @@ PyObject* child_of(FamilyObject* family, PyObject* key) {
   }
   child = new_child(family, key);
   if (child == nullptr) return nullptr;
+  if (series_refused(reinterpret_cast<const ChildObject*>(child))) return child;
   if (PyDict_SetItem(family->children, key, child) != 0) {
     Py_DECREF(child);
     return nullptr;

@@ -246,3 +246,58 @@ except tokenspeed_metrics.StartupError as error:
     message, file_name = result.stdout.splitlines()[:2]
     assert file_name == config
     assert "duplicate" in message
+
+
+def test_new_label_values_past_the_bound_on_series_are_refused_and_the_process_stays_bounded(
+        workdir):
+    script = f"""
+import multiprocessing, resource, sys
+import tokenspeed_metrics
+REQ = tokenspeed_metrics.Counter("py:per_request", "One series per request id.", ["request"])
+def rss_kib():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+def record(first, count):
+    for i in range(first, first + count):
+        REQ.labels(f"request-{{i}}").inc()
+def worker():
+    record(0, 1000)
+if __name__ == "__main__":
+    tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
+                              "--metrics-multiproc-dir", {workdir!r},
+                              "--metrics-max-series-per-family", "100"])
+    record(0, 20000)
+    kept = REQ.labels("request-5")  # a series that exists keeps recording
+    kept.inc(41)
+    before = rss_kib()
+    record(20000, 200000)
+    after = rss_kib()
+    context = multiprocessing.get_context("spawn")
+    process = context.Process(target=worker)
+    process.start()
+    process.join()
+    assert process.exitcode == 0
+    print(before, after)
+    print("=====")
+    print(tokenspeed_metrics.generate_latest().decode())
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
+    result = run_script(workdir, script, env=env)
+    assert result.returncode == 0, result.stderr
+    sizes, exposition = result.stdout.split("=====")
+    before, after = (int(size) for size in sizes.split())
+    # 200,000 refused label values: no series, no cached child, a few MB at most.
+    assert after - before < 16 * 1024, (before, after)
+    found = samples(exposition, "py:per_request")
+    assert len(found) == 100  # the launcher's 100 series; the worker's are the same ids
+    assert found[("py:per_request_total", (("request", "request-5"),))] == 1 + 41 + 1
+    refused = samples(exposition, "tokenspeed_metrics_series_refused")
+    # The launcher refused 220,000 - 100 calls, the worker 1000 - 100.
+    assert refused == {("tokenspeed_metrics_series_refused_total",
+                        (("family", "py:per_request"),)): 219900 + 900}
+    # One line per process for the family, with an example label set.
+    lines = [line for line in result.stderr.splitlines() if "py:per_request' has 100 series" in line]
+    assert len(lines) == 2, result.stderr
+    assert 'first refused: {request="request-100"}' in lines[0]

@@ -98,6 +98,7 @@ TEST_CASE("options built in code say the same as their flags") {
   options.shutdown_timeout = std::chrono::duration<double>(0.25);
   options.host = "127.0.0.2";
   options.port = 0;
+  options.max_series_per_family = 500;
   const ExtractedOptions round_trip = extract_metrics_options(options.to_flags());
   CHECK(round_trip.rest.empty());
   CHECK(round_trip.options.reporters == options.reporters);
@@ -105,10 +106,24 @@ TEST_CASE("options built in code say the same as their flags") {
   CHECK(round_trip.options.shutdown_timeout == options.shutdown_timeout);
   CHECK(round_trip.options.host == options.host);
   CHECK(round_trip.options.port == options.port);
+  CHECK(round_trip.options.max_series_per_family == options.max_series_per_family);
   const LauncherOptions launcher = launcher_options_from(options);
   CHECK(launcher.queue_size == 1024);
   CHECK(launcher.shutdown_timeout == std::chrono::milliseconds(250));
   CHECK(launcher.prometheus.endpoint.host == "127.0.0.2");
+  CHECK(launcher.prometheus.max_series_per_family == 500);
+}
+
+TEST_CASE("a bound on series built in code is checked as --metrics-max-series-per-family") {
+  Options options;
+  options.max_series_per_family = 0;
+  try {
+    launcher_options_from(options);
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.key() == "--metrics-max-series-per-family");
+  }
+  CHECK_FALSE(extract_metrics_options(std::vector<std::string>{}).options.max_series_per_family);
 }
 
 TEST_CASE("the metrics flags' help lists every flag") {
@@ -116,7 +131,8 @@ TEST_CASE("the metrics flags' help lists every flag") {
   for (const char* flag : {"--enable-metrics", "--metrics-reporters", "--metrics-reporter-config",
                            "--metrics-plugin-dir", "--metrics-allow-insecure-plugins",
                            "--metrics-reporter-queue-size", "--metrics-shutdown-timeout",
-                           "--metrics-host", "--metrics-port", "--metrics-multiproc-dir"}) {
+                           "--metrics-host", "--metrics-port", "--metrics-multiproc-dir",
+                           "--metrics-max-series-per-family"}) {
     CHECK_THAT(help, Catch::Contains(flag));
   }
 }

@@ -184,32 +184,37 @@ TEST_CASE("Accept-Encoding is read with its q values") {
   CHECK_FALSE(accepts_gzip("*;q=0"));
 }
 
-TEST_CASE("several scrapes are served at the same time") {
+TEST_CASE("several scrapes are served at the same time: a stuck render holds up no other") {
   std::mutex mutex;
   std::condition_variable cv;
-  int inside = 0, most = 0;
+  bool release = false;
+  std::atomic<int> renders{0};
   PrometheusEndpointOptions options = test_options();
   options.threads = 2;
   PrometheusEndpoint endpoint(options, [&] {
-    std::unique_lock lock(mutex);
-    most = std::max(most, ++inside);
-    cv.notify_all();
-    // Wait (hang guard 20 s) until the other scrape is inside as well.
-    cv.wait_for(lock, std::chrono::seconds(20), [&] { return most >= 2; });
-    --inside;
+    if (renders.fetch_add(1) == 0) {  // the first render is stuck until released
+      std::unique_lock lock(mutex);
+      cv.wait(lock, [&] { return release; });
+    }
     return kBody;
   });
-  std::vector<std::thread> clients;
-  std::atomic<int> ok{0};
-  for (int i = 0; i < 2; ++i) {
-    clients.emplace_back([&] {
-      Client client(endpoint.port());
-      if (client.request(http::verb::get, "/metrics").body() == kBody) ++ok;
-    });
+  Client stuck(endpoint.port());
+  asio::write(stuck.socket, asio::buffer(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (renders < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  for (auto& t : clients) t.join();
-  CHECK(ok == 2);
-  CHECK(most == 2);
+  REQUIRE(renders == 1);
+  Client other(endpoint.port());
+  CHECK(other.request(http::verb::get, "/metrics").body() == kBody);
+  {
+    std::lock_guard lock(mutex);
+    release = true;
+  }
+  cv.notify_all();
+  http::response_parser<http::string_body> parser;
+  http::read(stuck.socket, stuck.buffer, parser);
+  CHECK(parser.get().body() == kBody);
 }
 
 TEST_CASE("an idle client is closed after the idle timeout, a slow one after the read timeout") {
@@ -419,4 +424,100 @@ TEST_CASE("a malformed request is answered 400 and counted") {
   CHECK(res.result() == http::status::bad_request);
   CHECK(client.closed_by_server());
   CHECK(endpoint.counters().bad_requests == 1);
+}
+
+TEST_CASE("while every connection waits for a slow render, a new one is closed at once") {
+  // 64 clients hold connections with a scrape in progress and every render
+  // is stuck: accepting and refusing does not wait for a render thread.
+  PrometheusEndpointOptions options = test_options();
+  options.max_connections = 64;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> renders{0};
+  PrometheusEndpoint endpoint(options, [&] {
+    renders.fetch_add(1);
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return release; });
+    return kBody;
+  });
+  std::vector<std::unique_ptr<Client>> waiting;
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (std::size_t i = 0; i < options.max_connections; ++i) {
+    waiting.push_back(std::make_unique<Client>(endpoint.port()));
+    asio::write(waiting.back()->socket, asio::buffer(request));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (endpoint.counters().requests < options.max_connections &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(endpoint.counters().requests == options.max_connections);
+
+  Client newest(endpoint.port());
+  CHECK(newest.closed_by_server());
+  CHECK(endpoint.counters().connections_rejected == 1);
+  CHECK(renders <= 2);  // the render threads, both still stuck
+  {
+    std::lock_guard lock(mutex);
+    release = true;
+  }
+  cv.notify_all();
+  // Every waiting scrape is answered; the ones that queued share a render.
+  for (auto& client : waiting) {
+    http::response_parser<http::string_body> parser;
+    http::read(client->socket, client->buffer, parser);
+    CHECK(parser.get().result() == http::status::ok);
+    CHECK(parser.get().body() == kBody);
+  }
+  CHECK(renders <= 4);
+}
+
+TEST_CASE("scrapes that arrive while a render runs share the next render, gzip or not") {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool release = false;
+  std::atomic<int> renders{0};
+  PrometheusEndpointOptions options = test_options();
+  options.threads = 1;
+  PrometheusEndpoint endpoint(options, [&] {
+    const int render = renders.fetch_add(1);
+    std::unique_lock lock(mutex);
+    cv.wait(lock, [&] { return release; });
+    return kBody + "# render " + std::to_string(render) + "\n";
+  });
+  Client first(endpoint.port());
+  asio::write(first.socket, asio::buffer(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (renders < 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(renders == 1);
+  std::vector<std::unique_ptr<Client>> later;
+  for (int i = 0; i < 6; ++i) {
+    later.push_back(std::make_unique<Client>(endpoint.port()));
+    const std::string encoding = i % 2 == 0 ? "Accept-Encoding: gzip\r\n" : "";
+    asio::write(later.back()->socket,
+                asio::buffer("GET /metrics HTTP/1.1\r\nHost: x\r\n" + encoding + "\r\n"));
+  }
+  while (endpoint.counters().requests < 7 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(endpoint.counters().requests == 7);
+  {
+    std::lock_guard lock(mutex);
+    release = true;
+  }
+  cv.notify_all();
+  http::response_parser<http::string_body> parser;
+  http::read(first.socket, first.buffer, parser);
+  CHECK(parser.get().body() == kBody + "# render 0\n");
+  for (std::size_t i = 0; i < later.size(); ++i) {
+    http::response_parser<http::string_body> later_parser;
+    later_parser.body_limit(1 << 20);
+    http::read(later[i]->socket, later[i]->buffer, later_parser);
+    const std::string body = i % 2 == 0 ? gunzip(later_parser.get().body()) : later_parser.get().body();
+    CHECK(body == kBody + "# render 1\n");
+  }
+  CHECK(renders == 2);
 }

@@ -1,4 +1,5 @@
-// prometheus_options_test.cpp — --metrics-host, --metrics-port, --metrics-multiproc-dir.
+// prometheus_options_test.cpp — --metrics-host, --metrics-port, --metrics-multiproc-dir,
+// --metrics-max-series-per-family.
 #include <catch2/catch.hpp>
 
 #include "prometheus/multiprocess_run_dir.hpp"
@@ -49,4 +50,22 @@ TEST_CASE("a port outside 0-65535 is a startup error naming --metrics-port") {
   }
   CHECK_THROWS_AS(parse({"--metrics-port", "-1"}), StartupError);
   CHECK_THROWS_AS(parse({"--metrics-host", ""}), StartupError);
+}
+
+TEST_CASE("--metrics-max-series-per-family defaults to 10000 and is read") {
+  CHECK(parse({}).max_series_per_family == 10000);
+  CHECK(parse({"--metrics-max-series-per-family", "1"}).max_series_per_family == 1);
+  CHECK(parse({"--metrics-max-series-per-family", "16777216"}).max_series_per_family == 16777216);
+}
+
+TEST_CASE("a bound on series outside 1-16777216 is a startup error naming the flag") {
+  for (const char* bad : {"0", "-5", "16777217"}) {
+    try {
+      parse({"--metrics-max-series-per-family", bad});
+      FAIL("accepted " << bad);
+    } catch (const StartupError& error) {
+      CHECK(error.context().key == "--metrics-max-series-per-family");
+      CHECK_THAT(error.what(), Catch::Contains(bad) && Catch::Contains("1-16777216"));
+    }
+  }
 }

@@ -24,6 +24,9 @@ struct Options {
   std::optional<std::string> host;                                // --metrics-host
   std::optional<int> port;                                        // --metrics-port
   std::optional<std::string> multiproc_dir;                       // --metrics-multiproc-dir
+  // --metrics-max-series-per-family (default 10000, 1-16777216): series one
+  // family may hold in each process; labels() past it returns an empty handle.
+  std::optional<std::size_t> max_series_per_family;
 
   // The command-line flags that say the same (what check would be given).
   std::vector<std::string> to_flags() const;

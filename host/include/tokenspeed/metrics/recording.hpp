@@ -97,6 +97,10 @@ class Family {
  public:
   // family.labels("llama", "0"): the handle of that series, in label-name
   // order. Throws std::invalid_argument when the number of values is wrong.
+  // A new label set past the bound on series per family (Options::
+  // max_series_per_family) is refused: an empty handle (false) whose methods
+  // do nothing; the refusal is counted on /metrics and the family's first
+  // one logged. Series that exist keep recording.
   template <class... Values>
     requires(std::is_convertible_v<const Values&, std::string_view> && ...)
   Handle labels(const Values&... values) {
