@@ -43,8 +43,11 @@ int run_producer(int argc, char** argv) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGINT, SIG_IGN);
-  // A producer never outlives its launcher.
+  // A producer never outlives its launcher: the kernel sends SIGTERM when it
+  // dies, and a launcher that died before this line is caught below by the
+  // parent pid changing (reparented to a reaper).
   ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  const pid_t parent_at_start = ::getppid();
 
   po::options_description description("options");
   description.add_options()("help,h", "show this help")("role", po::value<std::string>(),
@@ -73,6 +76,9 @@ int run_producer(int argc, char** argv) {
   install_fatal_signal_handler(process_name);  // crash lines name this process
   const SimulationOptions simulation = simulation_options_from(values);
   const ProducerHandoff handoff = read_handoff_from_environment();
+  // Followed by identity, never by "parent is 1": in a container without an
+  // init process the live launcher is pid 1.
+  const pid_t launcher = handoff.launcher_pid != 0 ? handoff.launcher_pid : parent_at_start;
 
   // Register the plugins again in this process; never validate or start_node.
   ReporterRegistry registry;
@@ -103,7 +109,7 @@ int run_producer(int argc, char** argv) {
 
   const timespec tick{1, 0};
   for (;;) {
-    if (::getppid() == 1) break;  // the launcher is gone
+    if (::getppid() != launcher) break;  // reparented: the launcher is gone
     const int received = ::sigtimedwait(&stop_signals, nullptr, &tick);
     if (received == SIGTERM) break;
     metrics.publish_self_figures();

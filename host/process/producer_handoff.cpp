@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -66,6 +67,7 @@ boost::json::object handoff_to_json(const ProducerHandoff& handoff) {
       {"queue_size", static_cast<std::uint64_t>(handoff.queue_size)},
       {"shutdown_budget_ns", static_cast<std::int64_t>(handoff.shutdown_budget.count())},
       {"max_series_per_family", static_cast<std::uint64_t>(handoff.max_series_per_family)},
+      {"launcher_pid", static_cast<std::int64_t>(handoff.launcher_pid)},
   };
 }
 
@@ -111,6 +113,13 @@ ProducerHandoff handoff_from_json(const boost::json::object& json) {
     }
     handoff.max_series_per_family = static_cast<std::size_t>(bound);
   }
+  if (json.contains("launcher_pid")) {
+    const std::int64_t launcher = int_member(json, "launcher_pid");
+    if (launcher < 0 || launcher > std::numeric_limits<pid_t>::max()) {
+      bad_handoff("launcher_pid", "not a process id");
+    }
+    handoff.launcher_pid = static_cast<pid_t>(launcher);
+  }
   return handoff;
 }
 
@@ -118,7 +127,10 @@ namespace {
 
 // Writes the handoff's JSON to fd; on failure closes fd and throws.
 void write_handoff_text(int fd, const ProducerHandoff& handoff, const std::string& what) {
-  const std::string text = boost::json::serialize(handoff_to_json(handoff));
+  boost::json::object json = handoff_to_json(handoff);
+  // Only the launcher writes a handoff: its readers follow the writer.
+  if (handoff.launcher_pid == 0) json["launcher_pid"] = static_cast<std::int64_t>(::getpid());
+  const std::string text = boost::json::serialize(json);
   std::size_t written = 0;
   while (written < text.size()) {
     const ssize_t n = ::write(fd, text.data() + written, text.size() - written);

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <string>
+#include <sys/types.h>
 #include <vector>
 
 #include <boost/json/object.hpp>
@@ -44,12 +45,21 @@ struct ProducerHandoff {
   std::chrono::nanoseconds shutdown_budget{0};  // the producer's share of the budget
   // --metrics-max-series-per-family: series one family may hold in a process.
   std::size_t max_series_per_family = kDefaultMaxSeriesPerFamily;
+  // The launcher as its producers see it (its pid in the PID namespace they
+  // share with it): a producer follows this process, not "parent is 1",
+  // which is a live launcher in a container without an init process. 0 in
+  // a handoff being built: the process that writes it, the launcher, fills
+  // in its own pid. 0 when read: unknown (a handoff without the field).
+  pid_t launcher_pid = 0;
 };
 
 boost::json::object handoff_to_json(const ProducerHandoff& handoff);
 // Throws StartupError (key named) when a field is missing or of the wrong type.
 ProducerHandoff handoff_from_json(const boost::json::object& json);
 
+// Both writers record the writing process (the launcher) as launcher_pid
+// when that is 0.
+//
 // Writes the handoff into a new sealed memfd (not close-on-exec) and returns
 // the descriptor; the caller passes it to the child and then closes it.
 // Throws std::system_error.

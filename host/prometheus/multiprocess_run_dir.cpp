@@ -1,19 +1,21 @@
 // multiprocess_run_dir.cpp — creating, cleaning and removing the per-run
-// directory; process liveness from /proc. Startup and shutdown only.
+// directory; run-directory ownership by lock; process liveness from /proc.
+// Startup and shutdown only.
 #include "prometheus/multiprocess_run_dir.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <signal.h>
-#include <sstream>
 #include <string>
 #include <system_error>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "config/startup_error.hpp"
 
@@ -22,6 +24,14 @@ namespace {
 
 constexpr const char* kRunPrefix = "run-";
 constexpr const char* kOwnerFile = "owner";
+// The owner file is written and locked under this name, then renamed: an
+// "owner" file that another launcher finds is always locked already.
+constexpr const char* kOwnerStagingFile = "owner.new";
+// The owner file reads "<pid> <start time> flock <host>": the pid and start
+// time come first as in the format before the lock (for older launchers
+// sharing the base directory); "flock" says the live launcher holds a lock
+// on the file, and the host is there for whoever looks at a shared volume.
+constexpr const char* kLockedOwnerMarker = "flock";
 constexpr auto kOwnerlessGrace = std::chrono::minutes(10);
 
 std::uint64_t read_start_time(pid_t pid) noexcept {
@@ -47,6 +57,77 @@ std::uint64_t read_start_time(pid_t pid) noexcept {
 
 StartupError dir_error(const std::filesystem::path& dir, const std::string& what) {
   return StartupError({"prometheus", dir.string(), "--metrics-multiproc-dir"}, what);
+}
+
+std::string os_error(int error) {
+  return std::error_code(error, std::generic_category()).message();
+}
+
+std::string host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "unknown";
+  return name;
+}
+
+// Creates the owner file of a new run directory, locks it and writes who
+// owns it; returns the locked descriptor (close-on-exec: programs the
+// launcher starts never hold the lock). Throws StartupError with the OS's
+// reason.
+int create_locked_owner_file(const std::filesystem::path& run_dir) {
+  const std::filesystem::path staging = run_dir / kOwnerStagingFile;
+  const std::filesystem::path owner = run_dir / kOwnerFile;
+  const int fd = ::open(staging.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                        S_IRUSR | S_IWUSR);
+  if (fd < 0) throw dir_error(owner, "cannot write the owner file: " + os_error(errno));
+  auto fail = [fd, &owner](const std::string& what) {
+    const int error = errno;
+    ::close(fd);
+    return dir_error(owner, what + ": " + os_error(error));
+  };
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) throw fail("cannot lock the owner file");
+  const ProcessIdentity self = current_process_identity();
+  const std::string text = std::to_string(self.pid) + ' ' + std::to_string(self.start_time) + ' ' +
+                           kLockedOwnerMarker + ' ' + host_name() + '\n';
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      if (n == 0) errno = EIO;
+      throw fail("cannot write the owner file");
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::rename(staging.c_str(), owner.c_str()) != 0) throw fail("cannot write the owner file");
+  return fd;
+}
+
+// The owner file of a run directory when it is one that its launcher keeps
+// locked (a regular file in the current format); -1 otherwise. Never blocks:
+// a FIFO or a device named "owner" is opened non-blocking and refused.
+int open_locked_format_owner_file(const std::filesystem::path& run_dir) noexcept {
+  const int fd = ::open((run_dir / kOwnerFile).c_str(),
+                        O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return -1;
+  struct stat info {};
+  char text[512] = {};
+  long long pid = 0;
+  unsigned long long start = 0;
+  char marker[16] = {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) ||
+      ::pread(fd, text, sizeof text - 1, 0) <= 0 ||
+      std::sscanf(text, "%lld %llu %15s", &pid, &start, marker) != 3 ||
+      std::strcmp(marker, kLockedOwnerMarker) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool older_than_grace(const std::filesystem::path& run_dir) noexcept {
+  std::error_code ec;
+  const auto written = std::filesystem::last_write_time(run_dir, ec);
+  return !ec && std::filesystem::file_time_type::clock::now() - written > kOwnerlessGrace;
 }
 
 }  // namespace
@@ -97,28 +178,34 @@ MultiprocessRunDir::MultiprocessRunDir(const std::filesystem::path& base_dir) {
 
   std::string templ = (base_dir / (std::string(kRunPrefix) + "XXXXXX")).string();
   if (::mkdtemp(templ.data()) == nullptr) {  // mkdtemp creates it 0700
-    throw dir_error(base_dir, "cannot create a run directory: " +
-                                  std::error_code(errno, std::generic_category()).message());
+    throw dir_error(base_dir, "cannot create a run directory: " + os_error(errno));
   }
   path_ = templ;
   creator_ = ::getpid();
-  const ProcessIdentity self = current_process_identity();
-  std::ofstream owner(path_ / kOwnerFile);
-  owner << self.pid << ' ' << self.start_time << '\n';
-  owner.close();
-  if (!owner) {
+  try {
+    owner_lock_ = create_locked_owner_file(path_);
+  } catch (...) {
     remove();
-    throw dir_error(path_, "cannot write the owner file");
+    throw;
   }
 }
 
-MultiprocessRunDir::~MultiprocessRunDir() { remove(); }
+MultiprocessRunDir::~MultiprocessRunDir() {
+  remove();
+  // In a forked child: closing its copy of the descriptor leaves the
+  // launcher's lock in place.
+  if (owner_lock_ >= 0) ::close(owner_lock_);
+}
 
 void MultiprocessRunDir::remove() noexcept {
   if (removed_ || path_.empty() || ::getpid() != creator_) return;
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
   removed_ = true;
+  // Unlocked only once the directory is gone (closing, never LOCK_UN: a
+  // forked child shares the lock and must not release it for the launcher).
+  if (owner_lock_ >= 0) ::close(owner_lock_);
+  owner_lock_ = -1;
 }
 
 std::size_t MultiprocessRunDir::remove_stale(const std::filesystem::path& base_dir) noexcept {
@@ -131,23 +218,14 @@ std::size_t MultiprocessRunDir::remove_stale(const std::filesystem::path& base_d
     if (name.rfind(kRunPrefix, 0) != 0) continue;
     std::error_code entry_ec;
     if (!entry.is_directory(entry_ec) || entry.is_symlink(entry_ec)) continue;
-    bool stale = false;
-    std::ifstream owner(entry.path() / kOwnerFile);
-    ProcessIdentity process;
-    long long pid = 0;
-    unsigned long long start = 0;
-    if (owner >> pid >> start) {
-      process.pid = static_cast<pid_t>(pid);
-      process.start_time = start;
-      stale = !process_alive(process);
-    } else {
-      const auto written = std::filesystem::last_write_time(entry.path(), entry_ec);
-      stale =
-          !entry_ec && std::filesystem::file_time_type::clock::now() - written > kOwnerlessGrace;
-    }
-    if (!stale) continue;
-    std::filesystem::remove_all(entry.path(), entry_ec);
-    if (!entry_ec) ++removed;
+    // Its launcher is gone when its lock can be taken; the lock is kept
+    // while the directory is removed. A lock that cannot be tried at all
+    // (ENOLCK on a filesystem without locks) keeps the directory.
+    const int owner = open_locked_format_owner_file(entry.path());
+    const bool stale =
+        owner >= 0 ? ::flock(owner, LOCK_EX | LOCK_NB) == 0 : older_than_grace(entry.path());
+    if (stale && std::filesystem::remove_all(entry.path(), entry_ec) > 0 && !entry_ec) ++removed;
+    if (owner >= 0) ::close(owner);
   }
   return removed;
 }

@@ -1,7 +1,8 @@
 // multiprocess_run_dir.hpp — the launcher's per-run directory for producer
-// metric files: created fresh and private (0700) per run, removed on normal
-// exit; stale directories of dead launchers are removed, never merged.
-// Also tells live processes from dead ones. Never used on the hot path.
+// metric files: created fresh and private (0700) per run, owned through a lock
+// the live launcher holds, removed on normal exit; stale directories of dead
+// launchers are removed, never merged. Also tells live processes from dead
+// ones. Never used on the hot path.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +44,10 @@ class MultiprocessRunDir {
  public:
   // Creates base_dir if missing (0700, must belong to this user), removes
   // stale run directories in it whose owner is dead, then creates a fresh
-  // unique "run-XXXXXX" directory (0700) with an "owner" file.
+  // unique "run-XXXXXX" directory (0700) with an "owner" file that this
+  // object keeps locked (flock, close-on-exec) until it is destroyed: the
+  // lock, not a pid, tells other launchers the directory is live, so it
+  // holds across PID namespaces (containers sharing a base directory).
   // Throws StartupError (key --metrics-multiproc-dir) when that fails.
   explicit MultiprocessRunDir(const std::filesystem::path& base_dir);
   ~MultiprocessRunDir();
@@ -55,14 +59,18 @@ class MultiprocessRunDir {
   // Removes the directory and its files (idempotent; only in the creating process).
   void remove() noexcept;
 
-  // Removes every "run-*" directory under base_dir whose owner process is
-  // dead (or that has no owner file and is older than ten minutes). Returns
-  // how many were removed. Directories of live launchers are left alone.
+  // Removes every "run-*" directory under base_dir whose owner file this
+  // process can lock (its launcher is gone, in whatever PID namespace or on
+  // whatever host it ran). A directory without such an owner file (still
+  // being created, or made by a version that did not lock it) is removed only
+  // once it is older than ten minutes. Returns how many were removed.
+  // Directories of live launchers are left alone.
   static std::size_t remove_stale(const std::filesystem::path& base_dir) noexcept;
 
  private:
   std::filesystem::path path_;
   pid_t creator_ = 0;
+  int owner_lock_ = -1;  // the owner file, locked while the directory lives
   bool removed_ = false;
 };
 

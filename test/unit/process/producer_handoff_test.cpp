@@ -130,3 +130,29 @@ TEST_CASE("a handoff without isolation (an older launcher) runs every output in 
   const ProducerHandoff handoff = handoff_from_json(json);
   for (const ProducerOutput& output : handoff.outputs) CHECK_FALSE(output.isolation.process);
 }
+
+TEST_CASE("the handoff names the launcher that wrote it, which its producers follow") {
+  // The writer's own pid: a launcher that is pid 1 (a container without an
+  // init process) is named as 1 like any other.
+  const int fd = write_handoff_memfd(sample_handoff());
+  REQUIRE(fd >= 0);
+  ::setenv(kHandoffFdEnv, std::to_string(fd).c_str(), 1);
+  CHECK(read_handoff_from_environment().launcher_pid == ::getpid());
+
+  ProducerHandoff named = sample_handoff();
+  named.launcher_pid = 1;
+  CHECK(handoff_from_json(handoff_to_json(named)).launcher_pid == 1);
+
+  boost::json::object without = handoff_to_json(sample_handoff());
+  without.erase("launcher_pid");
+  CHECK(handoff_from_json(without).launcher_pid == 0);  // unknown: the parent at start
+
+  boost::json::object negative = handoff_to_json(sample_handoff());
+  negative["launcher_pid"] = -4;
+  try {
+    handoff_from_json(negative);
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.context().key == "launcher_pid");
+  }
+}
