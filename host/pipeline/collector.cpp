@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "pipeline/sample_name_claims.hpp"
+
 namespace tokenspeed::metrics {
 
 namespace {
@@ -191,6 +193,23 @@ Collector::Collector(std::nullptr_t) : store_(nullptr), router_(nullptr), option
 
 Collector::~Collector() = default;
 
+// Under mutex_: two families of one process whose samples would share a
+// name make an exposition that scrapers reject, so the second is refused
+// where it is defined, as prometheus_client refuses a duplicated timeseries.
+void Collector::throw_if_names_collide(const MetricDefinition& checked) const {
+  const MetricDefinition* other =
+      find_colliding_family(checked, [this](std::string_view name) -> const MetricDefinition* {
+        const auto found = families_.find(name);
+        return found != families_.end() ? found->second.definition.get() : nullptr;
+      });
+  if (other == nullptr) return;
+  throw std::invalid_argument(
+      "metric " + shortened(checked.name) + " (" + std::string(to_string(checked.kind)) +
+      ") collides with the " + std::string(to_string(other->kind)) + " " +
+      shortened(other->name) + " already defined in this process: both claim the sample name " +
+      shortened(shared_claimed_name(checked, *other)) + " (duplicated timeseries)");
+}
+
 Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKind kind) {
   if (definition.kind != kind) {
     throw std::invalid_argument("metric " + definition.name + " is a " +
@@ -208,6 +227,7 @@ Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKin
     }
     return found->second;
   }
+  throw_if_names_collide(checked);
   Entry& entry = families_[checked.name];
   entry.definition = std::make_unique<MetricDefinition>(std::move(checked));
   if (store_ != nullptr) {

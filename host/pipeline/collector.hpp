@@ -116,9 +116,11 @@ class Collector {
   // The family of definition, created on first call (the definition is
   // checked and copied: see checked_definition) and the same object for
   // every later call with an equal definition. Throws std::invalid_argument
-  // when the kind does not match, the definition is invalid, or another
-  // definition of that name exists. store may be null (metrics disabled):
-  // the family then hands out handles that do nothing.
+  // when the kind does not match, the definition is invalid, another
+  // definition of that name exists, or another family claims one of its
+  // sample names (counter c and gauge c_total: see sample_name_claims.hpp).
+  // store may be null (metrics disabled): the family then hands out handles
+  // that do nothing.
   CounterFamily& counter(const MetricDefinition& definition);
   GaugeFamily& gauge(const MetricDefinition& definition);
   HistogramFamily& histogram(const MetricDefinition& definition);
@@ -137,6 +139,7 @@ class Collector {
     std::unique_ptr<HistogramFamily> histogram;
   };
   Entry& entry(const MetricDefinition& definition, MetricKind kind);
+  void throw_if_names_collide(const MetricDefinition& checked) const;
 
   MetricStore* store_;
   EventRouter* router_;

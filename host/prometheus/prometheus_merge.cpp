@@ -1,10 +1,15 @@
-// prometheus_merge.cpp — the per-process to per-node aggregation of a scrape.
+// prometheus_merge.cpp — the per-process to per-node aggregation of a scrape,
+// and the choice among conflicting definitions (independent of file order).
 // Reads producer files through read_multiprocess_file; never writes to them.
 #include "prometheus/prometheus_merge.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
+#include <cstdint>
+#include <limits>
 
+#include "pipeline/sample_name_claims.hpp"
 #include "prometheus/in_process_metric_store.hpp"
 #include "prometheus/metric_store.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
@@ -25,44 +30,99 @@ bool per_process_mode(GaugeMode mode) noexcept {
   return mode == GaugeMode::all || mode == GaugeMode::liveall;
 }
 
+// The same process: a pid reused since is not, when both start times are known.
+bool same_process(const ProcessIdentity& a, const ProcessIdentity& b) noexcept {
+  return a.pid == b.pid && (a.start_time == 0 || b.start_time == 0 || a.start_time == b.start_time);
+}
+
+// A fixed total order of definitions (the last rule of the ranking): kind,
+// help, unit, label names, buckets (by bit pattern: total even for NaN),
+// gauge mode, then name, so that two different definitions never tie.
+bool definition_less(const MetricDefinition& a, const MetricDefinition& b) {
+  if (a.kind != b.kind) return a.kind < b.kind;
+  if (a.help != b.help) return a.help < b.help;
+  if (a.unit != b.unit) return a.unit < b.unit;
+  if (a.label_names != b.label_names) return a.label_names < b.label_names;
+  const auto bits_less = [](double x, double y) {
+    return std::bit_cast<std::uint64_t>(x) < std::bit_cast<std::uint64_t>(y);
+  };
+  if (std::lexicographical_compare(a.buckets.begin(), a.buckets.end(), b.buckets.begin(),
+                                   b.buckets.end(), bits_less)) {
+    return true;
+  }
+  if (std::lexicographical_compare(b.buckets.begin(), b.buckets.end(), a.buckets.begin(),
+                                   a.buckets.end(), bits_less)) {
+    return false;
+  }
+  if (a.gauge_mode != b.gauge_mode) return a.gauge_mode < b.gauge_mode;
+  return a.name < b.name;
+}
+
+constexpr std::size_t kNotInCatalog = std::numeric_limits<std::size_t>::max();
+
 }  // namespace
 
-PrometheusMerge::PrometheusMerge(const std::vector<const MetricDefinition*>& catalog) {
-  families_.reserve(catalog.size());
-  for (const MetricDefinition* metric : catalog) {
+PrometheusMerge::PrometheusMerge(const std::vector<const MetricDefinition*>& catalog)
+    : self_(current_process_identity()) {
+  candidates_.reserve(catalog.size());
+  for (std::size_t i = 0; i < catalog.size(); ++i) {
+    const MetricDefinition* metric = catalog[i];
     if (metric == nullptr || by_name_.contains(metric->name)) continue;
-    by_name_.emplace(metric->name, families_.size());
-    families_.push_back(Family{metric, nullptr, {}, {}});
+    by_name_[metric->name].push_back(candidates_.size());
+    candidates_.push_back(Candidate{metric, nullptr, i, false, {}, {}, {}});
   }
 }
 
-bool PrometheusMerge::learn(const MetricDefinition& metric) {
-  if (const auto found = by_name_.find(metric.name); found != by_name_.end()) {
-    if (*families_[found->second].metric == metric) return true;
-    ++stats_.conflicting_definitions;
-    return false;
+std::size_t PrometheusMerge::candidate_for(const MetricDefinition& metric) {
+  const auto found = by_name_.find(metric.name);
+  if (found != by_name_.end()) {
+    for (const std::size_t index : found->second) {
+      const Candidate& candidate = candidates_[index];
+      if (candidate.metric == &metric || *candidate.metric == metric) return index;
+    }
   }
   auto learned = std::make_shared<const MetricDefinition>(metric);
-  by_name_.emplace(learned->name, families_.size());
-  families_.push_back(Family{learned.get(), learned, {}, {}});
-  return true;
+  const std::size_t index = candidates_.size();
+  by_name_[learned->name].push_back(index);
+  candidates_.push_back(Candidate{learned.get(), learned, kNotInCatalog, false, {}, {}, {}});
+  return index;
+}
+
+void PrometheusMerge::note_holder(Candidate& candidate, std::size_t holder, bool own) {
+  candidate.own = candidate.own || own;
+  if (!candidate.holders.empty() && candidate.holders.back() == holder) return;
+  if (std::find(candidate.holders.begin(), candidate.holders.end(), holder) ==
+      candidate.holders.end()) {
+    candidate.holders.push_back(holder);
+  }
+}
+
+std::size_t PrometheusMerge::pid_holder(const ProcessIdentity& process) {
+  if (!holder_names_.empty() && process.pid == pid_holder_pid_) return pid_holder_;
+  const std::string name = "pid " + std::to_string(process.pid);
+  const auto found = std::find(holder_names_.begin(), holder_names_.end(), name);
+  pid_holder_ = static_cast<std::size_t>(found - holder_names_.begin());
+  if (found == holder_names_.end()) holder_names_.push_back(name);
+  pid_holder_pid_ = process.pid;
+  return pid_holder_;
 }
 
 void PrometheusMerge::add_series(const MetricDefinition& metric,
                                  std::span<const std::string_view> label_values,
                                  std::span<const double> slots, const ProcessIdentity& process,
                                  bool live) {
-  if (!learn(metric)) {
-    ++stats_.mismatched_series;
-    return;
-  }
-  add_to_family(families_[by_name_.at(metric.name)], label_values, slots, process, live);
+  const std::size_t index = candidate_for(metric);
+  const std::size_t holder = pid_holder(process);
+  Candidate& candidate = candidates_[index];
+  note_holder(candidate, holder, same_process(process, self_));
+  add_to_candidate(candidate, label_values, slots, process, live);
 }
 
-void PrometheusMerge::add_to_family(Family& family, std::span<const std::string_view> label_values,
-                                    std::span<const double> slots, const ProcessIdentity& process,
-                                    bool live) {
-  const MetricDefinition& metric = *family.metric;
+void PrometheusMerge::add_to_candidate(Candidate& candidate,
+                                       std::span<const std::string_view> label_values,
+                                       std::span<const double> slots,
+                                       const ProcessIdentity& process, bool live) {
+  const MetricDefinition& metric = *candidate.metric;
   if (slots.size() != series_slot_count(metric) ||
       label_values.size() != metric.label_names.size()) {
     ++stats_.mismatched_series;
@@ -95,16 +155,16 @@ void PrometheusMerge::add_to_family(Family& family, std::span<const std::string_
   }
   if (per_process) key_ += pid;
 
-  auto [where, inserted] = family.index.try_emplace(key_, family.series.size());
+  auto [where, inserted] = candidate.index.try_emplace(key_, candidate.series.size());
   if (inserted) {
     Accumulated series;
     series.label_values.assign(label_values.begin(), label_values.end());
     if (per_process) series.label_values.push_back(pid);
     series.slots.assign(slots.begin(), slots.end());
-    family.series.push_back(std::move(series));
+    candidate.series.push_back(std::move(series));
     return;
   }
-  std::vector<double>& into = family.series[where->second].slots;
+  std::vector<double>& into = candidate.series[where->second].slots;
   if (gauge && (metric.gauge_mode == GaugeMode::livemax || metric.gauge_mode == GaugeMode::max)) {
     into[0] = std::max(into[0], slots[0]);
   } else if (gauge && metric.gauge_mode == GaugeMode::min) {
@@ -125,27 +185,38 @@ void PrometheusMerge::add_directory(const std::filesystem::path& dir) {
   std::sort(files.begin(), files.end());
   for (const auto& path : files) {
     MultiprocessFileInfo info;
-    // Families this file defines differently from an earlier process: its
-    // series of them are left out rather than mixed into another family.
-    std::vector<std::string> conflicting;
+    bool own = false;
+    const std::size_t holder = holder_names_.size();
+    holder_names_.push_back(path.filename().string());
+    // This file's definitions: its series belong to them (a series of a
+    // name the file does not define falls back to the catalog's).
+    std::unordered_map<std::string_view, std::size_t> defined;
     const bool read = read_multiprocess_file(
-        path, [&info](const MultiprocessFileInfo& file) { info = file; },
+        path,
+        [&](const MultiprocessFileInfo& file) {
+          info = file;
+          own = same_process(file.writer, self_);
+        },
         [&](const MultiprocessSeriesView& view) {
-          const auto found = by_name_.find(view.metric_name);
-          if (found == by_name_.end()) {
+          std::size_t index = kNotInCatalog;
+          if (const auto found = defined.find(view.metric_name); found != defined.end()) {
+            index = found->second;
+          } else if (const auto named = by_name_.find(view.metric_name); named != by_name_.end()) {
+            for (const std::size_t each : named->second) {
+              if (candidates_[each].catalog_position != kNotInCatalog) index = each;
+            }
+          }
+          if (index == kNotInCatalog) {
             ++stats_.unknown_series;
             return;
           }
-          if (std::find(conflicting.begin(), conflicting.end(), view.metric_name) !=
-              conflicting.end()) {
-            ++stats_.mismatched_series;
-            return;
-          }
-          add_to_family(families_[found->second], view.label_values, view.slots, info.writer,
-                        info.live);
+          add_to_candidate(candidates_[index], view.label_values, view.slots, info.writer,
+                           info.live);
         },
         [&](const MetricDefinition& definition) {
-          if (!learn(definition)) conflicting.push_back(definition.name);
+          const std::size_t index = candidate_for(definition);
+          note_holder(candidates_[index], holder, own);
+          defined[candidates_[index].metric->name] = index;
         });
     if (!read) continue;
     ++stats_.files;
@@ -167,17 +238,107 @@ void PrometheusMerge::add_store(const InProcessMetricStore& store) {
   });
 }
 
+bool PrometheusMerge::ranks_before(const Candidate& a, const Candidate& b) const {
+  const bool a_catalog = a.catalog_position != kNotInCatalog;
+  const bool b_catalog = b.catalog_position != kNotInCatalog;
+  if (a_catalog != b_catalog) return a_catalog;
+  if (a_catalog) return a.catalog_position < b.catalog_position;
+  if (a.own != b.own) return a.own;
+  if (a.holders.size() != b.holders.size()) return a.holders.size() > b.holders.size();
+  // Of two colliding names, the family the other is named after (counter
+  // h:c before gauge h:c_total): what a reader of the exposition expects.
+  if (a.metric->name.size() != b.metric->name.size()) {
+    return a.metric->name.size() < b.metric->name.size();
+  }
+  return definition_less(*a.metric, *b.metric);
+}
+
+HeldDefinition PrometheusMerge::held(const Candidate& candidate) const {
+  HeldDefinition out;
+  out.definition =
+      candidate.learned ? candidate.learned : std::make_shared<const MetricDefinition>(*candidate.metric);
+  for (const std::size_t holder : candidate.holders) out.holders.push_back(holder_names_[holder]);
+  std::sort(out.holders.begin(), out.holders.end());
+  out.catalog = candidate.catalog_position != kNotInCatalog;
+  out.series = candidate.series.size();
+  return out;
+}
+
 std::vector<MergedFamily> PrometheusMerge::take_families() {
-  std::vector<MergedFamily> out;
-  out.reserve(families_.size());
-  // Learned families follow the catalog's, by name: the same exposition
-  // whichever process happened to define a family first.
-  std::stable_sort(families_.begin(), families_.end(), [](const Family& a, const Family& b) {
-    if (!a.learned || !b.learned) return !a.learned && b.learned;
-    return a.metric->name < b.metric->name;
-  });
+  // Each name's definitions, best first; then the names by their best.
+  std::vector<std::vector<std::size_t>> names;
+  names.reserve(by_name_.size());
+  const auto before = [this](std::size_t a, std::size_t b) {
+    return ranks_before(candidates_[a], candidates_[b]);
+  };
+  for (auto& [name, ranked] : by_name_) {
+    std::sort(ranked.begin(), ranked.end(), before);
+    names.push_back(std::move(ranked));
+  }
   by_name_.clear();
-  for (Family& family : families_) {
+  std::sort(names.begin(), names.end(),
+            [&](const auto& a, const auto& b) { return before(a.front(), b.front()); });
+
+  // Each name's best definition claims its sample names unless a better
+  // ranked family (or the merge's own gauges) claimed one of them first.
+  constexpr std::size_t kMergeOwn = std::numeric_limits<std::size_t>::max();
+  std::unordered_map<std::string, std::size_t> claimed;  // sample name -> winning candidate
+  for (const MetricDefinition& own : merge_self_metric_definitions()) {
+    for (std::string& name : claimed_names(own)) claimed.emplace(std::move(name), kMergeOwn);
+  }
+  std::vector<std::size_t> exposed;
+  conflicts_.clear();
+  for (const std::vector<std::size_t>& ranked : names) {
+    const Candidate& best = candidates_[ranked.front()];
+    std::vector<std::string> wanted = claimed_names(*best.metric);
+    const auto taken = std::find_if(wanted.begin(), wanted.end(), [&](const std::string& name) {
+      return claimed.contains(name);
+    });
+    MergeConflict conflict;
+    std::size_t first_left_out = 1;
+    if (taken == wanted.end()) {
+      for (std::string& name : wanted) claimed.emplace(std::move(name), ranked.front());
+      exposed.push_back(ranked.front());
+      if (ranked.size() > 1) conflict.exposed = held(best);
+    } else {
+      first_left_out = 0;
+      conflict.shared_name = *taken;
+      const std::size_t owner = claimed.at(*taken);
+      if (owner == kMergeOwn) {
+        const MetricDefinition& own = *std::find_if(
+            merge_self_metric_definitions().begin(), merge_self_metric_definitions().end(),
+            [&](const MetricDefinition& each) { return !shared_claimed_name(each, *best.metric).empty(); });
+        conflict.exposed.definition = std::make_shared<const MetricDefinition>(own);
+        conflict.exposed.holders = {"the host's merge figures"};
+      } else {
+        conflict.exposed = held(candidates_[owner]);
+      }
+    }
+    if (first_left_out >= ranked.size()) continue;
+    conflict.family = best.metric->name;
+    for (std::size_t i = first_left_out; i < ranked.size(); ++i) {
+      conflict.left_out.push_back(held(candidates_[ranked[i]]));
+      conflict.left_out_series += candidates_[ranked[i]].series.size();
+    }
+    stats_.conflicting_definitions += conflict.left_out.size();
+    stats_.conflicting_series += conflict.left_out_series;
+    conflicts_.push_back(std::move(conflict));
+  }
+  std::sort(conflicts_.begin(), conflicts_.end(),
+            [](const MergeConflict& a, const MergeConflict& b) { return a.family < b.family; });
+
+  // The catalog's families in its order, then the others by name: the same
+  // exposition whichever process happened to define a family first.
+  std::sort(exposed.begin(), exposed.end(), [this](std::size_t a, std::size_t b) {
+    const Candidate& x = candidates_[a];
+    const Candidate& y = candidates_[b];
+    if (x.catalog_position != y.catalog_position) return x.catalog_position < y.catalog_position;
+    return x.metric->name < y.metric->name;
+  });
+  std::vector<MergedFamily> out;
+  out.reserve(exposed.size() + 2);
+  for (const std::size_t index : exposed) {
+    Candidate& family = candidates_[index];
     if (family.series.empty()) continue;
     std::sort(
         family.series.begin(), family.series.end(),
@@ -186,21 +347,21 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
     merged.metric = family.metric;
     merged.learned = family.learned;
     merged.series.reserve(family.series.size());
-    const auto& names = family.metric->label_names;
+    const auto& label_names = family.metric->label_names;
     for (Accumulated& series : family.series) {
       MergedSeries item;
       item.labels.reserve(series.label_values.size());
       for (std::size_t i = 0; i < series.label_values.size(); ++i) {
-        item.labels.emplace_back(i < names.size() ? names[i] : std::string("pid"),
+        item.labels.emplace_back(i < label_names.size() ? label_names[i] : std::string("pid"),
                                  std::move(series.label_values[i]));
       }
       item.slots = std::move(series.slots);
       merged.series.push_back(std::move(item));
     }
     out.push_back(std::move(merged));
-    family.series.clear();
-    family.index.clear();
   }
+  for (MergedFamily& own : merge_conflict_families(conflicts_)) out.push_back(std::move(own));
+  candidates_.clear();
   return out;
 }
 
@@ -209,8 +370,12 @@ std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeStats*
   if (!sources.run_dir.empty()) merge.add_directory(sources.run_dir);
   if (sources.local_store != nullptr) merge.add_store(*sources.local_store);
   if (sources.extra) sources.extra(merge);
+  std::vector<MergedFamily> families = merge.take_families();
   if (stats != nullptr) *stats = merge.stats();
-  return merge.take_families();
+  MergeConflictLog& log =
+      sources.conflict_log != nullptr ? *sources.conflict_log : MergeConflictLog::process_log();
+  log.report(merge.conflicts());
+  return families;
 }
 
 std::vector<const MetricDefinition*> catalog_pointers(

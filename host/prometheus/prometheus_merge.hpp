@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pipeline/metric_catalog.hpp"
+#include "prometheus/merge_conflicts.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 
 namespace tokenspeed::metrics {
@@ -39,23 +40,34 @@ struct MergedFamily {
 struct MergeStats {
   std::size_t files = 0;              // producer files read
   std::size_t live_files = 0;         // of which the writer is alive
-  std::size_t unknown_series = 0;     // records whose family nobody defined
-  std::size_t mismatched_series = 0;  // wrong slot or label count, or a conflicting definition
-  std::size_t conflicting_definitions = 0;  // a name defined differently by two processes
+  std::size_t unknown_series = 0;     // records whose family neither the file nor the catalog defines
+  std::size_t mismatched_series = 0;  // wrong slot or label count for their definition
+  std::size_t conflicting_definitions = 0;  // definitions left out (see below)
+  std::size_t conflicting_series = 0;       // merged series of those definitions
 };
 
+// Which definition of a name /metrics shows (decided at take_families, the
+// same for any order of the files):
+//  1. a definition the catalog gives (the scraping launcher's own set);
+//  2. then one the scraping process itself records (its own producer file,
+//     its stores, the series it adds);
+//  3. then the one the most processes hold;
+//  4. then the first in a fixed order of (kind, help, unit, label names,
+//     buckets, gauge mode).
+// Families of different names whose sample names collide (counter c and
+// gauge c_total, histogram h and gauge h_bucket; see sample_name_claims.hpp)
+// are ranked the same way, with the shorter name (the family the other is
+// named after) before rule 4: the lower one is left out. Whatever is
+// left out is counted per family (MergeStats, conflicts(), the merge's own
+// gauges of merge_conflicts.hpp), never mixed into another family.
+//
 // Threading: one merge per scrape, used by one thread; the catalog outlives it.
 class PrometheusMerge {
  public:
   explicit PrometheusMerge(const std::vector<const MetricDefinition*>& catalog);
 
-  // A family that a process defined: exposed after the catalog's, in the
-  // order first seen. A definition that differs from the one already known
-  // under that name is counted and returns false (the first one stands).
-  bool learn(const MetricDefinition& metric);
-
-  // One process's series (its family learned when new). Gauges in live
-  // modes are ignored when !live.
+  // One process's series under its definition. Gauges in live modes are
+  // ignored when !live.
   void add_series(const MetricDefinition& metric, std::span<const std::string_view> label_values,
                   std::span<const double> slots, const ProcessIdentity& process, bool live);
   // Every "*.db" producer file directly under dir, with the definitions it
@@ -64,9 +76,12 @@ class PrometheusMerge {
   // A store of this process (alive by definition).
   void add_store(const InProcessMetricStore& store);
 
-  // Families in catalog order, then the learned ones by name; families
-  // without any series are left out. Ends the merge.
+  // Families in catalog order, then the others by name, then the merge's own
+  // conflict gauges when there is a conflict; families without any series
+  // are left out. Ends the merge.
   std::vector<MergedFamily> take_families();
+  // After take_families: what it left out, by family name.
+  const std::vector<MergeConflict>& conflicts() const noexcept { return conflicts_; }
   const MergeStats& stats() const noexcept { return stats_; }
 
  private:
@@ -74,17 +89,32 @@ class PrometheusMerge {
     std::vector<std::string> label_values;  // pid appended for all/liveall
     std::vector<double> slots;
   };
-  struct Family {
+  // One definition of a name and the series of the processes that hold it.
+  struct Candidate {
     const MetricDefinition* metric;
-    std::shared_ptr<const MetricDefinition> learned;  // null for catalog families
+    std::shared_ptr<const MetricDefinition> learned;  // null for catalog definitions
+    std::size_t catalog_position;                     // SIZE_MAX: not in the catalog
+    bool own = false;                    // held by the scraping process
+    std::vector<std::size_t> holders;    // indices into holder_names_
     std::unordered_map<std::string, std::size_t> index;  // joined label values -> series
     std::vector<Accumulated> series;
   };
-  void add_to_family(Family& family, std::span<const std::string_view> label_values,
-                     std::span<const double> slots, const ProcessIdentity& process, bool live);
+  std::size_t candidate_for(const MetricDefinition& metric);
+  void note_holder(Candidate& candidate, std::size_t holder, bool own);
+  std::size_t pid_holder(const ProcessIdentity& process);
+  void add_to_candidate(Candidate& candidate, std::span<const std::string_view> label_values,
+                        std::span<const double> slots, const ProcessIdentity& process, bool live);
+  bool ranks_before(const Candidate& a, const Candidate& b) const;
+  HeldDefinition held(const Candidate& candidate) const;
 
-  std::vector<Family> families_;
-  std::unordered_map<std::string_view, std::size_t> by_name_;
+  std::vector<Candidate> candidates_;
+  // Family name -> its candidates; the keys view the candidates' names.
+  std::unordered_map<std::string_view, std::vector<std::size_t>> by_name_;
+  std::vector<std::string> holder_names_;  // producer file names, "pid N" for in-process series
+  pid_t pid_holder_pid_ = 0;
+  std::size_t pid_holder_ = 0;
+  ProcessIdentity self_;
+  std::vector<MergeConflict> conflicts_;
   MergeStats stats_;
   std::string key_;  // scratch
 };
@@ -96,6 +126,8 @@ struct ScrapeSources {
   const InProcessMetricStore* local_store = nullptr;  // this process's own series
   // Adds further series (for example the reporter self-metrics) to the merge.
   std::function<void(PrometheusMerge&)> extra;
+  // Where conflicts are logged (once per family); null: the process's log.
+  MergeConflictLog* conflict_log = nullptr;
 };
 
 std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeStats* stats = nullptr);

@@ -204,6 +204,89 @@ def test_bad_arguments_raise_with_a_clear_message():
     assert "unknown metrics flag" in str(unknown.value)
 
 
+def test_a_family_whose_sample_names_collide_with_another_is_refused_with_value_error():
+    script = """
+import os, tokenspeed_metrics
+for v in ("TOKENSPEED_METRICS_HANDOFF_FILE", "TOKENSPEED_METRICS_HANDOFF_FD",
+          "TOKENSPEED_METRICS_DISABLED"):
+    os.environ.pop(v, None)
+tokenspeed_metrics.start([])
+tokenspeed_metrics.Counter("py:c", "C.").inc()
+tokenspeed_metrics.Histogram("py:h", "H.").observe(1)
+for name in ("py:c_total", "py:c_created", "py:h_bucket", "py:h_count"):
+    try:
+        tokenspeed_metrics.Gauge(name, "G.").set(1)
+        print("accepted:", name)
+    except ValueError as error:
+        print("refused:", error)
+"""
+    result = run_python("-c", script)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert len(lines) == 4, result.stdout
+    assert lines[0] == ("refused: metric py:c_total (gauge) collides with the counter py:c already "
+                        "defined in this process: both claim the sample name py:c_total "
+                        "(duplicated timeseries)")
+    assert "counter py:c " in lines[1]
+    assert "histogram py:h " in lines[2] and "py:h_bucket" in lines[2]
+    assert "histogram py:h " in lines[3]
+
+
+def define_differently_in_worker(index):
+    """Workers 0 and 1 agree; worker 2 defines py:shared otherwise and a gauge
+    whose name collides with worker 0's counter py:c."""
+    if index < 2:
+        tokenspeed_metrics.Counter("py:shared", "Requests.").inc(index + 1)
+    else:
+        tokenspeed_metrics.Gauge("py:shared", "Requests?", multiprocess_mode="max").set(7)
+        tokenspeed_metrics.Gauge("py:c_total", "A gauge.", multiprocess_mode="max").set(9)
+    if index == 0:
+        tokenspeed_metrics.Counter("py:c", "A counter.").inc(3)
+
+
+def test_processes_that_define_one_name_differently_are_counted_and_logged_once(workdir):
+    script = f"""
+import multiprocessing, sys, urllib.request
+sys.path.insert(0, {HERE!r})
+import tokenspeed_metrics
+from test_tokenspeed_metrics import define_differently_in_worker
+if __name__ == "__main__":
+    tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
+                              "--metrics-multiproc-dir", {workdir!r}])
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=define_differently_in_worker, args=(i,)) for i in range(3)]
+    for w in workers: w.start()
+    for w in workers: w.join(); assert w.exitcode == 0, w.exitcode
+    for scrape in range(3):
+        with urllib.request.urlopen(tokenspeed_metrics.metrics_url(), timeout=30) as r:
+            text = r.read().decode()
+    sys.stdout.write(text)
+    tokenspeed_metrics.close()
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
+    result = run_script(workdir, script, env=env)
+    assert result.returncode == 0, result.stderr
+    scrape = samples(result.stdout, "py:")
+    assert scrape[("py:shared_total", ())] == 3  # the definition two workers hold
+    assert scrape[("py:c_total", ())] == 3  # the counter py:c, not worker 2's gauge
+    own = samples(result.stdout, "tokenspeed_metrics_merge_")
+    for family, series in (("py:shared", 1), ("py:c_total", 1)):
+        label = (("family", family),)
+        assert own[("tokenspeed_metrics_merge_conflicting_definitions", label)] == 1
+        assert own[("tokenspeed_metrics_merge_series_left_out", label)] == series
+    warnings = [line for line in result.stderr.splitlines() if "warning: metric py:" in line]
+    assert len(warnings) == 2, result.stderr  # once per family, not per scrape
+    assert "py:shared is defined differently" in warnings[0] or \
+        "py:shared is defined differently" in warnings[1]
+    assert any("py:c_total collides with py:c" in line for line in warnings), warnings
+    if os.path.exists("/usr/bin/promtool"):
+        check = subprocess.run(["/usr/bin/promtool", "check", "metrics"], input=result.stdout,
+                               capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
+        problems = [line for line in check.stdout.splitlines() + check.stderr.splitlines()
+                    if line.strip() and "should not contain ':'" not in line]
+        assert check.returncode in (0, 3) and not problems, check.stdout + check.stderr
+
+
 def test_negative_increments_and_recording_before_start_are_refused():
     script = """
 import os, tokenspeed_metrics

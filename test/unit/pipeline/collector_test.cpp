@@ -122,6 +122,84 @@ TEST_CASE("a wrong number of label values is refused; a wrong kind is refused") 
   CHECK_THROWS_AS(collector.histogram(kGauge), std::invalid_argument);
 }
 
+TEST_CASE("a family whose sample names collide with another family's in this process is refused") {
+  const auto plain = [](const char* name, MetricKind kind) {
+    return MetricDefinition{name, kind, "", "", {}, {}, GaugeMode::livemax};
+  };
+  const auto refused = [](Collector& collector, const MetricDefinition& definition) -> std::string {
+    try {
+      switch (definition.kind) {
+        case MetricKind::counter:
+          collector.counter(definition);
+          break;
+        case MetricKind::gauge:
+          collector.gauge(definition);
+          break;
+        case MetricKind::histogram:
+          collector.histogram(definition);
+          break;
+      }
+    } catch (const std::invalid_argument& error) {
+      return error.what();
+    }
+    return "";
+  };
+  InProcessMetricStore store;
+  Collector collector(store);
+  collector.counter(plain("h:c", MetricKind::counter));
+  collector.histogram(plain("h:h", MetricKind::histogram));
+
+  const std::string message = refused(collector, plain("h:c_total", MetricKind::gauge));
+  CHECK(message ==
+        "metric h:c_total (gauge) collides with the counter h:c already defined in this process: "
+        "both claim the sample name h:c_total (duplicated timeseries)");
+  CHECK(refused(collector, plain("h:c_created", MetricKind::gauge)).find("counter h:c") !=
+        std::string::npos);
+  CHECK(refused(collector, plain("h:c", MetricKind::gauge)).find("already defined differently") !=
+        std::string::npos);
+  for (const char* name : {"h:h_bucket", "h:h_sum", "h:h_count", "h:h_created"}) {
+    INFO(name);
+    CHECK(refused(collector, plain(name, MetricKind::gauge)).find("histogram h:h") !=
+          std::string::npos);
+  }
+  // The other way round: the gauge first, then the family that claims its name.
+  collector.gauge(plain("h:g_total", MetricKind::gauge));
+  CHECK(refused(collector, plain("h:g", MetricKind::counter)).find("gauge h:g_total") !=
+        std::string::npos);
+  collector.gauge(plain("h:x_count", MetricKind::gauge));
+  CHECK(refused(collector, plain("h:x", MetricKind::histogram)).find("gauge h:x_count") !=
+        std::string::npos);
+  // Names that only look alike are fine, and a refused family left nothing behind.
+  CHECK(refused(collector, plain("h:c_totals", MetricKind::gauge)).empty());
+  CHECK(refused(collector, plain("h:h_bucket_size", MetricKind::gauge)).empty());
+  CHECK(refused(collector, plain("h:c_total", MetricKind::gauge)) == message);
+
+  SECTION("a collector of a process with metrics disabled refuses them too") {
+    Collector disabled(nullptr);
+    disabled.counter(plain("h:c", MetricKind::counter));
+    CHECK_FALSE(refused(disabled, plain("h:c_total", MetricKind::gauge)).empty());
+  }
+}
+
+TEST_CASE("the TokenSpeed catalog has no two families whose sample names collide") {
+  InProcessMetricStore store;
+  Collector collector(store);
+  for (const MetricDefinition& definition : tokenspeed_catalog()) {
+    INFO(definition.name);
+    switch (definition.kind) {
+      case MetricKind::counter:
+        CHECK_NOTHROW(collector.counter(definition));
+        break;
+      case MetricKind::gauge:
+        CHECK_NOTHROW(collector.gauge(definition));
+        break;
+      case MetricKind::histogram:
+        CHECK_NOTHROW(collector.histogram(definition));
+        break;
+    }
+  }
+}
+
 TEST_CASE("counter inc reaches the Prometheus aggregate; a negative or NaN delta is ignored") {
   InProcessMetricStore store;
   Collector collector(store);

@@ -7,12 +7,15 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <set>
+#include <sstream>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "prometheus/in_process_metric_store.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
+#include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
 
 using namespace tokenspeed::metrics;
@@ -242,27 +245,251 @@ TEST_CASE("a producer's definitions travel with its metric file: families outsid
   CHECK(stats.unknown_series == 0);
 }
 
-TEST_CASE("a name two processes define differently keeps the first definition; the other's series are left out") {
+namespace {
+
+// Writes one producer file called <prefix>_<pid>.db holding one series
+// (value 1, no labels) of each definition.
+void write_file(const std::filesystem::path& dir, const std::string& prefix,
+                const std::vector<MetricDefinition>& definitions) {
+  MultiprocessMetricStore store({dir, prefix});
+  for (const MetricDefinition& definition : definitions) {
+    store.allocate_series(definition, std::vector<std::string>{})[0] = 1;
+  }
+}
+
+std::string scrape(const std::filesystem::path& dir, MergeStats* stats = nullptr,
+                   std::vector<const MetricDefinition*> catalog = {},
+                   MergeConflictLog* log = nullptr) {
+  static MergeConflictLog quiet([](std::string_view) {});
+  ScrapeSources sources;
+  sources.catalog = std::move(catalog);
+  sources.run_dir = dir;
+  sources.conflict_log = log != nullptr ? log : &quiet;
+  return render_exposition(merge_scrape(sources, stats));
+}
+
+// Sample name -> the families (TYPE lines) under which it appears, and the
+// TYPE names themselves: a valid exposition has one family per name.
+std::map<std::string, std::set<std::string>> families_per_sample_name(const std::string& text) {
+  std::map<std::string, std::set<std::string>> out;
+  std::istringstream lines(text);
+  std::string line;
+  std::string family;
+  while (std::getline(lines, line)) {
+    if (line.rfind("# TYPE ", 0) == 0) {
+      family = line.substr(7, line.find(' ', 7) - 7);
+      out[family].insert(family);
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    out[line.substr(0, line.find_first_of("{ "))].insert(family);
+  }
+  return out;
+}
+
+bool no_sample_name_in_two_families(const std::string& text) {
+  for (const auto& [name, families] : families_per_sample_name(text)) {
+    if (families.size() != 1) {
+      UNSCOPED_INFO(name << " appears in " << families.size() << " families");
+      return false;
+    }
+  }
+  return true;
+}
+
+// Gauges in the max mode: the files of these tests are closed, and a closed
+// file's gauges in a live mode are not merged.
+MetricDefinition plain(const char* name, MetricKind kind, const char* help) {
+  return MetricDefinition{name, kind, help, "", {}, {}, GaugeMode::max};
+}
+
+}  // namespace
+
+TEST_CASE("the definition /metrics shows for a name does not depend on the order of the files") {
+  const MetricDefinition first_help = plain("shared", MetricKind::counter, "Help A.");
+  const MetricDefinition second_help = plain("shared", MetricKind::counter, "Help B.");
+  const MetricDefinition as_gauge = plain("shared", MetricKind::gauge, "Help C.");
+  // Files are read sorted by name: the same holders under swapped names.
+  TempDir one, two;
+  write_file(one.path, "a", {first_help});
+  write_file(one.path, "b", {second_help});
+  write_file(one.path, "c", {second_help});
+  write_file(one.path, "d", {as_gauge});
+  write_file(two.path, "a", {as_gauge});
+  write_file(two.path, "b", {second_help});
+  write_file(two.path, "c", {first_help});
+  write_file(two.path, "d", {second_help});
+  const std::string text = scrape(one.path);
+  CHECK(text == scrape(two.path));
+  // The definition two processes hold wins; one series each is left out.
+  CHECK(text.find("# HELP shared_total Help B.\n") != std::string::npos);
+  CHECK(text.find("shared_total 2\n") != std::string::npos);
+
+  SECTION("a tie is broken by a fixed order of the definitions, not by file order") {
+    TempDir three, four;
+    write_file(three.path, "a", {first_help});
+    write_file(three.path, "b", {second_help});
+    write_file(four.path, "a", {second_help});
+    write_file(four.path, "b", {first_help});
+    CHECK(scrape(three.path) == scrape(four.path));
+  }
+}
+
+TEST_CASE("definitions left out are counted per family in the stats and on /metrics") {
   TempDir dir;
-  const MetricDefinition as_counter{"shared_name", MetricKind::counter, "", "", {}, {},
+  const MetricDefinition as_counter{"shared_name", MetricKind::counter, "", "", {"k"}, {},
                                     GaugeMode::livemax};
-  const MetricDefinition as_gauge{"shared_name", MetricKind::gauge, "", "", {}, {},
-                                  GaugeMode::livemax};
+  const MetricDefinition as_gauge{"shared_name", MetricKind::gauge, "", "", {"k"}, {},
+                                  GaugeMode::max};
   {
     MultiprocessMetricStore first({dir.path, "a"});
-    first.allocate_series(as_counter, std::vector<std::string>{})[0] = 5;
+    first.allocate_series(as_counter, std::vector<std::string>{"x"})[0] = 5;
     MultiprocessMetricStore second({dir.path, "b"});
-    second.allocate_series(as_gauge, std::vector<std::string>{})[0] = 7;
+    second.allocate_series(as_gauge, std::vector<std::string>{"x"})[0] = 7;
+    second.allocate_series(as_gauge, std::vector<std::string>{"y"})[0] = 8;
+    MultiprocessMetricStore third({dir.path, "c"});
+    third.allocate_series(as_gauge, std::vector<std::string>{"x"})[0] = 9;
   }
   MergeStats stats;
-  ScrapeSources sources;
-  sources.run_dir = dir.path;
-  const std::vector<MergedFamily> families = merge_scrape(sources, &stats);
-  REQUIRE(families.size() == 1);
-  CHECK(families.front().metric->kind == MetricKind::counter);
-  CHECK(families.front().series.at(0).slots[0] == 5);
+  const std::string text = scrape(dir.path, &stats);
   CHECK(stats.conflicting_definitions == 1);
-  CHECK(stats.mismatched_series == 1);
+  CHECK(stats.conflicting_series == 1);
+  CHECK(stats.mismatched_series == 0);
+  CHECK(text.find("# TYPE shared_name gauge\n") != std::string::npos);
+  CHECK(text.find("shared_name_total") == std::string::npos);
+  CHECK(text.find("tokenspeed_metrics_merge_conflicting_definitions{family=\"shared_name\"} 1\n") !=
+        std::string::npos);
+  CHECK(text.find("tokenspeed_metrics_merge_series_left_out{family=\"shared_name\"} 1\n") !=
+        std::string::npos);
+
+  SECTION("the catalog's definition wins even when more processes hold another one") {
+    MergeStats with_catalog;
+    const std::string shown = scrape(dir.path, &with_catalog, {&as_counter});
+    CHECK(shown.find("shared_name_total{k=\"x\"} 5\n") != std::string::npos);
+    CHECK(shown.find("# TYPE shared_name gauge") == std::string::npos);
+    CHECK(with_catalog.conflicting_definitions == 1);
+    CHECK(with_catalog.conflicting_series == 2);
+  }
+  SECTION("without a conflict the merge's own gauges are absent") {
+    TempDir clean;
+    write_file(clean.path, "a", {as_counter});
+    CHECK(scrape(clean.path).find("tokenspeed_metrics_merge_") == std::string::npos);
+  }
+}
+
+TEST_CASE("the scraping launcher's own definition wins over one more processes hold") {
+  const MetricDefinition launchers = plain("shared", MetricKind::counter, "The launcher's.");
+  const MetricDefinition workers = plain("shared", MetricKind::counter, "The workers'.");
+  TempDir dir;
+  const auto record = [&workers](MultiprocessMetricStore& store) {
+    store.allocate_series(workers, std::vector<std::string>{})[0] = 5;
+  };
+  Producer a(dir.path, record);
+  Producer b(dir.path, record);
+  write_file(dir.path, "launcher", {launchers});  // written by this process
+  MergeStats stats;
+  const std::string text = scrape(dir.path, &stats);
+  CHECK(text.find("# HELP shared_total The launcher's.\n") != std::string::npos);
+  CHECK(text.find("shared_total 1\n") != std::string::npos);
+  CHECK(stats.conflicting_definitions == 1);
+  CHECK(stats.conflicting_series == 1);
+}
+
+TEST_CASE("families of two processes whose sample names collide: one is exposed, the other counted") {
+  const MetricDefinition counter = plain("h:c", MetricKind::counter, "A counter.");
+  const MetricDefinition counter_named_total = plain("h:c_total", MetricKind::gauge, "A gauge.");
+  const MetricDefinition histogram{"h:h", MetricKind::histogram, "A histogram.", "", {}, {1, 2},
+                                   GaugeMode::livemax};
+  const MetricDefinition bucket_gauge = plain("h:h_bucket", MetricKind::gauge, "Buckets?");
+  const MetricDefinition created_gauge = plain("h:h_created", MetricKind::gauge, "Created?");
+  TempDir dir;
+  write_file(dir.path, "a", {counter, histogram});
+  write_file(dir.path, "b", {counter_named_total, bucket_gauge});
+  write_file(dir.path, "c", {counter_named_total, created_gauge});
+  write_file(dir.path, "d", {histogram});
+  MergeStats stats;
+  const std::string text = scrape(dir.path, &stats);
+  CHECK(no_sample_name_in_two_families(text));
+  // h:c_total and h:h are held by two processes each, the others by one.
+  CHECK(text.find("# TYPE h:c_total gauge\n") != std::string::npos);
+  CHECK(text.find("# TYPE h:c_total counter") == std::string::npos);
+  CHECK(text.find("h:h_count 2\n") != std::string::npos);
+  CHECK(text.find("# TYPE h:h_bucket") == std::string::npos);
+  CHECK(text.find("# TYPE h:h_created") == std::string::npos);
+  for (const char* family : {"h:c", "h:h_bucket", "h:h_created"}) {
+    INFO(family);
+    CHECK(text.find("tokenspeed_metrics_merge_conflicting_definitions{family=\"" +
+                    std::string(family) + "\"} 1\n") != std::string::npos);
+  }
+  CHECK(stats.conflicting_definitions == 3);
+  CHECK(stats.conflicting_series == 3);
+
+  SECTION("between equally held families, the one the other is named after is exposed") {
+    TempDir tie;
+    write_file(tie.path, "a", {counter_named_total, bucket_gauge});
+    write_file(tie.path, "b", {counter, histogram});
+    const std::string shown = scrape(tie.path);
+    CHECK(no_sample_name_in_two_families(shown));
+    CHECK(shown.find("# TYPE h:c_total counter\n") != std::string::npos);
+    CHECK(shown.find("# TYPE h:h histogram\n") != std::string::npos);
+    CHECK(shown.find("# TYPE h:c_total gauge") == std::string::npos);
+    CHECK(shown.find("# TYPE h:h_bucket gauge") == std::string::npos);
+  }
+  SECTION("the same files under other names give the same exposition") {
+    TempDir other;
+    write_file(other.path, "z", {counter, histogram});
+    write_file(other.path, "m", {counter_named_total, bucket_gauge});
+    write_file(other.path, "a", {counter_named_total, created_gauge});
+    write_file(other.path, "b", {histogram});
+    CHECK(scrape(other.path) == text);
+  }
+}
+
+TEST_CASE("a producer family that claims a name of the merge's own gauges is left out") {
+  TempDir dir;
+  const MetricDefinition impostor =
+      plain("tokenspeed_metrics_merge_series_left_out", MetricKind::gauge, "Not ours.");
+  const MetricDefinition counter = plain("x", MetricKind::counter, "X.");
+  const MetricDefinition gauge = plain("x", MetricKind::gauge, "X.");
+  write_file(dir.path, "a", {impostor, counter});
+  write_file(dir.path, "b", {gauge});
+  const std::string text = scrape(dir.path);
+  CHECK(no_sample_name_in_two_families(text));
+  CHECK(text.find("Not ours.") == std::string::npos);
+  CHECK(text.find("tokenspeed_metrics_merge_conflicting_definitions{family=\"tokenspeed_metrics_"
+                  "merge_series_left_out\"} 1\n") != std::string::npos);
+}
+
+TEST_CASE("a conflict is logged once per family with both definitions and their files") {
+  TempDir dir;
+  const MetricDefinition short_help{"lat", MetricKind::histogram, "Latency.", "seconds",
+                                    {"model"}, {0.1, 1},  GaugeMode::livemax};
+  const MetricDefinition long_help{"lat",     MetricKind::histogram, std::string(500, 'h'),
+                                   "seconds", {"model", "rank"},     {0.5},
+                                   GaugeMode::livemax};
+  {
+    MultiprocessMetricStore a({dir.path, "scheduler-0"});
+    a.allocate_series(short_help, std::vector<std::string>{"m"})[0] = 1;
+    MultiprocessMetricStore b({dir.path, "frontend"});
+    b.allocate_series(long_help, std::vector<std::string>{"m", "0"})[0] = 1;
+  }
+  std::vector<std::string> lines;
+  MergeConflictLog log([&lines](std::string_view line) { lines.emplace_back(line); });
+  scrape(dir.path, nullptr, {}, &log);
+  scrape(dir.path, nullptr, {}, &log);
+  REQUIRE(lines.size() == 1);
+  const std::string& line = lines.front();
+  INFO(line);
+  CHECK(line.find("metric lat is defined differently") != std::string::npos);
+  CHECK(line.find("histogram lat (help \"Latency.\", unit seconds, labels [model], buckets [0.1, 1])") !=
+        std::string::npos);
+  CHECK(line.find("labels [model, rank], buckets [0.5]") != std::string::npos);
+  CHECK(line.find("scheduler-0_") != std::string::npos);
+  CHECK(line.find("frontend_") != std::string::npos);
+  CHECK(line.find(std::string(81, 'h')) == std::string::npos);  // long help cut
+  CHECK(line.find(std::string(80, 'h') + "...") != std::string::npos);
+  CHECK(line.find("(1 series") != std::string::npos);
+  CHECK(line.find('\n') == std::string::npos);
 }
 
 TEST_CASE("a learned definition's bucket bounds are the producer's, to the last bit") {

@@ -1,0 +1,132 @@
+// merge_conflicts.cpp — conflict descriptions, the once-per-family log and the
+// merge's own gauges. Scrape time only; never touches a producer file.
+#include "prometheus/merge_conflicts.hpp"
+
+#include <algorithm>
+
+#include "pipeline/sample_name_claims.hpp"
+#include "prometheus/prometheus_exposition.hpp"
+#include "prometheus/prometheus_merge.hpp"
+
+namespace tokenspeed::metrics {
+namespace {
+
+// What one line shows at most of each list before it says how many more.
+constexpr std::size_t kListedItems = 8;
+constexpr std::size_t kHelpBytes = 80;
+
+std::vector<MetricDefinition> build_definitions() {
+  return {
+      MetricDefinition{"tokenspeed_metrics_merge_conflicting_definitions",
+                       MetricKind::gauge,
+                       "Definitions of a family that /metrics left out at the last scrape: "
+                       "processes define the name differently, or its sample names collide with "
+                       "another family's.",
+                       "definitions",
+                       {"family"},
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_merge_series_left_out",
+                       MetricKind::gauge,
+                       "Series of those left-out definitions, absent from the last scrape.",
+                       "series",
+                       {"family"},
+                       {},
+                       GaugeMode::livesum},
+  };
+}
+
+template <class Item, class Format>
+std::string listed(const std::vector<Item>& items, Format format) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < kListedItems; ++i) {
+    if (i > 0) out += ", ";
+    out += format(items[i]);
+  }
+  if (items.size() > kListedItems) {
+    out += ", and " + std::to_string(items.size() - kListedItems) + " more";
+  }
+  return out;
+}
+
+std::string describe_definition(const HeldDefinition& held) {
+  const MetricDefinition& metric = *held.definition;
+  std::string out = std::string(to_string(metric.kind)) + " " + shortened(metric.name);
+  out += " (help \"" + shortened(metric.help, kHelpBytes) + "\"";
+  if (!metric.unit.empty()) out += ", unit " + shortened(metric.unit, kHelpBytes);
+  out += ", labels [" + listed(metric.label_names, [](const std::string& label) {
+           return shortened(label, 40);
+         }) + "]";
+  if (metric.kind == MetricKind::histogram) {
+    out += ", buckets [" +
+           listed(metric.buckets, [](double bound) { return format_prometheus_value(bound); }) +
+           "]";
+  }
+  if (metric.kind == MetricKind::gauge) out += ", mode " + std::string(to_string(metric.gauge_mode));
+  out += ")";
+  std::vector<std::string> holders = held.holders;
+  if (held.catalog) holders.insert(holders.begin(), "the launcher's catalog");
+  out += holders.empty() ? std::string(" of no process")
+                         : " of " + listed(holders, [](const std::string& holder) {
+                             return shortened(holder, kHelpBytes);
+                           });
+  return out;
+}
+
+}  // namespace
+
+const std::vector<MetricDefinition>& merge_self_metric_definitions() {
+  static const std::vector<MetricDefinition> definitions = build_definitions();
+  return definitions;
+}
+
+std::vector<MergedFamily> merge_conflict_families(const std::vector<MergeConflict>& conflicts) {
+  if (conflicts.empty()) return {};
+  const auto& definitions = merge_self_metric_definitions();
+  MergedFamily definitions_left_out{&definitions[0], {}, nullptr};
+  MergedFamily series_left_out{&definitions[1], {}, nullptr};
+  for (const MergeConflict& conflict : conflicts) {
+    definitions_left_out.series.push_back(
+        MergedSeries{{{"family", conflict.family}}, {static_cast<double>(conflict.left_out.size())}});
+    series_left_out.series.push_back(
+        MergedSeries{{{"family", conflict.family}}, {static_cast<double>(conflict.left_out_series)}});
+  }
+  std::vector<MergedFamily> out;
+  out.push_back(std::move(definitions_left_out));
+  out.push_back(std::move(series_left_out));
+  return out;
+}
+
+std::string describe_merge_conflict(const MergeConflict& conflict) {
+  std::string line = "tokenspeed-metrics: warning: metric " + shortened(conflict.family);
+  if (conflict.shared_name.empty()) {
+    line += " is defined differently by two or more processes";
+  } else {
+    line += " collides with " + shortened(conflict.exposed.definition->name) +
+            ": both claim the sample name " + shortened(conflict.shared_name);
+  }
+  line += "; /metrics shows the " + describe_definition(conflict.exposed) + "; left out: " +
+          listed(conflict.left_out, describe_definition) + " (" +
+          std::to_string(conflict.left_out_series) +
+          " series; counted in tokenspeed_metrics_merge_series_left_out)";
+  return line;
+}
+
+MergeConflictLog::MergeConflictLog(LogWriter writer) : writer_(std::move(writer)) {}
+
+void MergeConflictLog::report(const std::vector<MergeConflict>& conflicts) {
+  for (const MergeConflict& conflict : conflicts) {
+    {
+      std::lock_guard lock(mutex_);
+      if (!logged_.insert(conflict.family).second) continue;
+    }
+    writer_(describe_merge_conflict(conflict));
+  }
+}
+
+MergeConflictLog& MergeConflictLog::process_log() {
+  static MergeConflictLog log;
+  return log;
+}
+
+}  // namespace tokenspeed::metrics
