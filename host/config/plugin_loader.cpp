@@ -198,7 +198,7 @@ void PluginLoader::load(const PluginSearchOptions& options) {
     // A missing directory is skipped silently (the installed one often is);
     // anything else in its place is a mistake worth a line.
     if (const std::string problem = plugin_directory_problem(dir); !problem.empty()) {
-      if (problem != "not found" && warn_)
+      if (problem != "not found" && options.warn_unmatched_disabled && warn_)
         warn_("plugin directory '" + dir + "' " + problem + "; skipped");
       continue;
     }

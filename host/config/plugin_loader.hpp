@@ -39,8 +39,9 @@ struct PluginSearchOptions {
   std::string disabled_plugins;          // TOKENSPEED_DISABLE_PLUGINS, comma-separated
   std::string default_dir;               // the installed default directory
   bool allow_insecure = false;           // --metrics-allow-insecure-plugins
-  // Warn about TOKENSPEED_DISABLE_PLUGINS names that match no plugin file
-  // (the launcher does; its producers, loading the same list, do not repeat it).
+  // Warn about TOKENSPEED_DISABLE_PLUGINS names that match no plugin file and
+  // about plugin directories that are something else than a directory (the
+  // launcher does; its producers, loading the same list, do not repeat it).
   bool warn_unmatched_disabled = true;
 
   static PluginSearchOptions from_environment(std::vector<std::string> plugin_dirs,
