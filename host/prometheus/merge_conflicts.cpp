@@ -54,15 +54,16 @@ std::string describe_definition(const HeldDefinition& held) {
   std::string out = std::string(to_string(metric.kind)) + " " + shortened(metric.name);
   out += " (help \"" + shortened(metric.help, kHelpBytes) + "\"";
   if (!metric.unit.empty()) out += ", unit " + shortened(metric.unit, kHelpBytes);
-  out += ", labels [" + listed(metric.label_names, [](const std::string& label) {
-           return shortened(label, 40);
-         }) + "]";
+  out += ", labels [" +
+         listed(metric.label_names, [](const std::string& label) { return shortened(label, 40); }) +
+         "]";
   if (metric.kind == MetricKind::histogram) {
     out += ", buckets [" +
            listed(metric.buckets, [](double bound) { return format_prometheus_value(bound); }) +
            "]";
   }
-  if (metric.kind == MetricKind::gauge) out += ", mode " + std::string(to_string(metric.gauge_mode));
+  if (metric.kind == MetricKind::gauge)
+    out += ", mode " + std::string(to_string(metric.gauge_mode));
   out += ")";
   std::vector<std::string> holders = held.holders;
   if (held.catalog) holders.insert(holders.begin(), "the launcher's catalog");
@@ -86,10 +87,10 @@ std::vector<MergedFamily> merge_conflict_families(const std::vector<MergeConflic
   MergedFamily definitions_left_out{&definitions[0], {}, nullptr};
   MergedFamily series_left_out{&definitions[1], {}, nullptr};
   for (const MergeConflict& conflict : conflicts) {
-    definitions_left_out.series.push_back(
-        MergedSeries{{{"family", conflict.family}}, {static_cast<double>(conflict.left_out.size())}});
-    series_left_out.series.push_back(
-        MergedSeries{{{"family", conflict.family}}, {static_cast<double>(conflict.left_out_series)}});
+    definitions_left_out.series.push_back(MergedSeries{
+        {{"family", conflict.family}}, {static_cast<double>(conflict.left_out.size())}});
+    series_left_out.series.push_back(MergedSeries{{{"family", conflict.family}},
+                                                  {static_cast<double>(conflict.left_out_series)}});
   }
   std::vector<MergedFamily> out;
   out.push_back(std::move(definitions_left_out));
@@ -105,8 +106,8 @@ std::string describe_merge_conflict(const MergeConflict& conflict) {
     line += " collides with " + shortened(conflict.exposed.definition->name) +
             ": both claim the sample name " + shortened(conflict.shared_name);
   }
-  line += "; /metrics shows the " + describe_definition(conflict.exposed) + "; left out: " +
-          listed(conflict.left_out, describe_definition) + " (" +
+  line += "; /metrics shows the " + describe_definition(conflict.exposed) +
+          "; left out: " + listed(conflict.left_out, describe_definition) + " (" +
           std::to_string(conflict.left_out_series) +
           " series; counted in tokenspeed_metrics_merge_series_left_out)";
   return line;

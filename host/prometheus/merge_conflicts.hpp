@@ -28,11 +28,11 @@ struct HeldDefinition {
 
 // A family name whose definitions were left out of one scrape.
 struct MergeConflict {
-  std::string family;                   // the name the left-out definitions carry
-  HeldDefinition exposed;               // the definition /metrics shows instead
-  std::string shared_name;              // the sample name both claim (a collision), or empty
-  std::vector<HeldDefinition> left_out; // ordered as the merge ranked them
-  std::size_t left_out_series = 0;      // series of left_out, not on /metrics
+  std::string family;                    // the name the left-out definitions carry
+  HeldDefinition exposed;                // the definition /metrics shows instead
+  std::string shared_name;               // the sample name both claim (a collision), or empty
+  std::vector<HeldDefinition> left_out;  // ordered as the merge ranked them
+  std::size_t left_out_series = 0;       // series of left_out, not on /metrics
 };
 
 // The families, exposed after every other one when there is a conflict:

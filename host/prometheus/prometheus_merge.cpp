@@ -255,8 +255,8 @@ bool PrometheusMerge::ranks_before(const Candidate& a, const Candidate& b) const
 
 HeldDefinition PrometheusMerge::held(const Candidate& candidate) const {
   HeldDefinition out;
-  out.definition =
-      candidate.learned ? candidate.learned : std::make_shared<const MetricDefinition>(*candidate.metric);
+  out.definition = candidate.learned ? candidate.learned
+                                     : std::make_shared<const MetricDefinition>(*candidate.metric);
   for (const std::size_t holder : candidate.holders) out.holders.push_back(holder_names_[holder]);
   std::sort(out.holders.begin(), out.holders.end());
   out.catalog = candidate.catalog_position != kNotInCatalog;
@@ -305,9 +305,11 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
       conflict.shared_name = *taken;
       const std::size_t owner = claimed.at(*taken);
       if (owner == kMergeOwn) {
-        const MetricDefinition& own = *std::find_if(
-            merge_self_metric_definitions().begin(), merge_self_metric_definitions().end(),
-            [&](const MetricDefinition& each) { return !shared_claimed_name(each, *best.metric).empty(); });
+        const MetricDefinition& own =
+            *std::find_if(merge_self_metric_definitions().begin(),
+                          merge_self_metric_definitions().end(), [&](const MetricDefinition& each) {
+                            return !shared_claimed_name(each, *best.metric).empty();
+                          });
         conflict.exposed.definition = std::make_shared<const MetricDefinition>(own);
         conflict.exposed.holders = {"the host's merge figures"};
       } else {

@@ -38,10 +38,10 @@ struct MergedFamily {
 };
 
 struct MergeStats {
-  std::size_t files = 0;              // producer files read
-  std::size_t live_files = 0;         // of which the writer is alive
-  std::size_t unknown_series = 0;     // records whose family neither the file nor the catalog defines
-  std::size_t mismatched_series = 0;  // wrong slot or label count for their definition
+  std::size_t files = 0;                    // producer files read
+  std::size_t live_files = 0;               // of which the writer is alive
+  std::size_t unknown_series = 0;           // records of a family neither file nor catalog defines
+  std::size_t mismatched_series = 0;        // wrong slot or label count for their definition
   std::size_t conflicting_definitions = 0;  // definitions left out (see below)
   std::size_t conflicting_series = 0;       // merged series of those definitions
 };
@@ -92,10 +92,10 @@ class PrometheusMerge {
   // One definition of a name and the series of the processes that hold it.
   struct Candidate {
     const MetricDefinition* metric;
-    std::shared_ptr<const MetricDefinition> learned;  // null for catalog definitions
-    std::size_t catalog_position;                     // SIZE_MAX: not in the catalog
-    bool own = false;                    // held by the scraping process
-    std::vector<std::size_t> holders;    // indices into holder_names_
+    std::shared_ptr<const MetricDefinition> learned;     // null for catalog definitions
+    std::size_t catalog_position;                        // SIZE_MAX: not in the catalog
+    bool own = false;                                    // held by the scraping process
+    std::vector<std::size_t> holders;                    // indices into holder_names_
     std::unordered_map<std::string, std::size_t> index;  // joined label values -> series
     std::vector<Accumulated> series;
   };

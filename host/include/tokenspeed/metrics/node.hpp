@@ -26,8 +26,9 @@ class Recorder {
   // The family of definition: created on the first call (the definition is
   // checked: see checked_definition), the same object for every later call
   // with an equal definition. Throws std::invalid_argument when the kind does
-  // not match, the definition is invalid, or the name is already defined
-  // differently in this process. The definition reaches /metrics and every
+  // not match, the definition is invalid, the name is already defined
+  // differently in this process, or another family of this process claims one
+  // of its sample names (a counter c and a gauge c_total). The definition reaches /metrics and every
   // output, in every process that records it.
   CounterFamily& counter(const MetricDefinition& definition);
   GaugeFamily& gauge(const MetricDefinition& definition);
