@@ -117,7 +117,7 @@ class StatsdAgreesWithPrometheus(unittest.TestCase):
             last.append((same, prometheus, gauges))
             return same
 
-        sc.poll(agreed, 20)
+        sc.poll(agreed, 60)
         same, prometheus, gauges = last[-1]
         self.assertTrue(same, f"/metrics {prometheus}\nStatsD {gauges}\n{run.describe()}")
         self.assertEqual(len(prometheus), 3 * 2, prometheus)  # three gauges per rank

@@ -285,8 +285,20 @@ class PythonPluginTest(unittest.TestCase):
         run = self.simulate("main", "--metrics-reporters", "prometheus,jsonl,raising_emit_output",
                             "--metrics-reporter-config", config,
                             *plugin_dir_flags(JSONL_DIR, PYTHON_DIR),
-                            "--ranks", "1", "--request-rate", "100", "--duration", "2",
+                            "--ranks", "1", "--request-rate", "100", "--duration", "0",
                             "--metrics-reporter-queue-size", "1048576")
+        # The sink raises from its eleventh event: wait until it has done so
+        # in both producers (however slowly a busy machine lets them record),
+        # then stop the run.
+        url = run.metrics_url()
+
+        def failed_sinks():
+            return sum(value for name, labels, value in
+                       test_launcher.samples(test_launcher.scrape(url))
+                       if name == "tokenspeed_metrics_reporter_sink_failures_total"
+                       and labels.get("reporter") == "raising_emit_output")
+        self.assertTrue(test_launcher.poll(lambda: failed_sinks() >= 2, 60), run.describe())
+        run.process.send_signal(signal.SIGTERM)
         # A disabled output is a failed one: simulate's exit status 3 says so.
         self.assertEqual(run.wait(), 3, run.describe())
         rows = {(row[0], row[2]): row for row in
