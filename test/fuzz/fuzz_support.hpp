@@ -30,7 +30,9 @@ namespace tokenspeed::metrics::fuzz {
 // libFuzzer ends a timed run with _Exit, which skips that removal: a runner
 // names a base directory of its own in TSM_FUZZ_SCRATCH and removes it.
 inline const std::filesystem::path& scratch_dir() {
-  static const std::filesystem::path dir = [] {
+  // Never destroyed: the removal at exit runs after static destructors
+  // registered later, and must still find the path.
+  static const std::filesystem::path* const dir = [] {
     const char* runner_base = std::getenv("TSM_FUZZ_SCRATCH");
     std::string base = runner_base != nullptr && *runner_base != '\0' ? runner_base
                        : std::filesystem::is_directory("/dev/shm")   ? "/dev/shm"
@@ -40,13 +42,17 @@ inline const std::filesystem::path& scratch_dir() {
       std::perror("mkdtemp");
       std::abort();
     }
+    return new std::filesystem::path(pattern);
+  }();
+  static const bool removed_at_exit = [] {
     std::atexit([] {
       std::error_code ignored;
-      std::filesystem::remove_all(scratch_dir(), ignored);
+      std::filesystem::remove_all(*dir, ignored);
     });
-    return std::filesystem::path(pattern);
+    return true;
   }();
-  return dir;
+  (void)removed_at_exit;
+  return *dir;
 }
 
 inline void write_file(const std::filesystem::path& path, std::string_view contents) {
