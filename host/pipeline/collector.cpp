@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "config/input_excerpt.hpp"
 #include "pipeline/sample_name_claims.hpp"
 
 namespace tokenspeed::metrics {
@@ -80,7 +81,7 @@ MetricSeries* FamilyCore::find(std::span<const std::string_view> values) const n
 
 MetricSeries* FamilyCore::find_or_intern(std::span<const std::string_view> values) {
   if (values.size() != family_.label_names.size()) {
-    throw std::invalid_argument("metric " + family_.definition.name + " takes " +
+    throw std::invalid_argument("metric " + input_excerpt(family_.definition.name) + " takes " +
                                 std::to_string(family_.label_names.size()) + " label values, got " +
                                 std::to_string(values.size()));
   }
@@ -204,15 +205,15 @@ void Collector::throw_if_names_collide(const MetricDefinition& checked) const {
       });
   if (other == nullptr) return;
   throw std::invalid_argument(
-      "metric " + shortened(checked.name) + " (" + std::string(to_string(checked.kind)) +
+      "metric " + input_excerpt(checked.name) + " (" + std::string(to_string(checked.kind)) +
       ") collides with the " + std::string(to_string(other->kind)) + " " +
-      shortened(other->name) + " already defined in this process: both claim the sample name " +
-      shortened(shared_claimed_name(checked, *other)) + " (duplicated timeseries)");
+      input_excerpt(other->name) + " already defined in this process: both claim the sample name " +
+      input_excerpt(shared_claimed_name(checked, *other)) + " (duplicated timeseries)");
 }
 
 Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKind kind) {
   if (definition.kind != kind) {
-    throw std::invalid_argument("metric " + definition.name + " is a " +
+    throw std::invalid_argument("metric " + input_excerpt(definition.name) + " is a " +
                                 std::string(to_string(definition.kind)) + ", not a " +
                                 std::string(to_string(kind)));
   }
@@ -221,7 +222,7 @@ Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKin
   auto found = families_.find(checked.name);
   if (found != families_.end()) {
     if (!(*found->second.definition == checked)) {
-      throw std::invalid_argument("metric " + checked.name +
+      throw std::invalid_argument("metric " + input_excerpt(checked.name) +
                                   " is already defined differently in this process (kind, help, "
                                   "unit, label names, buckets and gauge mode must match)");
     }
@@ -307,7 +308,7 @@ template <class Handle>
 Handle Family<Handle>::labels(std::span<const std::string_view> values) {
   if (core_ == nullptr) {
     if (values.size() != definition_.label_names.size()) {
-      throw std::invalid_argument("metric " + definition_.name + " takes " +
+      throw std::invalid_argument("metric " + input_excerpt(definition_.name) + " takes " +
                                   std::to_string(definition_.label_names.size()) +
                                   " label values, got " + std::to_string(values.size()));
     }

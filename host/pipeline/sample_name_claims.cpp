@@ -61,12 +61,4 @@ const MetricDefinition* find_colliding_family(
   return nullptr;
 }
 
-std::string shortened(std::string_view text, std::size_t max_bytes) {
-  if (text.size() <= max_bytes) return std::string(text);
-  std::size_t cut = max_bytes;
-  // Back up over UTF-8 continuation bytes so no character is split.
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return std::string(text.substr(0, cut)) + "...";
-}
-
 }  // namespace tokenspeed::metrics

@@ -32,8 +32,4 @@ const MetricDefinition* find_colliding_family(
     const MetricDefinition& metric,
     const std::function<const MetricDefinition*(std::string_view name)>& find);
 
-// text cut to at most max_bytes (on a UTF-8 boundary) with "..." appended
-// when it was longer: long names and help texts in one-line messages.
-std::string shortened(std::string_view text, std::size_t max_bytes = 120);
-
 }  // namespace tokenspeed::metrics

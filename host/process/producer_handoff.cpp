@@ -19,6 +19,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
+#include "config/bounded_file.hpp"
 #include "config/startup_error.hpp"
 
 namespace tokenspeed::metrics {
@@ -165,6 +166,10 @@ void write_handoff_file(const std::filesystem::path& path, const ProducerHandoff
 
 namespace {
 
+// A handoff carries the configuration file's producer settings and a few
+// paths: four times the configuration file's bound is room to spare.
+constexpr std::size_t kHandoffLimit = 4 * kConfigurationFileLimit;
+
 std::string read_all(int fd, const char* variable) {
   std::string text;
   char chunk[4096];
@@ -173,6 +178,9 @@ std::string read_all(int fd, const char* variable) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) bad_handoff(variable, std::string("cannot be read: ") + std::strerror(errno));
     if (n == 0) break;
+    if (text.size() + static_cast<std::size_t>(n) > kHandoffLimit) {
+      bad_handoff(variable, "is larger than the limit of " + describe_size(kHandoffLimit));
+    }
     text.append(chunk, static_cast<std::size_t>(n));
     offset += n;
   }
@@ -194,7 +202,8 @@ std::string read_handoff_descriptor(const char* variable) {
 // engine starts itself. It must be this user's own private file: a file
 // anyone else could have written would let them choose the plugins we load.
 std::string read_handoff_file(const char* path) {
-  const int fd = ::open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO in its place must not block the open (fstat refuses it).
+  const int fd = ::open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     bad_handoff(kHandoffFileEnv, std::string("'") + path + "' cannot be opened: " +
                                      std::strerror(errno) +

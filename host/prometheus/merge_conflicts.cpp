@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "config/input_excerpt.hpp"
 #include "pipeline/sample_name_claims.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
@@ -51,11 +52,12 @@ std::string listed(const std::vector<Item>& items, Format format) {
 
 std::string describe_definition(const HeldDefinition& held) {
   const MetricDefinition& metric = *held.definition;
-  std::string out = std::string(to_string(metric.kind)) + " " + shortened(metric.name);
-  out += " (help \"" + shortened(metric.help, kHelpBytes) + "\"";
-  if (!metric.unit.empty()) out += ", unit " + shortened(metric.unit, kHelpBytes);
+  std::string out = std::string(to_string(metric.kind)) + " " + input_excerpt(metric.name);
+  out += " (help \"" + input_excerpt(metric.help, kHelpBytes) + "\"";
+  if (!metric.unit.empty()) out += ", unit " + input_excerpt(metric.unit, kHelpBytes);
   out += ", labels [" +
-         listed(metric.label_names, [](const std::string& label) { return shortened(label, 40); }) +
+         listed(metric.label_names,
+                [](const std::string& label) { return input_excerpt(label, 40); }) +
          "]";
   if (metric.kind == MetricKind::histogram) {
     out += ", buckets [" +
@@ -69,7 +71,7 @@ std::string describe_definition(const HeldDefinition& held) {
   if (held.catalog) holders.insert(holders.begin(), "the launcher's catalog");
   out += holders.empty() ? std::string(" of no process")
                          : " of " + listed(holders, [](const std::string& holder) {
-                             return shortened(holder, kHelpBytes);
+                             return input_excerpt(holder, kHelpBytes);
                            });
   return out;
 }
@@ -99,12 +101,12 @@ std::vector<MergedFamily> merge_conflict_families(const std::vector<MergeConflic
 }
 
 std::string describe_merge_conflict(const MergeConflict& conflict) {
-  std::string line = "tokenspeed-metrics: warning: metric " + shortened(conflict.family);
+  std::string line = "tokenspeed-metrics: warning: metric " + input_excerpt(conflict.family);
   if (conflict.shared_name.empty()) {
     line += " is defined differently by two or more processes";
   } else {
-    line += " collides with " + shortened(conflict.exposed.definition->name) +
-            ": both claim the sample name " + shortened(conflict.shared_name);
+    line += " collides with " + input_excerpt(conflict.exposed.definition->name) +
+            ": both claim the sample name " + input_excerpt(conflict.shared_name);
   }
   line += "; /metrics shows the " + describe_definition(conflict.exposed) +
           "; left out: " + listed(conflict.left_out, describe_definition) + " (" +

@@ -4,12 +4,14 @@
 #include <system_error>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
 
 #include "process/producer_handoff.hpp"
 #include "config/startup_error.hpp"
+#include "temp_dir.hpp"
 
 using namespace tokenspeed::metrics;
 
@@ -155,4 +157,35 @@ TEST_CASE("the handoff names the launcher that wrote it, which its producers fol
   } catch (const StartupError& error) {
     CHECK(error.context().key == "launcher_pid");
   }
+}
+
+TEST_CASE("a handoff file that is a FIFO is refused without blocking; an oversized one is refused") {
+  const test::TempDir dir("tsm-handoff");
+  const std::filesystem::path fifo = dir.path() / "handoff.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  ::unsetenv(kHandoffFdEnv);
+  ::setenv(kHandoffFileEnv, fifo.c_str(), 1);
+  try {
+    read_handoff_from_environment();  // a blocking open would never return
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.context().key == kHandoffFileEnv);
+    CHECK_THAT(error.message(), Catch::Contains("private (0600) file"));
+  }
+
+  // A private regular file past the bound: read only up to the bound.
+  const std::filesystem::path big = dir.path() / "big.json";
+  const int fd = ::open(big.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+  REQUIRE(fd >= 0);
+  REQUIRE(::ftruncate(fd, off_t{1} << 30) == 0);  // sparse: 1 GiB of zeros, no disk used
+  ::close(fd);
+  ::setenv(kHandoffFileEnv, big.c_str(), 1);
+  try {
+    read_handoff_from_environment();
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.context().key == kHandoffFileEnv);
+    CHECK_THAT(error.message(), Catch::Contains("is larger than the limit of 64 MiB"));
+  }
+  ::unsetenv(kHandoffFileEnv);
 }
