@@ -14,7 +14,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 import unittest
 import urllib.request
@@ -22,11 +21,11 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 import cli_harness
+import test_launcher
 
 JSONL_DIR = os.environ["TSM_JSONL_PLUGIN_DIR"]
 # Generous deadlines for conditions on a loaded machine; never slept through.
 CONDITION_TIMEOUT_S = 60
-EXIT_TIMEOUT_S = 90
 POLL_INTERVAL_S = 0.05
 
 # unshare --kill-child: the namespace's processes never outlive the test.
@@ -83,43 +82,11 @@ def producers_recording(url, ranks):
     return gauge_ranks == {str(rank) for rank in range(ranks)} and requests > 0
 
 
-class NamespacedSimulation:
-    """`simulate` run as PID 1 of a new PID namespace, its output collected on
-    reader threads."""
+class NamespacedSimulation(test_launcher.Simulation):
+    """`simulate` run as PID 1 of a new PID namespace."""
 
     def __init__(self, *args):
-        self.args = UNSHARE + [cli_harness.BINARY, "simulate", "--enable-metrics",
-                               "--metrics-port", "0", *args]
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True,
-                                        env=cli_harness.clean_environment())
-        self.stdout_lines = []
-        self.stderr_text = ""
-        self._lock = threading.Lock()
-        self._readers = [threading.Thread(target=self._read_stdout, daemon=True),
-                         threading.Thread(target=self._read_stderr, daemon=True)]
-        for reader in self._readers:
-            reader.start()
-
-    def _read_stdout(self):
-        for line in self.process.stdout:
-            with self._lock:
-                self.stdout_lines.append(line.rstrip("\n"))
-
-    def _read_stderr(self):
-        self.stderr_text = self.process.stderr.read()
-
-    def line_starting(self, prefix):
-        with self._lock:
-            return next((line for line in self.stdout_lines if line.startswith(prefix)), None)
-
-    def metrics_url(self):
-        line = wait_for(lambda: self.line_starting("Prometheus metrics: ") or
-                        self.process.poll() is not None and "exited",
-                        "the launcher prints its /metrics address")
-        if not line.startswith("Prometheus metrics: "):
-            raise AssertionError("the launcher exited before serving:\n" + self.describe())
-        return line.split(": ", 1)[1]
+        super().__init__(*args, command_prefix=UNSHARE, env=cli_harness.clean_environment())
 
     def launcher_pid(self):
         """The launcher's pid as seen from here: the child of unshare, which
@@ -139,25 +106,6 @@ class NamespacedSimulation:
     def stop(self):
         """SIGTERM to the launcher, as `docker stop` sends it to PID 1."""
         os.kill(self.launcher_pid(), signal.SIGTERM)
-
-    def wait(self, timeout=EXIT_TIMEOUT_S):
-        status = self.process.wait(timeout)
-        for reader in self._readers:
-            reader.join(timeout)
-        return status
-
-    def kill(self):
-        if self.process.poll() is None:
-            self.process.kill()  # --kill-child takes the namespace with it
-        self.wait()
-        self.process.stdout.close()
-        self.process.stderr.close()
-
-    def describe(self):
-        with self._lock:
-            stdout = "\n".join(self.stdout_lines)
-        return (f"command: {' '.join(self.args)}\n--- stdout\n{stdout}\n"
-                f"--- stderr\n{self.stderr_text}---")
 
 
 SKIP_REASON = unshare_unavailable()

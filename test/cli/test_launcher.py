@@ -24,18 +24,18 @@ import cli_harness
 
 JSONL_DIR = os.environ["TSM_JSONL_PLUGIN_DIR"]
 # Hang guards only: a run that exceeds them has hung.
-STARTUP_TIMEOUT_S = 30
+STARTUP_TIMEOUT_S = 60
 EXIT_TIMEOUT_S = 60
 
 
 class Simulation:
     """One `simulate` process, its output collected on a reader thread."""
 
-    def __init__(self, *args):
-        self.args = [cli_harness.BINARY, "simulate", "--enable-metrics", "--metrics-port", "0",
-                     *args]
+    def __init__(self, *args, command_prefix=(), env=None):
+        self.args = [*command_prefix, cli_harness.BINARY, "simulate", "--enable-metrics",
+                     "--metrics-port", "0", *args]
         self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)
+                                        stderr=subprocess.PIPE, text=True, env=env)
         self.stdout_lines = []
         self.stderr_text = ""
         self._line_added = threading.Condition()

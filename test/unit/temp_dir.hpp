@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <stdexcept>
 #include <string>
 #include <system_error>
@@ -30,6 +31,14 @@ class TempDir {
 
   const std::filesystem::path& path() const noexcept { return path_; }
   std::string str() const { return path_.string(); }
+
+  // Writes a file of this directory with the given contents; returns its path.
+  std::string write(const std::string& name, const std::string& contents) const {
+    const std::filesystem::path target = path_ / name;
+    std::ofstream out(target, std::ios::binary);
+    out << contents;
+    return target.string();
+  }
 
  private:
   std::filesystem::path path_;

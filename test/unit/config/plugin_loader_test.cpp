@@ -15,7 +15,7 @@
 #include "config/reporter_registry.hpp"
 
 using namespace tokenspeed::metrics;
-using tokenspeed::metrics::test::TempDir;
+using tokenspeed::metrics::test::PluginDir;
 
 namespace {
 
@@ -90,7 +90,7 @@ TEST_CASE("the environment supplies TOKENSPEED_PLUGIN_PATH and TOKENSPEED_DISABL
 }
 
 TEST_CASE("a plugin that registers two names is loaded with both", "[loader]") {
-  TempDir dir;
+  PluginDir dir;
   const std::string path = dir.add_plugin("unit_two_names.so");
   dir.add_plugin("libunit_prefixed.so");
   Harness h;
@@ -113,7 +113,7 @@ TEST_CASE("a plugin that registers two names is loaded with both", "[loader]") {
 TEST_CASE("every .so in a directory is loaded in sorted order", "[loader]") {
   // unit_duplicate.so sorts before unit_two_names.so, so it owns unit.alpha
   // and unit_two_names fails without override.
-  TempDir dir;
+  PluginDir dir;
   dir.add_plugin("unit_two_names.so");
   dir.add_plugin("unit_duplicate.so");
   dir.write("README", "not a plugin");
@@ -134,8 +134,8 @@ TEST_CASE("every .so in a directory is loaded in sorted order", "[loader]") {
 }
 
 TEST_CASE("override replaces a name from an earlier directory", "[loader]") {
-  TempDir first;
-  TempDir second;
+  PluginDir first;
+  PluginDir second;
   first.add_plugin("unit_two_names.so");
   second.add_plugin("unit_override.so");
   Harness h;
@@ -147,7 +147,7 @@ TEST_CASE("override replaces a name from an earlier directory", "[loader]") {
 }
 
 TEST_CASE("a failing register rolls back every name it registered", "[loader]") {
-  TempDir dir;
+  PluginDir dir;
   dir.add_plugin("unit_fails_after_register.so");
   Harness h;
   h.load({dir.str()});
@@ -162,7 +162,7 @@ TEST_CASE("a failing register rolls back every name it registered", "[loader]") 
 }
 
 TEST_CASE("a register that accepts a rejected registration still fails as a whole", "[loader]") {
-  TempDir dir;
+  PluginDir dir;
   dir.add_plugin("unit_ignores_rejection.so");
   Harness h;
   h.load({dir.str()});
@@ -174,7 +174,7 @@ TEST_CASE("a register that accepts a rejected registration still fails as a whol
 }
 
 TEST_CASE("a register that starts a thread is rejected", "[loader]") {
-  TempDir dir;
+  PluginDir dir;
   dir.add_plugin("unit_thread.so");
   Harness h;
   h.load({dir.str()});
@@ -187,7 +187,7 @@ TEST_CASE("a register that starts a thread is rejected", "[loader]") {
 }
 
 TEST_CASE("a plugin that does not support API version 1 is rolled back", "[loader]") {
-  TempDir dir;
+  PluginDir dir;
   dir.add_plugin("unit_wrong_api.so");
   Harness h;
   h.load({dir.str()});
@@ -199,7 +199,7 @@ TEST_CASE("a plugin that does not support API version 1 is rolled back", "[loade
 }
 
 TEST_CASE("a file without tsm_register or that cannot be loaded fails with a warning", "[loader]") {
-  TempDir dir;
+  PluginDir dir;
   dir.add_plugin("unit_no_symbol.so");
   const std::string garbage = dir.write("garbage.so", "this is not an ELF file");
   ::chmod(garbage.c_str(), 0755);
@@ -215,7 +215,7 @@ TEST_CASE("a file without tsm_register or that cannot be loaded fails with a war
 }
 
 TEST_CASE("TOKENSPEED_DISABLE_PLUGINS skips a plugin before it is loaded", "[loader]") {
-  TempDir dir;
+  PluginDir dir;
   dir.add_plugin("unit_two_names.so");
   dir.add_plugin("unit_thread.so");  // would fail if loaded
   Harness h;
@@ -232,8 +232,8 @@ TEST_CASE("TOKENSPEED_DISABLE_PLUGINS skips a plugin before it is loaded", "[loa
 
 TEST_CASE("the same plugin name in a later directory is shadowed: the first directory wins",
           "[loader]") {
-  TempDir first;
-  TempDir second;
+  PluginDir first;
+  PluginDir second;
   const std::string winner = first.add_plugin("unit_two_names.so");
   const std::string later = second.add_plugin("unit_two_names.so", "libunit_two_names.so");
   Harness h;
@@ -247,7 +247,7 @@ TEST_CASE("the same plugin name in a later directory is shadowed: the first dire
 }
 
 TEST_CASE("a directory or file other users can write to is refused unless allowed", "[loader]") {
-  TempDir dir;
+  PluginDir dir;
   dir.add_plugin("unit_two_names.so");
   ::chmod(dir.str().c_str(), 0777);
   {
@@ -262,7 +262,7 @@ TEST_CASE("a directory or file other users can write to is refused unless allowe
     CHECK(h.registry.names().empty());
   }
   ::chmod(dir.str().c_str(), 0755);
-  TempDir other;
+  PluginDir other;
   const std::string file = other.add_plugin("unit_two_names.so");
   ::chmod(file.c_str(), 0757);
   {
@@ -280,7 +280,7 @@ TEST_CASE("a directory or file other users can write to is refused unless allowe
 }
 
 TEST_CASE("a file not owned by root or the current user is refused", "[loader]") {
-  TempDir dir;
+  PluginDir dir;
   const std::string file = dir.add_plugin("unit_two_names.so");
   if (::geteuid() != 0) {
     WARN("not root: cannot give a file to another user; ownership rule not exercised");
@@ -295,7 +295,7 @@ TEST_CASE("a file not owned by root or the current user is refused", "[loader]")
 }
 
 TEST_CASE("register is called once per process per plugin file", "[loader]") {
-  TempDir dir;
+  PluginDir dir;
   dir.add_plugin("unit_two_names.so");
   Harness first;
   first.load({dir.str()});

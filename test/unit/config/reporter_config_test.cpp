@@ -16,7 +16,7 @@
 #include "config/startup_error.hpp"
 
 using namespace tokenspeed::metrics;
-using tokenspeed::metrics::test::TempDir;
+using tokenspeed::metrics::test::PluginDir;
 
 namespace {
 
@@ -100,7 +100,7 @@ tsm_reporter_descriptor descriptor(
 // A registry with "alpha", "beta" (test_validate), "silent" and "echo".
 struct Fixture {
   ReporterRegistry registry;
-  TempDir dir;
+  PluginDir dir;
   Fixture() {
     validate_calls = 0;
     validated_inputs.clear();
@@ -334,7 +334,7 @@ TEST_CASE("a reporter flag without --enable-metrics is reported as ignored", "[c
 }
 
 TEST_CASE("with metrics disabled no plugin is loaded and nothing is validated", "[config]") {
-  TempDir plugins;
+  PluginDir plugins;
   plugins.add_plugin("unit_thread.so");  // would warn if it were loaded
   MetricsOptions options;
   options.reporters = {"unit_thread"};
@@ -352,7 +352,7 @@ TEST_CASE("with metrics disabled no plugin is loaded and nothing is validated", 
 }
 
 TEST_CASE("startup validation loads plugins and validates the selection", "[config]") {
-  TempDir plugins;
+  PluginDir plugins;
   plugins.add_plugin("unit_two_names.so");
   MetricsOptions options;
   options.enable_metrics = true;
@@ -368,7 +368,7 @@ TEST_CASE("startup validation loads plugins and validates the selection", "[conf
 
 TEST_CASE("a selected plugin that is disabled causes an unknown-reporter error saying why",
           "[config]") {
-  TempDir plugins;
+  PluginDir plugins;
   const std::string path = plugins.add_plugin("unit_two_names.so");
   MetricsOptions options;
   options.enable_metrics = true;
@@ -384,7 +384,7 @@ TEST_CASE("a selected plugin that is disabled causes an unknown-reporter error s
 
 TEST_CASE("a selected plugin that failed registration causes an unknown-reporter error saying why",
           "[config]") {
-  TempDir plugins;
+  PluginDir plugins;
   const std::string path = plugins.add_plugin("unit_fails_after_register.so");
   MetricsOptions options;
   options.enable_metrics = true;

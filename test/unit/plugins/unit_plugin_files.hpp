@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "temp_dir.hpp"
+
 namespace tokenspeed::metrics::test {
 
 // Where the tiny test plugins were built: $TSM_UNIT_PLUGIN_DIR, or plugins/
@@ -19,24 +21,11 @@ inline std::filesystem::path unit_plugin_build_dir() {
   return std::filesystem::read_symlink("/proc/self/exe").parent_path() / "plugins";
 }
 
-// A fresh directory (mode 0700, owned by us) removed at scope exit.
-class TempDir {
+// A temporary plugin directory: a TempDir that takes copies of the tiny
+// test plugins.
+class PluginDir : public TempDir {
  public:
-  TempDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tsm-unit-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ec);
-    std::filesystem::remove_all(path_, ec);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const noexcept { return path_; }
-  std::string str() const { return path_.string(); }
+  PluginDir() : TempDir("tsm-plugins") {}
 
   // Copies the built plugin file `built` (e.g. "unit_two_names.so") into this
   // directory as `as` (default: the same name). Each copy is a new file, so
@@ -47,7 +36,7 @@ class TempDir {
       throw std::runtime_error("test plugin not built: " + source.string() +
                                " (build the test/unit/plugins targets)");
     }
-    const std::filesystem::path target = path_ / (as.empty() ? built : as);
+    const std::filesystem::path target = path() / (as.empty() ? built : as);
     std::filesystem::copy_file(source, target);
     std::filesystem::permissions(target, std::filesystem::perms::owner_all |
                                              std::filesystem::perms::group_read |
@@ -56,22 +45,6 @@ class TempDir {
                                              std::filesystem::perms::others_exec);
     return target.string();
   }
-
-  // Writes a file with the given contents; returns its path.
-  std::string write(const std::string& name, const std::string& contents) const;
-
- private:
-  std::filesystem::path path_;
 };
 
 }  // namespace tokenspeed::metrics::test
-
-#include <fstream>
-
-inline std::string tokenspeed::metrics::test::TempDir::write(const std::string& name,
-                                                             const std::string& contents) const {
-  const std::filesystem::path target = path_ / name;
-  std::ofstream out(target, std::ios::binary);
-  out << contents;
-  return target.string();
-}
