@@ -34,6 +34,8 @@ PROMETHEUS = os.environ.get("TSM_PROMETHEUS", "")
 VICTORIA_METRICS = os.environ.get("TSM_VICTORIA_METRICS", "")
 # The engine's series live in this window of the receivers' data.
 WINDOW = "30m"
+# How long a receiver may take to show what it accepted: a hang guard only.
+AGREEMENT_TIMEOUT_S = 60
 
 
 def skip_unless(test, program, what):
@@ -298,19 +300,32 @@ def promql_series(server, aggregation, names, inner="last_over_time({name}[" + W
     return out
 
 
-def assert_promql_equals_scrape(test, server, exposition):
-    """Every counter total, histogram bucket count, count and sum of /metrics
-    equals `sum without (process)` of the pushed series (a series that never
-    had an event shows 0 on /metrics and was never pushed)."""
+def promql_mismatches(server, exposition):
+    """(scraped, pushed, mismatches): the scrape's cumulative samples, their
+    `sum without (process)` over the pushed series, and the lines where the
+    two differ."""
     scraped = cumulative_samples(exposition)
-    test.assertTrue(scraped, "the scrape has no counter or histogram")
     pushed = promql_series(server, "sum", {name for name, _ in scraped})
-    test.assertTrue(pushed, "PromQL found no pushed series")
-    test.assertLessEqual(set(pushed) - set(scraped), set(), "pushed series missing on /metrics")
     mismatches = []
     for key, value in sorted(scraped.items(), key=str):
         got = pushed.get(key, 0)
         if not math.isclose(got, value, rel_tol=1e-9, abs_tol=1e-9):
             mismatches.append(f"{key[0]} {dict(key[1])}: /metrics {value}, PromQL {got}")
+    return scraped, pushed, mismatches
+
+
+def assert_promql_equals_scrape(test, server, exposition, timeout=AGREEMENT_TIMEOUT_S):
+    """Every counter total, histogram bucket count, count and sum of /metrics
+    equals `sum without (process)` of the pushed series (a series that never
+    had an event shows 0 on /metrics and was never pushed). A receiver shows
+    what it took after a moment (VictoriaMetrics about a second, longer on a
+    busy machine): polls until they agree, then asserts."""
+    compared = []
+    poll(lambda: compared.append(promql_mismatches(server, exposition)) or not compared[-1][2],
+         timeout, interval=0.5)
+    scraped, pushed, mismatches = compared[-1]
+    test.assertTrue(scraped, "the scrape has no counter or histogram")
+    test.assertTrue(pushed, "PromQL found no pushed series")
+    test.assertLessEqual(set(pushed) - set(scraped), set(), "pushed series missing on /metrics")
     test.assertEqual(mismatches, [])
     return pushed
