@@ -10,27 +10,20 @@
 #include <filesystem>
 #include <string>
 
+#include "temp_dir.hpp"
 #include "tokenspeed/metrics/metrics.hpp"
 
 using namespace tokenspeed::metrics;
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "tsm-node-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using tokenspeed::metrics::test::TempDir;
 
 Options prometheus_options(const TempDir& dir) {
   Options options;
   options.enable_metrics = true;
   options.port = 0;
-  options.multiproc_dir = dir.path.string();
+  options.multiproc_dir = dir.path().string();
   options.shutdown_timeout = std::chrono::duration<double>(2.0);
   return options;
 }
@@ -104,7 +97,7 @@ TEST_CASE("workers the engine starts itself attach from the environment; /metric
   node.export_worker_environment();
   const char* file = std::getenv("TOKENSPEED_METRICS_HANDOFF_FILE");
   REQUIRE(file != nullptr);
-  CHECK(std::filesystem::path(file).parent_path().parent_path() == dir.path);
+  CHECK(std::filesystem::path(file).parent_path().parent_path() == dir.path());
 
   constexpr int kWorkers = 2;
   pid_t children[kWorkers];

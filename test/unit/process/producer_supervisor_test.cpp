@@ -11,10 +11,13 @@
 #include <thread>
 
 #include "process/producer_supervisor.hpp"
+#include "temp_dir.hpp"
 
 using namespace tokenspeed::metrics;
 
 namespace {
+
+using tokenspeed::metrics::test::TempDir;
 
 std::string read_file(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -22,15 +25,6 @@ std::string read_file(const std::filesystem::path& path) {
   text << in.rdbuf();
   return text.str();
 }
-
-struct TempDir {
-  TempDir() {
-    char pattern[] = "/tmp/tsm-supervisor-XXXXXX";
-    path = ::mkdtemp(pattern);
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-  std::filesystem::path path;
-};
 
 int memfd_with(const std::string& text) {
   const int fd = ::memfd_create("handoff", 0);
@@ -68,18 +62,18 @@ TEST_CASE(
   int leaked[2];
   REQUIRE(::pipe(leaked) == 0);  // not close-on-exec: must not reach the child
   ProducerSupervisor supervisor;
-  const auto out = dir.path / "out";
+  const auto out = dir.path() / "out";
   supervisor.spawn(
       shell("reader", "cat <&3 > " + out.string() +
                           "; echo \" $TOKENSPEED_METRICS_HANDOFF_FD\" >> " + out.string() +
-                          "; ls /proc/self/fd > " + (dir.path / "fds").string()),
+                          "; ls /proc/self/fd > " + (dir.path() / "fds").string()),
       handoff);
   ::close(handoff);
   wait_for_exit(supervisor);
   ::close(leaked[0]);
   ::close(leaked[1]);
   CHECK(read_file(out) == "{\"outputs\":[]} 3\n");
-  std::istringstream fds(read_file(dir.path / "fds"));
+  std::istringstream fds(read_file(dir.path() / "fds"));
   for (std::string fd; fds >> fd;) {
     // 0-2, 3 (the handoff) and the descriptor ls itself opens.
     CHECK(std::stoi(fd) <= 4);
@@ -90,7 +84,7 @@ TEST_CASE("stop asks producers with SIGTERM and reaps them") {
   TempDir dir;
   const int handoff = memfd_with("{}");
   ProducerSupervisor supervisor;
-  const auto ready = dir.path / "ready";
+  const auto ready = dir.path() / "ready";
   supervisor.spawn(shell("polite", "touch " + ready.string() + "; exec sleep 30"), handoff);
   ::close(handoff);
   wait_until_exists(ready);
@@ -106,7 +100,7 @@ TEST_CASE("a producer that does not exit by the deadline is killed") {
   TempDir dir;
   const int handoff = memfd_with("{}");
   ProducerSupervisor supervisor;
-  const auto ready = dir.path / "ready";
+  const auto ready = dir.path() / "ready";
   supervisor.spawn(
       shell("stubborn", "trap '' TERM; touch " + ready.string() + "; while :; do sleep 1; done"),
       handoff);

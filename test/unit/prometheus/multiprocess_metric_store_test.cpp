@@ -11,20 +11,13 @@
 #include <unistd.h>
 
 #include "prometheus/multiprocess_metric_store.hpp"
+#include "temp_dir.hpp"
 
 using namespace tokenspeed::metrics;
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "tsm-store-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using tokenspeed::metrics::test::TempDir;
 
 const MetricDefinition kCounter{"test:requests",   MetricKind::counter, "", "", {"model"}, {},
                                 GaugeMode::livemax};
@@ -52,7 +45,7 @@ std::map<std::string, std::vector<double>> read_all(const std::filesystem::path&
 
 TEST_CASE("records are keyed by metric and label values: the same series gets the same slots") {
   TempDir dir;
-  MultiprocessMetricStore store({dir.path});
+  MultiprocessMetricStore store({dir.path()});
   const std::vector<std::string> a{"llama"}, b{"mistral"};
   double* first = store.allocate_series(kCounter, a);
   CHECK(store.allocate_series(kCounter, a) == first);
@@ -71,7 +64,7 @@ TEST_CASE("records are keyed by metric and label values: the same series gets th
 
 TEST_CASE("the file carries the writer's pid; a closed file is not live") {
   TempDir dir;
-  MultiprocessMetricStore store({dir.path, "frontend"});
+  MultiprocessMetricStore store({dir.path(), "frontend"});
   CHECK(store.file_path().filename() == "frontend_" + std::to_string(::getpid()) + ".db");
   store.allocate_series(kCounter, std::vector<std::string>{"x"});
   MultiprocessFileInfo info;
@@ -86,7 +79,7 @@ TEST_CASE("the file carries the writer's pid; a closed file is not live") {
 TEST_CASE("the store grows by mapping new regions: slots handed out earlier never move") {
   TempDir dir;
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  MultiprocessMetricStore store({dir.path, "producer", page});
+  MultiprocessMetricStore store({dir.path(), "producer", page});
   std::vector<double*> slots;
   for (int i = 0; i < 2000; ++i) {
     double* s =
@@ -106,16 +99,16 @@ TEST_CASE("the store grows by mapping new regions: slots handed out earlier neve
 TEST_CASE("a series too large for one region is refused at interning time") {
   TempDir dir;
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  MultiprocessMetricStore store({dir.path, "producer", page});
+  MultiprocessMetricStore store({dir.path(), "producer", page});
   CHECK_THROWS_AS(store.allocate_series(kCounter, std::vector<std::string>{std::string(page, 'x')}),
                   std::length_error);
 }
 
 TEST_CASE("a file that is not a store file is skipped") {
   TempDir dir;
-  std::ofstream(dir.path / "garbage.db") << std::string(200, 'z');
-  CHECK_FALSE(read_multiprocess_file(dir.path / "garbage.db", nullptr, [](const auto&) {}));
-  CHECK_FALSE(read_multiprocess_file(dir.path / "missing.db", nullptr, [](const auto&) {}));
+  std::ofstream(dir.path() / "garbage.db") << std::string(200, 'z');
+  CHECK_FALSE(read_multiprocess_file(dir.path() / "garbage.db", nullptr, [](const auto&) {}));
+  CHECK_FALSE(read_multiprocess_file(dir.path() / "missing.db", nullptr, [](const auto&) {}));
 }
 
 TEST_CASE("a record shorter than its own header ends the file's records, read no further") {
@@ -124,7 +117,7 @@ TEST_CASE("a record shorter than its own header ends the file's records, read no
   TempDir dir;
   std::filesystem::path file;
   {
-    MultiprocessMetricStore store({dir.path, "producer", 1u << 20});
+    MultiprocessMetricStore store({dir.path(), "producer", 1u << 20});
     *store.allocate_series(kCounter, std::vector<std::string>{"a"}) = 1;
     *store.allocate_series(kCounter, std::vector<std::string>{"b"}) = 2;
     file = store.file_path();
@@ -151,7 +144,7 @@ TEST_CASE("a file header with an impossible region size is not a store file") {
   // reader's offset around to before the mapping.
   TempDir dir;
   std::filesystem::path file;
-  MultiprocessMetricStore store({dir.path, "producer", 1u << 20});
+  MultiprocessMetricStore store({dir.path(), "producer", 1u << 20});
   *store.allocate_series(kCounter, std::vector<std::string>{"a"}) = 1;
   file = store.file_path();
   for (const std::uint64_t region : {std::uint64_t{0}, std::uint64_t{64}, std::uint64_t{4100},
@@ -174,7 +167,7 @@ TEST_CASE("a file header with an impossible region size is not a store file") {
 TEST_CASE("a concurrent reader sees only complete records and values that never go backwards") {
   TempDir dir;
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
-  MultiprocessMetricStore store({dir.path, "producer", page});
+  MultiprocessMetricStore store({dir.path(), "producer", page});
   constexpr int kSeries = 3000;
   std::atomic<bool> done{false};
   std::thread writer([&] {

@@ -15,20 +15,13 @@
 
 #include "prometheus/multiprocess_run_dir.hpp"
 #include "config/startup_error.hpp"
+#include "temp_dir.hpp"
 
 using namespace tokenspeed::metrics;
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "tsm-rundir-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using tokenspeed::metrics::test::TempDir;
 
 pid_t dead_pid() {
   const pid_t child = ::fork();
@@ -82,15 +75,15 @@ TEST_CASE("each run gets a fresh private (0700) directory that is removed on nor
   TempDir base;
   std::filesystem::path first_path;
   {
-    MultiprocessRunDir first(base.path / "metrics");
-    MultiprocessRunDir second(base.path / "metrics");
+    MultiprocessRunDir first(base.path() / "metrics");
+    MultiprocessRunDir second(base.path() / "metrics");
     first_path = first.path();
     CHECK(first.path() != second.path());
-    CHECK(first.path().parent_path() == base.path / "metrics");
+    CHECK(first.path().parent_path() == base.path() / "metrics");
     struct stat info {};
     REQUIRE(::stat(first.path().c_str(), &info) == 0);
     CHECK((info.st_mode & 0777) == 0700);
-    REQUIRE(::stat((base.path / "metrics").c_str(), &info) == 0);
+    REQUIRE(::stat((base.path() / "metrics").c_str(), &info) == 0);
     CHECK((info.st_mode & 0777) == 0700);
     CHECK(std::filesystem::exists(first.path() / "owner"));
   }
@@ -99,13 +92,13 @@ TEST_CASE("each run gets a fresh private (0700) directory that is removed on nor
 
 TEST_CASE("a stale directory from a crashed run is removed, not merged into a new one") {
   TempDir base;
-  const auto stale = base.path / "run-crashed";
+  const auto stale = base.path() / "run-crashed";
   write_owner(stale, dead_pid());
-  const auto live = base.path / "run-live";
+  const auto live = base.path() / "run-live";
   write_owner(live, dead_pid());
   const OwnerLock live_launcher(live);
 
-  MultiprocessRunDir run(base.path);
+  MultiprocessRunDir run(base.path());
   CHECK_FALSE(std::filesystem::exists(stale));
   CHECK(std::filesystem::exists(live / "producer_1.db"));  // another launcher still runs
   CHECK(run.path() != stale);
@@ -114,7 +107,7 @@ TEST_CASE("a stale directory from a crashed run is removed, not merged into a ne
 
 TEST_CASE("the live launcher holds its owner file locked, and the file says who it is") {
   TempDir base;
-  MultiprocessRunDir run(base.path);
+  MultiprocessRunDir run(base.path());
   CHECK(owner_locked(run.path()));
   std::ifstream owner(run.path() / "owner");
   long long pid = 0;
@@ -133,15 +126,15 @@ TEST_CASE("a run directory whose owner lock a live process holds is kept, whatev
   // A launcher in another PID namespace: the pid in its owner file is dead
   // (or another process) here, yet it runs and holds the lock.
   TempDir base;
-  const auto other_namespace = base.path / "run-elsewhere";
+  const auto other_namespace = base.path() / "run-elsewhere";
   write_owner(other_namespace, dead_pid());
-  const auto pid_one = base.path / "run-pid-one";
+  const auto pid_one = base.path() / "run-pid-one";
   write_owner(pid_one, 1);
   const OwnerLock first(other_namespace);
   const OwnerLock second(pid_one);
   make_older_than_ten_minutes(other_namespace);
 
-  CHECK(MultiprocessRunDir::remove_stale(base.path) == 0);
+  CHECK(MultiprocessRunDir::remove_stale(base.path()) == 0);
   CHECK(std::filesystem::exists(other_namespace / "producer_1.db"));
   CHECK(std::filesystem::exists(pid_one / "producer_1.db"));
 }
@@ -150,9 +143,9 @@ TEST_CASE("a run directory whose owner file nobody locks is removed, whatever pi
   // The pid may be alive here (this very process) and still not be the
   // launcher: only the lock counts.
   TempDir base;
-  const auto unlocked = base.path / "run-unlocked";
+  const auto unlocked = base.path() / "run-unlocked";
   write_owner(unlocked, ::getpid());
-  CHECK(MultiprocessRunDir::remove_stale(base.path) == 1);
+  CHECK(MultiprocessRunDir::remove_stale(base.path()) == 1);
   CHECK_FALSE(std::filesystem::exists(unlocked));
 }
 
@@ -160,22 +153,22 @@ TEST_CASE("a run directory without a locking owner file is kept for ten minutes,
   // No owner file yet (a launcher between mkdtemp and its owner file, or one
   // that crashed there) or one of the format before the lock.
   TempDir base;
-  const auto no_owner = base.path / "run-no-owner";
+  const auto no_owner = base.path() / "run-no-owner";
   std::filesystem::create_directory(no_owner);
-  const auto old_format = base.path / "run-old-format";
+  const auto old_format = base.path() / "run-old-format";
   std::filesystem::create_directory(old_format);
   std::ofstream(old_format / "owner") << dead_pid() << " 0\n";
-  const auto fifo = base.path / "run-fifo-owner";
+  const auto fifo = base.path() / "run-fifo-owner";
   std::filesystem::create_directory(fifo);
   REQUIRE(::mkfifo((fifo / "owner").c_str(), 0600) == 0);  // never blocks the cleanup
 
-  CHECK(MultiprocessRunDir::remove_stale(base.path) == 0);
+  CHECK(MultiprocessRunDir::remove_stale(base.path()) == 0);
   CHECK(std::filesystem::exists(no_owner));
   CHECK(std::filesystem::exists(old_format));
   CHECK(std::filesystem::exists(fifo));
 
   for (const auto& dir : {no_owner, old_format, fifo}) make_older_than_ten_minutes(dir);
-  CHECK(MultiprocessRunDir::remove_stale(base.path) == 3);
+  CHECK(MultiprocessRunDir::remove_stale(base.path()) == 3);
   CHECK_FALSE(std::filesystem::exists(no_owner));
   CHECK_FALSE(std::filesystem::exists(old_format));
   CHECK_FALSE(std::filesystem::exists(fifo));
@@ -183,7 +176,7 @@ TEST_CASE("a run directory without a locking owner file is kept for ten minutes,
 
 TEST_CASE("the owner lock is not inherited by programs the launcher starts (close-on-exec)") {
   TempDir base;
-  MultiprocessRunDir run(base.path);
+  MultiprocessRunDir run(base.path());
   const std::filesystem::path owner = std::filesystem::canonical(run.path() / "owner");
   int found = 0;
   for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
@@ -206,7 +199,7 @@ TEST_CASE("a reused pid with another start time counts as dead") {
 
 TEST_CASE("a forked child never removes the launcher's directory") {
   TempDir base;
-  MultiprocessRunDir run(base.path);
+  MultiprocessRunDir run(base.path());
   const pid_t child = ::fork();
   if (child == 0) {
     run.remove();
@@ -220,7 +213,7 @@ TEST_CASE("a forked child never removes the launcher's directory") {
 
 TEST_CASE("removing the directory also lets go of its owner file") {
   TempDir base;
-  MultiprocessRunDir run(base.path);
+  MultiprocessRunDir run(base.path());
   const std::string prefix = run.path().string() + "/";
   run.remove();
   CHECK_FALSE(std::filesystem::exists(run.path()));
@@ -233,9 +226,9 @@ TEST_CASE("removing the directory also lets go of its owner file") {
 
 TEST_CASE("a base directory of another kind is a startup error naming the flag") {
   TempDir base;
-  std::ofstream(base.path / "file") << "x";
+  std::ofstream(base.path() / "file") << "x";
   try {
-    MultiprocessRunDir run(base.path / "file");
+    MultiprocessRunDir run(base.path() / "file");
     FAIL("no error");
   } catch (const StartupError& error) {
     CHECK(error.context().key == "--metrics-multiproc-dir");

@@ -17,20 +17,13 @@
 #include "prometheus/multiprocess_metric_store.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
+#include "temp_dir.hpp"
 
 using namespace tokenspeed::metrics;
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "tsm-merge-XXXXXX").string();
-    REQUIRE(::mkdtemp(templ.data()) != nullptr);
-    path = templ;
-  }
-  ~TempDir() { std::filesystem::remove_all(path); }
-};
+using tokenspeed::metrics::test::TempDir;
 
 // A producer process: writes through its own store, then stays alive until
 // finish() (or exits at once when linger is false).
@@ -147,9 +140,9 @@ std::map<std::string, double> merged(const std::filesystem::path& dir) {
 
 TEST_CASE("counters and histograms are summed over processes; gauges merge by their mode") {
   TempDir dir;
-  Producer a(dir.path, writes(3, 10));
-  Producer b(dir.path, writes(5, 20));
-  const auto m = merged(dir.path);
+  Producer a(dir.path(), writes(3, 10));
+  Producer b(dir.path(), writes(5, 20));
+  const auto m = merged(dir.path());
   CHECK(m.at("c,rank=0") == 30);
   CHECK(m.at("h,rank=0#count") == 6);
   CHECK(m.at("h,rank=0#sum") == Approx(0.06));
@@ -166,12 +159,12 @@ TEST_CASE("counters and histograms are summed over processes; gauges merge by th
 
 TEST_CASE("a dead process's live gauges disappear; its counters and histograms remain") {
   TempDir dir;
-  Producer a(dir.path, writes(3, 10));
-  Producer b(dir.path, writes(5, 20));
+  Producer a(dir.path(), writes(3, 10));
+  Producer b(dir.path(), writes(5, 20));
   const std::string b_pid = std::to_string(b.pid());
   const std::string a_pid = std::to_string(a.pid());
   b.kill();  // crashes: its file stays, not closed, pid dead
-  auto m = merged(dir.path);
+  auto m = merged(dir.path());
   CHECK(m.at("c,rank=0") == 30);
   CHECK(m.at("h,rank=0#count") == 6);
   CHECK(m.at("g_livemax,rank=0") == 3);
@@ -184,7 +177,7 @@ TEST_CASE("a dead process's live gauges disappear; its counters and histograms r
   CHECK(m.count("g_liveall,rank=0,pid=" + a_pid) == 1);
 
   a.finish();  // exits normally: its store is closed
-  m = merged(dir.path);
+  m = merged(dir.path());
   CHECK(m.at("c,rank=0") == 30);
   CHECK(m.count("g_livemax,rank=0") == 0);  // no live process: the series is gone
   CHECK(m.count("g_livesum,rank=0") == 0);
@@ -194,8 +187,8 @@ TEST_CASE("a dead process's live gauges disappear; its counters and histograms r
 
 TEST_CASE("a file written with a dead pid contributes no live gauge") {
   TempDir dir;
-  Producer gone(dir.path, writes(7, 1), /*linger=*/false);
-  const auto m = merged(dir.path);
+  Producer gone(dir.path(), writes(7, 1), /*linger=*/false);
+  const auto m = merged(dir.path());
   CHECK(m.at("c,rank=0") == 1);
   CHECK(m.count("g_livemax,rank=0") == 0);
   CHECK(m.at("g_max,rank=0") == 7);
@@ -203,14 +196,14 @@ TEST_CASE("a file written with a dead pid contributes no live gauge") {
 
 TEST_CASE("the launcher's own in-process series merge with the producers' files") {
   TempDir dir;
-  Producer a(dir.path, writes(3, 10));
+  Producer a(dir.path(), writes(3, 10));
   InProcessMetricStore local;
   local.allocate_series(kCounter, std::vector<std::string>{"0"})[0] = 5;
   local.allocate_series(kCounter, std::vector<std::string>{"1"})[0] = 1;
   local.allocate_series(kLivemax, std::vector<std::string>{"0"})[0] = 9;
   ScrapeSources sources;
   sources.catalog = kCatalog;
-  sources.run_dir = dir.path;
+  sources.run_dir = dir.path();
   sources.local_store = &local;
   MergeStats stats;
   const auto families = merge_scrape(sources, &stats);
@@ -229,14 +222,14 @@ TEST_CASE("a producer's definitions travel with its metric file: families outsid
   const MetricDefinition engine_own{"myengine:batches", MetricKind::histogram, "Batch sizes.",
                                     "requests", {"worker"}, {1, 8, 64}, GaugeMode::livemax};
   {
-    MultiprocessMetricStore store({dir.path});
+    MultiprocessMetricStore store({dir.path()});
     double* slots = store.allocate_series(engine_own, std::vector<std::string>{"a"});
     slots[1] = 3;   // three observations in the (1, 8] bucket
     slots[4] = 12;  // their sum
   }
   MergeStats stats;
   ScrapeSources sources;  // no catalog at all
-  sources.run_dir = dir.path;
+  sources.run_dir = dir.path();
   const std::vector<MergedFamily> families = merge_scrape(sources, &stats);
   REQUIRE(families.size() == 1);
   CHECK(*families.front().metric == engine_own);
@@ -311,27 +304,27 @@ TEST_CASE("the definition /metrics shows for a name does not depend on the order
   const MetricDefinition as_gauge = plain("shared", MetricKind::gauge, "Help C.");
   // Files are read sorted by name: the same holders under swapped names.
   TempDir one, two;
-  write_file(one.path, "a", {first_help});
-  write_file(one.path, "b", {second_help});
-  write_file(one.path, "c", {second_help});
-  write_file(one.path, "d", {as_gauge});
-  write_file(two.path, "a", {as_gauge});
-  write_file(two.path, "b", {second_help});
-  write_file(two.path, "c", {first_help});
-  write_file(two.path, "d", {second_help});
-  const std::string text = scrape(one.path);
-  CHECK(text == scrape(two.path));
+  write_file(one.path(), "a", {first_help});
+  write_file(one.path(), "b", {second_help});
+  write_file(one.path(), "c", {second_help});
+  write_file(one.path(), "d", {as_gauge});
+  write_file(two.path(), "a", {as_gauge});
+  write_file(two.path(), "b", {second_help});
+  write_file(two.path(), "c", {first_help});
+  write_file(two.path(), "d", {second_help});
+  const std::string text = scrape(one.path());
+  CHECK(text == scrape(two.path()));
   // The definition two processes hold wins; one series each is left out.
   CHECK(text.find("# HELP shared_total Help B.\n") != std::string::npos);
   CHECK(text.find("shared_total 2\n") != std::string::npos);
 
   SECTION("a tie is broken by a fixed order of the definitions, not by file order") {
     TempDir three, four;
-    write_file(three.path, "a", {first_help});
-    write_file(three.path, "b", {second_help});
-    write_file(four.path, "a", {second_help});
-    write_file(four.path, "b", {first_help});
-    CHECK(scrape(three.path) == scrape(four.path));
+    write_file(three.path(), "a", {first_help});
+    write_file(three.path(), "b", {second_help});
+    write_file(four.path(), "a", {second_help});
+    write_file(four.path(), "b", {first_help});
+    CHECK(scrape(three.path()) == scrape(four.path()));
   }
 }
 
@@ -342,16 +335,16 @@ TEST_CASE("definitions left out are counted per family in the stats and on /metr
   const MetricDefinition as_gauge{"shared_name", MetricKind::gauge, "", "", {"k"}, {},
                                   GaugeMode::max};
   {
-    MultiprocessMetricStore first({dir.path, "a"});
+    MultiprocessMetricStore first({dir.path(), "a"});
     first.allocate_series(as_counter, std::vector<std::string>{"x"})[0] = 5;
-    MultiprocessMetricStore second({dir.path, "b"});
+    MultiprocessMetricStore second({dir.path(), "b"});
     second.allocate_series(as_gauge, std::vector<std::string>{"x"})[0] = 7;
     second.allocate_series(as_gauge, std::vector<std::string>{"y"})[0] = 8;
-    MultiprocessMetricStore third({dir.path, "c"});
+    MultiprocessMetricStore third({dir.path(), "c"});
     third.allocate_series(as_gauge, std::vector<std::string>{"x"})[0] = 9;
   }
   MergeStats stats;
-  const std::string text = scrape(dir.path, &stats);
+  const std::string text = scrape(dir.path(), &stats);
   CHECK(stats.conflicting_definitions == 1);
   CHECK(stats.conflicting_series == 1);
   CHECK(stats.mismatched_series == 0);
@@ -364,7 +357,7 @@ TEST_CASE("definitions left out are counted per family in the stats and on /metr
 
   SECTION("the catalog's definition wins even when more processes hold another one") {
     MergeStats with_catalog;
-    const std::string shown = scrape(dir.path, &with_catalog, {&as_counter});
+    const std::string shown = scrape(dir.path(), &with_catalog, {&as_counter});
     CHECK(shown.find("shared_name_total{k=\"x\"} 5\n") != std::string::npos);
     CHECK(shown.find("# TYPE shared_name gauge") == std::string::npos);
     CHECK(with_catalog.conflicting_definitions == 1);
@@ -372,8 +365,8 @@ TEST_CASE("definitions left out are counted per family in the stats and on /metr
   }
   SECTION("without a conflict the merge's own gauges are absent") {
     TempDir clean;
-    write_file(clean.path, "a", {as_counter});
-    CHECK(scrape(clean.path).find("tokenspeed_metrics_merge_") == std::string::npos);
+    write_file(clean.path(), "a", {as_counter});
+    CHECK(scrape(clean.path()).find("tokenspeed_metrics_merge_") == std::string::npos);
   }
 }
 
@@ -384,11 +377,11 @@ TEST_CASE("the scraping launcher's own definition wins over one more processes h
   const auto record = [&workers](MultiprocessMetricStore& store) {
     store.allocate_series(workers, std::vector<std::string>{})[0] = 5;
   };
-  Producer a(dir.path, record);
-  Producer b(dir.path, record);
-  write_file(dir.path, "launcher", {launchers});  // written by this process
+  Producer a(dir.path(), record);
+  Producer b(dir.path(), record);
+  write_file(dir.path(), "launcher", {launchers});  // written by this process
   MergeStats stats;
-  const std::string text = scrape(dir.path, &stats);
+  const std::string text = scrape(dir.path(), &stats);
   CHECK(text.find("# HELP shared_total The launcher's.\n") != std::string::npos);
   CHECK(text.find("shared_total 1\n") != std::string::npos);
   CHECK(stats.conflicting_definitions == 1);
@@ -403,12 +396,12 @@ TEST_CASE("families of two processes whose sample names collide: one is exposed,
   const MetricDefinition bucket_gauge = plain("h:h_bucket", MetricKind::gauge, "Buckets?");
   const MetricDefinition created_gauge = plain("h:h_created", MetricKind::gauge, "Created?");
   TempDir dir;
-  write_file(dir.path, "a", {counter, histogram});
-  write_file(dir.path, "b", {counter_named_total, bucket_gauge});
-  write_file(dir.path, "c", {counter_named_total, created_gauge});
-  write_file(dir.path, "d", {histogram});
+  write_file(dir.path(), "a", {counter, histogram});
+  write_file(dir.path(), "b", {counter_named_total, bucket_gauge});
+  write_file(dir.path(), "c", {counter_named_total, created_gauge});
+  write_file(dir.path(), "d", {histogram});
   MergeStats stats;
-  const std::string text = scrape(dir.path, &stats);
+  const std::string text = scrape(dir.path(), &stats);
   CHECK(no_sample_name_in_two_families(text));
   // h:c_total and h:h are held by two processes each, the others by one.
   CHECK(text.find("# TYPE h:c_total gauge\n") != std::string::npos);
@@ -426,9 +419,9 @@ TEST_CASE("families of two processes whose sample names collide: one is exposed,
 
   SECTION("between equally held families, the one the other is named after is exposed") {
     TempDir tie;
-    write_file(tie.path, "a", {counter_named_total, bucket_gauge});
-    write_file(tie.path, "b", {counter, histogram});
-    const std::string shown = scrape(tie.path);
+    write_file(tie.path(), "a", {counter_named_total, bucket_gauge});
+    write_file(tie.path(), "b", {counter, histogram});
+    const std::string shown = scrape(tie.path());
     CHECK(no_sample_name_in_two_families(shown));
     CHECK(shown.find("# TYPE h:c_total counter\n") != std::string::npos);
     CHECK(shown.find("# TYPE h:h histogram\n") != std::string::npos);
@@ -437,11 +430,11 @@ TEST_CASE("families of two processes whose sample names collide: one is exposed,
   }
   SECTION("the same files under other names give the same exposition") {
     TempDir other;
-    write_file(other.path, "z", {counter, histogram});
-    write_file(other.path, "m", {counter_named_total, bucket_gauge});
-    write_file(other.path, "a", {counter_named_total, created_gauge});
-    write_file(other.path, "b", {histogram});
-    CHECK(scrape(other.path) == text);
+    write_file(other.path(), "z", {counter, histogram});
+    write_file(other.path(), "m", {counter_named_total, bucket_gauge});
+    write_file(other.path(), "a", {counter_named_total, created_gauge});
+    write_file(other.path(), "b", {histogram});
+    CHECK(scrape(other.path()) == text);
   }
 }
 
@@ -451,9 +444,9 @@ TEST_CASE("a producer family that claims a name of the merge's own gauges is lef
       plain("tokenspeed_metrics_merge_series_left_out", MetricKind::gauge, "Not ours.");
   const MetricDefinition counter = plain("x", MetricKind::counter, "X.");
   const MetricDefinition gauge = plain("x", MetricKind::gauge, "X.");
-  write_file(dir.path, "a", {impostor, counter});
-  write_file(dir.path, "b", {gauge});
-  const std::string text = scrape(dir.path);
+  write_file(dir.path(), "a", {impostor, counter});
+  write_file(dir.path(), "b", {gauge});
+  const std::string text = scrape(dir.path());
   CHECK(no_sample_name_in_two_families(text));
   CHECK(text.find("Not ours.") == std::string::npos);
   CHECK(text.find("tokenspeed_metrics_merge_conflicting_definitions{family=\"tokenspeed_metrics_"
@@ -468,15 +461,15 @@ TEST_CASE("a conflict is logged once per family with both definitions and their 
                                    "seconds", {"model", "rank"},     {0.5},
                                    GaugeMode::livemax};
   {
-    MultiprocessMetricStore a({dir.path, "scheduler-0"});
+    MultiprocessMetricStore a({dir.path(), "scheduler-0"});
     a.allocate_series(short_help, std::vector<std::string>{"m"})[0] = 1;
-    MultiprocessMetricStore b({dir.path, "frontend"});
+    MultiprocessMetricStore b({dir.path(), "frontend"});
     b.allocate_series(long_help, std::vector<std::string>{"m", "0"})[0] = 1;
   }
   std::vector<std::string> lines;
   MergeConflictLog log([&lines](std::string_view line) { lines.emplace_back(line); });
-  scrape(dir.path, nullptr, {}, &log);
-  scrape(dir.path, nullptr, {}, &log);
+  scrape(dir.path(), nullptr, {}, &log);
+  scrape(dir.path(), nullptr, {}, &log);
   REQUIRE(lines.size() == 1);
   const std::string& line = lines.front();
   INFO(line);
@@ -497,11 +490,11 @@ TEST_CASE("a learned definition's bucket bounds are the producer's, to the last 
   const MetricDefinition exponential{"exp_seconds", MetricKind::histogram, "", "seconds", {},
                                      exponential_buckets(0.05, 1.5, 18), GaugeMode::livemax};
   {
-    MultiprocessMetricStore store({dir.path});
+    MultiprocessMetricStore store({dir.path()});
     store.allocate_series(exponential, std::vector<std::string>{})[0] = 1;
   }
   ScrapeSources sources;
-  sources.run_dir = dir.path;
+  sources.run_dir = dir.path();
   const std::vector<MergedFamily> families = merge_scrape(sources);
   REQUIRE(families.size() == 1);
   CHECK(families.front().metric->buckets == exponential.buckets);
