@@ -9,7 +9,7 @@
 #include <cstring>
 
 #include "config/bounded_file.hpp"
-#include "config/input_excerpt.hpp"
+#include "core/input_excerpt.hpp"
 
 namespace tokenspeed::metrics {
 namespace {

@@ -7,10 +7,10 @@
 #include <set>
 
 #include "config/bounded_file.hpp"
-#include "config/input_excerpt.hpp"
 #include "config/name_suggestion.hpp"
 #include "config/startup_error.hpp"
 #include "config/strict_json.hpp"
+#include "core/input_excerpt.hpp"
 
 namespace tokenspeed::metrics {
 namespace {

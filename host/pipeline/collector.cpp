@@ -2,15 +2,15 @@
 // collector API); the hot path is inline in collector.hpp. Lookups of an
 // existing series never lock or allocate.
 #include "pipeline/collector.hpp"
-#include "pipeline/series_bound.hpp"
 
 #include <atomic>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
 
-#include "config/input_excerpt.hpp"
+#include "core/input_excerpt.hpp"
 #include "pipeline/sample_name_claims.hpp"
+#include "pipeline/series_bound.hpp"
 
 namespace tokenspeed::metrics {
 

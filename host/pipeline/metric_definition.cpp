@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "config/input_excerpt.hpp"
+#include "core/input_excerpt.hpp"
 #include "tokenspeed/metrics/metric_definition.hpp"
 
 namespace tokenspeed::metrics {

@@ -3,6 +3,8 @@
 
 #include <unistd.h>
 
+#include "core/input_excerpt.hpp"
+
 namespace tokenspeed::metrics {
 namespace {
 
@@ -10,10 +12,11 @@ namespace {
 // overflowed a family is often a request id or a prompt fragment.
 constexpr std::size_t kShownValueBytes = 40;
 
+// The value quoted as in the exposition, cut (on a character boundary)
+// with its size when long.
 void append_quoted(std::string& out, std::string_view value) {
   out += '"';
-  const std::string_view shown = value.substr(0, kShownValueBytes);
-  for (const char c : shown) {
+  for (const char c : input_excerpt(value, kShownValueBytes)) {
     if (c == '"' || c == '\\') {
       out += '\\';
       out += c;
@@ -24,9 +27,6 @@ void append_quoted(std::string& out, std::string_view value) {
     }
   }
   out += '"';
-  if (shown.size() < value.size()) {
-    out += "... (" + std::to_string(value.size()) + " bytes)";
-  }
 }
 
 }  // namespace
@@ -46,7 +46,7 @@ const MetricDefinition& series_refused_definition() {
 
 std::string series_refused_line(const MetricDefinition& family, std::size_t bound,
                                 std::span<const std::string_view> values) {
-  std::string line = "tokenspeed-metrics: metric '" + family.name + "' has " +
+  std::string line = "tokenspeed-metrics: metric '" + input_excerpt(family.name) + "' has " +
                      std::to_string(bound) + " series in process " +
                      std::to_string(::getpid()) +
                      ", its bound (--metrics-max-series-per-family): new label sets are refused "

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "config/input_excerpt.hpp"
+#include "core/input_excerpt.hpp"
 #include "pipeline/sample_name_claims.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"

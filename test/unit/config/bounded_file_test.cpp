@@ -10,7 +10,7 @@
 #include <string>
 
 #include "config/bounded_file.hpp"
-#include "config/input_excerpt.hpp"
+#include "core/input_excerpt.hpp"
 #include "plugins/unit_plugin_files.hpp"
 
 using namespace tokenspeed::metrics;
