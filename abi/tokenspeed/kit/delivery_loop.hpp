@@ -84,10 +84,11 @@ struct DeliveryStats {
 
 /* Threading: start, request_export, close and stats from any thread (emit's
  * thread and the host's close thread); the callbacks run on the loop's own
- * thread only, never concurrently. close interrupts the attempt in flight
- * (through the stop flag and the interrupt callback; with delta data only at
- * the close deadline, so that a payload the server took is not sent twice),
- * then makes the final collect and attempts within its budget; the thread
+ * thread only, never concurrently. close lets the attempt in flight finish
+ * (delta data until the close deadline, cumulative data for half the budget)
+ * and then interrupts it (through the stop flag and the interrupt callback),
+ * so that no earlier request lands after the final one; then it makes the
+ * final collect and attempts within its budget; the thread
  * never outlives close because every attempt's deadline is inside that
  * budget. */
 template <class Payload>
@@ -166,12 +167,20 @@ class DeliveryLoop {
       }
       wake_.notify_one();
     }
-    if (!options_.recollect_on_retry) {
-      // Delta data: an attempt cut short after the server took it would be
-      // sent again by the final attempts and counted twice. Let it finish,
-      // until the close deadline at the latest.
+    {
+      // Let the attempt in flight finish before the final one. Cut short, a
+      // request the server already took could still land after the final
+      // request: delta data would be counted twice, cumulative data refused
+      // as out of order (a time series database takes a series' samples in
+      // time order). Delta data waits until the close deadline; cumulative
+      // data for half of what is left, keeping the rest for the final
+      // collect, which supersedes the attempt when a hanging server holds it.
       std::unique_lock lock(mutex_);
-      attempt_done_.wait_until(lock, close_deadline_, [&] { return !attempt_in_flight_; });
+      const auto now = Clock::now();
+      const auto until = options_.recollect_on_retry && close_deadline_ > now
+                             ? now + (close_deadline_ - now) / 2
+                             : close_deadline_;
+      attempt_done_.wait_until(lock, until, [&] { return !attempt_in_flight_; });
     }
     stop_attempts_.store(true, std::memory_order_release);
     if (callbacks_.interrupt) callbacks_.interrupt();

@@ -270,7 +270,32 @@ TEST_CASE("delta: close lets the attempt in flight finish, so its payload is not
   CHECK(r.sent == std::vector<int>{1, 2});  // 2: the final collect
 }
 
-TEST_CASE("cumulative: close cuts the attempt in flight short (the final collect supersedes it)") {
+TEST_CASE("cumulative: close lets an attempt in flight finish before the final one") {
+  // Cut short, the request could still reach the server after the final one,
+  // which a time series database refuses as an out-of-order sample.
+  Recorder r;
+  std::atomic<bool> first_attempt_saw_stop{false};
+  std::atomic<bool> in_first_attempt{false};
+  r.answer = [&](int payload, Clock::time_point, const std::atomic<bool>* stop) {
+    if (payload == 1 && stop != nullptr) {
+      in_first_attempt = true;
+      std::this_thread::sleep_for(milliseconds(100));  // the server is taking it
+      first_attempt_saw_stop = stop->load();
+    }
+    return kit::SendResult::delivered();
+  };
+  kit::DeliveryLoop<int> loop(fast(milliseconds(3600000)), r.callbacks());
+  loop.start();
+  loop.request_export();
+  REQUIRE(r.wait([&] { return !r.sent.empty(); }));
+  while (!in_first_attempt) std::this_thread::yield();
+  CHECK(loop.close(milliseconds(60000)));
+  CHECK_FALSE(first_attempt_saw_stop);
+  std::lock_guard lock(r.mutex);
+  CHECK(r.sent == std::vector<int>{1, 2});  // in order: 2 is the final collect
+}
+
+TEST_CASE("cumulative: close cuts a hanging attempt short (the final collect supersedes it)") {
   Recorder r;
   std::atomic<bool> first_attempt_saw_stop{false};
   r.answer = [&](int payload, Clock::time_point deadline, const std::atomic<bool>* stop) {
