@@ -341,8 +341,11 @@ void IsolatedOutput::helper_ended(int wait_status, Clock::time_point now) noexce
 void IsolatedOutput::watch_progress(Clock::time_point now) noexcept {
   const isolation::ControlBlock& control = channel_.control();
   const HelperState state = state_of(control);
-  if (!first_outcome_ && state != HelperState::starting) {
-    first_outcome_ = true;  // ready (or already disabled): the sink exists
+  // Ready (or already disabled): the sink exists. A failed create_sink is
+  // the helper's exit, which helper_ended reports with its message; taken
+  // here, before the exit is reaped, it would read as success.
+  if (!first_outcome_ && (state == HelperState::ready || state == HelperState::disabled)) {
+    first_outcome_ = true;
     cv_.notify_all();
   }
   if (!kill_reason_.empty()) return;  // already killed, not reaped yet
