@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "api/shutdown_report.hpp"
-#include "config/plugin_loader.hpp"
+#include "plugin/plugin_loader.hpp"
 #include "process/process_metrics.hpp"
 #include "process/producer_handoff.hpp"
 #include "tokenspeed/metrics/node.hpp"

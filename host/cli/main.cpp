@@ -8,8 +8,8 @@
 #include <tokenspeed/metric_reporter.h>
 
 #include "cli/commands.hpp"
-#include "config/host_version.hpp"
-#include "config/startup_error.hpp"
+#include "core/host_version.hpp"
+#include "core/startup_error.hpp"
 #include "process/fatal_signal_handler.hpp"
 
 namespace tokenspeed::metrics::cli {

@@ -12,9 +12,9 @@
 #include <boost/program_options/options_description.hpp>
 
 #include "config/metrics_flags.hpp"
-#include "config/plugin_loader.hpp"
-#include "config/plugin_paths.hpp"
-#include "config/reporter_registry.hpp"
+#include "plugin/plugin_loader.hpp"
+#include "plugin/plugin_paths.hpp"
+#include "plugin/reporter_registry.hpp"
 
 namespace tokenspeed::metrics::cli {
 namespace {

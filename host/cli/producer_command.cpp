@@ -17,12 +17,12 @@
 
 #include "config/metrics_flags.hpp"
 #include "cli/simulation_options.hpp"
-#include "config/plugin_loader.hpp"
+#include "plugin/plugin_loader.hpp"
 #include "process/fatal_signal_handler.hpp"
 #include "process/process_metrics.hpp"
 #include "process/process_summary.hpp"
 #include "process/producer_handoff.hpp"
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics::cli {
 namespace {

@@ -23,7 +23,7 @@
 #include "process/producer_exit.hpp"
 #include "prometheus/prometheus_merge.hpp"
 #include "prometheus/reporter_self_metrics.hpp"
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics::cli {
 namespace {

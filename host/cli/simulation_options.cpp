@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics::cli {
 

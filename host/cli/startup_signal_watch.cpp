@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "process/signal_names.hpp"
+#include "core/signal_names.hpp"
 
 namespace tokenspeed::metrics::cli {
 namespace {

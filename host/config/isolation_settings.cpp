@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics {
 namespace {

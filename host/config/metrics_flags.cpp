@@ -11,8 +11,8 @@
 #include <boost/program_options/parsers.hpp>
 #include <boost/program_options/value_semantic.hpp>
 
-#include "pipeline/delivery_defaults.hpp"
-#include "config/startup_error.hpp"
+#include "core/delivery_defaults.hpp"
+#include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics::cli {
 

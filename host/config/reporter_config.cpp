@@ -6,10 +6,10 @@
 #include <iterator>
 #include <set>
 
-#include "config/bounded_file.hpp"
-#include "config/name_suggestion.hpp"
-#include "config/startup_error.hpp"
-#include "config/strict_json.hpp"
+#include "core/bounded_file.hpp"
+#include "core/name_suggestion.hpp"
+#include "core/startup_error.hpp"
+#include "core/strict_json.hpp"
 #include "core/input_excerpt.hpp"
 
 namespace tokenspeed::metrics {

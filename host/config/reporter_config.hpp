@@ -10,9 +10,9 @@
 
 #include <boost/json/object.hpp>
 
-#include "config/plugin_loader.hpp"
-#include "config/reporter.hpp"
-#include "config/reporter_registry.hpp"
+#include "plugin/plugin_loader.hpp"
+#include "plugin/reporter.hpp"
+#include "plugin/reporter_registry.hpp"
 #include "config/isolation_settings.hpp"
 
 namespace tokenspeed::metrics {

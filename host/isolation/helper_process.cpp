@@ -15,7 +15,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "process/signal_names.hpp"
+#include "core/signal_names.hpp"
 
 #ifndef TSM_HELPER_FROM_LIBDIR
 #define TSM_HELPER_FROM_LIBDIR "../libexec/tokenspeed-metrics"

@@ -22,7 +22,7 @@
 #include "isolation/channel_writer.hpp"
 #include "config/isolation_settings.hpp"
 #include "isolation/shared_channel.hpp"
-#include "pipeline/rate_limited_log.hpp"
+#include "core/rate_limited_log.hpp"
 #include "pipeline/sink_worker.hpp"
 
 namespace tokenspeed::metrics {

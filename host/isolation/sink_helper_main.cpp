@@ -16,10 +16,10 @@
 
 #include <boost/json/parse.hpp>
 
-#include "config/abi_buffer.hpp"
-#include "config/plugin_loader.hpp"
-#include "config/reporter.hpp"
-#include "config/reporter_registry.hpp"
+#include "core/abi_buffer.hpp"
+#include "plugin/plugin_loader.hpp"
+#include "plugin/reporter.hpp"
+#include "plugin/reporter_registry.hpp"
 #include "isolation/channel_reader.hpp"
 #include "isolation/shared_channel.hpp"
 

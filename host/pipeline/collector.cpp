@@ -10,7 +10,7 @@
 
 #include "core/input_excerpt.hpp"
 #include "pipeline/sample_name_claims.hpp"
-#include "pipeline/series_bound.hpp"
+#include "core/series_bound.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -21,9 +21,9 @@
 
 #include "pipeline/event_clock.hpp"
 #include "pipeline/event_router.hpp"
-#include "pipeline/metric_catalog.hpp"
+#include "core/metric_catalog.hpp"
 #include "pipeline/metric_series.hpp"
-#include "prometheus/metric_store.hpp"
+#include "core/metric_store.hpp"
 #include "tokenspeed/metrics/recording.hpp"
 
 namespace tokenspeed::metrics {

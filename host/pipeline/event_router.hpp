@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/delivery_defaults.hpp"
+#include "core/delivery_defaults.hpp"
 #include "pipeline/event_ring.hpp"
 #include "pipeline/metric_series.hpp"
-#include "pipeline/rate_limited_log.hpp"
+#include "core/rate_limited_log.hpp"
 #include "pipeline/series_table.hpp"
 #include "pipeline/sink_worker.hpp"
 #include "pipeline/stall_reporter.hpp"

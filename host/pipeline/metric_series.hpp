@@ -10,7 +10,7 @@
 #include <tokenspeed/metric_reporter.h>
 
 #include "pipeline/gauge_dedup.hpp"
-#include "pipeline/metric_catalog.hpp"
+#include "core/metric_catalog.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pipeline/metric_catalog.hpp"
+#include "core/metric_catalog.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -16,10 +16,10 @@
 #include <ctime>
 #include <exception>
 
-#include "config/abi_buffer.hpp"
+#include "core/abi_buffer.hpp"
 #include "pipeline/event_clock.hpp"
 #include "pipeline/metric_series.hpp"
-#include "pipeline/plugin_call_context.hpp"
+#include "core/plugin_call_context.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -18,9 +18,9 @@
 
 #include <tokenspeed/metric_reporter.h>
 
-#include "pipeline/delivery_defaults.hpp"
+#include "core/delivery_defaults.hpp"
 #include "pipeline/event_ring.hpp"
-#include "pipeline/rate_limited_log.hpp"
+#include "core/rate_limited_log.hpp"
 #include "pipeline/series_table.hpp"
 
 namespace tokenspeed::metrics {

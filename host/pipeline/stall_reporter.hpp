@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "pipeline/rate_limited_log.hpp"
+#include "core/rate_limited_log.hpp"
 #include "pipeline/sink_worker.hpp"
 
 namespace tokenspeed::metrics {

@@ -11,8 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "pipeline/plugin_call_context.hpp"
-#include "process/signal_names.hpp"
+#include "core/plugin_call_context.hpp"
+#include "core/signal_names.hpp"
 
 namespace tokenspeed::metrics {
 namespace {

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/delivery_defaults.hpp"
+#include "core/delivery_defaults.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 #include "process/node_sessions.hpp"
 #include "process/process_metrics.hpp"

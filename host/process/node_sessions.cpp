@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
-#include "config/abi_buffer.hpp"
+#include "core/abi_buffer.hpp"
 #include "process/deadline_call.hpp"
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -15,11 +15,11 @@
 
 #include "pipeline/collector.hpp"
 #include "pipeline/event_router.hpp"
-#include "prometheus/in_process_metric_store.hpp"
-#include "prometheus/metric_store.hpp"
+#include "core/in_process_metric_store.hpp"
+#include "core/metric_store.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
 #include "process/producer_handoff.hpp"
-#include "config/reporter_registry.hpp"
+#include "plugin/reporter_registry.hpp"
 #include "prometheus/reporter_self_metrics.hpp"
 
 namespace tokenspeed::metrics {

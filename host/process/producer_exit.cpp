@@ -3,7 +3,7 @@
 
 #include <csignal>
 
-#include "process/signal_names.hpp"
+#include "core/signal_names.hpp"
 
 namespace tokenspeed::metrics {
 

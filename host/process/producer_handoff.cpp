@@ -19,8 +19,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include "config/bounded_file.hpp"
-#include "config/startup_error.hpp"
+#include "core/bounded_file.hpp"
+#include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics {
 namespace {

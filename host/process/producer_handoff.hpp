@@ -15,7 +15,7 @@
 #include <boost/json/object.hpp>
 
 #include "config/isolation_settings.hpp"
-#include "pipeline/series_bound.hpp"
+#include "core/series_bound.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "pipeline/metric_catalog.hpp"
+#include "core/metric_catalog.hpp"
 #include "prometheus/prometheus_endpoint.hpp"
 
 namespace tokenspeed::metrics {

@@ -11,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/metric_catalog.hpp"
-#include "pipeline/rate_limited_log.hpp"
+#include "core/metric_catalog.hpp"
+#include "core/rate_limited_log.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "pipeline/metric_catalog.hpp"
+#include "core/metric_catalog.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -15,7 +15,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "prometheus/metric_store.hpp"
+#include "core/metric_store.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 
 namespace tokenspeed::metrics {

@@ -17,7 +17,7 @@
 #include <string>
 #include <system_error>
 
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics {
 namespace {

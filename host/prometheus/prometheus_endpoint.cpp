@@ -22,7 +22,7 @@
 #include <zlib.h>
 
 #include "prometheus/prometheus_exposition.hpp"
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -10,8 +10,8 @@
 #include <limits>
 
 #include "pipeline/sample_name_claims.hpp"
-#include "prometheus/in_process_metric_store.hpp"
-#include "prometheus/metric_store.hpp"
+#include "core/in_process_metric_store.hpp"
+#include "core/metric_store.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/metric_catalog.hpp"
+#include "core/metric_catalog.hpp"
 #include "prometheus/merge_conflicts.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "prometheus/multiprocess_run_dir.hpp"
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics {
 

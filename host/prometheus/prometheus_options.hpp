@@ -8,7 +8,7 @@
 
 #include <boost/program_options.hpp>
 
-#include "pipeline/series_bound.hpp"
+#include "core/series_bound.hpp"
 #include "prometheus/prometheus_endpoint.hpp"
 
 namespace tokenspeed::metrics {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/metric_catalog.hpp"
+#include "core/metric_catalog.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <thread>
 
-#include "config/abi_buffer.hpp"
-#include "config/plugin_loader.hpp"
-#include "config/reporter_registry.hpp"
+#include "core/abi_buffer.hpp"
+#include "plugin/plugin_loader.hpp"
+#include "plugin/reporter_registry.hpp"
 #include "isolation/isolated_output.hpp"
 
 namespace {

@@ -29,7 +29,7 @@
 #include "pipeline/event_clock.hpp"
 #include "pipeline/event_ring.hpp"
 #include "pipeline/event_router.hpp"
-#include "prometheus/in_process_metric_store.hpp"
+#include "core/in_process_metric_store.hpp"
 
 using namespace tokenspeed::metrics;
 using tokenspeed::metrics::test::CountAllocations;

@@ -17,8 +17,8 @@
 #include <boost/beast/http.hpp>
 
 #include "pipeline/collector.hpp"
-#include "prometheus/in_process_metric_store.hpp"
-#include "pipeline/metric_catalog.hpp"
+#include "core/in_process_metric_store.hpp"
+#include "core/metric_catalog.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 #include "prometheus/prometheus_endpoint.hpp"

@@ -20,7 +20,7 @@
 
 #include "exposition_check.hpp"
 #include "fuzz_support.hpp"
-#include "prometheus/metric_store.hpp"
+#include "core/metric_store.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
 

@@ -15,9 +15,9 @@
 
 #include <boost/json.hpp>
 
-#include "config/abi_buffer.hpp"
-#include "config/reporter_registry.hpp"
-#include "config/strict_json.hpp"
+#include "core/abi_buffer.hpp"
+#include "plugin/reporter_registry.hpp"
+#include "core/strict_json.hpp"
 #include "fuzz_support.hpp"
 
 namespace {

@@ -16,8 +16,8 @@
 
 #include "config/metrics_flags.hpp"
 #include "config/reporter_config.hpp"
-#include "config/reporter_registry.hpp"
-#include "config/startup_error.hpp"
+#include "plugin/reporter_registry.hpp"
+#include "core/startup_error.hpp"
 #include "fuzz_support.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// strict_json_fuzzer.cpp — fuzzes parse_strict_json (host/config/strict_json)
+// strict_json_fuzzer.cpp — fuzzes parse_strict_json (host/core/strict_json)
 // with arbitrary text. It must agree with Boost.JSON on what is JSON (but for
 // numbers too large for a double, which it rejects), fail only with StrictJsonError, name a key path for every duplicate, and accept
 // every document Boost.JSON writes (which has no duplicates) as the same value.
@@ -9,7 +9,7 @@
 
 #include <boost/json.hpp>
 
-#include "config/strict_json.hpp"
+#include "core/strict_json.hpp"
 #include "fuzz_support.hpp"
 
 namespace {

@@ -15,7 +15,7 @@
 
 #include <tokenspeed/metrics/tokenspeed_catalog.hpp>
 
-#include "pipeline/metric_catalog.hpp"
+#include "core/metric_catalog.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
 
 namespace tsm = tokenspeed::metrics;

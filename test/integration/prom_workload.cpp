@@ -27,8 +27,8 @@
 #include <vector>
 
 #include "pipeline/collector.hpp"
-#include "prometheus/in_process_metric_store.hpp"
-#include "pipeline/metric_catalog.hpp"
+#include "core/in_process_metric_store.hpp"
+#include "core/metric_catalog.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 #include "prometheus/prometheus_endpoint.hpp"

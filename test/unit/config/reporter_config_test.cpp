@@ -9,11 +9,11 @@
 
 #include <boost/json.hpp>
 
-#include "config/abi_buffer.hpp"
+#include "core/abi_buffer.hpp"
 #include "config/metrics_flags.hpp"
 #include "plugins/unit_plugin_files.hpp"
 #include "config/reporter_config.hpp"
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 using namespace tokenspeed::metrics;
 using tokenspeed::metrics::test::PluginDir;

@@ -20,11 +20,11 @@
 
 #include <boost/json.hpp>
 
-#include "config/abi_buffer.hpp"
+#include "core/abi_buffer.hpp"
 #include "config/isolation_settings.hpp"
-#include "config/plugin_loader.hpp"
-#include "config/reporter_registry.hpp"
-#include "config/startup_error.hpp"
+#include "plugin/plugin_loader.hpp"
+#include "plugin/reporter_registry.hpp"
+#include "core/startup_error.hpp"
 #include "isolation/isolated_output.hpp"
 #include "temp_dir.hpp"
 #include "test_sinks.hpp"

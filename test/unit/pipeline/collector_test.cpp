@@ -13,7 +13,7 @@
 
 #include "pipeline/collector.hpp"
 #include "pipeline/event_router.hpp"
-#include "prometheus/in_process_metric_store.hpp"
+#include "core/in_process_metric_store.hpp"
 #include "allocation_counter.hpp"
 #include "test_sinks.hpp"
 

@@ -14,7 +14,7 @@
 
 #include "pipeline/collector.hpp"
 #include "pipeline/event_router.hpp"
-#include "prometheus/in_process_metric_store.hpp"
+#include "core/in_process_metric_store.hpp"
 #include "test_sinks.hpp"
 
 using namespace tokenspeed::metrics;

@@ -11,7 +11,7 @@
 #include "pipeline/collector.hpp"
 #include "pipeline/event_router.hpp"
 #include "pipeline/gauge_dedup.hpp"
-#include "prometheus/in_process_metric_store.hpp"
+#include "core/in_process_metric_store.hpp"
 #include "test_sinks.hpp"
 
 using namespace tokenspeed::metrics;

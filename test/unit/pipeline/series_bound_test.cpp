@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "pipeline/collector.hpp"
-#include "pipeline/series_bound.hpp"
-#include "prometheus/in_process_metric_store.hpp"
+#include "core/series_bound.hpp"
+#include "core/in_process_metric_store.hpp"
 #include "allocation_counter.hpp"
 #include "test_sinks.hpp"
 

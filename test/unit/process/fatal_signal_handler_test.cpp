@@ -11,7 +11,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "pipeline/plugin_call_context.hpp"
+#include "core/plugin_call_context.hpp"
 #include "process/fatal_signal_handler.hpp"
 
 using namespace tokenspeed::metrics;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "process/node_sessions.hpp"
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 using namespace tokenspeed::metrics;
 

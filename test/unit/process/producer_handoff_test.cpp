@@ -10,7 +10,7 @@
 #include <cstdlib>
 
 #include "process/producer_handoff.hpp"
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 #include "temp_dir.hpp"
 
 using namespace tokenspeed::metrics;

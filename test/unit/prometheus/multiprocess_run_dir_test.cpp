@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "prometheus/multiprocess_run_dir.hpp"
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 #include "temp_dir.hpp"
 
 using namespace tokenspeed::metrics;

@@ -17,7 +17,7 @@
 #include <zlib.h>
 
 #include "prometheus/prometheus_endpoint.hpp"
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 using namespace tokenspeed::metrics;
 namespace asio = boost::asio;

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "pipeline/collector.hpp"
-#include "prometheus/in_process_metric_store.hpp"
+#include "core/in_process_metric_store.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 
 using namespace tokenspeed::metrics;

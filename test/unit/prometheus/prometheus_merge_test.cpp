@@ -13,7 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "prometheus/in_process_metric_store.hpp"
+#include "core/in_process_metric_store.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"

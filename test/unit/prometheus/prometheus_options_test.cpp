@@ -4,7 +4,7 @@
 
 #include "prometheus/multiprocess_run_dir.hpp"
 #include "prometheus/prometheus_options.hpp"
-#include "config/startup_error.hpp"
+#include "core/startup_error.hpp"
 
 using namespace tokenspeed::metrics;
 namespace po = boost::program_options;

@@ -4,7 +4,7 @@
 
 #include "pipeline/collector.hpp"
 #include "simulator/engine_simulator.hpp"
-#include "prometheus/in_process_metric_store.hpp"
+#include "core/in_process_metric_store.hpp"
 
 using namespace tokenspeed::metrics;
 

@@ -1,0 +1,50 @@
+// metric_store.hpp — where the Prometheus aggregate of every series lives: a
+// run of double slots per series, updated lock-free by collector threads with
+// std::atomic_ref and read at scrape time. Allocation happens when a series
+// is interned, never on the hot path.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <utility>
+
+#include "core/metric_catalog.hpp"
+#include "core/series_bound.hpp"
+
+namespace tokenspeed::metrics {
+
+// Slot layout of one series:
+//   counter:   [0] running total
+//   gauge:     [0] current value
+//   histogram: [0, n) per-bucket counts for the n upper bounds (not
+//              cumulative), [n] the +Inf bucket, [n + 1] the sum.
+//              The count is the sum of the bucket slots.
+inline std::size_t series_slot_count(const MetricDefinition& metric) noexcept {
+  return metric.kind == MetricKind::histogram ? metric.buckets.size() + 2 : 1;
+}
+
+// Threading: allocate_series may be called from any thread (it locks and
+// allocates); the returned slots are touched only through std::atomic_ref.
+class MetricStore {
+ public:
+  explicit MetricStore(SeriesBound bound = {}) : bound_(std::move(bound)) {}
+  virtual ~MetricStore() = default;
+
+  // Zeroed slots (series_slot_count(metric) of them, 8-byte aligned) for one
+  // series, called once per series by the collector when it interns it. The
+  // address stays valid for the life of the store. The metric outlives the store.
+  virtual double* allocate_series(const MetricDefinition& metric,
+                                  std::span<const std::string> label_values) = 0;
+
+  // The bound on series per family of the built-in output, kept with its
+  // aggregate: the collector consults it before interning a new label set
+  // (collector.cpp) and refuses the label set past it. Series the host
+  // allocates directly (its own figures) do not count against it.
+  const SeriesBound& series_bound() const noexcept { return bound_; }
+
+ private:
+  SeriesBound bound_;
+};
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""Checks the #include lines of host/ against host/layers.txt.
+
+Fails, printing each offending line, on an include of a folder that comes
+later in the list (an include that runs upward), on an include from a
+"public-api" folder of anything but include/ and its own folder, on a folder
+the list does not name, and on any cycle among host/'s files.
+
+Usage: check_layering.py SOURCE_ROOT
+"""
+import pathlib
+import re
+import sys
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+
+
+def read_layers(path):
+    order, public_api = [], set()
+    for line in path.read_text().splitlines():
+        words = line.split("#", 1)[0].split()
+        if not words:
+            continue
+        order.append(words[0])
+        if "public-api" in words[1:]:
+            public_api.add(words[0])
+    return order, public_api
+
+
+def main(root):
+    host = root / "host"
+    order, public_api = read_layers(host / "layers.txt")
+    rank = {folder: index for index, folder in enumerate(order)}
+    problems = []
+    graph = {}  # host file -> host files it includes
+    files = sorted(p for p in host.rglob("*") if p.suffix in (".cpp", ".hpp", ".h"))
+    includes = 0
+    for path in files:
+        relative = path.relative_to(host)
+        folder = relative.parts[0]
+        if folder not in rank:
+            problems.append(f"host/{relative}: folder '{folder}' is not in host/layers.txt")
+            continue
+        edges = graph.setdefault(relative, set())
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            match = INCLUDE.match(line)
+            if not match:
+                continue
+            includes += 1
+            name = match.group(1)
+            if (path.parent / name).is_file():  # "native_state.hpp": its own folder
+                target = (path.parent / name).relative_to(host)
+            elif (host / name).is_file():
+                target = pathlib.Path(name)
+            elif (host / "include" / name).is_file():
+                target = pathlib.Path("include") / name
+            else:
+                continue  # the ABI headers and generated files: below every folder
+            edges.add(target)
+            to = target.parts[0]
+            where = f"host/{relative}:{number}: {line.strip()}"
+            if to not in rank:
+                problems.append(f"{where}: folder '{to}' is not in host/layers.txt")
+            elif folder in public_api and to not in (folder, "include"):
+                problems.append(f"{where}: '{folder}' is built on the public API "
+                                f"(include/) alone, not on '{to}'")
+            elif rank[to] > rank[folder]:
+                problems.append(f"{where}: runs upward: '{folder}' may not include "
+                                f"'{to}' (host/layers.txt lists '{to}' after it)")
+    problems += cycles(graph)
+    for problem in problems:
+        print(problem)
+    verdict = "ok" if not problems else f"{len(problems)} problem(s)"
+    print(f"layering: {len(files)} files, {includes} includes, "
+          f"{' < '.join(order)}: {verdict}")
+    return 1 if problems else 0
+
+
+def cycles(graph):
+    """One line for each cycle among the files, found by depth-first search."""
+    found, state, stack = [], {}, []
+
+    def visit(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                loop = stack[stack.index(nxt):] + [nxt]
+                found.append("include cycle: " + " -> ".join(f"host/{p}" for p in loop))
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = "done"
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    return found
+
+
+if __name__ == "__main__":
+    sys.exit(main(pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else ".").resolve()))

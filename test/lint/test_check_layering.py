@@ -1,0 +1,64 @@
+"""The layering check fails on what it is for: an upward include, a public-API
+folder reaching into the host, a folder missing from the list, a cycle; and
+passes on a tree that keeps the order. Runs the check on small trees."""
+import pathlib
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CHECK = pathlib.Path(__file__).with_name("check_layering.py")
+LAYERS = "include\ncore\npipeline\nsimulator public-api\n"
+
+
+def run_check(files):
+    with tempfile.TemporaryDirectory() as root:
+        host = pathlib.Path(root) / "host"
+        (host).mkdir()
+        (host / "layers.txt").write_text(LAYERS)
+        for name, text in files.items():
+            (host / name).parent.mkdir(parents=True, exist_ok=True)
+            (host / name).write_text(text)
+        result = subprocess.run([sys.executable, str(CHECK), root], capture_output=True,
+                                text=True, timeout=60)
+        return result.returncode, result.stdout
+
+
+class CheckLayering(unittest.TestCase):
+    def test_a_tree_in_order_passes(self):
+        code, out = run_check({
+            "include/tokenspeed/metrics/api.hpp": "",
+            "core/a.hpp": '#include "tokenspeed/metrics/api.hpp"\n',
+            "pipeline/b.cpp": '#include "core/a.hpp"\n#include "b.hpp"\n',
+            "pipeline/b.hpp": "",
+            "simulator/s.cpp": '#include "tokenspeed/metrics/api.hpp"\n',
+        })
+        self.assertEqual(code, 0, out)
+        self.assertIn(": ok", out)
+
+    def test_an_upward_include_fails_naming_the_line(self):
+        code, out = run_check({"core/a.cpp": '// x\n#include "pipeline/b.hpp"\n',
+                               "pipeline/b.hpp": ""})
+        self.assertEqual(code, 1)
+        self.assertIn('host/core/a.cpp:2: #include "pipeline/b.hpp": runs upward', out)
+
+    def test_a_public_api_folder_may_not_include_the_host(self):
+        code, out = run_check({"simulator/s.cpp": '#include "core/a.hpp"\n', "core/a.hpp": ""})
+        self.assertEqual(code, 1)
+        self.assertIn("host/simulator/s.cpp:1", out)
+        self.assertIn("public API", out)
+
+    def test_a_folder_not_in_the_list_fails(self):
+        code, out = run_check({"extra/e.cpp": ""})
+        self.assertEqual(code, 1)
+        self.assertIn("folder 'extra' is not in host/layers.txt", out)
+
+    def test_a_cycle_within_a_folder_fails(self):
+        code, out = run_check({"core/a.hpp": '#include "core/b.hpp"\n',
+                               "core/b.hpp": '#include "a.hpp"\n'})
+        self.assertEqual(code, 1)
+        self.assertIn("include cycle: host/core/a.hpp -> host/core/b.hpp -> host/core/a.hpp", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
