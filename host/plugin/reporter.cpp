@@ -45,6 +45,23 @@ std::string failure_message(const AbiBuffer& error, int status, const char* func
          " without a message";
 }
 
+// Closes a sink or session the host refuses (it broke the contract), so the
+// plugin can free it; returns what to add to the refusal when that close
+// failed too, so that neither fault goes unsaid.
+template <typename Handle>
+std::string close_refused(const Handle& handle, std::chrono::nanoseconds timeout) {
+  AbiBuffer error;
+  int status = TSM_ERROR;
+  try {
+    status = handle.vtable->close(handle.self, timeout.count(), error.get());
+  } catch (...) {
+    return " (closing it, an exception escaped close)";
+  }
+  if (status == TSM_OK) return "";
+  return " (closing it failed too: " + failure_message(error, status, "close") + ")";
+}
+
+
 // Parses a plugin's JSON result; returns an explanation when it is not a
 // JSON object, "" otherwise.
 std::string parse_object(const std::string& text, boost::json::object& out) {
@@ -148,12 +165,8 @@ CreateSinkResult Reporter::create_sink(const boost::json::object& producer_confi
       return result;
     }
     if (sink.vtable->emit == nullptr) {
-      AbiBuffer ignored;
-      try {
-        sink.vtable->close(sink.self, 0, ignored.get());
-      } catch (...) {
-      }
-      result.error = "create_sink returned a sink without an emit function";
+      result.error = "create_sink returned a sink without an emit function" +
+                     close_refused(sink, std::chrono::nanoseconds(0));
       return result;
     }
     result.ok = true;
@@ -204,11 +217,7 @@ StartNodeResult Reporter::start_node(const boost::json::object& config,
     }
     if (!problem.empty()) {
       if (session.vtable != nullptr && session.vtable->close != nullptr) {
-        AbiBuffer ignored;
-        try {
-          session.vtable->close(session.self, cleanup_timeout.count(), ignored.get());
-        } catch (...) {
-        }
+        problem += close_refused(session, cleanup_timeout);
       }
       result.error = problem;
       result.producer_config.clear();
