@@ -97,6 +97,20 @@ std::size_t utf8_sequence_length(std::string_view text) noexcept {
   return length;
 }
 
+// Moves one character from the front of text to out: a well-formed UTF-8
+// sequence as it is, a byte that starts none as U+FFFD.
+void take_utf8_sequence(std::string& out, std::string_view& text) {
+  const std::size_t length =
+      static_cast<unsigned char>(text.front()) < 0x80 ? 1 : utf8_sequence_length(text);
+  if (length == 0) {
+    out += "\xEF\xBF\xBD";
+    text.remove_prefix(1);
+  } else {
+    out.append(text.data(), length);
+    text.remove_prefix(length);
+  }
+}
+
 }  // namespace
 
 bool is_valid_utf8(std::string_view text) noexcept {
@@ -115,17 +129,7 @@ bool is_valid_utf8(std::string_view text) noexcept {
 std::string to_valid_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 8);
-  while (!text.empty()) {
-    const std::size_t length =
-        static_cast<unsigned char>(text.front()) < 0x80 ? 1 : utf8_sequence_length(text);
-    if (length == 0) {
-      out += "\xEF\xBF\xBD";
-      text.remove_prefix(1);
-    } else {
-      out.append(text.data(), length);
-      text.remove_prefix(length);
-    }
-  }
+  while (!text.empty()) take_utf8_sequence(out, text);
   return out;
 }
 
@@ -138,14 +142,7 @@ void append_escaped(std::string& out, std::string_view text, bool quote) {
   while (!text.empty()) {
     const char c = text.front();
     if (static_cast<unsigned char>(c) >= 0x80) {
-      const std::size_t length = utf8_sequence_length(text);
-      if (length == 0) {
-        out += "\xEF\xBF\xBD";
-        text.remove_prefix(1);
-      } else {
-        out.append(text.data(), length);
-        text.remove_prefix(length);
-      }
+      take_utf8_sequence(out, text);
       continue;
     }
     if (c == '\\') {

@@ -41,11 +41,24 @@ PyTypeObject* child_type_of(MetricKind kind);
 
 // ------------------------------------------------------------- binding
 
+// Runs bind; a C++ exception becomes the Python exception it stands for
+// (raise_from_cpp) and false.
+template <typename Bind>
+bool raising_on_failure(Bind&& bind) {
+  try {
+    bind();
+    return true;
+  } catch (...) {
+    raise_from_cpp();
+    return false;
+  }
+}
+
 bool bind_family(FamilyObject* family) {
   if (family->generation == binding_generation && family->native != nullptr) return true;
   Recorder* recorder = current_recorder();
   if (recorder == nullptr) return false;
-  try {
+  const bool bound = raising_on_failure([&] {
     switch (family->definition->kind) {
       case MetricKind::counter:
         family->native = &recorder->counter(*family->definition);
@@ -57,12 +70,9 @@ bool bind_family(FamilyObject* family) {
         family->native = &recorder->histogram(*family->definition);
         break;
     }
-  } catch (...) {
-    raise_from_cpp();
-    return false;
-  }
-  family->generation = binding_generation;
-  return true;
+  });
+  if (bound) family->generation = binding_generation;
+  return bound;
 }
 
 bool bind_child(ChildObject* child) {
@@ -77,7 +87,7 @@ bool bind_child(ChildObject* child) {
     if (text == nullptr) return false;
     views.emplace_back(text, static_cast<std::size_t>(size));
   }
-  try {
+  const bool bound = raising_on_failure([&] {
     switch (family->definition->kind) {
       case MetricKind::counter:
         child->counter = static_cast<CounterFamily*>(family->native)->labels(views);
@@ -89,12 +99,9 @@ bool bind_child(ChildObject* child) {
         child->histogram = static_cast<HistogramFamily*>(family->native)->labels(views);
         break;
     }
-  } catch (...) {
-    raise_from_cpp();
-    return false;
-  }
-  child->generation = binding_generation;
-  return true;
+  });
+  if (bound) child->generation = binding_generation;
+  return bound;
 }
 
 inline bool ready(ChildObject* child) {
