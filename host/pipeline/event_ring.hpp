@@ -121,10 +121,12 @@ struct alignas(64) EventRing {
     return published_write_slot_.load(std::memory_order_acquire) == consumer_read_slot_;
   }
 
-  // Series numbers stop below the marker tags.
+  // Series numbers stop below the marker tags (checked against the series
+  // table in series_table.hpp).
   static constexpr std::uint32_t kTimeBaseTag = 0xFFFFFFFFu;  // payload: the new time base
   static constexpr std::uint32_t kWeightTag = 0xFFFFFFFEu;    // payload: the next event's weight
   static constexpr std::uint32_t kMaxSeriesNumber = 0xFFFFFFF0u;
+  static_assert(kMaxSeriesNumber < kWeightTag && kMaxSeriesNumber < kTimeBaseTag);
 
   const std::size_t event_limit;
   // A power of two with room for the markers: 16384 slots (256 KiB) for the
@@ -133,8 +135,8 @@ struct alignas(64) EventRing {
 
  private:
   struct Slot {
-    std::uint32_t tag;    // a series number, or a marker tag
-    std::uint32_t delta;  // raw time minus the current base
+    std::uint32_t tag;      // a series number, or a marker tag
+    std::uint32_t delta;    // raw time minus the current base
     std::uint64_t payload;  // the value's bits, or the marker's payload
   };
   static_assert(sizeof(Slot) == 16);

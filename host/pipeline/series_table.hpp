@@ -9,6 +9,8 @@
 #include <memory>
 #include <mutex>
 
+#include "pipeline/event_ring.hpp"
+
 namespace tokenspeed::metrics {
 
 struct MetricSeries;
@@ -22,6 +24,9 @@ class SeriesTable {
   static constexpr std::uint32_t kNone = 0xFFFFFFFFu;
   static constexpr std::size_t kChunkBits = 12;  // 4096 series per chunk
   static constexpr std::size_t kChunks = 4096;   // 16 777 216 series at most
+  // The largest number add() hands out.
+  static constexpr std::uint32_t kMaxNumber =
+      static_cast<std::uint32_t>((kChunks << kChunkBits) - 1);
 
   SeriesTable() = default;
   ~SeriesTable();
@@ -49,5 +54,11 @@ class SeriesTable {
   mutable std::mutex mutex_;
   std::uint32_t size_ = 0;
 };
+
+// A ring slot carries a series number in the place of its marker tags: every
+// number the table hands out must stay below them.
+static_assert(SeriesTable::kMaxNumber <= EventRing::kMaxSeriesNumber,
+              "the ring's series field cannot hold every series number of the table");
+static_assert(SeriesTable::kNone > EventRing::kMaxSeriesNumber);
 
 }  // namespace tokenspeed::metrics

@@ -25,7 +25,6 @@ namespace tokenspeed::metrics {
 
 namespace {
 
-
 void futex_wait(std::atomic<std::uint32_t>* word, std::uint32_t expected,
                 std::chrono::nanoseconds timeout) noexcept {
   timespec ts{};
@@ -210,7 +209,7 @@ bool SinkWorker::ensure_sink() noexcept {
     rc = TSM_ERROR;
     error = e.what();
   } catch (...) {
-    rc = TSM_ERROR;
+    rc = TSM_ERROR;  // logged below as the failure of create_sink
     error = "unknown exception";
   }
   leave_plugin();
@@ -234,32 +233,20 @@ bool SinkWorker::ensure_sink() noexcept {
                      "counted as dropped",
                  RateLimitedLog::Clock::now());
   } catch (...) {
+    // No memory for the line: the failure is on /metrics (sink_failures) and in the summary.
   }
   return false;
 }
 
 std::size_t SinkWorker::drain_batch() noexcept {
-  static thread_local WallClockConverter* clock = nullptr;
-  static thread_local AbiBuffer* error = nullptr;
-  if (clock == nullptr) {
-    static thread_local WallClockConverter clock_storage;
-    static thread_local AbiBuffer error_storage;
-    clock = &clock_storage;
-    error = &error_storage;
-  }
-  clock->maybe_recalibrate();
-  tsm_metric_event event{};
-  event.struct_size = sizeof(tsm_metric_event);
-  const char* const emit_text = call_text_[static_cast<int>(PluginCall::emit)].c_str();
+  wall_clock_.maybe_recalibrate();
   std::size_t popped = 0;
   for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
        ring = ring->next) {
     const std::size_t n = ring->pop(batch_.data(), batch_.size());
-    if (n == 0) continue;
     popped += n;
     for (std::size_t i = 0; i < n; ++i) {
-      const RingEvent& slot = batch_[i];
-      if (freeze_requested_.load(std::memory_order_seq_cst)) {
+      if ((requests_.load(std::memory_order_seq_cst) & kFreezeRequested) != 0) {
         stop_now_ = true;  // frozen: touch no series, build no event
         return popped;
       }
@@ -267,46 +254,57 @@ std::size_t SinkWorker::drain_batch() noexcept {
         count(dropped_disabled_worker_);
         continue;
       }
-      const MetricSeries& series = *options_.series_table->find(slot.series);
-      const SeriesFamily& family = *series.family;
-      event.operation = static_cast<std::uint32_t>(family.operation);
-      event.timestamp_ns = clock->to_unix_ns(slot.raw_time);
-      event.metric = family.info.name;
-      event.value = slot.value;
-      event.weight = slot.weight;
-      event.label_count = family.info.label_count;
-      event.label_names = family.info.label_names;
-      event.label_values =
-          series.label_value_ptrs.empty() ? nullptr : series.label_value_ptrs.data();
-      event.info = &family.info;
-      int rc = TSM_ERROR;
-      bool threw = false;
-      enter_plugin(PluginCall::emit);
-      try {
-        const PluginCallScope scope(emit_text);
-        rc = sink_.vtable->emit(sink_.self, &event, error->get());
-      } catch (...) {
-        threw = true;
-      }
-      leave_plugin();
-      if (rc == TSM_OK && !threw) {
-        count(delivered_);
-        continue;
-      }
-      // The event whose emit failed counts as dropped (disabled).
-      disabled_.store(true, std::memory_order_relaxed);
-      count(dropped_disabled_worker_);
-      try {
-        log_.message(
-            std::string(threw ? "emit threw an exception" : "emit failed (") +
-                (threw ? "" : (error->empty() ? std::string("no message") : error->str()) + ")") +
-                "; the sink is disabled, later events are counted as dropped",
-            RateLimitedLog::Clock::now());
-      } catch (...) {
-      }
+      deliver(batch_[i]);
     }
   }
   return popped;
+}
+
+void SinkWorker::deliver(const RingEvent& slot) noexcept {
+  const MetricSeries& series = *options_.series_table->find(slot.series);
+  const SeriesFamily& family = *series.family;
+  tsm_metric_event event{};
+  event.struct_size = sizeof(tsm_metric_event);
+  event.operation = static_cast<std::uint32_t>(family.operation);
+  event.timestamp_ns = wall_clock_.to_unix_ns(slot.raw_time);
+  event.metric = family.info.name;
+  event.value = slot.value;
+  event.weight = slot.weight;
+  event.label_count = family.info.label_count;
+  event.label_names = family.info.label_names;
+  event.label_values = series.label_value_ptrs.empty() ? nullptr : series.label_value_ptrs.data();
+  event.info = &family.info;
+  int rc = TSM_ERROR;
+  bool threw = false;
+  enter_plugin(PluginCall::emit);
+  try {
+    const PluginCallScope scope(call_text_[static_cast<int>(PluginCall::emit)].c_str());
+    rc = sink_.vtable->emit(sink_.self, &event, emit_error_.get());
+  } catch (...) {
+    threw = true;  // logged below with the disabling of the sink
+  }
+  leave_plugin();
+  if (rc == TSM_OK && !threw) {
+    count(delivered_);
+    return;
+  }
+  disable_after_failed_emit(threw);
+}
+
+void SinkWorker::disable_after_failed_emit(bool threw) noexcept {
+  // The event whose emit failed counts as dropped (disabled).
+  disabled_.store(true, std::memory_order_relaxed);
+  count(dropped_disabled_worker_);
+  try {
+    log_.message(
+        std::string(threw ? "emit threw an exception" : "emit failed (") +
+            (threw ? ""
+                   : (emit_error_.empty() ? std::string("no message") : emit_error_.str()) + ")") +
+            "; the sink is disabled, later events are counted as dropped",
+        RateLimitedLog::Clock::now());
+  } catch (...) {
+    // No memory for the line: the drop is counted above and on /metrics.
+  }
 }
 
 bool SinkWorker::rings_empty() noexcept {
@@ -322,12 +320,12 @@ void SinkWorker::park() noexcept {
   // pauses: polling them back to back would pull the producers' cache
   // lines away from them on every event.
   for (int i = 0; i < 16; ++i) {
-    if (!rings_empty() || stop_.load(std::memory_order_seq_cst)) return;
+    if (!rings_empty() || drain_requested()) return;
     backoff();
   }
   parked_.store(1, std::memory_order_seq_cst);
   heavy_barrier();
-  if (!rings_empty() || stop_.load(std::memory_order_seq_cst)) {
+  if (!rings_empty() || drain_requested()) {
     parked_.store(0, std::memory_order_relaxed);
     return;
   }
@@ -362,7 +360,7 @@ void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
     const PluginCallScope scope(call_text_[static_cast<int>(PluginCall::close)].c_str());
     rc = sink_.vtable->close(sink_.self, timeout_ns, error.get());
   } catch (...) {
-    threw = true;
+    threw = true;  // logged below as a failed close
   }
   leave_plugin();
   if (rc != TSM_OK || threw) {
@@ -374,6 +372,7 @@ void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
                    RateLimitedLog::Clock::now());
       log_.flush(RateLimitedLog::Clock::now());
     } catch (...) {
+      // No memory for the line: close_failed is in the summary and the report.
     }
   }
 }
@@ -386,41 +385,65 @@ void SinkWorker::run() noexcept {
       if (popped < kSmallPass) backoff();
       continue;
     }
-    if (stop_.load(std::memory_order_seq_cst) && rings_empty()) break;
+    if (drain_requested() && rings_empty()) break;
     park();
   }
   try {
     log_.flush(RateLimitedLog::Clock::now());  // suppressed messages, if any
   } catch (...) {
+    // No memory for the suppressed-message line: the counts are on /metrics.
   }
-  std::int64_t timeout_ns = 0;
-  {
-    std::unique_lock lock(mutex_);
-    drained_ = !stop_now_;
-    worker_done_draining_ = true;
-    cv_.notify_all();
-    cv_.wait(lock, [&] { return close_turn_ || abandoned_; });
-    timeout_ns = abandoned_ ? 0 : close_timeout_ns_;
-  }
-  do_plugin_close(timeout_ns);
+  end_drain(!stop_now_);
+  do_plugin_close(wait_close_turn());
+  end_close();
+}
+
+void SinkWorker::end_drain(bool rings_emptied) noexcept {
   {
     std::lock_guard lock(mutex_);
-    closed_ = true;
-    finished_ = true;
+    if (close_state_ == CloseState::delivering) {
+      close_state_ = rings_emptied ? CloseState::drained : CloseState::stopped_at_freeze;
+    }
   }
   cv_.notify_all();
+}
+
+std::int64_t SinkWorker::wait_close_turn() noexcept {
+  std::unique_lock lock(mutex_);
+  cv_.wait(lock, [&] {
+    return close_state_ == CloseState::close_granted || close_state_ == CloseState::abandoned;
+  });
+  return close_state_ == CloseState::close_granted ? close_timeout_ns_ : 0;
+}
+
+void SinkWorker::end_close() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    close_state_ = close_state_ == CloseState::abandoned ? CloseState::closed_after_abandoned
+                                                         : CloseState::closed;
+  }
+  cv_.notify_all();
+}
+
+bool SinkWorker::drain_ended_locked() const noexcept {
+  return close_state_ == CloseState::drained || close_state_ == CloseState::stopped_at_freeze;
+}
+
+bool SinkWorker::thread_ended_locked() const noexcept {
+  return close_state_ == CloseState::closed || close_state_ == CloseState::closed_after_abandoned;
 }
 
 // ------------------------------------------------------------------- close
 
 void SinkWorker::request_drain() noexcept {
-  stop_.store(true, std::memory_order_seq_cst);
+  requests_.fetch_or(kDrainRequested, std::memory_order_seq_cst);
   wake_slow();
 }
 
 bool SinkWorker::wait_drained(std::chrono::steady_clock::time_point deadline) noexcept {
   std::unique_lock lock(mutex_);
-  return cv_.wait_until(lock, deadline, [&] { return worker_done_draining_; }) && drained_;
+  return cv_.wait_until(lock, deadline, [&] { return close_state_ != CloseState::delivering; }) &&
+         close_state_ == CloseState::drained;
 }
 
 void SinkWorker::freeze() noexcept {
@@ -428,17 +451,13 @@ void SinkWorker::freeze() noexcept {
   // returned. The barrier makes the worker's counts so far visible and the
   // flag visible to its next check, so at most the one event in emit now
   // (or just returned) is counted as discarded although the plugin took it.
-  freeze_requested_.store(true, std::memory_order_seq_cst);
+  requests_.fetch_or(kFreezeRequested, std::memory_order_seq_cst);
   heavy_barrier();
   const std::uint64_t delivered = delivered_.load(std::memory_order_seq_cst);
   const std::uint64_t disabled = dropped_disabled_worker_.load(std::memory_order_seq_cst);
   const std::uint64_t pushed = sum_rings(&EventRing::pushed);
   std::lock_guard lock(mutex_);
-  if (frozen_) return;
-  frozen_ = true;
-  frozen_delivered_ = delivered;
-  frozen_dropped_disabled_ = disabled;
-  frozen_pushed_ = pushed;
+  if (!frozen_) frozen_ = FrozenCounts{pushed, delivered, disabled};
 }
 
 bool SinkWorker::close_plugin(std::chrono::nanoseconds timeout,
@@ -449,16 +468,16 @@ bool SinkWorker::close_plugin(std::chrono::nanoseconds timeout,
   // emit or create_sink then is abandoned: close is never called while emit
   // runs, and the worker closes the sink with a zero timeout if the call
   // ever returns, with nobody waiting for it.
-  if (!cv_.wait_until(lock, hard_deadline, [&] { return worker_done_draining_; })) {
-    abandoned_ = true;
+  if (!cv_.wait_until(lock, hard_deadline, [&] { return drain_ended_locked(); })) {
+    close_state_ = CloseState::abandoned;
     cv_.notify_all();
     return false;
   }
-  close_turn_ = true;
+  close_state_ = CloseState::close_granted;
   close_timeout_ns_ = timeout.count() > 0 ? timeout.count() : 0;
   cv_.notify_all();
-  if (!cv_.wait_until(lock, hard_deadline, [&] { return closed_; })) {
-    abandoned_ = true;  // ignores its close timeout: left running
+  if (!cv_.wait_until(lock, hard_deadline, [&] { return thread_ended_locked(); })) {
+    close_state_ = CloseState::abandoned;  // ignores its close timeout: left running
     return false;
   }
   return !close_failed_.load(std::memory_order_relaxed);
@@ -466,14 +485,14 @@ bool SinkWorker::close_plugin(std::chrono::nanoseconds timeout,
 
 bool SinkWorker::drain_finished() const noexcept {
   std::lock_guard lock(mutex_);
-  return worker_done_draining_;
+  return drain_ended_locked();
 }
 
 void SinkWorker::release_thread() noexcept {
   bool finished = false;
   {
     std::lock_guard lock(mutex_);
-    finished = finished_;
+    finished = thread_ended_locked();
   }
   if (!thread_.joinable()) return;
   try {
@@ -483,6 +502,8 @@ void SinkWorker::release_thread() noexcept {
       thread_.detach();
     }
   } catch (...) {
+    // join or detach failed (std::system_error): nothing more can be done for the
+    // thread at close; the router keeps its shared state alive.
   }
 }
 
@@ -506,19 +527,20 @@ SinkStats SinkWorker::stats() const {
   s.wakeups = wakeups_.load(std::memory_order_relaxed);
   s.parks = parks_.load(std::memory_order_relaxed);
   std::lock_guard lock(mutex_);
-  s.closed = closed_;
-  s.abandoned = abandoned_;
+  s.closed = thread_ended_locked();
+  s.abandoned =
+      close_state_ == CloseState::abandoned || close_state_ == CloseState::closed_after_abandoned;
   if (s.abandoned) {
     const PluginCallProbe probe = plugin_call();
     if (probe.inside()) s.abandoned_in = to_string(probe.call);
   }
   if (frozen_) {
-    s.delivered = frozen_delivered_;
-    s.dropped_disabled = disabled_publish + frozen_dropped_disabled_;
-    s.discarded_at_deadline = frozen_pushed_ - frozen_delivered_ - frozen_dropped_disabled_;
+    s.delivered = frozen_->delivered;
+    s.dropped_disabled = disabled_publish + frozen_->dropped_disabled;
+    s.discarded_at_deadline = frozen_->pushed - frozen_->delivered - frozen_->dropped_disabled;
     // Pushed after the accounting froze: a thread that passed the closing
     // check just before close() began. Nobody will deliver them.
-    s.dropped_after_close += pushed - frozen_pushed_;
+    s.dropped_after_close += pushed - frozen_->pushed;
     s.in_queue = 0;
   } else {
     s.delivered = delivered;

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -18,9 +19,11 @@
 
 #include <tokenspeed/metric_reporter.h>
 
+#include "core/abi_buffer.hpp"
 #include "core/delivery_defaults.hpp"
-#include "pipeline/event_ring.hpp"
 #include "core/rate_limited_log.hpp"
+#include "pipeline/event_clock.hpp"
+#include "pipeline/event_ring.hpp"
 #include "pipeline/series_table.hpp"
 
 namespace tokenspeed::metrics {
@@ -136,8 +139,13 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
 
  private:
   void run() noexcept;
-  std::size_t drain_batch() noexcept;  // events popped in this pass
-  bool rings_empty() noexcept;         // consumer side
+  bool drain_requested() const noexcept {
+    return (requests_.load(std::memory_order_seq_cst) & kDrainRequested) != 0;
+  }
+  std::size_t drain_batch() noexcept;            // events popped in this pass
+  void deliver(const RingEvent& slot) noexcept;  // builds the event and calls emit
+  void disable_after_failed_emit(bool threw) noexcept;
+  bool rings_empty() noexcept;  // consumer side
   void park() noexcept;
   void wake_slow() noexcept;
   bool ensure_sink() noexcept;
@@ -165,13 +173,20 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   alignas(64) std::atomic<std::uint64_t> delivered_{0};
   std::atomic<std::uint64_t> dropped_disabled_worker_{0};
   bool locked_count_ = false;  // worker only: no membarrier, count with a locked add
-  // set by freeze(): the worker stops before its next event
-  alignas(64) std::atomic<bool> freeze_requested_{false};
-  std::atomic<bool> stop_{false};
+  // What the router asks of the worker, as bits that are only ever added:
+  // kDrainRequested (stop once the rings are empty; checked when idle) and
+  // kFreezeRequested (stop before the next event; checked before each one).
+  static constexpr std::uint32_t kDrainRequested = 1;
+  static constexpr std::uint32_t kFreezeRequested = 2;
+  alignas(64) std::atomic<std::uint32_t> requests_{0};
   bool stop_now_ = false;  // worker only: accounting frozen, stop at once
-  // Worker only: the slots of one drain pass. A member, not thread_local:
-  // the library is loaded by dlopen too (Python), where static TLS is scarce.
+  // Worker only, preallocated with the worker (never per event, and members,
+  // not thread_local: the library is loaded by dlopen too (Python), where
+  // static TLS is scarce): the slots of one drain pass, the wall clock the
+  // events are stamped with, and the buffer emit writes its error into.
   std::array<RingEvent, 256> batch_{};
+  WallClockConverter wall_clock_;
+  AbiBuffer emit_error_;
 
   // plugin sink, owned by the worker thread
   tsm_sink sink_{};
@@ -179,20 +194,44 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   std::atomic<bool> create_failed_{false};
   std::atomic<bool> close_failed_{false};
 
-  // close handshake
+  // The close handshake between the worker and the router's close(), one
+  // state under mutex_ (waited for on cv_). Transitions, each named by the
+  // function that makes it:
+  //   delivering --end_drain--> drained | stopped_at_freeze     (worker)
+  //   drained | stopped_at_freeze --grant_close--> close_granted (router)
+  //   close_granted --end_close--> closed                        (worker)
+  //   delivering | drained | stopped_at_freeze | close_granted
+  //       --abandon--> abandoned                                 (router, at the hard deadline)
+  //   abandoned --end_drain--> abandoned (the worker closes with a zero timeout)
+  //   abandoned --end_close--> closed_after_abandoned            (worker)
+  enum class CloseState : std::uint8_t {
+    delivering,              // the drain loop runs
+    drained,                 // the loop ended with every ring emptied; waits for its turn
+    stopped_at_freeze,       // the loop ended at the freeze, events left in rings; waits
+    close_granted,           // the router gave the close turn (close_timeout_ns_)
+    closed,                  // the plugin's close returned, or there was nothing to close
+    abandoned,               // the router stopped waiting; the worker is in a plugin call
+    closed_after_abandoned,  // ... and the worker got out and closed with a zero timeout
+  };
+  // Worker thread.
+  void end_drain(bool rings_emptied) noexcept;
+  std::int64_t wait_close_turn() noexcept;  // the timeout for close; 0 when abandoned
+  void end_close() noexcept;
+  // Under mutex_: whether the drain loop ended, and whether the thread ended.
+  bool drain_ended_locked() const noexcept;
+  bool thread_ended_locked() const noexcept;
+
   mutable std::mutex mutex_;
   std::condition_variable cv_;
-  bool worker_done_draining_ = false;  // the drain loop ended
-  bool drained_ = false;               // ... with every ring emptied
-  bool close_turn_ = false;
-  bool closed_ = false;
-  bool abandoned_ = false;
-  bool finished_ = false;
-  bool frozen_ = false;
+  CloseState close_state_ = CloseState::delivering;
   std::int64_t close_timeout_ns_ = 0;
-  std::uint64_t frozen_pushed_ = 0;  // ring pushes when frozen
-  std::uint64_t frozen_delivered_ = 0;
-  std::uint64_t frozen_dropped_disabled_ = 0;
+  // The accounting at freeze(), once frozen.
+  struct FrozenCounts {
+    std::uint64_t pushed = 0;  // ring pushes
+    std::uint64_t delivered = 0;
+    std::uint64_t dropped_disabled = 0;
+  };
+  std::optional<FrozenCounts> frozen_;
 
   // one-off messages of the worker (create_sink, emit or close failed); drop
   // and stall lines come from the router's stall reporter, which a plugin
