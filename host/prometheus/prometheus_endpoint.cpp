@@ -19,7 +19,7 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <zlib.h>
+#include <tokenspeed/kit/gzip.hpp>
 
 #include "prometheus/prometheus_exposition.hpp"
 #include "core/startup_error.hpp"
@@ -85,25 +85,6 @@ bool accepts_gzip(std::string_view header) noexcept {
   }
   if (gzip_q) return *gzip_q > 0;
   return any_q && *any_q > 0;
-}
-
-std::string gzip_compress(std::string_view data, int level) {
-  z_stream stream{};
-  if (deflateInit2(&stream, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    throw std::runtime_error("zlib: deflateInit2 failed");
-  }
-  std::string out;
-  out.resize(deflateBound(&stream, static_cast<uLong>(data.size())) + 32);
-  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
-  stream.avail_in = static_cast<uInt>(data.size());
-  stream.next_out = reinterpret_cast<Bytef*>(out.data());
-  stream.avail_out = static_cast<uInt>(out.size());
-  const int rc = deflate(&stream, Z_FINISH);
-  const std::size_t written = stream.total_out;
-  deflateEnd(&stream);
-  if (rc != Z_STREAM_END) throw std::runtime_error("zlib: deflate did not finish");
-  out.resize(written);
-  return out;
 }
 
 namespace {
@@ -466,7 +447,7 @@ void PrometheusEndpoint::Impl::render_loop() {
       rendered->body = handler();
       const bool gzip = std::any_of(batch.begin(), batch.end(),
                                     [](const ScrapeWaiter& waiter) { return waiter.gzip; });
-      if (gzip) rendered->gzipped = gzip_compress(rendered->body, options.gzip_level);
+      if (gzip) rendered->gzipped = kit::gzip_compress(rendered->body, options.gzip_level);
     } catch (const std::exception& error) {
       rendered->failed = true;
       rendered->body = error.what();

@@ -76,9 +76,6 @@ struct EndpointCounters {
 // for * when gzip is not listed).
 bool accepts_gzip(std::string_view accept_encoding) noexcept;
 
-// gzip (RFC 1952) of data with zlib; throws std::runtime_error on zlib failure.
-std::string gzip_compress(std::string_view data, int level);
-
 // GET /metrics and HEAD /metrics answer 200 with the exposition
 // (Content-Type text/plain; version=0.0.4), gzip-encoded when the client
 // accepts it; other paths 404; other methods on /metrics 405 with

@@ -15,6 +15,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <tokenspeed/kit/gzip.hpp>
 
 #include "pipeline/collector.hpp"
 #include "core/in_process_metric_store.hpp"
@@ -153,7 +154,7 @@ void BM_ScrapeMergeRenderGzip(benchmark::State& state) {
   const ScrapeSources s = sources();
   std::size_t bytes = 0;
   for (auto _ : state) {
-    const std::string body = gzip_compress(render_exposition(merge_scrape(s)), 1);
+    const std::string body = kit::gzip_compress(render_exposition(merge_scrape(s)), 1);
     bytes = body.size();
     benchmark::DoNotOptimize(body.data());
   }
