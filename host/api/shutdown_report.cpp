@@ -13,12 +13,15 @@ ShutdownReport shutdown_report_from(const std::vector<ProcessSummary>& summaries
       output.output = stats.name;
       output.accepted = stats.accepted;
       output.delivered = stats.delivered;
-      output.dropped_queue_full = stats.dropped_full;
-      output.dropped_disabled = stats.dropped_disabled;
+      // OutputReport is the installed API (and the Python module's keys):
+      // it keeps its published names for dropped_ring_full,
+      // dropped_sink_disabled and discarded_at_deadline.
+      output.dropped_queue_full = stats.dropped_ring_full;
+      output.dropped_disabled = stats.dropped_sink_disabled;
       output.dropped_after_close = stats.dropped_after_close;
       output.discarded_at_close = stats.discarded_at_deadline;
       output.lost_in_helper = stats.lost_in_helper;
-      output.failed = stats.disabled || stats.create_failed || stats.close_failed || stats.abandoned;
+      output.failed = output_failed(stats);
       report.outputs.push_back(std::move(output));
     }
   }

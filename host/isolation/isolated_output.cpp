@@ -133,10 +133,10 @@ int IsolatedOutput::emit(const tsm_metric_event& event, tsm_buffer* error) noexc
     case isolation::WriteResult::written:
       break;
     case isolation::WriteResult::ring_full:
-      ring_full_.fetch_add(1, std::memory_order_relaxed);
+      dropped_ring_full_.fetch_add(1, std::memory_order_relaxed);
       break;
     case isolation::WriteResult::too_large:
-      too_large_.fetch_add(1, std::memory_order_relaxed);
+      dropped_too_large_.fetch_add(1, std::memory_order_relaxed);
       break;
   }
   return TSM_OK;
@@ -172,13 +172,13 @@ int IsolatedOutput::close(std::int64_t timeout_ns, tsm_buffer* error) noexcept {
   const isolation::ControlBlock& control = channel_.control();
   const std::uint64_t written = control.events_written.load(std::memory_order_acquire);
   const std::uint64_t read = control.events_read.load(std::memory_order_acquire);
-  if (written > read) discarded_.fetch_add(written - read, std::memory_order_relaxed);
+  if (written > read) discarded_at_deadline_.fetch_add(written - read, std::memory_order_relaxed);
   try {
-    const std::uint64_t ring_full = ring_full_.load(std::memory_order_relaxed);
-    if (ring_full > ring_full_reported_) {
-      log_.report("events dropped (the sink helper's ring was full)", ring_full - ring_full_reported_,
-                  Clock::now());
-      ring_full_reported_ = ring_full;
+    const std::uint64_t ring_full = dropped_ring_full_.load(std::memory_order_relaxed);
+    if (ring_full > dropped_ring_full_reported_) {
+      log_.report("events dropped (the sink helper's ring was full)",
+                  ring_full - dropped_ring_full_reported_, Clock::now());
+      dropped_ring_full_reported_ = ring_full;
     }
     log_.flush(Clock::now());
     if (!problem.empty()) {
@@ -198,14 +198,14 @@ IsolatedFigures IsolatedOutput::figures() const noexcept {
   const isolation::ControlBlock& control = channel_.control();
   // Fates first, then what was handed over: a snapshot never shows more
   // resolved than written.
-  f.lost = lost_.load(std::memory_order_acquire);
-  f.discarded = discarded_.load(std::memory_order_acquire);
-  f.delivered = control.events_delivered.load(std::memory_order_acquire);
-  f.dropped_disabled = control.events_dropped_disabled.load(std::memory_order_acquire);
+  f.lost_in_helper = lost_in_helper_.load(std::memory_order_acquire);
+  f.discarded_at_deadline = discarded_at_deadline_.load(std::memory_order_acquire);
+  f.delivered = control.delivered.load(std::memory_order_acquire);
+  f.dropped_sink_disabled = control.dropped_sink_disabled.load(std::memory_order_acquire);
   f.written = control.events_written.load(std::memory_order_acquire);
-  f.ring_full = ring_full_.load(std::memory_order_relaxed);
-  f.too_large = too_large_.load(std::memory_order_relaxed);
-  f.restarts = restarts_.load(std::memory_order_relaxed);
+  f.dropped_ring_full = dropped_ring_full_.load(std::memory_order_relaxed);
+  f.dropped_too_large = dropped_too_large_.load(std::memory_order_relaxed);
+  f.helper_restarts = helper_restarts_.load(std::memory_order_relaxed);
   return f;
 }
 
@@ -215,15 +215,16 @@ void IsolatedOutput::adjust(SinkStats& stats) const noexcept {
   // The worker counted as delivered every event this sink's emit accepted:
   // written into the channel, or dropped here. Split them by their fate.
   const std::uint64_t handed = stats.delivered;
-  const std::uint64_t resolved =
-      f.delivered + f.dropped_disabled + f.lost + f.discarded + f.ring_full + f.too_large;
+  const std::uint64_t resolved = f.delivered + f.dropped_sink_disabled + f.lost_in_helper +
+                                 f.discarded_at_deadline + f.dropped_ring_full +
+                                 f.dropped_too_large;
   stats.delivered = f.delivered;
-  stats.dropped_full += f.ring_full + f.too_large;
-  stats.dropped_disabled += f.dropped_disabled;
-  stats.lost_in_helper = f.lost;
-  stats.discarded_at_deadline += f.discarded;
-  stats.in_queue += handed > resolved ? handed - resolved : 0;  // in the channel, or in emit
-  stats.helper_restarts = f.restarts;
+  stats.dropped_ring_full += f.dropped_ring_full + f.dropped_too_large;
+  stats.dropped_sink_disabled += f.dropped_sink_disabled;
+  stats.lost_in_helper = f.lost_in_helper;
+  stats.discarded_at_deadline += f.discarded_at_deadline;
+  stats.queue_depth += handed > resolved ? handed - resolved : 0;  // in the channel, or in emit
+  stats.helper_restarts = f.helper_restarts;
   stats.isolated = true;
 }
 
@@ -276,23 +277,22 @@ void IsolatedOutput::helper_ended(int wait_status, Clock::time_point now) noexce
                      state == HelperState::closed;
   // Taken from the channel but neither delivered nor dropped: lost with it.
   const std::uint64_t read = control.events_read.load(std::memory_order_acquire);
-  const std::uint64_t resolved = control.events_delivered.load(std::memory_order_acquire) +
-                                 control.events_dropped_disabled.load(std::memory_order_acquire) +
-                                 lost_.load(std::memory_order_relaxed);
+  const std::uint64_t resolved = control.delivered.load(std::memory_order_acquire) +
+                                 control.dropped_sink_disabled.load(std::memory_order_acquire) +
+                                 lost_in_helper_.load(std::memory_order_relaxed);
   std::uint64_t in_flight = read > resolved ? read - resolved : 0;
   if (closing_ && close_kill_) {
     // Killed at the close deadline: what it held is discarded, as a queue
     // is at the deadline in this process.
-    discarded_.fetch_add(in_flight, std::memory_order_relaxed);
+    discarded_at_deadline_.fetch_add(in_flight, std::memory_order_relaxed);
     in_flight = 0;
   }
-  lost_.fetch_add(in_flight, std::memory_order_relaxed);
+  lost_in_helper_.fetch_add(in_flight, std::memory_order_relaxed);
 
   std::string how;
   try {
-    how = !kill_reason_.empty()
-              ? kill_reason_ + "; killed"
-              : wait_status < 0 ? std::string("ended (its exit status was reaped elsewhere)")
+    how = !kill_reason_.empty() ? kill_reason_ + "; killed"
+          : wait_status < 0     ? std::string("ended (its exit status was reaped elsewhere)")
                                 : isolation::describe_wait_status(wait_status);
     if (wait_status >= 0 && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0) {
       const std::string message = isolation::message_of(control);
@@ -352,9 +352,9 @@ void IsolatedOutput::watch_progress(Clock::time_point now) noexcept {
   const std::uint64_t heartbeat = control.heartbeat.load(std::memory_order_acquire);
   const std::uint64_t written = control.events_written.load(std::memory_order_acquire);
   const std::uint64_t read = control.events_read.load(std::memory_order_acquire);
-  const std::uint64_t resolved = control.events_delivered.load(std::memory_order_acquire) +
-                                 control.events_dropped_disabled.load(std::memory_order_acquire) +
-                                 lost_.load(std::memory_order_relaxed);
+  const std::uint64_t resolved = control.delivered.load(std::memory_order_acquire) +
+                                 control.dropped_sink_disabled.load(std::memory_order_acquire) +
+                                 lost_in_helper_.load(std::memory_order_relaxed);
   const bool waiting = state == HelperState::starting || written > read || read > resolved ||
                        control.close_requested.load(std::memory_order_relaxed) != 0;
   if (heartbeat != last_heartbeat_ || !waiting) {
@@ -373,9 +373,10 @@ void IsolatedOutput::watch_progress(Clock::time_point now) noexcept {
     if (launching) {
       kill_reason_ = "did not start within " + seconds_text(allowed);
     } else {
-      kill_reason_ = (state == HelperState::starting ? "did not finish create_sink within "
-                                                      : "made no progress while events waited for ") +
-                     seconds_text(allowed) + " (deadlock timeout)";
+      kill_reason_ =
+          (state == HelperState::starting ? "did not finish create_sink within "
+                                          : "made no progress while events waited for ") +
+          seconds_text(allowed) + " (deadlock timeout)";
     }
   } catch (...) {
   }
@@ -399,20 +400,20 @@ void IsolatedOutput::supervise() noexcept {
       }
     } else if (!stop_ && (final_drain_ || (!closing_ && Clock::now() >= restart_at_))) {
       final_drain_ = false;
-      restarts_.fetch_add(1, std::memory_order_relaxed);
+      helper_restarts_.fetch_add(1, std::memory_order_relaxed);
       start_helper();
       cv_.notify_all();
       continue;
     }
     if (stop_ && pid_ <= 0) break;
-    const std::uint64_t ring_full = ring_full_.load(std::memory_order_relaxed);
-    if (ring_full > ring_full_reported_) {
+    const std::uint64_t ring_full = dropped_ring_full_.load(std::memory_order_relaxed);
+    if (ring_full > dropped_ring_full_reported_) {
       try {
         log_.report("events dropped (the sink helper's ring was full)",
-                    ring_full - ring_full_reported_, Clock::now());
+                    ring_full - dropped_ring_full_reported_, Clock::now());
       } catch (...) {
       }
-      ring_full_reported_ = ring_full;
+      dropped_ring_full_reported_ = ring_full;
     }
     cv_.wait_for(lock, options_.supervise_interval);
   }

@@ -50,14 +50,14 @@ struct IsolatedOutputOptions {
 
 // What happened to the events the worker handed to the isolated sink.
 struct IsolatedFigures {
-  std::uint64_t written = 0;           // into the channel
-  std::uint64_t ring_full = 0;         // dropped: the channel was full
-  std::uint64_t too_large = 0;         // dropped: larger than a channel record
-  std::uint64_t delivered = 0;         // the plugin's emit returned success in the helper
-  std::uint64_t dropped_disabled = 0;  // the helper's sink was disabled (emit failed)
-  std::uint64_t lost = 0;              // inside a helper that crashed or was killed
-  std::uint64_t discarded = 0;         // still in the channel when close ended
-  std::uint64_t restarts = 0;          // helpers started after the first
+  std::uint64_t written = 0;                // into the channel
+  std::uint64_t dropped_ring_full = 0;      // the channel was full
+  std::uint64_t dropped_too_large = 0;      // larger than a channel record (in dropped_ring_full)
+  std::uint64_t delivered = 0;              // the plugin's emit returned success in the helper
+  std::uint64_t dropped_sink_disabled = 0;  // the helper's sink was disabled (emit failed)
+  std::uint64_t lost_in_helper = 0;         // inside a helper that crashed or was killed
+  std::uint64_t discarded_at_deadline = 0;  // still in the channel when close ended
+  std::uint64_t helper_restarts = 0;        // helpers started after the first
 };
 
 // Threading: create_sink, emit and close come from the output's delivery
@@ -100,12 +100,12 @@ class IsolatedOutput {
   std::atomic<bool> created_{false};
 
   // worker-written
-  alignas(64) std::atomic<std::uint64_t> ring_full_{0};
-  std::atomic<std::uint64_t> too_large_{0};
+  alignas(64) std::atomic<std::uint64_t> dropped_ring_full_{0};
+  std::atomic<std::uint64_t> dropped_too_large_{0};
   // supervisor-written
-  alignas(64) std::atomic<std::uint64_t> lost_{0};
-  std::atomic<std::uint64_t> discarded_{0};
-  std::atomic<std::uint64_t> restarts_{0};
+  alignas(64) std::atomic<std::uint64_t> lost_in_helper_{0};
+  std::atomic<std::uint64_t> discarded_at_deadline_{0};
+  std::atomic<std::uint64_t> helper_restarts_{0};
 
   std::thread supervisor_;
   mutable std::mutex mutex_;
@@ -114,7 +114,7 @@ class IsolatedOutput {
   pid_t pid_ = -1;
   bool stop_ = false;
   bool closing_ = false;
-  bool final_drain_ = false;   // close asks for one more helper to drain the channel
+  bool final_drain_ = false;    // close asks for one more helper to drain the channel
   bool close_kill_ = false;     // the helper was killed at the close deadline
   bool helper_exited_ = false;  // during close: the helper was reaped
   std::string close_problem_;   // during close: how the helper ended, if not cleanly
@@ -127,7 +127,7 @@ class IsolatedOutput {
   std::uint64_t last_heartbeat_ = 0;
   std::uint64_t spawn_heartbeat_ = 0;  // the heartbeat when the helper was spawned
   std::chrono::steady_clock::time_point last_progress_{};
-  std::uint64_t ring_full_reported_ = 0;
+  std::uint64_t dropped_ring_full_reported_ = 0;
 
   RateLimitedLog log_;  // supervisor thread, then close after it stopped
 };

@@ -24,8 +24,9 @@ inline constexpr std::size_t kControlBytes = 16 * 1024;
 inline constexpr std::size_t kDefinitionBytes = 1024 * 1024;
 inline constexpr std::size_t kRingBytes = 4 * 1024 * 1024;
 inline constexpr std::size_t kChannelBytes = kControlBytes + kDefinitionBytes + kRingBytes;
-inline constexpr std::size_t kConfigBytes = 12 * 1024;  // producer configuration, in the control block
-inline constexpr std::size_t kMessageBytes = 1024;      // the helper's last error message
+inline constexpr std::size_t kConfigBytes =
+    12 * 1024;                                      // producer configuration, in the control block
+inline constexpr std::size_t kMessageBytes = 1024;  // the helper's last error message
 
 // The helper's lifecycle as it publishes it.
 enum class HelperState : std::uint32_t {
@@ -65,8 +66,8 @@ struct alignas(64) ControlBlock {
   // helper: consumption and the fate of what it consumed
   alignas(64) std::atomic<std::uint64_t> read_pos;
   std::atomic<std::uint64_t> events_read;  // taken from the ring: delivered, dropped or in emit
-  std::atomic<std::uint64_t> events_delivered;
-  std::atomic<std::uint64_t> events_dropped_disabled;
+  std::atomic<std::uint64_t> delivered;
+  std::atomic<std::uint64_t> dropped_sink_disabled;
   std::atomic<std::uint64_t> heartbeat;  // grows while the helper makes progress
   // helper: the futex word it sleeps on (1 while parked)
   alignas(64) std::atomic<std::uint32_t> parked;

@@ -74,11 +74,11 @@ const tsm::Reporter* load_reporter(tsm::ReporterRegistry& registry, const Argume
   void* library = ::dlopen(args.plugin.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (library == nullptr) {
     const char* detail = ::dlerror();
-    problem = "cannot load plugin file '" + args.plugin + "': " + (detail ? detail : "dlopen failed");
+    problem =
+        "cannot load plugin file '" + args.plugin + "': " + (detail ? detail : "dlopen failed");
     return nullptr;
   }
-  auto* register_fn =
-      reinterpret_cast<tsm_register_fn>(::dlsym(library, TSM_REGISTER_SYMBOL));
+  auto* register_fn = reinterpret_cast<tsm_register_fn>(::dlsym(library, TSM_REGISTER_SYMBOL));
   if (register_fn == nullptr) {
     problem = "plugin file '" + args.plugin + "' does not export " TSM_REGISTER_SYMBOL;
     return nullptr;
@@ -100,7 +100,8 @@ const tsm::Reporter* load_reporter(tsm::ReporterRegistry& registry, const Argume
   registry.commit();
   const tsm::Reporter* reporter = registry.find(args.reporter);
   if (reporter == nullptr) {
-    problem = "plugin file '" + args.plugin + "' does not register reporter '" + args.reporter + "'";
+    problem =
+        "plugin file '" + args.plugin + "' does not register reporter '" + args.reporter + "'";
   }
   return reporter;
 }
@@ -142,7 +143,8 @@ int main(int argc, char** argv) {
   {
     boost::system::error_code parse_error;
     const std::uint32_t size = std::min<std::uint32_t>(control.config_size, iso::kConfigBytes);
-    boost::json::value value = boost::json::parse(std::string_view(control.config, size), parse_error);
+    boost::json::value value =
+        boost::json::parse(std::string_view(control.config, size), parse_error);
     if (parse_error || !value.is_object()) {
       fail(control, iso::HelperState::create_failed, iso::kHelperExitUsage,
            "the producer configuration in the channel is not a JSON object");
@@ -162,8 +164,8 @@ int main(int argc, char** argv) {
   tsm::AbiBuffer error;
   tsm_metric_event event{};
   bool disabled = false;
-  std::uint64_t delivered = control.events_delivered.load(std::memory_order_relaxed);
-  std::uint64_t dropped = control.events_dropped_disabled.load(std::memory_order_relaxed);
+  std::uint64_t delivered = control.delivered.load(std::memory_order_relaxed);
+  std::uint64_t dropped = control.dropped_sink_disabled.load(std::memory_order_relaxed);
   std::uint64_t heartbeat = control.heartbeat.load(std::memory_order_relaxed);
   for (;;) {
     const iso::ReadResult result = reader.next(event);
@@ -182,7 +184,7 @@ int main(int argc, char** argv) {
         }
       }
       if (rc == TSM_OK) {
-        control.events_delivered.store(++delivered, std::memory_order_release);
+        control.delivered.store(++delivered, std::memory_order_release);
       } else {
         if (!disabled) {
           disabled = true;
@@ -190,7 +192,7 @@ int main(int argc, char** argv) {
                                                   : "emit failed (" + error.str() + ")");
           set_state(control, iso::HelperState::disabled);
         }
-        control.events_dropped_disabled.store(++dropped, std::memory_order_release);
+        control.dropped_sink_disabled.store(++dropped, std::memory_order_release);
       }
       control.heartbeat.store(++heartbeat, std::memory_order_release);
       continue;
@@ -221,9 +223,9 @@ int main(int argc, char** argv) {
     close_error.get()->assign(close_error.get(), "an exception escaped close", 26);
   }
   if (rc != TSM_OK) {
-    iso::set_message(control, "close failed (" +
-                                  (close_error.empty() ? std::string("no message") : close_error.str()) +
-                                  ")");
+    iso::set_message(
+        control, "close failed (" +
+                     (close_error.empty() ? std::string("no message") : close_error.str()) + ")");
   } else {
     iso::set_message(control, "");
   }

@@ -153,10 +153,10 @@ struct alignas(64) EventRing {
   // (read by the worker once per pass) and the outcome of every event this
   // thread offered to this sink.
   alignas(64) std::atomic<std::uint64_t> published_write_slot_{0};
-  std::atomic<std::uint64_t> pushed{0};               // entered the ring
-  std::atomic<std::uint64_t> dropped_full{0};         // ring full
-  std::atomic<std::uint64_t> dropped_disabled{0};     // sink already disabled
-  std::atomic<std::uint64_t> dropped_after_close{0};  // close had begun
+  std::atomic<std::uint64_t> pushed{0};                 // entered the ring
+  std::atomic<std::uint64_t> dropped_ring_full{0};      // ring full
+  std::atomic<std::uint64_t> dropped_sink_disabled{0};  // sink already disabled
+  std::atomic<std::uint64_t> dropped_after_close{0};    // close had begun
 
  private:
   std::uint64_t write_slot_ = 0;

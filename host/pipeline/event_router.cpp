@@ -205,7 +205,7 @@ std::vector<SinkStats> EventRouter::stats() const {
   for (const auto& worker : workers_) {
     SinkStats s = worker->stats();
     s.accepted += unregistered;
-    s.dropped_full += unregistered;
+    s.dropped_ring_full += unregistered;
     out.push_back(std::move(s));
   }
   return out;

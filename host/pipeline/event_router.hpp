@@ -63,9 +63,7 @@ class EventRouter {
   // Numbers a series for the rings (the collector, once per interned
   // series); SeriesTable::kNone when more series exist than a ring slot can
   // name. Throws std::bad_alloc.
-  std::uint32_t register_series(const MetricSeries& series) {
-    return series_table_->add(&series);
-  }
+  std::uint32_t register_series(const MetricSeries& series) { return series_table_->add(&series); }
 
   // Stops accepting events, lets every worker drain until the deadline,
   // then closes the plugin sinks one after the other, each with what remains
@@ -141,11 +139,11 @@ __attribute__((always_inline)) inline void EventRouter::publish(const EventSlot&
     if (closing) [[unlikely]] {
       EventRing::bump(ring.dropped_after_close);
     } else if (worker.disabled()) [[unlikely]] {
-      EventRing::bump(ring.dropped_disabled);
+      EventRing::bump(ring.dropped_sink_disabled);
     } else if (ring.try_push(number, slot.value, slot.weight, slot.raw_time)) [[likely]] {
       worker.wake();
     } else {
-      EventRing::bump(ring.dropped_full);
+      EventRing::bump(ring.dropped_ring_full);
     }
   }
 }

@@ -151,13 +151,13 @@ PluginCallProbe SinkWorker::plugin_call() const noexcept {
   return probe;
 }
 
-std::uint64_t SinkWorker::dropped_full_so_far() const noexcept {
-  return sum_rings(&EventRing::dropped_full);
+std::uint64_t SinkWorker::dropped_ring_full_so_far() const noexcept {
+  return sum_rings(&EventRing::dropped_ring_full);
 }
 
-std::uint64_t SinkWorker::dropped_disabled_so_far() const noexcept {
-  return sum_rings(&EventRing::dropped_disabled) +
-         dropped_disabled_worker_.load(std::memory_order_relaxed);
+std::uint64_t SinkWorker::dropped_sink_disabled_so_far() const noexcept {
+  return sum_rings(&EventRing::dropped_sink_disabled) +
+         dropped_sink_disabled_worker_.load(std::memory_order_relaxed);
 }
 
 SinkWorker::~SinkWorker() {
@@ -251,7 +251,7 @@ std::size_t SinkWorker::drain_batch() noexcept {
         return popped;
       }
       if (disabled_.load(std::memory_order_relaxed) || !ensure_sink()) {
-        count(dropped_disabled_worker_);
+        count(dropped_sink_disabled_worker_);
         continue;
       }
       deliver(batch_[i]);
@@ -294,7 +294,7 @@ void SinkWorker::deliver(const RingEvent& slot) noexcept {
 void SinkWorker::disable_after_failed_emit(bool threw) noexcept {
   // The event whose emit failed counts as dropped (disabled).
   disabled_.store(true, std::memory_order_relaxed);
-  count(dropped_disabled_worker_);
+  count(dropped_sink_disabled_worker_);
   try {
     log_.message(
         std::string(threw ? "emit threw an exception" : "emit failed (") +
@@ -454,7 +454,7 @@ void SinkWorker::freeze() noexcept {
   requests_.fetch_or(kFreezeRequested, std::memory_order_seq_cst);
   heavy_barrier();
   const std::uint64_t delivered = delivered_.load(std::memory_order_seq_cst);
-  const std::uint64_t disabled = dropped_disabled_worker_.load(std::memory_order_seq_cst);
+  const std::uint64_t disabled = dropped_sink_disabled_worker_.load(std::memory_order_seq_cst);
   const std::uint64_t pushed = sum_rings(&EventRing::pushed);
   std::lock_guard lock(mutex_);
   if (!frozen_) frozen_ = FrozenCounts{pushed, delivered, disabled};
@@ -514,12 +514,13 @@ SinkStats SinkWorker::stats() const {
   s.name = output_.name;
   // Worker counters first, then the ring counters: pushed >= resolved.
   const std::uint64_t delivered = delivered_.load(std::memory_order_acquire);
-  const std::uint64_t disabled_worker = dropped_disabled_worker_.load(std::memory_order_acquire);
+  const std::uint64_t disabled_worker =
+      dropped_sink_disabled_worker_.load(std::memory_order_acquire);
   const std::uint64_t pushed = sum_rings(&EventRing::pushed);
-  s.dropped_full = sum_rings(&EventRing::dropped_full);
-  const std::uint64_t disabled_publish = sum_rings(&EventRing::dropped_disabled);
+  s.dropped_ring_full = sum_rings(&EventRing::dropped_ring_full);
+  const std::uint64_t disabled_publish = sum_rings(&EventRing::dropped_sink_disabled);
   s.dropped_after_close = sum_rings(&EventRing::dropped_after_close);
-  s.accepted = pushed + s.dropped_full + disabled_publish + s.dropped_after_close;
+  s.accepted = pushed + s.dropped_ring_full + disabled_publish + s.dropped_after_close;
   s.created = created_.load(std::memory_order_acquire);
   s.create_failed = create_failed_.load(std::memory_order_acquire);
   s.disabled = disabled_.load(std::memory_order_acquire);
@@ -536,16 +537,16 @@ SinkStats SinkWorker::stats() const {
   }
   if (frozen_) {
     s.delivered = frozen_->delivered;
-    s.dropped_disabled = disabled_publish + frozen_->dropped_disabled;
-    s.discarded_at_deadline = frozen_->pushed - frozen_->delivered - frozen_->dropped_disabled;
+    s.dropped_sink_disabled = disabled_publish + frozen_->dropped_sink_disabled;
+    s.discarded_at_deadline = frozen_->pushed - frozen_->delivered - frozen_->dropped_sink_disabled;
     // Pushed after the accounting froze: a thread that passed the closing
     // check just before close() began. Nobody will deliver them.
     s.dropped_after_close += pushed - frozen_->pushed;
-    s.in_queue = 0;
+    s.queue_depth = 0;
   } else {
     s.delivered = delivered;
-    s.dropped_disabled = disabled_publish + disabled_worker;
-    s.in_queue = pushed - delivered - disabled_worker;
+    s.dropped_sink_disabled = disabled_publish + disabled_worker;
+    s.queue_depth = pushed - delivered - disabled_worker;
   }
   if (output_.adjust_stats) output_.adjust_stats(s);
   return s;

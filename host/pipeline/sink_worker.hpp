@@ -55,20 +55,20 @@ struct PluginCallProbe {
 
 // Per-sink accounting. Every event offered to the sink (accepted) has exactly
 // one fate:
-//   accepted = delivered + dropped_full + dropped_disabled
-//              + dropped_after_close + discarded_at_deadline + lost_in_helper + in_queue
-// in_queue (in a ring, or inside an emit call that has not returned) is zero
+//   accepted = delivered + dropped_ring_full + dropped_sink_disabled
+//              + dropped_after_close + discarded_at_deadline + lost_in_helper + queue_depth
+// queue_depth (in a ring, or inside an emit call that has not returned) is zero
 // once close() has returned: what remained then is discarded_at_deadline.
 struct SinkStats {
   std::string name;
   std::uint64_t accepted = 0;               // offered by a collector thread
   std::uint64_t delivered = 0;              // emit returned 0
-  std::uint64_t dropped_full = 0;           // the thread's ring was full
-  std::uint64_t dropped_disabled = 0;       // sink disabled or never created;
+  std::uint64_t dropped_ring_full = 0;      // the thread's ring was full
+  std::uint64_t dropped_sink_disabled = 0;  // sink disabled or never created;
                                             // includes the event whose emit failed
   std::uint64_t dropped_after_close = 0;    // offered after close() began
   std::uint64_t discarded_at_deadline = 0;  // still queued (or in emit) at the deadline
-  std::uint64_t in_queue = 0;               // not yet resolved
+  std::uint64_t queue_depth = 0;            // not yet resolved
   std::uint64_t lost_in_helper = 0;         // isolated: inside a sink helper that crashed or hung
   std::uint64_t helper_restarts = 0;        // isolated: sink helpers restarted
   bool isolated = false;                    // the sink runs in a helper process
@@ -134,8 +134,8 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
 
   // ---- stall reporter (any thread; atomics only, never a lock a plugin holds)
   PluginCallProbe plugin_call() const noexcept;
-  std::uint64_t dropped_full_so_far() const noexcept;      // ring full, every ring
-  std::uint64_t dropped_disabled_so_far() const noexcept;  // output disabled
+  std::uint64_t dropped_ring_full_so_far() const noexcept;      // ring full, every ring
+  std::uint64_t dropped_sink_disabled_so_far() const noexcept;  // output disabled
 
  private:
   void run() noexcept;
@@ -171,7 +171,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
 
   // worker-written accounting, read by stats() and freeze()
   alignas(64) std::atomic<std::uint64_t> delivered_{0};
-  std::atomic<std::uint64_t> dropped_disabled_worker_{0};
+  std::atomic<std::uint64_t> dropped_sink_disabled_worker_{0};
   bool locked_count_ = false;  // worker only: no membarrier, count with a locked add
   // What the router asks of the worker, as bits that are only ever added:
   // kDrainRequested (stop once the rings are empty; checked when idle) and
@@ -229,7 +229,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   struct FrozenCounts {
     std::uint64_t pushed = 0;  // ring pushes
     std::uint64_t delivered = 0;
-    std::uint64_t dropped_disabled = 0;
+    std::uint64_t dropped_sink_disabled = 0;
   };
   std::optional<FrozenCounts> frozen_;
 

@@ -76,9 +76,10 @@ void StallReporter::stop() noexcept {
   }
   const auto now = Clock::now();
   for (Watched& output : outputs_) {
-    const std::uint64_t full = output.worker->dropped_full_so_far() - output.reported_full;
+    const std::uint64_t full =
+        output.worker->dropped_ring_full_so_far() - output.reported_ring_full;
     const std::uint64_t disabled =
-        output.worker->dropped_disabled_so_far() - output.reported_disabled;
+        output.worker->dropped_sink_disabled_so_far() - output.reported_sink_disabled;
     if (full > 0 || disabled > 0) write_line(output, now, full, disabled, {});
   }
 }
@@ -104,8 +105,9 @@ void StallReporter::check(Clock::time_point now) noexcept {
         }
       }
     }
-    const std::uint64_t full = worker.dropped_full_so_far() - output.reported_full;
-    const std::uint64_t disabled = worker.dropped_disabled_so_far() - output.reported_disabled;
+    const std::uint64_t full = worker.dropped_ring_full_so_far() - output.reported_ring_full;
+    const std::uint64_t disabled =
+        worker.dropped_sink_disabled_so_far() - output.reported_sink_disabled;
     if (full == 0 && disabled == 0) {
       // Nothing pending: the next line's "in the last N s" starts here.
       output.window_start = now;
@@ -144,8 +146,8 @@ void StallReporter::write_line(Watched& output, Clock::time_point now, std::uint
   } catch (...) {
     return;  // out of memory: the counts stay pending for the next line
   }
-  output.reported_full += full;
-  output.reported_disabled += disabled;
+  output.reported_ring_full += full;
+  output.reported_sink_disabled += disabled;
   output.window_start = now;
   output.last_line = now;
   output.drops_pending_since.reset();

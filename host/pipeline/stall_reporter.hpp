@@ -63,8 +63,8 @@ class StallReporter {
  private:
   struct Watched {
     std::shared_ptr<SinkWorker> worker;
-    std::uint64_t reported_full = 0;
-    std::uint64_t reported_disabled = 0;
+    std::uint64_t reported_ring_full = 0;
+    std::uint64_t reported_sink_disabled = 0;
     Clock::time_point window_start;  // the last line, or the last check with nothing pending
     std::optional<Clock::time_point> last_line;
     std::uint64_t call_sequence = 0;  // the call seen running at the last check

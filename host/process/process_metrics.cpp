@@ -25,13 +25,12 @@ OutputDefinition isolated_definition(const Reporter& reporter, const ProducerOut
   options.log_interval = router.log_interval;
   options.log = router.log;
   auto isolated = std::make_shared<IsolatedOutput>(std::move(options));
-  OutputDefinition definition{
-      output.name,
-      // Called once, by the output's worker, on its first event.
-      [isolated](tsm_sink& sink, std::string& error) -> int {
-        return isolated->create_sink(sink, error);
-      },
-      reporter.plugin_path()};
+  OutputDefinition definition{output.name,
+                              // Called once, by the output's worker, on its first event.
+                              [isolated](tsm_sink& sink, std::string& error) -> int {
+                                return isolated->create_sink(sink, error);
+                              },
+                              reporter.plugin_path()};
   definition.adjust_stats = [isolated](SinkStats& stats) { isolated->adjust(stats); };
   return definition;
 }
@@ -79,19 +78,19 @@ void store_slot(double* slot, double value) noexcept {
 
 }  // namespace
 
-ReporterSelfFigures self_figures_of(const SinkStats& stats) noexcept {
-  ReporterSelfFigures figures;
+OutputSelfFigures self_figures_of(const SinkStats& stats) noexcept {
+  OutputSelfFigures figures;
   try {
-    figures.reporter = stats.name;
+    figures.output = stats.name;
   } catch (...) {
   }
-  figures.events_delivered = stats.delivered;
-  figures.dropped_ring_full = stats.dropped_full;
-  figures.dropped_sink_disabled = stats.dropped_disabled;
+  figures.delivered = stats.delivered;
+  figures.dropped_ring_full = stats.dropped_ring_full;
+  figures.dropped_sink_disabled = stats.dropped_sink_disabled;
   figures.sink_failures = (stats.disabled || stats.create_failed) ? 1 : 0;
-  figures.queue_depth = stats.in_queue;
+  figures.queue_depth = stats.queue_depth;
   figures.dropped_after_close = stats.dropped_after_close;
-  figures.events_discarded = stats.discarded_at_deadline;
+  figures.discarded_at_deadline = stats.discarded_at_deadline;
   figures.sinks_abandoned = stats.abandoned ? 1 : 0;
   return figures;
 }
@@ -109,8 +108,8 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
   }
   if (options.router.process_name.empty()) options.router.process_name = options.file_prefix;
   if (!options.outputs.empty()) {
-    router_ = std::make_unique<EventRouter>(output_definitions(registry, options.outputs, options.router),
-                                            options.router);
+    router_ = std::make_unique<EventRouter>(
+        output_definitions(registry, options.outputs, options.router), options.router);
   }
   collector_ = std::make_unique<Collector>(*store_, router_.get());
 
@@ -149,15 +148,15 @@ void ProcessMetrics::publish_self_figures() noexcept {
     const std::vector<SinkStats> stats = sink_stats();
     for (std::size_t i = 0;
          i < stats.size() && (i + 1) * kSelfSeriesPerOutput <= self_slots_.size(); ++i) {
-      const ReporterSelfFigures figures = self_figures_of(stats[i]);
+      const OutputSelfFigures figures = self_figures_of(stats[i]);
       double* const* slots = &self_slots_[i * kSelfSeriesPerOutput];
-      store_slot(slots[0], static_cast<double>(figures.events_delivered));
+      store_slot(slots[0], static_cast<double>(figures.delivered));
       store_slot(slots[1], static_cast<double>(figures.dropped_ring_full));
       store_slot(slots[2], static_cast<double>(figures.dropped_sink_disabled));
       store_slot(slots[3], static_cast<double>(figures.sink_failures));
       store_slot(slots[4], static_cast<double>(figures.queue_depth));
       store_slot(slots[5], static_cast<double>(figures.dropped_after_close));
-      store_slot(slots[6], static_cast<double>(figures.events_discarded));
+      store_slot(slots[6], static_cast<double>(figures.discarded_at_deadline));
       store_slot(slots[7], static_cast<double>(figures.sinks_abandoned));
     }
   } catch (...) {

@@ -81,6 +81,6 @@ class ProcessMetrics {
 };
 
 // The figures the endpoint exposes for one sink.
-ReporterSelfFigures self_figures_of(const SinkStats& stats) noexcept;
+OutputSelfFigures self_figures_of(const SinkStats& stats) noexcept;
 
 }  // namespace tokenspeed::metrics

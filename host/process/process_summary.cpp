@@ -17,8 +17,10 @@
 namespace tokenspeed::metrics {
 namespace {
 
-std::uint64_t number(const boost::json::object& json, const char* key) {
+std::uint64_t number(const boost::json::object& json, const char* key,
+                     const char* older_key = nullptr) {
   const boost::json::value* value = json.if_contains(key);
+  if (value == nullptr && older_key != nullptr) value = json.if_contains(older_key);
   return value != nullptr && value->is_number() ? value->to_number<std::uint64_t>() : 0;
 }
 
@@ -33,8 +35,8 @@ bool write_process_summary(const std::filesystem::path& dir,
           {"name", s.name},
           {"accepted", s.accepted},
           {"delivered", s.delivered},
-          {"dropped_full", s.dropped_full},
-          {"dropped_disabled", s.dropped_disabled},
+          {"dropped_ring_full", s.dropped_ring_full},
+          {"dropped_sink_disabled", s.dropped_sink_disabled},
           {"dropped_after_close", s.dropped_after_close},
           {"discarded_at_deadline", s.discarded_at_deadline},
           {"lost_in_helper", s.lost_in_helper},
@@ -88,8 +90,9 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
           s.name = std::string(n->get_string());
         s.accepted = number(o, "accepted");
         s.delivered = number(o, "delivered");
-        s.dropped_full = number(o, "dropped_full");
-        s.dropped_disabled = number(o, "dropped_disabled");
+        // An older writer's keys: "dropped_full", "dropped_disabled".
+        s.dropped_ring_full = number(o, "dropped_ring_full", "dropped_full");
+        s.dropped_sink_disabled = number(o, "dropped_sink_disabled", "dropped_disabled");
         s.dropped_after_close = number(o, "dropped_after_close");
         s.discarded_at_deadline = number(o, "discarded_at_deadline");
         s.lost_in_helper = number(o, "lost_in_helper");
@@ -141,9 +144,8 @@ std::string output_status(const SinkStats& s) {
   std::string status = base_status(s);
   if (s.isolated && (s.helper_restarts != 0 || s.lost_in_helper != 0)) {
     status += " (isolated: sink helper restarted " + std::to_string(s.helper_restarts) +
-              (s.helper_restarts == 1 ? " time, " : " times, ") +
-              std::to_string(s.lost_in_helper) + (s.lost_in_helper == 1 ? " event" : " events") +
-              " lost in it)";
+              (s.helper_restarts == 1 ? " time, " : " times, ") + std::to_string(s.lost_in_helper) +
+              (s.lost_in_helper == 1 ? " event" : " events") + " lost in it)";
   }
   return status;
 }
@@ -208,7 +210,7 @@ std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
           line, sizeof line, "%-14s %-8d %-12s %12llu %12llu %10llu %10llu  %s\n",
           summary.process.c_str(), static_cast<int>(summary.pid), s.name.c_str(),
           static_cast<unsigned long long>(s.accepted), static_cast<unsigned long long>(s.delivered),
-          static_cast<unsigned long long>(s.dropped_full + s.dropped_disabled +
+          static_cast<unsigned long long>(s.dropped_ring_full + s.dropped_sink_disabled +
                                           s.dropped_after_close + s.lost_in_helper),
           static_cast<unsigned long long>(s.discarded_at_deadline), output_status(s).c_str());
       table += line;

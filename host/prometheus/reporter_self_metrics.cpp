@@ -73,33 +73,33 @@ const std::vector<MetricDefinition>& reporter_self_metric_definitions() {
   return definitions;
 }
 
-void add_reporter_self_figures(PrometheusMerge& merge,
-                               const std::vector<ReporterSelfFigures>& figures) {
+void add_output_self_figures(PrometheusMerge& merge,
+                             const std::vector<OutputSelfFigures>& figures) {
   const auto& defs = reporter_self_metric_definitions();
   const ProcessIdentity self = current_process_identity();
-  for (const ReporterSelfFigures& f : figures) {
-    const std::string_view reporter = f.reporter;
-    const std::string_view one[] = {reporter};
-    const std::string_view ring[] = {reporter, "ring_full"};
-    const std::string_view disabled[] = {reporter, "sink_disabled"};
-    const std::string_view after_close[] = {reporter, "after_close"};
+  for (const OutputSelfFigures& f : figures) {
+    const std::string_view output = f.output;
+    const std::string_view one[] = {output};
+    const std::string_view ring[] = {output, "ring_full"};
+    const std::string_view disabled[] = {output, "sink_disabled"};
+    const std::string_view after_close[] = {output, "after_close"};
     auto add = [&](const MetricDefinition& def, std::span<const std::string_view> labels,
                    std::uint64_t v) {
       const double value[] = {static_cast<double>(v)};
       merge.add_series(def, labels, value, self, true);
     };
-    add(defs[0], one, f.events_delivered);
+    add(defs[0], one, f.delivered);
     add(defs[1], ring, f.dropped_ring_full);
     add(defs[1], disabled, f.dropped_sink_disabled);
     add(defs[1], after_close, f.dropped_after_close);
     add(defs[2], one, f.sink_failures);
     add(defs[3], one, f.queue_depth);
-    add(defs[kSelfEventsDiscarded], one, f.events_discarded);
+    add(defs[kSelfEventsDiscarded], one, f.discarded_at_deadline);
     add(defs[kSelfSinksAbandoned], one, f.sinks_abandoned);
   }
 }
 
-void ReporterSelfMetrics::set_source(ReporterFiguresSource source) {
+void ReporterSelfMetrics::set_source(OutputFiguresSource source) {
   std::lock_guard lock(mutex_);
   source_ = std::move(source);
 }
@@ -107,7 +107,7 @@ void ReporterSelfMetrics::set_source(ReporterFiguresSource source) {
 void ReporterSelfMetrics::add_to(PrometheusMerge& merge) const {
   std::lock_guard lock(mutex_);
   if (!source_) return;
-  add_reporter_self_figures(merge, source_());
+  add_output_self_figures(merge, source_());
 }
 
 }  // namespace tokenspeed::metrics

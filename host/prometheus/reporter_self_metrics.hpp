@@ -17,20 +17,20 @@ namespace tokenspeed::metrics {
 class PrometheusMerge;
 
 // One output's figures at one moment, as the event router counts them.
-struct ReporterSelfFigures {
-  std::string reporter;                     // the output name
-  std::uint64_t events_delivered = 0;       // emit returned success
+struct OutputSelfFigures {
+  std::string output;                       // the output name (the `reporter` label)
+  std::uint64_t delivered = 0;              // emit returned success
   std::uint64_t dropped_ring_full = 0;      // not queued: the ring was full
   std::uint64_t dropped_sink_disabled = 0;  // not queued: the sink was disabled
   std::uint64_t sink_failures = 0;          // emit or create_sink failed
   std::uint64_t queue_depth = 0;            // events queued, not yet emitted
   std::uint64_t dropped_after_close = 0;    // not queued: offered after close began
-  std::uint64_t events_discarded = 0;       // still queued when the close budget ran out
+  std::uint64_t discarded_at_deadline = 0;  // still queued when the close budget ran out
   std::uint64_t sinks_abandoned = 0;        // 1 when the sink was abandoned at close
 };
 
 // Called at scrape time on an endpoint thread; must not block for long.
-using ReporterFiguresSource = std::function<std::vector<ReporterSelfFigures>()>;
+using OutputFiguresSource = std::function<std::vector<OutputSelfFigures>()>;
 
 // The families, in exposition order:
 //   tokenspeed_metrics_reporter_events_delivered_total{reporter}     counter
@@ -58,20 +58,19 @@ enum ReporterSelfMetric : std::size_t {
 };
 
 // Adds one process's figures to a scrape's merge (as a live process).
-void add_reporter_self_figures(PrometheusMerge& merge,
-                               const std::vector<ReporterSelfFigures>& figures);
+void add_output_self_figures(PrometheusMerge& merge, const std::vector<OutputSelfFigures>& figures);
 
 // Threading: set_source and add_to may be called from any thread (one mutex);
 // the source runs on the scraping thread with that mutex held.
 class ReporterSelfMetrics {
  public:
   // Replaces the source (nullptr: none). The event router wires itself here.
-  void set_source(ReporterFiguresSource source);
+  void set_source(OutputFiguresSource source);
   void add_to(PrometheusMerge& merge) const;
 
  private:
   mutable std::mutex mutex_;
-  ReporterFiguresSource source_;
+  OutputFiguresSource source_;
 };
 
 }  // namespace tokenspeed::metrics

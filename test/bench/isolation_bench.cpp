@@ -109,7 +109,7 @@ void BM_EmitIsolated(benchmark::State& state) {
   close_sink(sink);
   const IsolatedFigures f = output->figures();
   state.counters["delivered"] = static_cast<double>(f.delivered);
-  state.counters["ring_full"] = static_cast<double>(f.ring_full);
+  state.counters["ring_full"] = static_cast<double>(f.dropped_ring_full);
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_EmitIsolated);
@@ -128,12 +128,12 @@ void BM_DeliverBatchIsolated(benchmark::State& state) {
     target += static_cast<std::uint64_t>(batch);
     while (true) {
       const IsolatedFigures f = output->figures();
-      if (f.delivered + f.ring_full >= target) break;
+      if (f.delivered + f.dropped_ring_full >= target) break;
     }
   }
   close_sink(sink);
   const IsolatedFigures f = output->figures();
-  state.counters["ring_full"] = static_cast<double>(f.ring_full);
+  state.counters["ring_full"] = static_cast<double>(f.dropped_ring_full);
   state.SetItemsProcessed(state.iterations() * batch);
 }
 BENCHMARK(BM_DeliverBatchIsolated)->Arg(1)->Arg(10'000)->UseRealTime();

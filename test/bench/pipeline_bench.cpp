@@ -101,9 +101,9 @@ void report_drops(benchmark::State& state, EventRouter& router, long allocations
   router.close(std::chrono::seconds(5));
   const SinkStats s = router.stats()[0];
   state.counters["delivered"] = static_cast<double>(s.delivered);
-  state.counters["dropped_full"] = static_cast<double>(s.dropped_full);
+  state.counters["dropped_full"] = static_cast<double>(s.dropped_ring_full);
   state.counters["drop_ratio"] =
-      s.accepted == 0 ? 0.0 : static_cast<double>(s.dropped_full) / static_cast<double>(s.accepted);
+      s.accepted == 0 ? 0.0 : static_cast<double>(s.dropped_ring_full) / static_cast<double>(s.accepted);
   state.counters["allocs"] = static_cast<double>(allocations);
   state.counters["parks"] = static_cast<double>(s.parks);
   state.counters["wakeups"] = static_cast<double>(s.wakeups);
@@ -407,11 +407,11 @@ static void BM_SleepingPlugin_RecordLatency(benchmark::State& state) {
     const SinkStats s = router.stats()[0];
     state.counters["accepted"] = static_cast<double>(s.accepted);
     state.counters["delivered"] = static_cast<double>(s.delivered);
-    state.counters["dropped_full"] = static_cast<double>(s.dropped_full);
+    state.counters["dropped_full"] = static_cast<double>(s.dropped_ring_full);
     state.counters["discarded_at_deadline"] = static_cast<double>(s.discarded_at_deadline);
     state.counters["identity_exact"] =
-        s.accepted == s.delivered + s.dropped_full + s.dropped_disabled + s.dropped_after_close +
-                          s.discarded_at_deadline + s.in_queue
+        s.accepted == s.delivered + s.dropped_ring_full + s.dropped_sink_disabled + s.dropped_after_close +
+                          s.discarded_at_deadline + s.queue_depth
             ? 1
             : 0;
     // The sink is abandoned inside its 100 ms sleep; let it finish before

@@ -172,7 +172,7 @@ int run_catalog() {
     }
   }
   ReporterSelfMetrics self;
-  self.set_source([] { return std::vector<ReporterSelfFigures>{{"jsonl", 10, 1, 2, 3, 4}}; });
+  self.set_source([] { return std::vector<OutputSelfFigures>{{"jsonl", 10, 1, 2, 3, 4}}; });
   std::vector<const MetricDefinition*> catalog = catalog_pointers(tokenspeed_catalog());
   for (const MetricDefinition& metric : reporter_self_metric_definitions())
     catalog.push_back(&metric);

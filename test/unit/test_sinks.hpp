@@ -211,8 +211,8 @@ bool eventually(Pred pred, std::chrono::seconds guard = std::chrono::seconds(30)
 
 // The accounting identity of the issue, checked on a stats snapshot.
 inline bool identity_holds(const SinkStats& s) {
-  return s.accepted == s.delivered + s.dropped_full + s.dropped_disabled + s.dropped_after_close +
-                           s.discarded_at_deadline + s.in_queue;
+  return s.accepted == s.delivered + s.dropped_ring_full + s.dropped_sink_disabled +
+                           s.dropped_after_close + s.discarded_at_deadline + s.queue_depth;
 }
 
 }  // namespace tokenspeed::metrics::test

@@ -39,12 +39,33 @@ using namespace tokenspeed::metrics;
 struct Families {
   const char* request_labels[2] = {"model_name", "finished_reason"};
   const double bounds[3] = {0.1, 1.0, 10.0};
-  tsm_metric_info counter{sizeof(tsm_metric_info), TSM_KIND_COUNTER, "requests_total",
-                          "Finished requests.", "", 2, request_labels, 0, nullptr};
-  tsm_metric_info gauge{sizeof(tsm_metric_info), TSM_KIND_GAUGE, "running", "Running requests.",
-                        "", 0, nullptr, 0, nullptr};
-  tsm_metric_info histogram{sizeof(tsm_metric_info), TSM_KIND_HISTOGRAM, "latency_seconds",
-                            "Latency.", "seconds", 2, request_labels, 3, bounds};
+  tsm_metric_info counter{sizeof(tsm_metric_info),
+                          TSM_KIND_COUNTER,
+                          "requests_total",
+                          "Finished requests.",
+                          "",
+                          2,
+                          request_labels,
+                          0,
+                          nullptr};
+  tsm_metric_info gauge{sizeof(tsm_metric_info),
+                        TSM_KIND_GAUGE,
+                        "running",
+                        "Running requests.",
+                        "",
+                        0,
+                        nullptr,
+                        0,
+                        nullptr};
+  tsm_metric_info histogram{sizeof(tsm_metric_info),
+                            TSM_KIND_HISTOGRAM,
+                            "latency_seconds",
+                            "Latency.",
+                            "seconds",
+                            2,
+                            request_labels,
+                            3,
+                            bounds};
 };
 
 // The i-th event of a fixed workload; "poison" as a label value marks the
@@ -122,7 +143,9 @@ void run_fault_scenario(IsolatedOutput& output, Driver& driver) {
   for (int i = 0; i < 100; ++i) REQUIRE(driver.emit(event_of(families, i * 3, normal)) == TSM_OK);
   REQUIRE(driver.emit(event_of(families, 300, poison)) == TSM_OK);
   // The helper dies (or is killed) on the poison event and a new one starts.
-  REQUIRE(eventually([&] { return output.figures().restarts >= 1 && output.figures().lost == 1; }));
+  REQUIRE(eventually([&] {
+    return output.figures().helper_restarts >= 1 && output.figures().lost_in_helper == 1;
+  }));
   for (int i = 101; i < 201; ++i) REQUIRE(driver.emit(event_of(families, i * 3, normal)) == TSM_OK);
   REQUIRE(driver.close(10s) == TSM_OK);
 }
@@ -135,11 +158,11 @@ void check_identity_after_adjust(const IsolatedOutput& output, std::uint64_t emi
   stats.delivered = emitted;
   output.adjust(stats);
   CHECK(stats.isolated);
-  CHECK(stats.in_queue == 0);
-  CHECK(stats.lost_in_helper == f.lost);
-  CHECK(stats.accepted == stats.delivered + stats.dropped_full + stats.dropped_disabled +
+  CHECK(stats.queue_depth == 0);
+  CHECK(stats.lost_in_helper == f.lost_in_helper);
+  CHECK(stats.accepted == stats.delivered + stats.dropped_ring_full + stats.dropped_sink_disabled +
                               stats.dropped_after_close + stats.discarded_at_deadline +
-                              stats.lost_in_helper + stats.in_queue);
+                              stats.lost_in_helper + stats.queue_depth);
 }
 
 std::string read_file(const fs::path& path) {
@@ -159,10 +182,10 @@ TEST_CASE("a helper that segfaults in emit is restarted; only the event in its e
 
   const IsolatedFigures f = output.figures();
   CHECK(f.written == 201);
-  CHECK(f.lost == 1);         // the poison event, inside the crashed emit
-  CHECK(f.delivered == 200);  // those queued behind it went to the next helper
-  CHECK(f.discarded == 0);
-  CHECK(f.restarts >= 1);
+  CHECK(f.lost_in_helper == 1);  // the poison event, inside the crashed emit
+  CHECK(f.delivered == 200);     // those queued behind it went to the next helper
+  CHECK(f.discarded_at_deadline == 0);
+  CHECK(f.helper_restarts >= 1);
   check_identity_after_adjust(output, 201);
   const std::string log = lines.all();
   CHECK_THAT(log, Catch::Contains("output 'segfaults_in_emit' (plugin file '" +
@@ -181,12 +204,13 @@ TEST_CASE("a helper that deadlocks in emit is killed after the deadlock timeout 
 
   const IsolatedFigures f = output.figures();
   CHECK(f.written == 201);
-  CHECK(f.lost == 1);
+  CHECK(f.lost_in_helper == 1);
   CHECK(f.delivered == 200);
-  CHECK(f.restarts >= 1);
+  CHECK(f.helper_restarts >= 1);
   check_identity_after_adjust(output, 201);
-  CHECK_THAT(lines.all(), Catch::Contains("made no progress while events waited for 1.0 s "
-                                          "(deadlock timeout); killed; 1 event lost in the helper"));
+  CHECK_THAT(lines.all(),
+             Catch::Contains("made no progress while events waited for 1.0 s "
+                             "(deadlock timeout); killed; 1 event lost in the helper"));
 }
 
 TEST_CASE("a helper stuck in emit at close is killed at the deadline; its events are discarded") {
@@ -204,8 +228,8 @@ TEST_CASE("a helper stuck in emit at close is killed at the deadline; its events
   CHECK(driver.close(100ms) == TSM_ERROR);
   CHECK_THAT(driver.error.str(), Catch::Contains("did not finish close within its timeout"));
   const IsolatedFigures f = output.figures();
-  CHECK(f.discarded == 11);  // the one in emit and the ten behind it
-  CHECK(f.lost == 0);
+  CHECK(f.discarded_at_deadline == 11);  // the one in emit and the ten behind it
+  CHECK(f.lost_in_helper == 0);
   check_identity_after_adjust(output, 11);
 }
 
@@ -237,7 +261,7 @@ TEST_CASE("a helper slow to start is not taken for a deadlock") {
   REQUIRE(driver.emit(event_of(families, 0, normal)) == TSM_OK);
   REQUIRE(eventually([&] { return output.figures().delivered == 1; }));
   CHECK(driver.close(10s) == TSM_OK);
-  CHECK(output.figures().restarts == 0);
+  CHECK(output.figures().helper_restarts == 0);
 }
 
 TEST_CASE("a create_sink failure in the helper fails the isolated sink's create_sink") {
@@ -303,13 +327,13 @@ TEST_CASE("an isolated jsonl output writes exactly what the in-process one write
   CHECK(std::count(expected.begin(), expected.end(), '\n') == 3000);
   CHECK(read_file(dir / "isolated.jsonl") == expected);
   CHECK(output.figures().delivered == 3000);
-  CHECK(output.figures().restarts == 0);
+  CHECK(output.figures().helper_restarts == 0);
   CHECK(lines.all().empty());
 }
 
 TEST_CASE("the host's isolation keys are taken out of the settings and checked") {
-  boost::json::object config{{"path", "/tmp/x"}, {"isolation", "process"},
-                             {"isolation_deadlock_timeout_ms", 250}};
+  boost::json::object config{
+      {"path", "/tmp/x"}, {"isolation", "process"}, {"isolation_deadlock_timeout_ms", 250}};
   const IsolationSettings settings = take_isolation_settings(config, "jsonl", "/etc/m.json");
   CHECK(settings.process);
   CHECK(settings.deadlock_timeout == 250ms);

@@ -72,11 +72,11 @@ TEST_CASE(
     REQUIRE(stats.size() == 4);
     for (const SinkStats& s : stats) {
       INFO(s.name << " accepted " << s.accepted << " delivered " << s.delivered << " full "
-                  << s.dropped_full << " disabled " << s.dropped_disabled << " after close "
-                  << s.dropped_after_close << " discarded " << s.discarded_at_deadline
-                  << " in queue " << s.in_queue);
+                  << s.dropped_ring_full << " disabled " << s.dropped_sink_disabled
+                  << " after close " << s.dropped_after_close << " discarded "
+                  << s.discarded_at_deadline << " in queue " << s.queue_depth);
       CHECK(s.accepted == offered.load());
-      CHECK(s.in_queue == 0);
+      CHECK(s.queue_depth == 0);
       CHECK(identity_holds(s));
     }
     // Independent check: what the plugins saw succeed is what was counted delivered.

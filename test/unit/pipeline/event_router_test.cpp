@@ -146,13 +146,13 @@ TEST_CASE(
   Pipeline p({test_output("bad", &bad, &creates_bad), test_output("good", &good)});
   Counter c = p.counter();
   for (int i = 0; i < 10; ++i) c.inc();
-  REQUIRE(eventually([&] { return p.stats(0).in_queue == 0; }));
+  REQUIRE(eventually([&] { return p.stats(0).queue_depth == 0; }));
   for (int i = 0; i < 10; ++i) c.inc();
   REQUIRE_FALSE(p.router.close(30s) == false);
   const SinkStats s = p.stats(0);
   CHECK(bad.emits == 3);  // two delivered, the third failed, nothing after
   CHECK(s.delivered == 2);
-  CHECK(s.dropped_disabled == 18);
+  CHECK(s.dropped_sink_disabled == 18);
   CHECK(s.disabled);
   CHECK(creates_bad == 1);
   CHECK(bad.closes == 1);
@@ -171,7 +171,7 @@ TEST_CASE("a sink that raises during emit is disabled like one that returns an e
   for (int i = 0; i < 5; ++i) c.inc();
   p.router.close(30s);
   CHECK(bad.emits == 1);
-  CHECK(p.stats(0).dropped_disabled == 5);
+  CHECK(p.stats(0).dropped_sink_disabled == 5);
   CHECK(bad.closes == 1);
   CHECK(p.log.count("emit threw an exception") == 1);
 }
@@ -185,14 +185,14 @@ TEST_CASE(
   Pipeline p({test_output("broken", &sink, &creates, TSM_ERROR), test_output("other", &other)});
   Counter c = p.counter();
   for (int i = 0; i < 50; ++i) c.inc();
-  REQUIRE(eventually([&] { return p.stats(0).in_queue == 0; }));
+  REQUIRE(eventually([&] { return p.stats(0).queue_depth == 0; }));
   for (int i = 0; i < 50; ++i) c.inc();
   REQUIRE(p.router.close(30s));
   const SinkStats s = p.stats(0);
   CHECK(creates == 1);
   CHECK(s.create_failed);
   CHECK_FALSE(s.created);
-  CHECK(s.dropped_disabled == 100);
+  CHECK(s.dropped_sink_disabled == 100);
   CHECK(s.delivered == 0);
   CHECK(sink.closes == 0);
   CHECK(other.emits_ok == 100);
@@ -354,13 +354,13 @@ TEST_CASE(
   REQUIRE(p.router.close(60s));
   const SinkStats s = p.stats(0);
   CHECK(s.accepted == 2000);
-  CHECK(s.dropped_full > 0);
-  CHECK(s.delivered + s.dropped_full == 2000);
+  CHECK(s.dropped_ring_full > 0);
+  CHECK(s.delivered + s.dropped_ring_full == 2000);
   CHECK(identity_holds(s));
   // First occurrence at once, then (interval 1 h) only the summary at close.
   CHECK(p.log.count("events dropped (ring full)") <= 2);
   CHECK(p.log.count("events dropped (ring full)") >= 1);
-  CHECK(p.log.total("events dropped (ring full)") == s.dropped_full);
+  CHECK(p.log.total("events dropped (ring full)") == s.dropped_ring_full);
 }
 
 TEST_CASE("collector threads do not wake a worker that is awake: no system call per event") {
@@ -421,8 +421,8 @@ TEST_CASE(
   REQUIRE(gate.wait_for_waiter());
   for (int i = 0; i < 100000; ++i) c.inc();  // a blocked plugin: the ring stays 64 slots
   const SinkStats s = p.stats(0);
-  CHECK(s.dropped_full >= 100000 - 64);
-  CHECK(s.in_queue <= 64 + 1);  // the ring plus the event inside emit
+  CHECK(s.dropped_ring_full >= 100000 - 64);
+  CHECK(s.queue_depth <= 64 + 1);  // the ring plus the event inside emit
   CHECK(p.router.ring_sets() == 1);
   gate.open();
   p.router.close(30s);

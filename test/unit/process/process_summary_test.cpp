@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 
 #include <filesystem>
 
@@ -17,13 +18,13 @@ TEST_CASE("each process's summary of its outputs reaches the launcher's table") 
   jsonl.name = "jsonl";
   jsonl.accepted = 100;
   jsonl.delivered = 90;
-  jsonl.dropped_full = 6;
+  jsonl.dropped_ring_full = 6;
   jsonl.dropped_after_close = 1;
   jsonl.discarded_at_deadline = 3;
   SinkStats failing;
   failing.name = "otlp";
   failing.accepted = 5;
-  failing.dropped_disabled = 5;
+  failing.dropped_sink_disabled = 5;
   failing.disabled = true;
   REQUIRE(write_process_summary(dir, {"scheduler-0", 41, {jsonl, failing}}));
   REQUIRE(write_process_summary(dir, {"frontend", 42, {jsonl}}));
@@ -127,7 +128,7 @@ TEST_CASE("an isolated output's losses in its helper cross the summary file into
   vendor.name = "vendor";
   vendor.accepted = 50;
   vendor.delivered = 45;
-  vendor.dropped_full = 2;
+  vendor.dropped_ring_full = 2;
   vendor.lost_in_helper = 3;
   vendor.helper_restarts = 2;
   vendor.isolated = true;
@@ -142,5 +143,24 @@ TEST_CASE("an isolated output's losses in its helper cross the summary file into
   CHECK_THAT(format_summary_table(summaries),
              Catch::Matches("(.|\n)*scheduler-0 +41 +vendor +50 +45 +5 +0 +ok \\(isolated: sink "
                             "helper restarted 2 times, 3 events lost in it\\)\n(.|\n)*"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a summary file with the older keys dropped_full and dropped_disabled is still read") {
+  char pattern[] = "/tmp/tsm-summary-XXXXXX";
+  const std::filesystem::path dir = ::mkdtemp(pattern);
+  {
+    std::FILE* file = std::fopen((dir / "summary-7.json").c_str(), "w");
+    REQUIRE(file != nullptr);
+    std::fputs(R"({"process":"frontend","pid":7,"outputs":[{"name":"jsonl","accepted":9,)"
+               R"("delivered":4,"dropped_full":3,"dropped_disabled":2}]})",
+               file);
+    std::fclose(file);
+  }
+  const auto summaries = read_process_summaries(dir);
+  REQUIRE(summaries.size() == 1);
+  REQUIRE(summaries[0].outputs.size() == 1);
+  CHECK(summaries[0].outputs[0].dropped_ring_full == 3);
+  CHECK(summaries[0].outputs[0].dropped_sink_disabled == 2);
   std::filesystem::remove_all(dir);
 }

@@ -12,7 +12,7 @@ TEST_CASE(
     "the host's own figures per output are exposed under tokenspeed_metrics_reporter_ with a "
     "reporter label") {
   ReporterSelfMetrics self;
-  self.set_source([] { return std::vector<ReporterSelfFigures>{{"jsonl", 100, 7, 2, 1, 5}}; });
+  self.set_source([] { return std::vector<OutputSelfFigures>{{"jsonl", 100, 7, 2, 1, 5}}; });
   ScrapeSources sources;
   sources.catalog = catalog_pointers(reporter_self_metric_definitions());
   sources.extra = [&](PrometheusMerge& merge) { self.add_to(merge); };
@@ -56,13 +56,13 @@ TEST_CASE(
 
 TEST_CASE(
     "events discarded at close, abandoned sinks and drops after close are exposed per output") {
-  ReporterSelfFigures figures;
-  figures.reporter = "otlp";
+  OutputSelfFigures figures;
+  figures.output = "otlp";
   figures.dropped_after_close = 3;
-  figures.events_discarded = 41;
+  figures.discarded_at_deadline = 41;
   figures.sinks_abandoned = 1;
   ReporterSelfMetrics self;
-  self.set_source([&] { return std::vector<ReporterSelfFigures>{figures}; });
+  self.set_source([&] { return std::vector<OutputSelfFigures>{figures}; });
   ScrapeSources sources;
   sources.catalog = catalog_pointers(reporter_self_metric_definitions());
   sources.extra = [&](PrometheusMerge& merge) { self.add_to(merge); };
