@@ -1,8 +1,8 @@
 // series_bound.hpp — the per-family bound on series of a process
 // (--metrics-max-series-per-family): its default and range, the self-metric
 // that counts the label sets refused past it, and the line that reports a
-// family's first refusal. Never on the hot path. Tested with the collector that
-// applies it: test/unit/pipeline/series_bound_test.cpp.
+// family's first refusal. Never on the hot path. Tested in
+// test/unit/pipeline/series_bound_test.cpp (with the collector that applies it).
 #pragma once
 
 #include <cstddef>
