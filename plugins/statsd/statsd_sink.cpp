@@ -53,7 +53,8 @@ StatsdSink::StatsdSink(StatsdOptions options, const plugin::Host& host)
       loop_(delivery_options(options_),
             kit::DeliveryLoop<DatagramBatch>::Callbacks{
                 [this](std::vector<DatagramBatch>& out, bool final) { collect(out, final); },
-                [this](const DatagramBatch& batch, kit::DeliveryLoop<DatagramBatch>::Clock::time_point,
+                [this](const DatagramBatch& batch,
+                       kit::DeliveryLoop<DatagramBatch>::Clock::time_point,
                        const std::atomic<bool>*) { return send(batch); },
                 {},
                 {},
@@ -102,8 +103,8 @@ void StatsdSink::emit(const tsm_metric_event& event) noexcept {
     const std::size_t before = text_.size();
     // A plain-StatsD timer repeats its value weight times: refuse it before
     // it can grow the buffer past its bound.
-    const bool too_big = type == LineType::kTimer &&
-                         event.weight > (options_.max_buffer_bytes - before) / 4;
+    const bool too_big =
+        type == LineType::kTimer && event.weight > (options_.max_buffer_bytes - before) / 4;
     try {
       if (!too_big) {
         append_line(text_, options_.format, event.metric != nullptr ? event.metric : "", labels,
@@ -175,7 +176,8 @@ kit::SendResult StatsdSink::send(const DatagramBatch& batch) {
   }
   if (dropped > 0) {
     last_failure_ = why;
-    const uint64_t total = datagrams_dropped_.fetch_add(dropped, std::memory_order_relaxed) + dropped;
+    const uint64_t total =
+        datagrams_dropped_.fetch_add(dropped, std::memory_order_relaxed) + dropped;
     log_.report(TSM_LOG_WARNING, "datagrams dropped",
                 std::to_string(dropped) + " of " + std::to_string(batch.datagrams.size()) +
                     " datagrams dropped: " + why + " (" + std::to_string(total) +

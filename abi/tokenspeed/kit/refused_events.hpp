@@ -25,8 +25,8 @@ class RefusedEventsReport {
       log.report(TSM_LOG_WARNING, "series limit",
                  std::to_string(stats.over_series_limit - reported_over_limit_) +
                      " events dropped: their series would exceed max_series=" +
-                     std::to_string(max_series) + " (" +
-                     std::to_string(stats.over_series_limit) + " in total)");
+                     std::to_string(max_series) + " (" + std::to_string(stats.over_series_limit) +
+                     " in total)");
       reported_over_limit_ = stats.over_series_limit;
     }
     if (stats.invalid > reported_invalid_) {
