@@ -188,23 +188,15 @@ kit::SendResult StatsdSink::send(const DatagramBatch& batch) {
 
 void StatsdSink::report() {
   const StatsdStats now = stats();
-  if (now.events_over_series > reported_.events_over_series) {
-    log_.report(TSM_LOG_WARNING, "series limit",
-                std::to_string(now.events_over_series - reported_.events_over_series) +
-                    " events dropped: their series would exceed max_series=" +
-                    std::to_string(options_.max_series));
-  }
+  kit::AggregationStats refused;
+  refused.over_series_limit = now.events_over_series;
+  refused.invalid = now.events_invalid;
+  refused_.report(refused, options_.max_series, log_);
   if (now.events_buffer_full > reported_.events_buffer_full) {
     log_.report(TSM_LOG_WARNING, "buffer full",
                 std::to_string(now.events_buffer_full - reported_.events_buffer_full) +
                     " events dropped: more than max_buffer_bytes=" +
                     std::to_string(options_.max_buffer_bytes) + " waited for a flush");
-  }
-  if (now.events_invalid > reported_.events_invalid) {
-    log_.report(TSM_LOG_WARNING, "invalid events",
-                std::to_string(now.events_invalid - reported_.events_invalid) +
-                    " events ignored: NaN or infinite, a negative counter delta, weight 0 or an "
-                    "operation that does not fit the metric's kind");
   }
   if (now.lines_oversized > reported_.lines_oversized) {
     log_.report(TSM_LOG_WARNING, "oversized lines",
