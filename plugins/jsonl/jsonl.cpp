@@ -98,14 +98,9 @@ std::unique_ptr<JsonlSink> create_sink(const kit::Settings& settings, const plug
 }
 
 }  // namespace
+
+// Registration (start_node NULL: no node resources).
+TSM_KIT_REGISTER_OUTPUT(JsonlSink, "jsonl", TSM_PLUGIN_VERSION, &settings_table(), check,
+                        create_sink)
+
 }  // namespace tokenspeed::metrics::jsonl
-
-// -------------------------------------------------------------- registration
-
-extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
-  namespace jsonl = tokenspeed::metrics::jsonl;
-  // start_node NULL: no node resources.
-  return tokenspeed::metrics::kit::register_output<jsonl::JsonlSink>(
-      host, error,
-      {"jsonl", TSM_PLUGIN_VERSION, &jsonl::settings_table(), jsonl::check, jsonl::create_sink});
-}

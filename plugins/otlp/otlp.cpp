@@ -104,14 +104,8 @@ std::unique_ptr<OtlpSink> create_sink(const kit::Settings& settings, const plugi
 }
 
 }  // namespace
+
+// Registration (start_node NULL: each producer exports itself).
+TSM_KIT_REGISTER_OUTPUT(OtlpSink, "otlp", TSM_PLUGIN_VERSION, &settings_table(), check, create_sink)
+
 }  // namespace tokenspeed::metrics::otlp
-
-// -------------------------------------------------------------- registration
-
-extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
-  namespace otlp = tokenspeed::metrics::otlp;
-  // start_node NULL: each producer exports itself.
-  return tokenspeed::metrics::kit::register_output<otlp::OtlpSink>(
-      host, error,
-      {"otlp", TSM_PLUGIN_VERSION, &otlp::settings_table(), otlp::check, otlp::create_sink});
-}

@@ -14,12 +14,6 @@ namespace {
 constexpr kit::HttpExporterWords kWords{"data points", "export rejected", "export failed",
                                         "export"};
 
-int64_t wall_clock_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 std::vector<std::string> headers_for(bool gzip) {
   std::vector<std::string> headers{"Content-Type: application/x-protobuf"};
   if (gzip) headers.emplace_back("Content-Encoding: gzip");
@@ -43,7 +37,7 @@ bool OtlpSink::retryable(long status) noexcept {
 }
 
 void OtlpSink::collect(std::vector<kit::ExportRequest>& out, bool /*final*/) {
-  const kit::Snapshot snapshot = aggregator().collect(wall_clock_ns());
+  const kit::Snapshot snapshot = aggregator().collect(kit::unix_time_ns());
   std::vector<EncodedRequest> encoded;
   encoder_.encode(snapshot, encoded);
   for (EncodedRequest& request : encoded) {

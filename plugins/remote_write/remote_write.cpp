@@ -102,14 +102,9 @@ std::unique_ptr<RemoteWriteSink> create_sink(const kit::Settings& settings,
 }
 
 }  // namespace
+
+// Registration (start_node NULL: each producer pushes its own series).
+TSM_KIT_REGISTER_OUTPUT(RemoteWriteSink, "remote_write", TSM_PLUGIN_VERSION, &settings_table(),
+                        check, create_sink)
+
 }  // namespace tokenspeed::metrics::remote_write
-
-// -------------------------------------------------------------- registration
-
-extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
-  namespace rw = tokenspeed::metrics::remote_write;
-  // start_node NULL: each producer pushes its own series.
-  return tokenspeed::metrics::kit::register_output<rw::RemoteWriteSink>(
-      host, error,
-      {"remote_write", TSM_PLUGIN_VERSION, &rw::settings_table(), rw::check, rw::create_sink});
-}

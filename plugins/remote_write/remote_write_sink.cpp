@@ -15,12 +15,6 @@ namespace {
 constexpr kit::HttpExporterWords kWords{"samples", "write rejected", "write failed",
                                         "remote write"};
 
-int64_t wall_clock_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 }  // namespace
 
 RemoteWriteSink::RemoteWriteSink(RemoteWriteOptions options, const plugin::Host& host)
@@ -49,7 +43,7 @@ bool RemoteWriteSink::retryable(long status) const noexcept {
 int64_t RemoteWriteSink::next_timestamp_ms(bool final) {
   // Strictly after the previous flush (and its stale markers): a receiver
   // refuses a second, different sample at a timestamp it has.
-  const int64_t at = std::max(wall_clock_ms(), last_timestamp_ms_ + 1);
+  const int64_t at = std::max(kit::unix_time_ns() / 1000000, last_timestamp_ms_ + 1);
   last_timestamp_ms_ = final ? at + 1 : at;
   return at;
 }

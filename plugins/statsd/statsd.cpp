@@ -89,15 +89,9 @@ std::unique_ptr<StatsdSink> create_sink(const kit::Settings& settings, const plu
 }
 
 }  // namespace
+
+// Registration (start_node NULL: each producer sends itself).
+TSM_KIT_REGISTER_OUTPUT(StatsdSink, "statsd", TSM_PLUGIN_VERSION, &settings_table(), check,
+                        create_sink)
+
 }  // namespace tokenspeed::metrics::statsd
-
-// -------------------------------------------------------------- registration
-
-extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
-  namespace statsd = tokenspeed::metrics::statsd;
-  // start_node NULL: each producer sends itself.
-  return tokenspeed::metrics::kit::register_output<statsd::StatsdSink>(
-      host, error,
-      {"statsd", TSM_PLUGIN_VERSION, &statsd::settings_table(), statsd::check,
-       statsd::create_sink});
-}

@@ -10,12 +10,6 @@
 namespace tokenspeed::metrics::statsd {
 namespace {
 
-int64_t wall_clock_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 bool operation_fits(uint32_t kind, uint32_t operation) noexcept {
   return (kind == TSM_KIND_COUNTER && operation == TSM_OP_INC) ||
          (kind == TSM_KIND_GAUGE && operation == TSM_OP_SET) ||
@@ -132,7 +126,7 @@ void StatsdSink::collect(std::vector<DatagramBatch>& out, bool /*final*/) {
   }
   DatagramBatch batch;
   if (options_.aggregate) {
-    const kit::Snapshot snapshot = aggregator_.collect(wall_clock_ns());
+    const kit::Snapshot snapshot = aggregator_.collect(kit::unix_time_ns());
     for (const kit::Point& point : snapshot.points) {
       const kit::SeriesFamily& family = *point.family;
       LabelView labels;

@@ -5,10 +5,11 @@
  * settings, and `tokenspeed-metrics plugins` shows the table and the
  * plugin's version. The whole registration of a shipped plugin:
  *
- *   extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
- *     return kit::register_output<MySink>(host, error, {"my_output", TSM_PLUGIN_VERSION,
- *                                                       &settings_table(), check, create_sink});
- *   }
+ *   // in the plugin's namespace, after its unnamed one:
+ *   TSM_KIT_REGISTER_OUTPUT(MySink, "my_output", TSM_PLUGIN_VERSION, &settings_table(), check,
+ *                           create_sink)
+ *
+ * defines tsm_register as kit::register_output<MySink>(host, error, {...}).
  *
  * TSM_PLUGIN_VERSION is the plugin's version, defined by its build (the
  * shipped plugins get meson.project_version() from plugins/meson.build).
@@ -83,5 +84,13 @@ int register_output(const tsm_host_api* host, tsm_buffer* error, Output<Sink> ou
 }
 
 }  // namespace tokenspeed::metrics::kit
+
+/* Defines tsm_register for a plugin of one output: the arguments are the
+ * sink type and the fields of its kit::Output. Use it outside an unnamed
+ * namespace (the function must be exported). */
+#define TSM_KIT_REGISTER_OUTPUT(Sink, ...)                                                \
+  extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {   \
+    return ::tokenspeed::metrics::kit::register_output<Sink>(host, error, {__VA_ARGS__}); \
+  }
 
 #endif  // TOKENSPEED_KIT_REGISTRATION_HPP
