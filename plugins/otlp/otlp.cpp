@@ -26,10 +26,10 @@ const kit::SettingsTable& settings_table() {
   static const kit::SettingsTable table{{
       {"endpoint", SettingType::kString, R"("http://127.0.0.1:4318/v1/metrics")", 0, 0,
        "OTLP/HTTP metrics URL (http:// or https://), the full path included."},
-      {"headers", SettingType::kStringMap, "{}", 0, 0,
-       "HTTP headers added to every request, e.g. {\"api-key\": \"...\"}."},
-      {"timeout_ms", SettingType::kInteger, "10000", 1, 600000,
-       "Bound of one export request; during close also bounded by close's budget."},
+      kit::http_headers_setting(
+          "HTTP headers added to every request, e.g. {\"api-key\": \"...\"}."),
+      kit::http_timeout_setting(
+          "10000", "Bound of one export request; during close also bounded by close's budget."),
       {"export_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
        "How often the state is exported."},
       {"resource_attributes", SettingType::kStringMap, R"({"service.name": "tokenspeed"})", 0, 0,
@@ -41,15 +41,12 @@ const kit::SettingsTable& settings_table() {
        "gzip|none"},
       {"max_data_points_per_request", SettingType::kInteger, "8192", 1, 1000000,
        "Data points in one request; more are split, and this many changed series export early."},
-      {"max_series", SettingType::kInteger, "100000", 1, 10000000,
-       "Series held per process; events of further series are dropped, counted and logged."},
+      kit::max_series_setting("100000"),
       {"max_pending_requests", SettingType::kInteger, "64", 1, 100000,
        "Requests kept while the receiver does not take them (delta); beyond, the oldest is "
        "dropped."},
-      {"initial_backoff_ms", SettingType::kInteger, "1000", 1, 600000,
-       "First retry delay after a retryable failure; doubles per failure, with 20% jitter."},
-      {"max_backoff_ms", SettingType::kInteger, "30000", 1, 3600000,
-       "Longest retry delay (unless Retry-After asks for more, up to 5 minutes)."},
+      kit::initial_backoff_setting("1000"),
+      kit::max_backoff_setting("30000"),
   }};
   return table;
 }

@@ -28,10 +28,10 @@ const kit::SettingsTable& settings_table() {
   static const kit::SettingsTable table{{
       {"url", SettingType::kString, R"("http://127.0.0.1:9090/api/v1/write")", 0, 0,
        "Remote-write URL (http:// or https://), the full path included."},
-      {"headers", SettingType::kStringMap, "{}", 0, 0,
-       "HTTP headers added to every request, e.g. {\"Authorization\": \"Bearer ...\"}."},
-      {"timeout_ms", SettingType::kInteger, "10000", 1, 600000,
-       "Bound of one write request; during close also bounded by close's budget."},
+      kit::http_headers_setting(
+          "HTTP headers added to every request, e.g. {\"Authorization\": \"Bearer ...\"}."),
+      kit::http_timeout_setting(
+          "10000", "Bound of one write request; during close also bounded by close's budget."),
       {"push_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
        "How often every series is pushed (one timestamp per push)."},
       {"external_labels", SettingType::kStringMap, "{}", 0, 0,
@@ -42,14 +42,11 @@ const kit::SettingsTable& settings_table() {
        "sum without (process) (...)."},
       {"max_samples_per_request", SettingType::kInteger, "2000", 1, 1000000,
        "Samples in one request; more are split."},
-      {"max_series", SettingType::kInteger, "100000", 1, 10000000,
-       "Series held per process; events of further series are dropped, counted and logged."},
+      kit::max_series_setting("100000"),
       {"retry_on_429", SettingType::kBoolean, "false", 0, 0,
        "Retry a 429 Too Many Requests with backoff (as Prometheus, off: it is dropped)."},
-      {"initial_backoff_ms", SettingType::kInteger, "30", 1, 600000,
-       "First retry delay after a retryable failure; doubles per failure, with 20% jitter."},
-      {"max_backoff_ms", SettingType::kInteger, "5000", 1, 3600000,
-       "Longest retry delay (unless Retry-After asks for more, up to 5 minutes)."},
+      kit::initial_backoff_setting("30"),
+      kit::max_backoff_setting("5000"),
   }};
   return table;
 }
