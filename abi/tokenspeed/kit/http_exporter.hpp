@@ -58,32 +58,24 @@ namespace tokenspeed::metrics::kit {
  * read (headers, timeout_ms, initial_backoff_ms, max_backoff_ms) and the
  * usual series bound; the plugin gives the defaults, as JSON text. */
 constexpr Setting http_headers_setting(std::string_view description) {
-  return {"headers", SettingType::kStringMap, "{}", 0, 0, description};
+  return Setting("headers", SettingType::kStringMap, "{}", 0, 0, description);
 }
 constexpr Setting http_timeout_setting(std::string_view default_ms, std::string_view description) {
-  return {"timeout_ms", SettingType::kInteger, default_ms, 1, 600000, description};
+  return Setting("timeout_ms", SettingType::kInteger, default_ms, 1, 600000, description);
 }
 constexpr Setting initial_backoff_setting(std::string_view default_ms) {
-  return {"initial_backoff_ms",
-          SettingType::kInteger,
-          default_ms,
-          1,
-          600000,
-          "First retry delay after a retryable failure; doubles per failure, with 20% jitter."};
+  return Setting("initial_backoff_ms", SettingType::kInteger, default_ms, 1, 600000,
+                 "First retry delay after a retryable failure; doubles per failure, with 20% "
+                 "jitter.");
 }
 constexpr Setting max_backoff_setting(std::string_view default_ms) {
-  return {
-      "max_backoff_ms", SettingType::kInteger,
-      default_ms,       1,
-      3600000,          "Longest retry delay (unless Retry-After asks for more, up to 5 minutes)."};
+  return Setting("max_backoff_ms", SettingType::kInteger, default_ms, 1, 3600000,
+                 "Longest retry delay (unless Retry-After asks for more, up to 5 minutes).");
 }
 constexpr Setting max_series_setting(std::string_view default_count) {
-  return {"max_series",
-          SettingType::kInteger,
-          default_count,
-          1,
-          10000000,
-          "Series held per process; events of further series are dropped, counted and logged."};
+  return Setting("max_series", SettingType::kInteger, default_count, 1, 10000000,
+                 "Series held per process; events of further series are dropped, counted and "
+                 "logged.");
 }
 
 /* Checks the settings every HTTP exporter has, after SettingsTable::validate:

@@ -247,10 +247,7 @@ class Parser {
     ++at_;  // {
     Object object;
     skip_space();
-    if (at_ < text_.size() && text_[at_] == '}') {
-      ++at_;
-      return Value(std::move(object));
-    }
+    if (consume("}")) return Value(std::move(object));
     for (;;) {
       skip_space();
       if (at_ >= text_.size() || text_[at_] != '"') fail("expected a key string");
@@ -260,8 +257,7 @@ class Parser {
         if (member.first == key) throw ParseError("duplicate key '" + key + "'", key_at);
       }
       skip_space();
-      if (at_ >= text_.size() || text_[at_] != ':') fail("expected ':'");
-      ++at_;
+      if (!consume(":")) fail("expected ':'");
       skip_space();
       Value value = parse_value(depth + 1);
       object.emplace_back(std::move(key), std::move(value));
@@ -276,10 +272,7 @@ class Parser {
     ++at_;  // [
     Array array;
     skip_space();
-    if (at_ < text_.size() && text_[at_] == ']') {
-      ++at_;
-      return Value(std::move(array));
-    }
+    if (consume("]")) return Value(std::move(array));
     for (;;) {
       skip_space();
       array.push_back(parse_value(depth + 1));
