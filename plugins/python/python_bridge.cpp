@@ -69,10 +69,11 @@ using PythonReporter = plugin::Reporter<PythonSink, PythonSession>;
 
 // The reporter's callbacks, forwarded to a _tokenspeed_metrics_bridge.Reporter
 // (a reference kept for the process, as the host keeps reporters for its life).
-PythonReporter forwarding_reporter(PyObject* reporter, std::string name, bool has_start_node,
-                                   bool overrides) {
+PythonReporter forwarding_reporter(PyObject* reporter, std::string name, std::string version,
+                                   bool has_start_node, bool overrides) {
   PythonReporter out;
   out.name = std::move(name);
+  out.version = std::move(version);  // the package's distribution version
   out.override_existing = overrides;
   out.validate = [reporter](std::string_view config) {
     return with_gil("validate()", [&] {
@@ -180,7 +181,9 @@ void declare_package(plugin::Registrar& registrar, PyObject* package) {
     Py_XDECREF(override_flag);
     PyErr_Clear();
     try {
-      registrar.add(forwarding_reporter(Py_NewRef(reporter), name, has_start_node, overrides));
+      registrar.add(forwarding_reporter(Py_NewRef(reporter), name,
+                                        text_attribute(package, "version"), has_start_node,
+                                        overrides));
     } catch (const std::runtime_error& e) {
       Py_DECREF(reporters);
       throw std::runtime_error(text_attribute(package, "entry_point") + ": reporter '" + name +
