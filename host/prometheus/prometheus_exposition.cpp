@@ -1,6 +1,8 @@
 // prometheus_exposition.cpp — text format 0.0.4 writer. Never reads a store.
 #include "prometheus/prometheus_exposition.hpp"
 
+#include <tokenspeed/kit/prometheus_text.hpp>
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -41,30 +43,7 @@ void append_sample(std::string& out, std::string_view name, const MergedSeries& 
 
 }  // namespace
 
-std::string format_prometheus_value(double value) {
-  if (std::isnan(value)) return "NaN";
-  if (std::isinf(value)) return value > 0 ? "+Inf" : "-Inf";
-  char buffer[64];
-  // Shortest round-trip digits in scientific form tell the decimal exponent.
-  auto [end, ec] =
-      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::scientific);
-  if (ec != std::errc()) return "NaN";
-  const char* e =
-      static_cast<const char*>(std::memchr(buffer, 'e', static_cast<std::size_t>(end - buffer)));
-  int exponent = 0;
-  if (e != nullptr) {
-    const char* digits = e + 1;
-    if (digits < end && *digits == '+') ++digits;  // from_chars takes '-' only
-    std::from_chars(digits, end, exponent);
-  }
-  // Go's strconv.FormatFloat(v, 'g', -1, 64): exponent form when the
-  // exponent is below -4 or at least 6 (the shortest-precision rule).
-  if (exponent < -4 || exponent >= 6) return std::string(buffer, end);
-  auto [fixed_end, fixed_ec] =
-      std::to_chars(buffer, buffer + sizeof buffer, value, std::chars_format::fixed);
-  if (fixed_ec != std::errc()) return "NaN";
-  return std::string(buffer, fixed_end);
-}
+std::string format_prometheus_value(double value) { return kit::format_prometheus_value(value); }
 
 namespace {
 

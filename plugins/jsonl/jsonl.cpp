@@ -1,6 +1,6 @@
 // jsonl.cpp — the jsonl output: its settings table (read by validate, shown by
-// `tokenspeed-metrics plugins`, mirrored in docs/plugin-authors.md), validate,
-// create_sink, registration. Registration opens no file and starts no thread.
+// `tokenspeed-metrics plugins`, mirrored in docs/plugin-authors.md), its
+// checks across keys, create_sink, registration. Registration opens no file and starts no thread.
 #include <unistd.h>
 
 #include <cstdint>
@@ -11,6 +11,7 @@
 #include <string_view>
 #include <system_error>
 
+#include <tokenspeed/kit/registration.hpp>
 #include <tokenspeed/kit/settings.hpp>
 #include <tokenspeed/metric_reporter.hpp>
 
@@ -64,18 +65,14 @@ std::string normalize_path(std::string_view text) {
   return path.string();
 }
 
-// Parses and checks a configuration object; returns it with every setting,
-// in table order, defaults filled in and the path made absolute.
-kit::json::Value normalize(std::string_view config_json) {
-  kit::json::Value normalized = settings_table().validate(config_json);
-  for (kit::json::Member& member : normalized.as_object()) {
+// The checks across keys, after the table's: the path made absolute.
+void check(kit::json::Value& settings) {
+  for (kit::json::Member& member : settings.as_object()) {
     if (member.first == "path") member.second = normalize_path(member.second.as_string());
   }
-  if (normalized.at("max_pending_bytes").as_integer() <
-      normalized.at("buffer_bytes").as_integer()) {
+  if (settings.at("max_pending_bytes").as_integer() < settings.at("buffer_bytes").as_integer()) {
     throw std::invalid_argument("'max_pending_bytes' must be at least 'buffer_bytes'");
   }
-  return normalized;
 }
 
 // Replaces every "{pid}" in path with the id of this process.
@@ -88,14 +85,9 @@ std::string substitute_pid(std::string path) {
   return path;
 }
 
-// --------------------------------------------------------------- callbacks
+// --------------------------------------------------------------- create_sink
 
-std::string validate(std::string_view config_json) {
-  return kit::json::serialize(normalize(config_json));
-}
-
-std::unique_ptr<JsonlSink> create_sink(std::string_view producer_config, const plugin::Host& host) {
-  const kit::Settings settings(normalize(producer_config));
+std::unique_ptr<JsonlSink> create_sink(const kit::Settings& settings, const plugin::Host& host) {
   SinkOptions options;
   options.path = substitute_pid(settings.string("path"));
   options.flush_interval = std::chrono::milliseconds(settings.integer("flush_interval_ms"));
@@ -106,24 +98,9 @@ std::unique_ptr<JsonlSink> create_sink(std::string_view producer_config, const p
 }
 
 }  // namespace
+
+// Registration (start_node NULL: no node resources).
+TSM_KIT_REGISTER_OUTPUT(JsonlSink, "jsonl", TSM_PLUGIN_VERSION, &settings_table(), check,
+                        create_sink)
+
 }  // namespace tokenspeed::metrics::jsonl
-
-// -------------------------------------------------------------- registration
-
-#ifndef TSM_JSONL_VERSION
-#define TSM_JSONL_VERSION "0.0.0"
-#endif
-
-extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
-  namespace plugin = tokenspeed::metrics::plugin;
-  namespace jsonl = tokenspeed::metrics::jsonl;
-  return plugin::register_reporters(host, error, [](plugin::Registrar& registrar) {
-    plugin::Reporter<jsonl::JsonlSink> reporter;
-    reporter.name = "jsonl";
-    reporter.validate = jsonl::validate;
-    reporter.create_sink = jsonl::create_sink;
-    reporter.version = TSM_JSONL_VERSION;
-    reporter.settings = jsonl::settings_table().describe();
-    registrar.add(std::move(reporter));  // start_node NULL: no node resources
-  });
-}

@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <string>
 
+#include <tokenspeed/kit/json.hpp>
+
 namespace tokenspeed::metrics::jsonl {
 namespace {
 
@@ -73,34 +75,6 @@ const char* operation_text(uint32_t operation) noexcept {
   }
 }
 
-// Length of the valid UTF-8 sequence starting at text[i], or 0 if invalid.
-std::size_t utf8_length(std::string_view text, std::size_t i) noexcept {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
-  const unsigned char lead = byte(0);
-  std::size_t length = 0;
-  unsigned char low = 0x80;
-  unsigned char high = 0xBF;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) low = 0xA0;   // no overlong forms
-    if (lead == 0xED) high = 0x9F;  // no surrogates
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;  // nothing above U+10FFFF
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  if (byte(1) < low || byte(1) > high) return 0;
-  for (std::size_t k = 2; k < length; ++k) {
-    if (byte(k) < 0x80 || byte(k) > 0xBF) return 0;
-  }
-  return length;
-}
-
 }  // namespace
 
 std::size_t record_size(const tsm_metric_event& event) {
@@ -142,7 +116,7 @@ std::size_t append_json_line(std::string& line, std::string_view records, std::s
   line += "{\"timestamp_ns\":";
   append_integer(line, header.timestamp_ns);
   line += ",\"metric\":";
-  append_json_string(line, records.substr(offset, header.metric_size));
+  kit::json::append_string(line, records.substr(offset, header.metric_size), true);
   offset += header.metric_size;
   line += ",\"operation\":\"";
   line += operation_text(header.operation);
@@ -154,68 +128,15 @@ std::size_t append_json_line(std::string& line, std::string_view records, std::s
     const uint32_t value_size = read_u32(records, offset + sizeof(uint32_t));
     offset += kLabelSizes;
     if (i > 0) line += ',';
-    append_json_string(line, records.substr(offset, name_size));
+    kit::json::append_string(line, records.substr(offset, name_size), true);
     line += ':';
-    append_json_string(line, records.substr(offset + name_size, value_size));
+    kit::json::append_string(line, records.substr(offset + name_size, value_size), true);
     offset += name_size + value_size;
   }
   line += "},\"weight\":";
   append_integer(line, header.weight);
   line += "}\n";
   return offset;
-}
-
-void append_json_string(std::string& out, std::string_view text) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  out += '"';
-  std::size_t i = 0;
-  while (i < text.size()) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) {
-      const std::size_t length = utf8_length(text, i);
-      if (length == 0) {
-        out += "\\ufffd";
-        ++i;
-      } else {
-        out.append(text.substr(i, length));
-        i += length;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20) {
-          out += "\\u00";
-          out += kHex[c >> 4];
-          out += kHex[c & 0xF];
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-    ++i;
-  }
-  out += '"';
 }
 
 void append_json_number(std::string& out, double value) {

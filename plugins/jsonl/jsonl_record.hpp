@@ -24,10 +24,6 @@ void append_record(std::string& out, const tsm_metric_event& event);
 // '\n', appends it to line, and returns the offset of the next record.
 std::size_t append_json_line(std::string& line, std::string_view records, std::size_t offset);
 
-// JSON string with quotes: '"', '\\' and control characters escaped; bytes
-// that are not valid UTF-8 become U+FFFD so every line stays valid JSON.
-void append_json_string(std::string& out, std::string_view text);
-
 // Shortest text that reads back to the same double (std::to_chars). NaN and
 // the infinities, which JSON cannot represent, become the strings "NaN",
 // "+Inf" and "-Inf" (the Prometheus spelling).

@@ -4,8 +4,6 @@
 #include "jsonl_sink.hpp"
 
 #include <fcntl.h>
-#include <pthread.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +17,8 @@
 #include <system_error>
 #include <utility>
 #include <vector>
+
+#include <tokenspeed/kit/background_thread.hpp>
 
 #include "jsonl_record.hpp"
 
@@ -174,20 +174,8 @@ JsonlSink::JsonlSink(SinkOptions options, const plugin::Host& host)
   if (s.fd < 0) throw std::runtime_error(describe_errno("cannot open", s.options.path, errno));
 
   // The writer never takes SIGPIPE (a FIFO whose reader went away): write
-  // returns EPIPE instead, reported like any other write error. The new
-  // thread inherits the mask; this thread's mask is restored at once.
-  sigset_t block;
-  sigset_t previous;
-  sigemptyset(&block);
-  sigaddset(&block, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &block, &previous);
-  try {
-    writer_ = std::thread(run_writer, state_);
-  } catch (...) {
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-    throw;
-  }
-  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  // returns EPIPE instead, reported like any other write error.
+  writer_ = kit::start_background_thread(run_writer, state_);
 }
 
 JsonlSink::~JsonlSink() {

@@ -13,12 +13,14 @@
 
 namespace tokenspeed::metrics::jsonl {
 
+// Every value but drop_log_interval comes from the settings table, through
+// create_sink.
 struct SinkOptions {
   std::string path;  // {pid} already substituted
-  std::chrono::milliseconds flush_interval{1000};
-  std::size_t buffer_bytes = 1 << 20;          // pending data that triggers a write
-  std::size_t max_pending_bytes = 64u << 20;   // beyond it events are dropped
-  bool append = true;                          // false: truncate at open
+  std::chrono::milliseconds flush_interval{0};
+  std::size_t buffer_bytes = 0;                // pending data that triggers a write
+  std::size_t max_pending_bytes = 0;           // beyond it events are dropped
+  bool append = false;                         // false: truncate at open
   std::chrono::seconds drop_log_interval{10};  // at most one drop line per interval
 };
 

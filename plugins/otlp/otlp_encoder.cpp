@@ -3,6 +3,7 @@
 // bounds, labels attributes, units UCUM. Builds protobuf messages; no I/O.
 #include "otlp_encoder.hpp"
 
+#include <cstdint>
 #include <unordered_map>
 
 #include <google/protobuf/arena.h>
@@ -139,7 +140,8 @@ class RequestBuilder {
 }  // namespace
 
 Encoder::Encoder(EncoderOptions options) : options_(std::move(options)) {
-  if (options_.max_points_per_request == 0) options_.max_points_per_request = 1;
+  // 0: no bound (the plugin always sets it from its settings).
+  if (options_.max_points_per_request == 0) options_.max_points_per_request = SIZE_MAX;
 }
 
 void Encoder::encode(const kit::Snapshot& snapshot, std::vector<EncodedRequest>& out) const {

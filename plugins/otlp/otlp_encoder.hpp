@@ -26,7 +26,7 @@ struct EncoderOptions {
   int64_t process_id = 0;  // process.pid, an int attribute
   std::string scope_name = "tokenspeed-metrics";
   std::string scope_version;
-  std::size_t max_points_per_request = 8192;
+  std::size_t max_points_per_request = 0;  // 0: no bound
 };
 
 // Threading: one thread at a time (the delivery thread).

@@ -1,11 +1,19 @@
 // python_bridge.cpp — the python.so output plugin: tsm_register runs every
 // tokenspeed.plugins entry point's register() (through
-// _tokenspeed_metrics_bridge.py) and declares the names each package kept;
-// the reporter callbacks forward validate, start_node and create_sink to the
-// package's Python functions. Never calls Python without the GIL.
+// _tokenspeed_metrics_bridge.py) and declares the names each package kept
+// through the kit's Registrar, one plugin::Reporter per name whose callbacks
+// forward validate, start_node and create_sink to the package's Python
+// functions. Never calls Python without the GIL.
+#include <chrono>
 #include <cstdlib>
+#include <memory>
+#include <new>
+#include <stdexcept>
 #include <string>
-#include <vector>
+#include <string_view>
+#include <utility>
+
+#include <tokenspeed/metric_reporter.hpp>
 
 #include "python_interpreter.hpp"
 #include "python_sink.hpp"
@@ -18,17 +26,9 @@ namespace {
 PyObject* bridge_module = nullptr;
 PyObject* event_type = nullptr;
 
-// The user_data of one declared reporter; lives for the process, as the
-// host keeps reporters for its life.
-struct ReporterHandle {
-  PyObject* reporter = nullptr;  // a _tokenspeed_metrics_bridge.Reporter
-};
-
-PyObject* reporter_of(void* user_data) { return static_cast<ReporterHandle*>(user_data)->reporter; }
-
 // obj.method(text) with the GIL held; a new reference or nullptr.
-PyObject* call_with_text(PyObject* obj, const char* method, const char* text, size_t size) {
-  return PyObject_CallMethod(obj, method, "s#", text, static_cast<Py_ssize_t>(size));
+PyObject* call_with_text(PyObject* obj, const char* method, std::string_view text) {
+  return PyObject_CallMethod(obj, method, "s#", text.data(), static_cast<Py_ssize_t>(text.size()));
 }
 
 bool utf8_of(PyObject* text, std::string& out) {
@@ -39,76 +39,92 @@ bool utf8_of(PyObject* text, std::string& out) {
   return true;
 }
 
-int validate(void* user_data, const char* config, size_t size, tsm_buffer* normalized,
-             tsm_buffer* error) noexcept {
-  GilGuard gil;
-  try {
-    PyObject* result = call_with_text(reporter_of(user_data), "validate_json", config, size);
-    if (result == nullptr) return fail_with_exception(error, "validate()");
-    std::string text;
-    const bool ok = utf8_of(result, text);
-    Py_DECREF(result);
-    if (!ok) return fail_with_exception(error, "validate()");
-    assign(normalized, text);
-    return TSM_OK;
-  } catch (...) {
-    PyErr_Clear();
-    assign(error, "validate(): out of memory");
-    return TSM_ERROR;
+// The session start_node returned, and the producer configuration beside it.
+class PythonSession {
+ public:
+  PythonSession(PyObject* session, std::string producer_config)
+      : session_(Py_NewRef(session)), producer_config_(std::move(producer_config)) {}
+  ~PythonSession() {
+    GilGuard gil;
+    Py_DECREF(session_);
   }
-}
+  PythonSession(const PythonSession&) = delete;
+  PythonSession& operator=(const PythonSession&) = delete;
 
-int session_close(void* self, int64_t timeout_ns, tsm_buffer* error) noexcept {
-  auto* session = static_cast<PyObject*>(self);
-  GilGuard gil;
-  int status = TSM_OK;
-  PyObject* result =
-      PyObject_CallMethod(session, "close", "d", static_cast<double>(timeout_ns) / 1e9);
-  if (result == nullptr) {
-    status = fail_with_exception(error, "session close() raised");
-  } else {
+  std::string producer_config() const { return producer_config_; }
+
+  void close(std::chrono::nanoseconds timeout) {
+    GilGuard gil;
+    PyObject* result = PyObject_CallMethod(session_, "close", "d", seconds(timeout));
+    if (result == nullptr) throw_python_error("session close() raised");
     Py_DECREF(result);
   }
-  Py_DECREF(session);
-  return status;
-}
 
-const tsm_node_session_vtable kSessionVtable = {sizeof(tsm_node_session_vtable), &session_close};
+ private:
+  PyObject* session_;
+  std::string producer_config_;
+};
 
-int start_node(void* user_data, const char* config, size_t size, tsm_node_session* session,
-               tsm_buffer* producer_config, tsm_buffer* error) noexcept {
-  GilGuard gil;
-  try {
-    PyObject* result = call_with_text(reporter_of(user_data), "start_node_json", config, size);
-    if (result == nullptr) return fail_with_exception(error, "start_node()");
-    PyObject* session_object = nullptr;
-    PyObject* producer_text = nullptr;
-    std::string text;
-    if (!PyArg_ParseTuple(result, "OU", &session_object, &producer_text) ||
-        !utf8_of(producer_text, text)) {
+using PythonReporter = plugin::Reporter<PythonSink, PythonSession>;
+
+// The reporter's callbacks, forwarded to a _tokenspeed_metrics_bridge.Reporter
+// (a reference kept for the process, as the host keeps reporters for its life).
+PythonReporter forwarding_reporter(PyObject* reporter, std::string name, std::string version,
+                                   bool has_start_node, bool overrides) {
+  PythonReporter out;
+  out.name = std::move(name);
+  out.version = std::move(version);  // the package's distribution version
+  out.override_existing = overrides;
+  out.validate = [reporter](std::string_view config) {
+    return with_gil("validate()", [&] {
+      PyObject* result = call_with_text(reporter, "validate_json", config);
+      if (result == nullptr) throw_python_error("validate()");
+      std::string text;
+      const bool ok = utf8_of(result, text);
       Py_DECREF(result);
-      return fail_with_exception(error, "start_node()");
-    }
-    session->vtable = &kSessionVtable;
-    session->self = Py_NewRef(session_object);
-    Py_DECREF(result);
-    assign(producer_config, text);
-    return TSM_OK;
-  } catch (...) {
-    PyErr_Clear();
-    assign(error, "start_node(): out of memory");
-    return TSM_ERROR;
-  }
-}
-
-int create_sink(void* user_data, const char* config, size_t size, tsm_sink* sink,
-                tsm_buffer* error) noexcept {
-  GilGuard gil;
-  PyObject* result = call_with_text(reporter_of(user_data), "create_sink", config, size);
-  if (result == nullptr) return fail_with_exception(error, "create_sink()");
-  const int status = make_sink(result, event_type, sink, error);
-  Py_DECREF(result);
-  return status;
+      if (!ok) throw_python_error("validate()");
+      return text;
+    });
+  };
+  out.create_sink = [reporter](std::string_view config, const plugin::Host&) {
+    return with_gil("create_sink", [&] {
+      PyObject* result = call_with_text(reporter, "create_sink", config);
+      if (result == nullptr) throw_python_error("create_sink()");
+      try {
+        auto sink = std::make_unique<PythonSink>(result, event_type);
+        Py_DECREF(result);
+        return sink;
+      } catch (...) {
+        Py_DECREF(result);
+        throw;
+      }
+    });
+  };
+  if (!has_start_node) return out;
+  out.start_node = [reporter](std::string_view config, const plugin::Host&) {
+    return with_gil("start_node()", [&] {
+      PyObject* result = call_with_text(reporter, "start_node_json", config);
+      if (result == nullptr) throw_python_error("start_node()");
+      PyObject* session = nullptr;
+      PyObject* producer_text = nullptr;
+      std::string text;
+      if (!PyArg_ParseTuple(result, "OU", &session, &producer_text) ||
+          !utf8_of(producer_text, text)) {
+        Py_DECREF(result);
+        throw_python_error("start_node()");
+      }
+      std::unique_ptr<PythonSession> started;
+      try {
+        started = std::make_unique<PythonSession>(session, std::move(text));
+      } catch (...) {
+        Py_DECREF(result);
+        throw;
+      }
+      Py_DECREF(result);
+      return started;
+    });
+  };
+  return out;
 }
 
 std::string text_attribute(PyObject* obj, const char* name) {
@@ -146,15 +162,15 @@ std::string import_bridge() {
   return {};
 }
 
-// Declares the reporters of one loaded package; "" or the host's rejection.
-std::string declare_package(const tsm_host_api* host, PyObject* package) {
+// Declares the reporters of one loaded package; throws with the host's
+// rejection.
+void declare_package(plugin::Registrar& registrar, PyObject* package) {
   PyObject* reporters = PyObject_GetAttrString(package, "reporters");
   if (reporters == nullptr || !PyList_Check(reporters)) {
     Py_XDECREF(reporters);
-    return "bad package record: " + take_exception();
+    throw std::runtime_error("bad package record: " + take_exception());
   }
-  std::string problem;
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reporters) && problem.empty(); ++i) {
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(reporters); ++i) {
     PyObject* reporter = PyList_GET_ITEM(reporters, i);  // borrowed
     const std::string name = text_attribute(reporter, "name");
     PyObject* start = PyObject_GetAttrString(reporter, "start_node");
@@ -164,64 +180,46 @@ std::string declare_package(const tsm_host_api* host, PyObject* package) {
     Py_XDECREF(start);
     Py_XDECREF(override_flag);
     PyErr_Clear();
-
-    auto* handle = new ReporterHandle{Py_NewRef(reporter)};
-    tsm_reporter_descriptor descriptor{};
-    descriptor.struct_size = sizeof descriptor;
-    descriptor.name = name.c_str();
-    descriptor.validate = &validate;
-    descriptor.create_sink = &create_sink;
-    descriptor.start_node = has_start_node ? &start_node : nullptr;
-    descriptor.override = overrides ? 1U : 0U;
-    descriptor.user_data = handle;
-    struct Message {
-      std::string text;
-      static void set(tsm_buffer* buffer, const char* data, size_t size) {
-        static_cast<Message*>(buffer->host_data)->text.assign(data, size);
-      }
-    } message;
-    tsm_buffer buffer{sizeof(tsm_buffer), &message, &Message::set};
-    if (host->register_metric_reporter(host->host_data, &descriptor, &buffer) != TSM_OK) {
-      problem = text_attribute(package, "entry_point") + ": reporter '" + name +
-                "': " + (message.text.empty() ? "rejected by the host" : message.text);
+    try {
+      registrar.add(forwarding_reporter(Py_NewRef(reporter), name,
+                                        text_attribute(package, "version"), has_start_node,
+                                        overrides));
+    } catch (const std::runtime_error& e) {
+      Py_DECREF(reporters);
+      throw std::runtime_error(text_attribute(package, "entry_point") + ": reporter '" + name +
+                               "': " + e.what());
     }
   }
   Py_DECREF(reporters);
-  return problem;
 }
 
-void log(const tsm_host_api* host, uint32_t level, const std::string& line) {
-  if (host->log != nullptr) host->log(host->host_data, level, line.c_str());
-}
-
-int register_packages(const tsm_host_api* host, tsm_buffer* error) {
+// Runs every package's register() and declares the names each kept; logs
+// the packages that did not load.
+void register_packages(plugin::Registrar& registrar) {
   GilGuard gil;
-  if (std::string problem = import_bridge(); !problem.empty()) {
-    assign(error, problem);
-    return TSM_ERROR;
-  }
+  if (std::string problem = import_bridge(); !problem.empty()) throw std::runtime_error(problem);
   const char* disabled = std::getenv("TOKENSPEED_DISABLE_PLUGINS");
   PyObject* packages =
       PyObject_CallMethod(bridge_module, "discover", "s", disabled == nullptr ? "" : disabled);
   if (packages == nullptr || !PyList_Check(packages)) {
     Py_XDECREF(packages);
-    return fail_with_exception(error, "discovering tokenspeed.plugins entry points");
+    throw_python_error("discovering tokenspeed.plugins entry points");
   }
-  std::string problem;
-  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(packages) && problem.empty(); ++i) {
-    PyObject* package = PyList_GET_ITEM(packages, i);  // borrowed
-    const std::string status = text_attribute(package, "status");
-    PyObject* title_object = PyObject_CallMethod(package, "title", nullptr);
-    std::string title;
-    if (title_object != nullptr) utf8_of(title_object, title);
-    Py_XDECREF(title_object);
-    PyErr_Clear();
-    if (status == "loaded") {
-      problem = declare_package(host, package);
-    } else {
+  try {
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(packages); ++i) {
+      PyObject* package = PyList_GET_ITEM(packages, i);  // borrowed
+      const std::string status = text_attribute(package, "status");
+      if (status == "loaded") {
+        declare_package(registrar, package);
+        continue;
+      }
+      PyObject* title_object = PyObject_CallMethod(package, "title", nullptr);
+      std::string line;
+      if (title_object != nullptr) utf8_of(title_object, line);
+      Py_XDECREF(title_object);
+      PyErr_Clear();
       // Disabled packages are quiet, as disabled plugin files are; the host
       // keeps the line to explain an unknown reporter either way.
-      std::string line = title;
       line += " is " + status;
       line += ": " + text_attribute(package, "reason");
       PyObject* attempted = PyObject_GetAttrString(package, "attempted");
@@ -235,31 +233,28 @@ int register_packages(const tsm_host_api* host, tsm_buffer* error) {
       }
       Py_XDECREF(attempted);
       PyErr_Clear();
-      log(host, status == "disabled" ? TSM_LOG_DEBUG : TSM_LOG_WARNING, line);
+      registrar.host().log(status == "disabled" ? TSM_LOG_DEBUG : TSM_LOG_WARNING, line);
     }
+  } catch (...) {
+    Py_DECREF(packages);
+    throw;
   }
   Py_DECREF(packages);
-  if (!problem.empty()) {
-    assign(error, problem);
-    return TSM_ERROR;
-  }
-  return TSM_OK;
 }
 
 }  // namespace
 }  // namespace tokenspeed::metrics::python_bridge
 
 extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
-  using namespace tokenspeed::metrics::python_bridge;
-  if (host->api_version != TSM_METRIC_REPORTER_API_VERSION) return TSM_UNSUPPORTED_API;
-  try {
-    if (std::string problem = ensure_interpreter(); !problem.empty()) {
-      assign(error, problem);
-      return TSM_ERROR;
+  namespace bridge = tokenspeed::metrics::python_bridge;
+  namespace plugin = tokenspeed::metrics::plugin;
+  return plugin::register_reporters(host, error, [](plugin::Registrar& registrar) {
+    try {
+      if (std::string problem = bridge::ensure_interpreter(); !problem.empty())
+        throw std::runtime_error(problem);
+      bridge::register_packages(registrar);
+    } catch (const std::bad_alloc&) {
+      throw std::runtime_error("out of memory while registering Python plugin packages");
     }
-    return register_packages(host, error);
-  } catch (...) {
-    assign(error, "out of memory while registering Python plugin packages");
-    return TSM_ERROR;
-  }
+  });
 }

@@ -130,19 +130,8 @@ std::string take_exception() noexcept {
   return text.empty() ? "Python error" : text;
 }
 
-void assign(tsm_buffer* buffer, const std::string& text) noexcept {
-  if (buffer != nullptr && buffer->assign != nullptr)
-    buffer->assign(buffer, text.data(), text.size());
-}
-
-int fail_with_exception(tsm_buffer* error, const char* what) noexcept {
-  try {
-    assign(error, std::string(what) + ": " + take_exception());
-  } catch (...) {
-    PyErr_Clear();
-    assign(error, what);
-  }
-  return TSM_ERROR;
+void throw_python_error(const char* what) {
+  throw std::runtime_error(std::string(what) + ": " + take_exception());
 }
 
 std::string bridge_module_dir() noexcept {

@@ -6,6 +6,9 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <chrono>
+#include <new>
+#include <stdexcept>
 #include <string>
 
 #include <tokenspeed/metric_reporter.h>
@@ -40,12 +43,27 @@ class GilGuard {
 // Requires the GIL.
 std::string take_exception() noexcept;
 
-// Writes text into a host buffer. Safe with a null buffer.
-void assign(tsm_buffer* buffer, const std::string& text) noexcept;
+// Throws std::runtime_error with the pending exception, prefixed with what
+// failed ("validate(): ValueError: ..."), which the kit's trampolines hand to
+// the host as the error. Requires the GIL.
+[[noreturn]] void throw_python_error(const char* what);
 
-// The pending exception into error, prefixed with what failed; returns
-// TSM_ERROR. Requires the GIL.
-int fail_with_exception(tsm_buffer* error, const char* what) noexcept;
+// Runs body with the GIL held; out of memory becomes "<what>: out of memory".
+template <class Body>
+auto with_gil(const char* what, Body&& body) {
+  GilGuard gil;
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    PyErr_Clear();
+    throw std::runtime_error(std::string(what) + ": out of memory");
+  }
+}
+
+// A close timeout in seconds, as the Python side takes it.
+inline double seconds(std::chrono::nanoseconds timeout) noexcept {
+  return static_cast<double>(timeout.count()) / 1e9;
+}
 
 // The folder holding _tokenspeed_metrics_bridge.py and this project's
 // tokenspeed.runtime.metrics modules: "python/" beside this plugin file when

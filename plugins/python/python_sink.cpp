@@ -1,37 +1,47 @@
 // python_sink.cpp — emit and close of a Python sink: builds the MetricEvent
 // (metric and label names cached per metric, as their metadata lives until
 // close), calls the sink, turns an exception into a disabling error.
-// Threading: the host calls emit from the output's worker thread, one call
-// at a time, and close once after the last emit; both take the GIL here.
 #include "python_sink.hpp"
 
 #include <string>
-#include <new>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace tokenspeed::metrics::python_bridge {
-namespace {
 
-// Python strings of one metric's name and label names, made once.
-struct MetricNames {
-  PyObject* metric = nullptr;
-  std::vector<PyObject*> label_names;
-};
+PythonSink::PythonSink(PyObject* sink_tuple, PyObject* event_type) {
+  PyObject* object = nullptr;
+  PyObject* emit = nullptr;
+  PyObject* close = nullptr;
+  if (!PyArg_ParseTuple(sink_tuple, "OOO", &object, &emit, &close))
+    throw_python_error("create_sink");
+  sink_ = Py_NewRef(object);
+  emit_ = Py_NewRef(emit);
+  close_ = Py_NewRef(close);
+  event_type_ = Py_NewRef(event_type);
+  operations_[TSM_OP_INC] = PyUnicode_InternFromString("inc");
+  operations_[TSM_OP_SET] = PyUnicode_InternFromString("set");
+  operations_[TSM_OP_OBSERVE] = PyUnicode_InternFromString("observe");
+}
 
-struct PythonSink {
-  PyObject* sink = nullptr;        // the plugin's object
-  PyObject* emit = nullptr;        // its bound emit
-  PyObject* close = nullptr;       // its bound close
-  PyObject* event_type = nullptr;  // tokenspeed.runtime.metrics.events.MetricEvent
-  PyObject* operations[4] = {};    // "inc", "set", "observe" by tsm_operation
-  std::unordered_map<const tsm_metric_info*, MetricNames> names;
-};
+PythonSink::~PythonSink() {
+  GilGuard gil;
+  for (auto& [info, names] : names_) {
+    Py_XDECREF(names.metric);
+    for (PyObject* label : names.label_names) Py_DECREF(label);
+  }
+  for (PyObject* operation : operations_) Py_XDECREF(operation);
+  Py_XDECREF(emit_);
+  Py_XDECREF(close_);
+  Py_XDECREF(sink_);
+  Py_XDECREF(event_type_);
+}
 
-const MetricNames* names_for(PythonSink& sink, const tsm_metric_event& event) {
+const PythonSink::MetricNames* PythonSink::names_for(const tsm_metric_event& event) {
   if (event.info == nullptr) return nullptr;
-  auto found = sink.names.find(event.info);
-  if (found != sink.names.end()) return &found->second;
+  auto found = names_.find(event.info);
+  if (found != names_.end()) return &found->second;
   MetricNames names;
   names.metric = PyUnicode_FromString(event.metric);
   if (names.metric == nullptr) return nullptr;
@@ -44,12 +54,12 @@ const MetricNames* names_for(PythonSink& sink, const tsm_metric_event& event) {
     }
     names.label_names.push_back(label);
   }
-  return &sink.names.emplace(event.info, std::move(names)).first->second;
+  return &names_.emplace(event.info, std::move(names)).first->second;
 }
 
 // A new MetricEvent, or nullptr with an exception set.
-PyObject* make_event(PythonSink& sink, const tsm_metric_event& event) {
-  const MetricNames* names = names_for(sink, event);
+PyObject* PythonSink::make_event(const tsm_metric_event& event) {
+  const MetricNames* names = names_for(event);
   if (names == nullptr && PyErr_Occurred()) return nullptr;
   const bool cached = names != nullptr && names->label_names.size() == event.label_count;
 
@@ -75,7 +85,7 @@ PyObject* make_event(PythonSink& sink, const tsm_metric_event& event) {
   PyObject* metric =
       names != nullptr ? Py_NewRef(names->metric) : PyUnicode_FromString(event.metric);
   PyObject* operation = event.operation >= TSM_OP_INC && event.operation <= TSM_OP_OBSERVE
-                            ? Py_NewRef(sink.operations[event.operation])
+                            ? Py_NewRef(operations_[event.operation])
                             : PyUnicode_FromString("unknown");
   PyObject* fields = PyTuple_New(6);
   PyObject* parts[6] = {PyLong_FromLongLong(event.timestamp_ns),
@@ -99,79 +109,27 @@ PyObject* make_event(PythonSink& sink, const tsm_metric_event& event) {
   Py_DECREF(fields);
   if (args == nullptr) return nullptr;
   PyObject* result =
-      PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(sink.event_type), args, nullptr);
+      PyTuple_Type.tp_new(reinterpret_cast<PyTypeObject*>(event_type_), args, nullptr);
   Py_DECREF(args);
   return result;
 }
 
-int sink_emit(void* self, const tsm_metric_event* event, tsm_buffer* error) noexcept {
-  auto& sink = *static_cast<PythonSink*>(self);
-  GilGuard gil;
-  try {
-    PyObject* python_event = make_event(sink, *event);
-    if (python_event == nullptr) return fail_with_exception(error, "building the MetricEvent");
-    PyObject* result = PyObject_CallOneArg(sink.emit, python_event);
+void PythonSink::emit(const tsm_metric_event& event) {
+  with_gil("emit", [&] {
+    PyObject* python_event = make_event(event);
+    if (python_event == nullptr) throw_python_error("building the MetricEvent");
+    PyObject* result = PyObject_CallOneArg(emit_, python_event);
     Py_DECREF(python_event);
-    if (result == nullptr) return fail_with_exception(error, "emit() raised");
+    if (result == nullptr) throw_python_error("emit() raised");
     Py_DECREF(result);
-    return TSM_OK;
-  } catch (...) {
-    PyErr_Clear();
-    assign(error, "emit: out of memory");
-    return TSM_ERROR;
-  }
+  });
 }
 
-int sink_close(void* self, int64_t timeout_ns, tsm_buffer* error) noexcept {
-  auto* sink = static_cast<PythonSink*>(self);
+void PythonSink::close(std::chrono::nanoseconds timeout) {
   GilGuard gil;
-  int status = TSM_OK;
-  PyObject* result = PyObject_CallFunction(sink->close, "d", static_cast<double>(timeout_ns) / 1e9);
-  if (result == nullptr) {
-    status = fail_with_exception(error, "close() raised");
-  } else {
-    Py_DECREF(result);
-  }
-  for (auto& [info, names] : sink->names) {
-    Py_XDECREF(names.metric);
-    for (PyObject* label : names.label_names) Py_DECREF(label);
-  }
-  for (PyObject* operation : sink->operations) Py_XDECREF(operation);
-  Py_XDECREF(sink->emit);
-  Py_XDECREF(sink->close);
-  Py_XDECREF(sink->sink);
-  Py_XDECREF(sink->event_type);
-  delete sink;
-  return status;
-}
-
-const tsm_sink_vtable kSinkVtable = {sizeof(tsm_sink_vtable), &sink_emit, &sink_close};
-
-}  // namespace
-
-int make_sink(PyObject* sink_tuple, PyObject* event_type, tsm_sink* sink,
-              tsm_buffer* error) noexcept {
-  PyObject* object = nullptr;
-  PyObject* emit = nullptr;
-  PyObject* close = nullptr;
-  if (!PyArg_ParseTuple(sink_tuple, "OOO", &object, &emit, &close)) {
-    return fail_with_exception(error, "create_sink");
-  }
-  auto* python_sink = new (std::nothrow) PythonSink;
-  if (python_sink == nullptr) {
-    assign(error, "create_sink: out of memory");
-    return TSM_ERROR;
-  }
-  python_sink->sink = Py_NewRef(object);
-  python_sink->emit = Py_NewRef(emit);
-  python_sink->close = Py_NewRef(close);
-  python_sink->event_type = Py_NewRef(event_type);
-  python_sink->operations[TSM_OP_INC] = PyUnicode_InternFromString("inc");
-  python_sink->operations[TSM_OP_SET] = PyUnicode_InternFromString("set");
-  python_sink->operations[TSM_OP_OBSERVE] = PyUnicode_InternFromString("observe");
-  sink->vtable = &kSinkVtable;
-  sink->self = python_sink;
-  return TSM_OK;
+  PyObject* result = PyObject_CallFunction(close_, "d", seconds(timeout));
+  if (result == nullptr) throw_python_error("close() raised");
+  Py_DECREF(result);
 }
 
 }  // namespace tokenspeed::metrics::python_bridge

@@ -1,16 +1,49 @@
-// python_sink.hpp — a Python sink object behind the C ABI sink vtable: each
-// event becomes a read-only MetricEvent passed to sink.emit with the GIL held
-// for that call only. Never touches Python without the GIL.
+// python_sink.hpp — a Python sink object as the kit's Sink (metric_reporter.hpp
+// turns it into the C ABI sink): each event becomes a read-only MetricEvent
+// passed to sink.emit with the GIL held for that call only. Never touches
+// Python without the GIL.
 #pragma once
+
+#include <chrono>
+#include <unordered_map>
+#include <vector>
 
 #include "python_interpreter.hpp"
 
 namespace tokenspeed::metrics::python_bridge {
 
-// Takes the (sink, emit, close) tuple returned by Reporter.create_sink and
-// the MetricEvent type; fills sink. Requires the GIL. Returns TSM_OK or
-// TSM_ERROR with a message in error.
-int make_sink(PyObject* sink_tuple, PyObject* event_type, tsm_sink* sink,
-              tsm_buffer* error) noexcept;
+// Threading: the host calls emit from the output's worker thread, one call
+// at a time, and close once after the last emit; both take the GIL here.
+class PythonSink {
+ public:
+  // Takes the (sink, emit, close) tuple returned by Reporter.create_sink and
+  // the MetricEvent type. Requires the GIL. Throws std::runtime_error
+  // ("create_sink: ...") when the tuple is not one.
+  PythonSink(PyObject* sink_tuple, PyObject* event_type);
+  ~PythonSink();  // takes the GIL to drop its references
+  PythonSink(const PythonSink&) = delete;
+  PythonSink& operator=(const PythonSink&) = delete;
+
+  // Throws std::runtime_error with the Python exception: the host disables the sink.
+  void emit(const tsm_metric_event& event);
+  void close(std::chrono::nanoseconds timeout);
+
+ private:
+  // Python strings of one metric's name and label names, made once.
+  struct MetricNames {
+    PyObject* metric = nullptr;
+    std::vector<PyObject*> label_names;
+  };
+
+  const MetricNames* names_for(const tsm_metric_event& event);
+  PyObject* make_event(const tsm_metric_event& event);
+
+  PyObject* sink_ = nullptr;        // the plugin's object
+  PyObject* emit_ = nullptr;        // its bound emit
+  PyObject* close_ = nullptr;       // its bound close
+  PyObject* event_type_ = nullptr;  // tokenspeed.runtime.metrics.events.MetricEvent
+  PyObject* operations_[4] = {};    // "inc", "set", "observe" by tsm_operation
+  std::unordered_map<const tsm_metric_info*, MetricNames> names_;
+};
 
 }  // namespace tokenspeed::metrics::python_bridge

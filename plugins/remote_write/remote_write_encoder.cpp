@@ -5,6 +5,7 @@
 #include "remote_write_encoder.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 
@@ -80,7 +81,8 @@ class RequestBuilder {
 }  // namespace
 
 Encoder::Encoder(EncoderOptions options) : options_(std::move(options)) {
-  if (options_.max_samples_per_request == 0) options_.max_samples_per_request = 1;
+  // 0: no bound (the plugin always sets it from its settings).
+  if (options_.max_samples_per_request == 0) options_.max_samples_per_request = SIZE_MAX;
 }
 
 void Encoder::encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,

@@ -26,7 +26,7 @@ struct EncoderOptions {
   // over the metric's label, so two processes never share a series).
   std::vector<std::pair<std::string, std::string>> constant_labels;
   std::pair<std::string, std::string> process_label;  // unused while the name is empty
-  std::size_t max_samples_per_request = 2000;
+  std::size_t max_samples_per_request = 0;            // 0: no bound
 };
 
 // The StaleNaN of Prometheus: the NaN whose bits mark a series as ended.

@@ -1,85 +1,48 @@
-// remote_write_sink.hpp — one producer's remote_write output: emit folds the
-// event into the aggregation state; the delivery loop's thread encodes,
-// snappy-compresses and POSTs it to the remote-write URL. emit never waits
-// for the network.
+// remote_write_sink.hpp — one producer's remote_write output: the kit's HTTP
+// exporter with the remote-write rules. emit folds the event into the
+// aggregation state; the delivery loop's thread encodes, snappy-compresses
+// and POSTs it to the remote-write URL. emit never waits for the network.
 #pragma once
 
-#include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include <tokenspeed/kit/aggregation.hpp>
-#include <tokenspeed/kit/delivery_loop.hpp>
-#include <tokenspeed/kit/http_client.hpp>
-#include <tokenspeed/kit/rate_limited_log.hpp>
-#include <tokenspeed/kit/refused_events.hpp>
+#include <tokenspeed/kit/http_exporter.hpp>
 #include <tokenspeed/metric_reporter.hpp>
 
 #include "remote_write_encoder.hpp"
 
 namespace tokenspeed::metrics::remote_write {
 
+// Every value comes from the settings table, through create_sink.
 struct RemoteWriteOptions {
-  std::string url = "http://127.0.0.1:9090/api/v1/write";
-  std::vector<std::string> headers;  // "Name: value", added to every request
-  bool retry_on_429 = false;         // as Prometheus: a 429 is dropped unless asked
-  kit::AggregationOptions aggregation;
-  kit::DeliveryOptions delivery;
+  kit::HttpExporterOptions exporter;
+  bool retry_on_429 = false;  // a 429 is retried, not dropped
   EncoderOptions encoder;
-  std::chrono::milliseconds log_interval{10000};  // at most one line per topic per interval
 };
 
-// One body ready to send: a snappy-compressed WriteRequest.
-struct RemoteWriteRequest {
-  std::string body;
-  std::size_t samples = 0;
-};
-
-// Threading: emit is called by one host thread at a time; close once, after
-// the last emit, from a host thread. The delivery loop's thread, started by
-// the constructor, is the only one that encodes and talks to the network; it
-// ends inside close.
-class RemoteWriteSink {
+// Threading: as kit::HttpExporter; collect, content_headers, retryable and
+// delivered run on the delivery thread only.
+class RemoteWriteSink : public kit::HttpExporter<RemoteWriteSink> {
  public:
   RemoteWriteSink(RemoteWriteOptions options, const plugin::Host& host);
   ~RemoteWriteSink();
-  RemoteWriteSink(const RemoteWriteSink&) = delete;
-  RemoteWriteSink& operator=(const RemoteWriteSink&) = delete;
 
-  // Folds the event into the series state. Never blocks on I/O.
-  void emit(const tsm_metric_event& event) noexcept;
-
-  // Interrupts a request in flight, pushes the last state and the series'
-  // stale markers within timeout, logs what was dropped. Throws when data
-  // could not be delivered in time, saying how much.
-  void close(std::chrono::nanoseconds timeout);
-
-  kit::AggregationStats aggregation_stats() const { return aggregator_.stats(); }
-  kit::DeliveryStats delivery_stats() const { return loop_.stats(); }
+  // kit::HttpExporter's delivery thread. The final collect adds the series'
+  // stale markers.
+  void collect(std::vector<kit::ExportRequest>& out, bool final);
+  const std::vector<std::string>& content_headers() const noexcept;
+  // 5xx (and a dropped connection); a 429 only with retry_on_429.
+  bool retryable(long status) const noexcept;
+  void delivered(const kit::HttpResponse& /*response*/) noexcept {}
 
  private:
-  void collect(std::vector<RemoteWriteRequest>& out, bool final);
   int64_t next_timestamp_ms(bool final);
-  kit::SendResult send(const RemoteWriteRequest& request,
-                       kit::HttpClient::Clock::time_point deadline, const std::atomic<bool>* stop);
-  void on_dropped(const RemoteWriteRequest& request, kit::DropReason reason,
-                  const std::string& why);
-  void on_retrying(const std::string& why, std::chrono::milliseconds delay);
-  void report_refused_events();
 
-  const RemoteWriteOptions options_;
-  kit::RateLimitedLog log_;
-  kit::Aggregator aggregator_;
-  Encoder encoder_;
-  kit::HttpClient http_;
+  const bool retry_on_429_;
+  Encoder encoder_;                // delivery thread only
   int64_t last_timestamp_ms_ = 0;  // delivery thread only: flush timestamps only increase
-  kit::RefusedEventsReport refused_;  // delivery thread only
-  uint64_t samples_dropped_ = 0;
-  std::string last_failure_;                    // delivery thread only, read after the loop ended
-  kit::DeliveryLoop<RemoteWriteRequest> loop_;  // last: its thread uses everything above
-  bool closed_ = false;
 };
 
 }  // namespace tokenspeed::metrics::remote_write

@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include <tokenspeed/kit/registration.hpp>
 #include <tokenspeed/kit/settings.hpp>
 #include <tokenspeed/metric_reporter.hpp>
 
@@ -51,27 +52,25 @@ const kit::SettingsTable& settings_table() {
   return table;
 }
 
-kit::json::Value normalize(std::string_view config) {
-  kit::json::Value settings = settings_table().validate(config);
+// The checks across keys, after the table's.
+void check(kit::json::Value& settings) {
   const Address address = parse_address(settings.at("address").as_string());
   const int64_t max_datagram = settings.at("max_datagram_bytes").as_integer();
   if (max_datagram != 0 && max_datagram < 64)
-    throw std::invalid_argument("'max_datagram_bytes' must be 0 (automatic) or from 64 to 65507, got " +
-                                std::to_string(max_datagram));
+    throw std::invalid_argument(
+        "'max_datagram_bytes' must be 0 (automatic) or from 64 to 65507, got " +
+        std::to_string(max_datagram));
   for (const char c : settings.at("prefix").as_string()) {
     const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
                     c == '_' || c == '.' || c == '-';
     if (!ok)
-      throw std::invalid_argument("'prefix' may hold only letters, digits, '_', '.' and '-', got \"" +
-                                  settings.at("prefix").as_string() + "\"");
+      throw std::invalid_argument(
+          "'prefix' may hold only letters, digits, '_', '.' and '-', got \"" +
+          settings.at("prefix").as_string() + "\"");
   }
-  return settings;
 }
 
-std::string validate(std::string_view config) { return kit::json::serialize(normalize(config)); }
-
-std::unique_ptr<StatsdSink> create_sink(std::string_view producer_config, const plugin::Host& host) {
-  const kit::Settings settings(normalize(producer_config));
+std::unique_ptr<StatsdSink> create_sink(const kit::Settings& settings, const plugin::Host& host) {
   StatsdOptions options;
   options.address = parse_address(settings.string("address"));
   options.format.flavour =
@@ -90,19 +89,9 @@ std::unique_ptr<StatsdSink> create_sink(std::string_view producer_config, const 
 }
 
 }  // namespace
+
+// Registration (start_node NULL: each producer sends itself).
+TSM_KIT_REGISTER_OUTPUT(StatsdSink, "statsd", TSM_PLUGIN_VERSION, &settings_table(), check,
+                        create_sink)
+
 }  // namespace tokenspeed::metrics::statsd
-
-// -------------------------------------------------------------- registration
-
-extern "C" TSM_EXPORT int tsm_register(const tsm_host_api* host, tsm_buffer* error) {
-  namespace plugin = tokenspeed::metrics::plugin;
-  namespace statsd = tokenspeed::metrics::statsd;
-  return plugin::register_reporters(host, error, [](plugin::Registrar& registrar) {
-    plugin::Reporter<statsd::StatsdSink> reporter;
-    reporter.name = "statsd";
-    reporter.validate = statsd::validate;
-    reporter.create_sink = statsd::create_sink;
-    reporter.settings = statsd::settings_table().describe();
-    registrar.add(std::move(reporter));  // start_node NULL: each producer sends itself
-  });
-}

@@ -10,12 +10,6 @@
 namespace tokenspeed::metrics::statsd {
 namespace {
 
-int64_t wall_clock_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 bool operation_fits(uint32_t kind, uint32_t operation) noexcept {
   return (kind == TSM_KIND_COUNTER && operation == TSM_OP_INC) ||
          (kind == TSM_KIND_GAUGE && operation == TSM_OP_SET) ||
@@ -53,7 +47,8 @@ StatsdSink::StatsdSink(StatsdOptions options, const plugin::Host& host)
       loop_(delivery_options(options_),
             kit::DeliveryLoop<DatagramBatch>::Callbacks{
                 [this](std::vector<DatagramBatch>& out, bool final) { collect(out, final); },
-                [this](const DatagramBatch& batch, kit::DeliveryLoop<DatagramBatch>::Clock::time_point,
+                [this](const DatagramBatch& batch,
+                       kit::DeliveryLoop<DatagramBatch>::Clock::time_point,
                        const std::atomic<bool>*) { return send(batch); },
                 {},
                 {},
@@ -102,8 +97,8 @@ void StatsdSink::emit(const tsm_metric_event& event) noexcept {
     const std::size_t before = text_.size();
     // A plain-StatsD timer repeats its value weight times: refuse it before
     // it can grow the buffer past its bound.
-    const bool too_big = type == LineType::kTimer &&
-                         event.weight > (options_.max_buffer_bytes - before) / 4;
+    const bool too_big =
+        type == LineType::kTimer && event.weight > (options_.max_buffer_bytes - before) / 4;
     try {
       if (!too_big) {
         append_line(text_, options_.format, event.metric != nullptr ? event.metric : "", labels,
@@ -131,7 +126,7 @@ void StatsdSink::collect(std::vector<DatagramBatch>& out, bool /*final*/) {
   }
   DatagramBatch batch;
   if (options_.aggregate) {
-    const kit::Snapshot snapshot = aggregator_.collect(wall_clock_ns());
+    const kit::Snapshot snapshot = aggregator_.collect(kit::unix_time_ns());
     for (const kit::Point& point : snapshot.points) {
       const kit::SeriesFamily& family = *point.family;
       LabelView labels;
@@ -175,7 +170,8 @@ kit::SendResult StatsdSink::send(const DatagramBatch& batch) {
   }
   if (dropped > 0) {
     last_failure_ = why;
-    const uint64_t total = datagrams_dropped_.fetch_add(dropped, std::memory_order_relaxed) + dropped;
+    const uint64_t total =
+        datagrams_dropped_.fetch_add(dropped, std::memory_order_relaxed) + dropped;
     log_.report(TSM_LOG_WARNING, "datagrams dropped",
                 std::to_string(dropped) + " of " + std::to_string(batch.datagrams.size()) +
                     " datagrams dropped: " + why + " (" + std::to_string(total) +
@@ -186,23 +182,15 @@ kit::SendResult StatsdSink::send(const DatagramBatch& batch) {
 
 void StatsdSink::report() {
   const StatsdStats now = stats();
-  if (now.events_over_series > reported_.events_over_series) {
-    log_.report(TSM_LOG_WARNING, "series limit",
-                std::to_string(now.events_over_series - reported_.events_over_series) +
-                    " events dropped: their series would exceed max_series=" +
-                    std::to_string(options_.max_series));
-  }
+  kit::AggregationStats refused;
+  refused.over_series_limit = now.events_over_series;
+  refused.invalid = now.events_invalid;
+  refused_.report(refused, options_.max_series, log_);
   if (now.events_buffer_full > reported_.events_buffer_full) {
     log_.report(TSM_LOG_WARNING, "buffer full",
                 std::to_string(now.events_buffer_full - reported_.events_buffer_full) +
                     " events dropped: more than max_buffer_bytes=" +
                     std::to_string(options_.max_buffer_bytes) + " waited for a flush");
-  }
-  if (now.events_invalid > reported_.events_invalid) {
-    log_.report(TSM_LOG_WARNING, "invalid events",
-                std::to_string(now.events_invalid - reported_.events_invalid) +
-                    " events ignored: NaN or infinite, a negative counter delta, weight 0 or an "
-                    "operation that does not fit the metric's kind");
   }
   if (now.lines_oversized > reported_.lines_oversized) {
     log_.report(TSM_LOG_WARNING, "oversized lines",

@@ -15,6 +15,7 @@
 #include <tokenspeed/kit/aggregation.hpp>
 #include <tokenspeed/kit/delivery_loop.hpp>
 #include <tokenspeed/kit/rate_limited_log.hpp>
+#include <tokenspeed/kit/refused_events.hpp>
 #include <tokenspeed/metric_reporter.hpp>
 
 #include "statsd_format.hpp"
@@ -26,13 +27,14 @@ namespace tokenspeed::metrics::statsd {
 struct StatsdOptions {
   Address address;
   FormatOptions format;
-  std::size_t max_datagram_bytes = 1432;
-  bool aggregate = true;                    // counters summed, gauges last value, per flush
-  std::size_t max_buffer_bytes = 4 << 20;   // formatted lines waiting for the next flush
-  std::chrono::milliseconds flush_interval{1000};
-  std::chrono::milliseconds dns_refresh{30000};
-  std::size_t max_series = 100000;
-  std::chrono::milliseconds log_interval{10000};
+  // Every value below but log_interval comes from the settings table, through create_sink.
+  std::size_t max_datagram_bytes = 0;
+  bool aggregate = false;            // counters summed, gauges last value, per flush
+  std::size_t max_buffer_bytes = 0;  // formatted lines waiting for the next flush
+  std::chrono::milliseconds flush_interval{0};
+  std::chrono::milliseconds dns_refresh{0};
+  std::size_t max_series = 0;
+  std::chrono::milliseconds log_interval{10000};  // at most one line per topic per interval
 };
 
 // One flush's datagrams.
@@ -42,13 +44,13 @@ struct DatagramBatch {
 
 // Totals since the sink was made; readable from any thread.
 struct StatsdStats {
-  uint64_t events = 0;               // accepted by emit
-  uint64_t events_buffer_full = 0;   // dropped: the text buffer was full
-  uint64_t events_over_series = 0;   // dropped: beyond max_series (aggregation)
-  uint64_t events_invalid = 0;       // NaN/infinite, negative delta, wrong operation
-  uint64_t lines_oversized = 0;      // a line longer than max_datagram_bytes
+  uint64_t events = 0;              // accepted by emit
+  uint64_t events_buffer_full = 0;  // dropped: the text buffer was full
+  uint64_t events_over_series = 0;  // dropped: beyond max_series (aggregation)
+  uint64_t events_invalid = 0;      // NaN/infinite, negative delta, wrong operation
+  uint64_t lines_oversized = 0;     // a line longer than max_datagram_bytes
   uint64_t datagrams_sent = 0;
-  uint64_t datagrams_dropped = 0;    // send buffer full, peer refused, socket gone
+  uint64_t datagrams_dropped = 0;  // send buffer full, peer refused, socket gone
   uint64_t bytes_sent = 0;
 };
 
@@ -81,12 +83,12 @@ class StatsdSink {
   const StatsdOptions options_;
   kit::RateLimitedLog log_;
   kit::Aggregator aggregator_;
-  DatagramSocket socket_;    // delivery thread only
-  DatagramPacker packer_;    // delivery thread only
-  std::string spare_;        // delivery thread only: the buffer swapped out
-  std::string scratch_;      // delivery thread only: one aggregated line
-  std::mutex text_mutex_;    // guards text_
-  std::string text_;         // formatted lines, '\n'-terminated
+  DatagramSocket socket_;  // delivery thread only
+  DatagramPacker packer_;  // delivery thread only
+  std::string spare_;      // delivery thread only: the buffer swapped out
+  std::string scratch_;    // delivery thread only: one aggregated line
+  std::mutex text_mutex_;  // guards text_
+  std::string text_;       // formatted lines, '\n'-terminated
   std::atomic<uint64_t> events_{0};
   std::atomic<uint64_t> events_buffer_full_{0};
   std::atomic<uint64_t> events_invalid_{0};
@@ -94,8 +96,12 @@ class StatsdSink {
   std::atomic<uint64_t> datagrams_dropped_{0};
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> lines_oversized_{0};
-  StatsdStats reported_;     // delivery thread only: what the log already said
-  std::string last_failure_;  // delivery thread only, read after the loop ended
+  // Delivery thread only: the series limit and invalid events, as the kit says them.
+  kit::RefusedEventsReport refused_{
+      "NaN or infinite, a negative counter delta, weight 0 or an operation that does not fit "
+      "the metric's kind"};
+  StatsdStats reported_;                   // delivery thread only: what the log already said
+  std::string last_failure_;               // delivery thread only, read after the loop ended
   kit::DeliveryLoop<DatagramBatch> loop_;  // last: its thread uses everything above
   bool closed_ = false;
 };

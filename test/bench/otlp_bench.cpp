@@ -34,9 +34,10 @@ using bench::EventSet;
 
 otlp::OtlpOptions bench_options(const std::string& endpoint) {
   otlp::OtlpOptions options;
-  options.endpoint = endpoint;
-  options.delivery.interval = std::chrono::hours(1);  // the loop never exports during the run
-  options.aggregation.max_series = 1'000'000;
+  options.exporter.http.url = endpoint;
+  options.gzip = true;
+  options.exporter.delivery.interval = std::chrono::hours(1);  // never exports during the run
+  options.exporter.aggregation.max_series = 1'000'000;
   options.encoder.resource_attributes = {{"service.name", "bench"},
                                          {"service.instance.id", "bench-1"}};
   return options;

@@ -153,11 +153,14 @@ void BM_Emit(benchmark::State& state) {
   DrainingReceiver receiver;
   statsd::StatsdOptions options;
   options.address = statsd::parse_address(receiver.address());
-  options.format.flavour = state.range(0) == 0 ? statsd::Flavour::kStatsd
-                                               : statsd::Flavour::kDogstatsd;
+  options.format.flavour =
+      state.range(0) == 0 ? statsd::Flavour::kStatsd : statsd::Flavour::kDogstatsd;
   options.max_datagram_bytes = 8192;
   options.flush_interval = std::chrono::milliseconds(10);
   options.max_buffer_bytes = 64 << 20;
+  options.aggregate = true;
+  options.dns_refresh = std::chrono::seconds(30);
+  options.max_series = 100000;
   statsd::StatsdSink sink(options, quiet_host());
   const EventSet set(300);
   std::size_t at = 0;
@@ -220,8 +223,8 @@ void BM_PackAndSend(benchmark::State& state) {
     }
   }
   state.SetItemsProcessed(static_cast<int64_t>(sent + dropped));
-  state.counters["sent/s"] = benchmark::Counter(static_cast<double>(sent),
-                                                benchmark::Counter::kIsRate);
+  state.counters["sent/s"] =
+      benchmark::Counter(static_cast<double>(sent), benchmark::Counter::kIsRate);
   state.counters["dropped"] = static_cast<double>(dropped);
   state.counters["lines/datagram"] =
       static_cast<double>(10000) / static_cast<double>(datagrams.size());

@@ -13,6 +13,7 @@
 #include <tokenspeed/metric_reporter.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -83,6 +84,13 @@ struct AggregationOptions {
   Temporality temporality = Temporality::kCumulative;
   std::size_t batch_points = 0;  // add() reports when this many series changed (0: never)
 };
+
+/* The wall clock as Unix time in nanoseconds: what collect takes. */
+inline int64_t unix_time_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
 
 /* Totals since the aggregator was made. */
 struct AggregationStats {

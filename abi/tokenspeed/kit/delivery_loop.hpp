@@ -10,9 +10,7 @@
 #ifndef TOKENSPEED_KIT_DELIVERY_LOOP_HPP
 #define TOKENSPEED_KIT_DELIVERY_LOOP_HPP
 
-#include <pthread.h>
-#include <signal.h>
-
+#include <tokenspeed/kit/background_thread.hpp>
 #include <tokenspeed/kit/backoff.hpp>
 
 #include <algorithm>
@@ -125,18 +123,7 @@ class DeliveryLoop {
   void start() {
     std::lock_guard lock(mutex_);
     if (thread_.joinable() || closing_) return;
-    sigset_t block;
-    sigset_t previous;
-    sigemptyset(&block);
-    sigaddset(&block, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &block, &previous);
-    try {
-      thread_ = std::thread([this] { run(); });
-    } catch (...) {
-      pthread_sigmask(SIG_SETMASK, &previous, nullptr);
-      throw;
-    }
-    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    thread_ = start_background_thread([this] { run(); });
   }
 
   /* Asks for an export before the interval ends (a batch is full). Cheap;

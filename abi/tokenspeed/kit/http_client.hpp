@@ -42,13 +42,23 @@ struct HttpRequest {
   std::vector<std::string> headers;  // "Name: value"
 };
 
+/* What every request of one client shares: where it goes, the operator's
+ * headers and how much of an answer is kept. Connection settings to come
+ * (TLS options, credentials) belong here too, so that whoever passes this
+ * struct through (kit::HttpExporter) needs no change for them. */
+struct HttpClientOptions {
+  std::string url;                   // http:// or https://, the full path included
+  std::vector<std::string> headers;  // "Name: value", added to every request
+  std::size_t max_response_body = std::size_t{64} * 1024;  // bytes of a response body kept
+};
+
 /* Threading: post is called from one thread at a time (the delivery thread);
  * interrupt from any thread. */
 class HttpClient {
  public:
   using Clock = std::chrono::steady_clock;
 
-  HttpClient() {
+  explicit HttpClient(HttpClientOptions options = {}) : options_(std::move(options)) {
     static std::once_flag global;
     std::call_once(global, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
     multi_ = curl_multi_init();
@@ -61,6 +71,28 @@ class HttpClient {
   ~HttpClient() { release(); }
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
+
+  const HttpClientOptions& options() const noexcept { return options_; }
+
+  /* POSTs body to the options' URL with the options' headers, then
+   * content_headers (Content-Type, Content-Encoding, ...), keeping at most
+   * max_response_body bytes of the answer; as the post below otherwise. */
+  HttpResponse post(std::string_view body, const std::vector<std::string>& content_headers,
+                    Clock::time_point deadline, const std::atomic<bool>* stop = nullptr) noexcept {
+    HttpRequest request;
+    try {
+      request.url = options_.url;
+      request.body = body;
+      request.headers = options_.headers;
+      request.headers.insert(request.headers.end(), content_headers.begin(), content_headers.end());
+      request.headers.emplace_back("Expect:");  // no 100-continue round trip
+    } catch (...) {
+      HttpResponse response;
+      response.error = "out of memory";
+      return response;
+    }
+    return post(request, deadline, stop, options_.max_response_body);
+  }
 
   /* Wakes a post in flight so that it looks at its stop flag now. */
   void interrupt() noexcept {
@@ -220,6 +252,7 @@ class HttpClient {
     multi_ = nullptr;
   }
 
+  const HttpClientOptions options_;
   CURLM* multi_ = nullptr;
   CURL* easy_ = nullptr;
 };

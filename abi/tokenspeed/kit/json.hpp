@@ -108,6 +108,96 @@ class Value {
   std::variant<std::nullptr_t, bool, int64_t, double, std::string, Array, Object> data_;
 };
 
+/* The length of the well-formed UTF-8 sequence that starts at text[i] (1 to
+ * 4), or 0 when none does (a stray continuation byte, an overlong form, a
+ * surrogate, a code point past U+10FFFF, a sequence cut short). */
+inline std::size_t utf8_sequence_length(std::string_view text, std::size_t i) noexcept {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[i + k]); };
+  const unsigned char lead = byte(0);
+  if (lead < 0x80) return 1;
+  std::size_t length = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xBF;
+  if (lead >= 0xC2 && lead <= 0xDF) {
+    length = 2;
+  } else if (lead >= 0xE0 && lead <= 0xEF) {
+    length = 3;
+    if (lead == 0xE0) low = 0xA0;   // no overlong forms
+    if (lead == 0xED) high = 0x9F;  // no surrogates
+  } else if (lead >= 0xF0 && lead <= 0xF4) {
+    length = 4;
+    if (lead == 0xF0) low = 0x90;
+    if (lead == 0xF4) high = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  if (byte(1) < low || byte(1) > high) return 0;
+  for (std::size_t k = 2; k < length; ++k) {
+    if (byte(k) < 0x80 || byte(k) > 0xBF) return 0;
+  }
+  return length;
+}
+
+/* Appends text as a JSON string, quotes included: '"', '\\' and the control
+ * characters escaped. With replace_invalid_utf8, a byte that starts no
+ * well-formed UTF-8 sequence becomes \ufffd, so the output is valid JSON
+ * whatever the input (jsonl's lines); without, bytes of 0x80 and more are
+ * copied as they are. */
+inline void append_string(std::string& out, std::string_view text,
+                          bool replace_invalid_utf8 = false) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out += '"';
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x80 && replace_invalid_utf8) {
+      const std::size_t length = utf8_sequence_length(text, i);
+      if (length == 0) {
+        out += "\\ufffd";
+        ++i;
+      } else {
+        out.append(text.substr(i, length));
+        i += length;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (c < 0x20) {
+          out += "\\u00";
+          out += kHex[c >> 4];
+          out += kHex[c & 0xF];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+    ++i;
+  }
+  out += '"';
+}
+
 namespace detail {
 
 class Parser {
@@ -157,10 +247,7 @@ class Parser {
     ++at_;  // {
     Object object;
     skip_space();
-    if (at_ < text_.size() && text_[at_] == '}') {
-      ++at_;
-      return Value(std::move(object));
-    }
+    if (consume("}")) return Value(std::move(object));
     for (;;) {
       skip_space();
       if (at_ >= text_.size() || text_[at_] != '"') fail("expected a key string");
@@ -170,20 +257,13 @@ class Parser {
         if (member.first == key) throw ParseError("duplicate key '" + key + "'", key_at);
       }
       skip_space();
-      if (at_ >= text_.size() || text_[at_] != ':') fail("expected ':'");
-      ++at_;
+      if (!consume(":")) fail("expected ':'");
       skip_space();
       Value value = parse_value(depth + 1);
       object.emplace_back(std::move(key), std::move(value));
       skip_space();
-      if (at_ < text_.size() && text_[at_] == ',') {
-        ++at_;
-        continue;
-      }
-      if (at_ < text_.size() && text_[at_] == '}') {
-        ++at_;
-        return Value(std::move(object));
-      }
+      if (consume(",")) continue;
+      if (consume("}")) return Value(std::move(object));
       fail("expected ',' or '}'");
     }
   }
@@ -192,22 +272,13 @@ class Parser {
     ++at_;  // [
     Array array;
     skip_space();
-    if (at_ < text_.size() && text_[at_] == ']') {
-      ++at_;
-      return Value(std::move(array));
-    }
+    if (consume("]")) return Value(std::move(array));
     for (;;) {
       skip_space();
       array.push_back(parse_value(depth + 1));
       skip_space();
-      if (at_ < text_.size() && text_[at_] == ',') {
-        ++at_;
-        continue;
-      }
-      if (at_ < text_.size() && text_[at_] == ']') {
-        ++at_;
-        return Value(std::move(array));
-      }
+      if (consume(",")) continue;
+      if (consume("]")) return Value(std::move(array));
       fail("expected ',' or ']'");
     }
   }
@@ -351,44 +422,6 @@ class Parser {
   std::size_t at_ = 0;
 };
 
-inline void serialize_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (const char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escape[8];
-          std::snprintf(escape, sizeof escape, "\\u%04x", static_cast<unsigned>(c));
-          out += escape;
-        } else {
-          out += c;
-        }
-    }
-  }
-  out += '"';
-}
-
 inline void serialize_to(std::string& out, const Value& value) {
   switch (value.kind()) {
     case Value::Kind::kNull:
@@ -407,7 +440,7 @@ inline void serialize_to(std::string& out, const Value& value) {
       return;
     }
     case Value::Kind::kString:
-      serialize_string(out, value.as_string());
+      append_string(out, value.as_string());
       return;
     case Value::Kind::kArray: {
       out += '[';
@@ -426,7 +459,7 @@ inline void serialize_to(std::string& out, const Value& value) {
       for (const Member& member : value.as_object()) {
         if (!first) out += ',';
         first = false;
-        serialize_string(out, member.first);
+        append_string(out, member.first);
         out += ':';
         serialize_to(out, member.second);
       }

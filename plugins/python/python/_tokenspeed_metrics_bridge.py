@@ -146,6 +146,8 @@ class Package:
         self.entry_point = entry_point.name
         dist = getattr(entry_point, "dist", None)
         self.distribution = f"{dist.name} {dist.version}" if dist is not None else "?"
+        # Shown by `tokenspeed-metrics plugins` as the version of its reporters.
+        self.version = (dist.version or "") if dist is not None else ""
         self.value = entry_point.value
         self.status = "failed"
         self.reason = ""

@@ -115,3 +115,15 @@ TEST_CASE("the table describes itself as a JSON array for the descriptor") {
         R"("description":"Per request."})");
   CHECK(json::serialize(described.as_array()[4].at("choices")) == R"(["gzip","none"])");
 }
+
+TEST_CASE("append_string escapes, and replaces invalid UTF-8 only when asked") {
+  std::string out;
+  json::append_string(out, std::string_view("a\"b\\c\n\x01\xc3\xa9", 9));
+  CHECK(out == "\"a\\\"b\\\\c\\n\\u0001\xc3\xa9\"");
+  out.clear();
+  json::append_string(out, std::string_view("x\xff\xc3\xa9", 4), true);
+  CHECK(out == "\"x\\ufffd\xc3\xa9\"");
+  out.clear();
+  json::append_string(out, std::string_view("x\xff", 2));
+  CHECK(out == "\"x\xff\"");
+}
