@@ -308,7 +308,7 @@ class MessageBuffer {
         text.clear();
       else
         text.assign(data, size);
-    } catch (...) {
+    } catch (...) {  // out of memory in a C callback: the message stays as it was
     }
   }
   tsm_buffer buffer_;

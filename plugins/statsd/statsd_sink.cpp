@@ -105,7 +105,7 @@ void StatsdSink::emit(const tsm_metric_event& event) noexcept {
                     type, value, event.weight);
         text_ += '\n';
       }
-    } catch (...) {
+    } catch (...) {  // out of memory: the line is incomplete, so it is counted below
     }
     if (too_big || text_.size() > options_.max_buffer_bytes || text_.empty() ||
         text_.back() != '\n') {

@@ -295,7 +295,7 @@ class Aggregator {
       series_.push_back(std::move(s));
       place(static_cast<uint32_t>(series_.size() - 1));
       return &series_.back();
-    } catch (...) {
+    } catch (...) {  // out of memory: the caller counts the event as refused
       return nullptr;
     }
   }

@@ -326,7 +326,7 @@ class DeliveryLoop {
         if (retry >= deadline) break;
         std::this_thread::sleep_until(retry);
       }
-    } catch (...) {
+    } catch (...) {  // what is still pending is dropped and counted just below
     }
     const bool complete = pending_.empty();
     drop_all(DropReason::kCloseDeadline, "close's budget ended before delivery");

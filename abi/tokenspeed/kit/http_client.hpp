@@ -212,7 +212,7 @@ class HttpClient {
       try {
         if (out.size() < capture->max_body)
           out.append(data, std::min(bytes, capture->max_body - out.size()));
-      } catch (...) {
+      } catch (...) {  // out of memory: the answer is quoted shorter; the status still counts
       }
       return bytes;
     }
@@ -239,7 +239,7 @@ class HttpClient {
           value.remove_suffix(1);
         if (name == "retry-after") capture->response->retry_after = std::string(value);
         if (name == "content-type") capture->response->content_type = std::string(value);
-      } catch (...) {
+      } catch (...) {  // out of memory: the request is judged by its status alone
       }
       return bytes;
     }

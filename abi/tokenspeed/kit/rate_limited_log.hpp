@@ -47,7 +47,7 @@ class RateLimitedLog {
       state.logged = true;
       state.last = now;
       state.suppressed = 0;
-    } catch (...) {
+    } catch (...) {  // out of memory: the log is the channel that would have said so
       return false;
     }
     host_.log(level, line);
@@ -74,7 +74,7 @@ class RateLimitedLog {
         line += "' since the last report";
         host_.log(level, line);
       }
-    } catch (...) {
+    } catch (...) {  // out of memory at close: the counts cannot be written anywhere else
     }
   }
 
