@@ -1,10 +1,12 @@
 // engine_options.cpp — the public Options, flag extraction and their
-// translation to the launcher's options. Never loads or starts anything.
+// mapping onto the launcher's options, by the one check of config/. Never
+// loads or starts anything.
 #include "api/engine_options.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <sstream>
 
-#include "config/metrics_flags.hpp"
 #include "prometheus/prometheus_options.hpp"
 
 namespace tokenspeed::metrics {
@@ -12,37 +14,48 @@ namespace {
 
 namespace po = boost::program_options;
 
-bool given(const po::variables_map& values, const char* flag) {
-  const auto found = values.find(flag);
-  return found != values.end() && !found->second.defaulted();
-}
-
-Options options_from(const po::variables_map& values) {
+// What extraction returns: the flags' values, once check_options accepted
+// them (so each fits its field).
+Options options_from(const GivenOptions& given) {
   Options options;
-  const MetricsOptions metrics = cli::metrics_options_from(values);
-  options.enable_metrics = metrics.enable_metrics;
-  options.reporters = metrics.reporters;
-  options.reporter_config = metrics.reporter_config_file;
-  options.plugin_dirs = metrics.plugin_dirs;
-  options.allow_insecure_plugins = metrics.allow_insecure_plugins;
-  // Range checks happen here, as on the command line.
-  const cli::DeliveryOptions delivery = cli::delivery_options_from(values);
-  if (given(values, "metrics-reporter-queue-size")) {
-    options.queue_size = delivery.queue_size;
+  options.enable_metrics = given.metrics.enable_metrics;
+  options.reporters = given.metrics.reporters;
+  options.reporter_config = given.metrics.reporter_config_file;
+  options.plugin_dirs = given.metrics.plugin_dirs;
+  options.allow_insecure_plugins = given.metrics.allow_insecure_plugins;
+  options.queue_size = given.queue_size;
+  if (given.shutdown_seconds) {
+    options.shutdown_timeout = std::chrono::duration<double>(*given.shutdown_seconds);
   }
-  if (given(values, "metrics-shutdown-timeout")) {
-    options.shutdown_timeout = std::chrono::duration<double>(delivery.shutdown_timeout);
-  }
-  const PrometheusOptions prometheus = read_prometheus_options(values);
-  if (given(values, "metrics-host")) options.host = prometheus.endpoint.host;
-  if (given(values, "metrics-port")) options.port = prometheus.endpoint.port;
-  if (given(values, "metrics-multiproc-dir")) {
-    options.multiproc_dir = prometheus.multiproc_base_dir.string();
-  }
-  if (given(values, "metrics-max-series-per-family")) {
-    options.max_series_per_family = prometheus.max_series_per_family;
+  options.host = given.host;
+  if (given.port) options.port = static_cast<int>(*given.port);
+  options.multiproc_dir = given.multiproc_dir;
+  if (given.max_series_per_family) {
+    options.max_series_per_family = static_cast<std::size_t>(*given.max_series_per_family);
   }
   return options;
+}
+
+// The options as given, field by field (nothing checked).
+GivenOptions given_options(const Options& options) {
+  GivenOptions given;
+  given.metrics.enable_metrics = options.enable_metrics;
+  given.metrics.reporters = options.reporters;
+  given.metrics.reporter_config_file = options.reporter_config;
+  given.metrics.plugin_dirs = options.plugin_dirs;
+  given.metrics.allow_insecure_plugins = options.allow_insecure_plugins;
+  given.queue_size = options.queue_size;
+  if (options.shutdown_timeout) given.shutdown_seconds = options.shutdown_timeout->count();
+  given.host = options.host;
+  if (options.port) given.port = *options.port;
+  given.multiproc_dir = options.multiproc_dir;
+  if (options.max_series_per_family) {
+    // Past what a long long holds it is out of range all the same.
+    constexpr auto kLargest = static_cast<std::size_t>(std::numeric_limits<long long>::max());
+    given.max_series_per_family =
+        static_cast<long long>(std::min(*options.max_series_per_family, kLargest));
+  }
+  return given;
 }
 
 std::string format_double(double value) {
@@ -62,6 +75,8 @@ po::options_description all_metrics_flags() {
   return description;
 }
 
+// A convenience for engines that pass their options on to processes of
+// their own; the host never goes through flags for its own options.
 std::vector<std::string> Options::to_flags() const {
   std::vector<std::string> flags;
   if (enable_metrics) flags.emplace_back("--enable-metrics");
@@ -107,7 +122,9 @@ std::vector<std::string> Options::to_flags() const {
 
 ExtractedOptions extract_metrics_options(const std::vector<std::string>& args) {
   cli::ExtractedFlags flags = cli::extract_flags(args, all_metrics_flags());
-  return ExtractedOptions{options_from(flags.values), std::move(flags.rest)};
+  const GivenOptions given = cli::given_options(flags.values);
+  check_options(given);  // a value out of range is an error here, as on the command line
+  return ExtractedOptions{options_from(given), std::move(flags.rest)};
 }
 
 Options extract_metrics_options(int& argc, char** argv) {
@@ -135,13 +152,8 @@ std::string metrics_options_help() {
 }
 
 LauncherOptions launcher_options_from(const Options& options) {
-  const cli::ExtractedFlags flags = cli::extract_flags(options.to_flags(), all_metrics_flags());
   LauncherOptions launcher;
-  launcher.metrics = cli::metrics_options_from(flags.values);
-  launcher.prometheus = read_prometheus_options(flags.values);
-  const cli::DeliveryOptions delivery = cli::delivery_options_from(flags.values);
-  launcher.queue_size = delivery.queue_size;
-  launcher.shutdown_timeout = delivery.shutdown_timeout;
+  launcher.settings = check_options(given_options(options));
   return launcher;
 }
 

@@ -1,6 +1,8 @@
-// engine_options.hpp — turns the public Options into the launcher's options
-// through the same flag parser as the command line, so code and flags are
-// checked by the same rules. Startup only.
+// engine_options.hpp — the public Options on the host's one options model:
+// an engine's Options and its metrics flags both become GivenOptions, checked
+// by check_options (config/metrics_flags.hpp), so code and flags are checked
+// by the same rules; the launcher's options come from the checked settings.
+// Startup only.
 #pragma once
 
 #include <boost/program_options/options_description.hpp>
@@ -13,7 +15,8 @@ namespace tokenspeed::metrics {
 // Every metrics flag of every command: selection, plugins, delivery, Prometheus.
 boost::program_options::options_description all_metrics_flags();
 
-// Throws StartupError naming the flag for anything the command line rejects.
+// Checks options as the flags are checked; throws StartupError naming the
+// flag for anything the command line rejects.
 LauncherOptions launcher_options_from(const Options& options);
 
 }  // namespace tokenspeed::metrics

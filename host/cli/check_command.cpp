@@ -30,9 +30,9 @@ constexpr const char* kSynopsis =
 // What startup does for the built-in output, undone at once: the base
 // directory checks, and binding the endpoint's address (a port in use fails
 // here as it would at startup). Creates no directory and serves nothing.
-void check_prometheus(const PrometheusOptions& options) {
-  check_multiprocess_base_dir(options.multiproc_base_dir);
-  PrometheusEndpointOptions probe = options.endpoint;
+void check_prometheus(const MetricsSettings& settings) {
+  check_multiprocess_base_dir(multiproc_base_dir(settings));
+  PrometheusEndpointOptions probe = endpoint_options(settings);
   probe.threads = 1;
   PrometheusEndpoint endpoint(probe, [] { return std::string(); });
   endpoint.stop(std::chrono::milliseconds(200));
@@ -57,10 +57,9 @@ int run_check(int argc, char** argv) {
                  "2 with a one-line error otherwise.\n";
     return 0;
   }
-  delivery_options_from(values);  // validated like every other flag
-  const PrometheusOptions prometheus = read_prometheus_options(values);
+  const MetricsSettings settings = check_options(given_options(values));
   const MetricsStartup startup =
-      validate_metrics_startup(metrics_options_from(values), [](const std::string& line) {
+      validate_metrics_startup(settings.metrics, [](const std::string& line) {
         std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
       });
   const ReporterSelection& selection = startup.selection;
@@ -68,7 +67,7 @@ int run_check(int argc, char** argv) {
     std::cout << "metrics disabled: no output selected\n";
     return 0;
   }
-  if (selection.prometheus) check_prometheus(prometheus);
+  if (selection.prometheus) check_prometheus(settings);
   std::size_t next_output = 0;
   for (const std::string& name : selection.order) {
     if (name == kPrometheusReporterName) {

@@ -173,7 +173,7 @@ int run_plugins(int argc, char** argv) {
                  "the reporters it registered.\n";
     return 0;
   }
-  const MetricsOptions options = metrics_options_from(values);
+  const MetricsOptions options = given_options(values).metrics;
   ReporterRegistry registry;
   PluginLoader loader(registry, [](const std::string& line) {
     std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());

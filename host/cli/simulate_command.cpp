@@ -15,13 +15,14 @@
 #include <boost/program_options/options_description.hpp>
 
 #include "cli/commands.hpp"
-#include "config/metrics_flags.hpp"
 #include "cli/simulation_options.hpp"
+#include "config/metrics_flags.hpp"
 #include "cli/startup_signal_watch.hpp"
 #include "process/fatal_signal_handler.hpp"
 #include "process/launcher.hpp"
 #include "process/producer_exit.hpp"
 #include "prometheus/prometheus_merge.hpp"
+#include "prometheus/prometheus_options.hpp"
 #include "prometheus/reporter_self_metrics.hpp"
 #include "core/startup_error.hpp"
 
@@ -122,18 +123,8 @@ int run_exit_status(const LauncherShutdownReport& report) {
   return failed ? kExitOutputFailed : 0;
 }
 
-}  // namespace
-
-int run_simulate(int argc, char** argv) {
-  install_fatal_signal_handler("launcher");
-  // Signals are taken with sigtimedwait on this thread; block them before any
-  // thread exists so every thread inherits the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
+// The simulate command's own flags, then the simulation's and the metrics flags.
+po::options_description simulate_flags() {
   po::options_description description("options");
   description.add_options()("help,h", "show this help")(
       "ranks", po::value<int>()->default_value(2), "scheduler producers (data-parallel ranks)")(
@@ -149,107 +140,152 @@ int run_simulate(int argc, char** argv) {
   add_metrics_options(description);
   add_delivery_options(description);
   add_prometheus_options(description);
-  const po::variables_map values = parse_command_line(argc, argv, description);
-  if (values.count("help") != 0) {
-    std::cout << usage("simulate", kSynopsis, description)
-              << "\nRuns a launcher with one scheduler producer per rank and a frontend producer,\n"
-                 "recording the engine's metric catalog. Ctrl-C stops it; a summary table per\n"
-                 "output and process is printed at exit.\n\nExit status: 0 clean; 1 runtime "
-                 "error; 2 startup error; 3 an output failed (or a\nproducer was killed at the "
-                 "budget or exited on its own); 4 a producer crashed.\n";
-    return 0;
+  return description;
+}
+
+void print_help(const po::options_description& description) {
+  std::cout << usage("simulate", kSynopsis, description)
+            << "\nRuns a launcher with one scheduler producer per rank and a frontend producer,\n"
+               "recording the engine's metric catalog. Ctrl-C stops it; a summary table per\n"
+               "output and process is printed at exit.\n\nExit status: 0 clean; 1 runtime "
+               "error; 2 startup error; 3 an output failed (or a\nproducer was killed at the "
+               "budget or exited on its own); 4 a producer crashed.\n";
+}
+
+// What the command line asks of one run.
+struct SimulateRun {
+  int ranks = 0;
+  double duration = 0;  // seconds; 0: until a signal
+  double linger = 0;    // seconds of /metrics after the producers stopped
+  CrashPolicy crash_policy = CrashPolicy::stop;
+  SimulationOptions simulation;
+  LauncherOptions launcher;  // the checked metrics options and the producers
+};
+
+SimulateRun simulate_run_from(const po::variables_map& values) {
+  SimulateRun run;
+  run.ranks = values["ranks"].as<int>();
+  if (run.ranks < 1 || run.ranks > 64)
+    throw StartupError({"", "", "--ranks"}, "must be between 1 and 64");
+  run.duration = values["duration"].as<double>();
+  if (!(run.duration >= 0)) throw StartupError({"", "", "--duration"}, "must not be negative");
+  run.linger = values["linger"].as<double>();
+  run.crash_policy = crash_policy_from(values["on-producer-crash"].as<std::string>());
+  if (!(run.linger >= 0)) throw StartupError({"", "", "--linger"}, "must not be negative");
+  run.launcher.settings = check_options(given_options(values));
+  run.simulation = simulation_options_from(values);
+  run.launcher.producers = producer_specs(run.ranks, run.simulation);
+  return run;
+}
+
+// The launcher records its own startup, as an engine's entry point does.
+void record_startup(Launcher& launcher, const SimulationOptions& simulation,
+                    std::chrono::steady_clock::time_point started) {
+  ProcessMetrics* local = launcher.local_metrics();
+  if (local == nullptr) return;
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  local->collector()
+      .histogram(tokenspeed_metric("tokenspeed:func_latency_seconds"))
+      .labels(simulation.model_name, simulation.app_key, "launcher_startup")
+      .observe(seconds);
+}
+
+// The status line on a terminal: each output's delivery rate and drops.
+class LiveStatus {
+ public:
+  LiveStatus(const Launcher& launcher, std::string url)
+      : enabled_(::isatty(STDERR_FILENO) != 0 && !launcher.run_dir().empty()),
+        run_dir_(launcher.run_dir()),
+        url_(std::move(url)) {}
+
+  bool enabled() const noexcept { return enabled_; }
+  // Ends the line, before anything else is written to the terminal.
+  void break_line() const {
+    if (enabled_) std::fprintf(stderr, "\n");
   }
-  const int ranks = values["ranks"].as<int>();
-  if (ranks < 1 || ranks > 64) throw StartupError({"", "", "--ranks"}, "must be between 1 and 64");
-  const double duration = values["duration"].as<double>();
-  if (!(duration >= 0)) throw StartupError({"", "", "--duration"}, "must not be negative");
-  const double linger = values["linger"].as<double>();
-  const CrashPolicy crash_policy = crash_policy_from(values["on-producer-crash"].as<std::string>());
-  if (!(linger >= 0)) throw StartupError({"", "", "--linger"}, "must not be negative");
-  const DeliveryOptions delivery = delivery_options_from(values);
-  const SimulationOptions simulation = simulation_options_from(values);
 
-  LauncherOptions options;
-  options.metrics = metrics_options_from(values);
-  const bool metrics_enabled = options.metrics.enable_metrics;
-  options.prometheus = read_prometheus_options(values);
-  options.queue_size = delivery.queue_size;
-  options.shutdown_timeout = delivery.shutdown_timeout;
-  options.producers = producer_specs(ranks, simulation);
-
-  const auto started = std::chrono::steady_clock::now();
-  // SIGINT and SIGTERM stay effective while plugins validate and start.
-  StartupSignalWatch startup_signals(stop_signals, options.shutdown_timeout);
-  Launcher launcher(std::move(options));
-  launcher.start();
-  const int startup_signal = startup_signals.finish();
-  if (ProcessMetrics* local = launcher.local_metrics()) {
-    // The launcher records its own startup, as an engine's entry point does.
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    local->collector()
-        .histogram(tokenspeed_metric("tokenspeed:func_latency_seconds"))
-        .labels(simulation.model_name, simulation.app_key, "launcher_startup")
-        .observe(seconds);
+  // Rewrites the line at most once a second.
+  void update(std::chrono::steady_clock::time_point now) {
+    if (!enabled_ || now - previous_time_ < std::chrono::seconds(1)) return;
+    const double elapsed = std::chrono::duration<double>(now - previous_time_).count();
+    const auto totals = output_totals(run_dir_);
+    std::string line;
+    for (const auto& [name, total] : totals) {
+      const double rate = (total.delivered - previous_[name].delivered) / elapsed;
+      char part[160];
+      std::snprintf(part, sizeof part, "%s %.0f ev/s, %.0f dropped | ", name.c_str(), rate,
+                    total.dropped);
+      line += part;
+    }
+    line += url_.empty() ? std::string("no Prometheus endpoint") : url_;
+    std::fprintf(stderr, "\r\033[K%s", line.c_str());
+    previous_ = totals;
+    previous_time_ = now;
   }
-  const std::string url = launcher.metrics_url();
-  if (!url.empty()) std::cout << "Prometheus metrics: " << url << std::endl;
-  std::cout << "simulating " << ranks << " scheduler rank(s) and a frontend; "
-            << (duration > 0 ? "for " + format_seconds(duration) : std::string("until Ctrl-C"))
-            << std::endl;
 
-  const bool live_status = ::isatty(STDERR_FILENO) != 0 && !launcher.run_dir().empty();
-  bool stop_requested = startup_signal != 0;
-  bool producer_lost = false;
-  std::map<std::string, OutputTotals> previous;
-  auto previous_time = std::chrono::steady_clock::now();
-  while (!stop_requested) {
+ private:
+  bool enabled_;
+  std::filesystem::path run_dir_;
+  std::string url_;
+  std::map<std::string, OutputTotals> previous_;
+  std::chrono::steady_clock::time_point previous_time_ = std::chrono::steady_clock::now();
+};
+
+// How the run loop ended.
+struct RunEnd {
+  bool stop_requested = false;  // SIGINT or SIGTERM
+  bool producer_lost = false;   // a producer ended before it was asked to
+};
+
+// Runs until a signal, --duration, or (with --on-producer-crash stop) a lost
+// producer; reports each producer that exits meanwhile.
+RunEnd run_until_stopped(Launcher& launcher, const SimulateRun& run, sigset_t& stop_signals,
+                         std::chrono::steady_clock::time_point started, LiveStatus& status,
+                         bool stop_requested) {
+  RunEnd end{stop_requested, false};
+  while (!end.stop_requested) {
     const timespec tick{0, 250'000'000};
     const int received = ::sigtimedwait(&stop_signals, nullptr, &tick);
     if (received == SIGINT || received == SIGTERM) {
-      stop_requested = true;
+      end.stop_requested = true;
       break;
     }
     for (const ProducerProcess& exited : launcher.producers().reap()) {
-      if (live_status) std::fprintf(stderr, "\n");
+      status.break_line();
       report_producer_exit(exited);
-      producer_lost = producer_lost || producer_ended_unexpectedly(exited);
+      end.producer_lost = end.producer_lost || producer_ended_unexpectedly(exited);
     }
-    if (producer_lost && crash_policy == CrashPolicy::stop) {
+    if (end.producer_lost && run.crash_policy == CrashPolicy::stop) {
       std::fprintf(stderr,
                    "tokenspeed-metrics: shutting the node down: a producer ended unexpectedly "
                    "(--on-producer-crash continue keeps the others running)\n");
       break;
     }
     const auto now = std::chrono::steady_clock::now();
-    if (duration > 0 && now - started >= std::chrono::duration<double>(duration)) break;
-    if (live_status && now - previous_time >= std::chrono::seconds(1)) {
-      const double elapsed = std::chrono::duration<double>(now - previous_time).count();
-      const auto totals = output_totals(launcher.run_dir());
-      std::string line;
-      for (const auto& [name, total] : totals) {
-        const double rate = (total.delivered - previous[name].delivered) / elapsed;
-        char part[160];
-        std::snprintf(part, sizeof part, "%s %.0f ev/s, %.0f dropped | ", name.c_str(), rate,
-                      total.dropped);
-        line += part;
-      }
-      line += url.empty() ? std::string("no Prometheus endpoint") : url;
-      std::fprintf(stderr, "\r\033[K%s", line.c_str());
-      previous = totals;
-      previous_time = now;
-    }
+    if (run.duration > 0 && now - started >= std::chrono::duration<double>(run.duration)) break;
+    status.update(now);
   }
-  if (live_status) std::fprintf(stderr, "\n");
-  if (linger > 0 && !stop_requested && !(producer_lost && crash_policy == CrashPolicy::stop)) {
-    launcher.stop_producers();
-    std::cout << "producers stopped; serving /metrics for " << linger << " s" << std::endl;
-    const auto linger_ns =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(linger));
-    const timespec wait{static_cast<time_t>(linger_ns.count() / 1'000'000'000),
-                        static_cast<long>(linger_ns.count() % 1'000'000'000)};
-    ::sigtimedwait(&stop_signals, nullptr, &wait);
-  }
+  status.break_line();
+  return end;
+}
+
+// --linger: stop the producers and keep serving /metrics a while (a signal
+// ends it early).
+void linger(Launcher& launcher, double seconds, sigset_t& stop_signals) {
+  launcher.stop_producers();
+  std::cout << "producers stopped; serving /metrics for " << seconds << " s" << std::endl;
+  const auto linger_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
+  const timespec wait{static_cast<time_t>(linger_ns.count() / 1'000'000'000),
+                      static_cast<long>(linger_ns.count() % 1'000'000'000)};
+  ::sigtimedwait(&stop_signals, nullptr, &wait);
+}
+
+// Shuts the node down and prints how it went: the producers that crashed
+// while closing, then the summary table (or, with metrics disabled, how each
+// producer ended). Returns the run's exit status.
+int shut_down_and_report(Launcher& launcher, bool metrics_enabled) {
   std::cout << "shutting down..." << std::endl;
   std::vector<pid_t> reported;
   for (const ProducerProcess& process : launcher.producers().processes()) {
@@ -280,10 +316,56 @@ int run_simulate(int argc, char** argv) {
                  status == kExitProducerCrashed ? "a producer crashed"
                                                 : "an output or a producer failed (see the table)");
   }
+  return status;
+}
+
+}  // namespace
+
+int run_simulate(int argc, char** argv) {
+  install_fatal_signal_handler("launcher");
+  // Signals are taken with sigtimedwait on this thread; block them before any
+  // thread exists so every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const po::options_description description = simulate_flags();
+  const po::variables_map values = parse_command_line(argc, argv, description);
+  if (values.count("help") != 0) {
+    print_help(description);
+    return 0;
+  }
+  SimulateRun run = simulate_run_from(values);
+  const bool metrics_enabled = run.launcher.settings.metrics.enable_metrics;
+
+  const auto started = std::chrono::steady_clock::now();
+  // SIGINT and SIGTERM stay effective while plugins validate and start.
+  StartupSignalWatch startup_signals(stop_signals, run.launcher.settings.shutdown_timeout);
+  Launcher launcher(std::move(run.launcher));
+  launcher.start();
+  const int startup_signal = startup_signals.finish();
+  record_startup(launcher, run.simulation, started);
+  const std::string url = launcher.metrics_url();
+  if (!url.empty()) std::cout << "Prometheus metrics: " << url << std::endl;
+  std::cout << "simulating " << run.ranks << " scheduler rank(s) and a frontend; "
+            << (run.duration > 0 ? "for " + format_seconds(run.duration)
+                                 : std::string("until Ctrl-C"))
+            << std::endl;
+
+  LiveStatus status(launcher, url);
+  const RunEnd end =
+      run_until_stopped(launcher, run, stop_signals, started, status, startup_signal != 0);
+  if (run.linger > 0 && !end.stop_requested &&
+      !(end.producer_lost && run.crash_policy == CrashPolicy::stop)) {
+    linger(launcher, run.linger, stop_signals);
+  }
+  const int status_code = shut_down_and_report(launcher, metrics_enabled);
   std::cout.flush();
   std::fflush(nullptr);
   // A plugin thread abandoned at the deadline must not hold the process.
-  ::_exit(status);
+  ::_exit(status_code);
 }
 
 }  // namespace tokenspeed::metrics::cli

@@ -1,5 +1,6 @@
-// metrics_flags.cpp — metrics flag definitions and command-line parsing with
-// Boost.Program_options. Never reads files or loads plugins.
+// metrics_flags.cpp — the one check of the metrics options, and the flag
+// definitions and command-line parsing with Boost.Program_options that fill
+// them. Never reads files or loads plugins.
 #include "config/metrics_flags.hpp"
 
 #include <span>
@@ -11,8 +12,87 @@
 #include <boost/program_options/parsers.hpp>
 #include <boost/program_options/value_semantic.hpp>
 
-#include "core/delivery_defaults.hpp"
 #include "core/startup_error.hpp"
+
+namespace tokenspeed::metrics {
+namespace {
+
+constexpr std::size_t kMinQueueSize = 2;
+constexpr std::size_t kMaxQueueSize = std::size_t{1} << 24;
+constexpr double kMaxShutdownSeconds = 3600;
+
+std::size_t checked_queue_size(const std::optional<std::size_t>& given) {
+  const std::size_t size = given.value_or(kDefaultQueueSize);
+  if (size < kMinQueueSize || size > kMaxQueueSize) {
+    throw StartupError({"", "", "--metrics-reporter-queue-size"}, "must be between 2 and 16777216");
+  }
+  return size;
+}
+
+std::chrono::nanoseconds checked_shutdown_timeout(const std::optional<double>& given) {
+  if (!given) return kDefaultShutdownTimeout;
+  const double seconds = *given;
+  if (!(seconds >= 0) || seconds > kMaxShutdownSeconds) {
+    throw StartupError({"", "", "--metrics-shutdown-timeout"},
+                       "must be between 0 and 3600 seconds");
+  }
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(seconds));
+}
+
+// The Prometheus flags' errors name the built-in output.
+StartupError prometheus_error(const char* flag, const std::string& message) {
+  return StartupError({"prometheus", "", flag}, message);
+}
+
+void check_endpoint(const GivenOptions& given, MetricsSettings& settings) {
+  if (given.host && given.host->empty()) {
+    throw prometheus_error("--metrics-host", "the host must not be empty");
+  }
+  settings.host = given.host;
+  if (given.port) {
+    const long long port = *given.port;
+    if (port < 0 || port > 65535) {
+      throw prometheus_error("--metrics-port",
+                             "port " + std::to_string(port) + " is outside 0-65535");
+    }
+    settings.port = static_cast<unsigned short>(port);
+  }
+}
+
+void check_multiproc_dir(const GivenOptions& given, MetricsSettings& settings) {
+  if (!given.multiproc_dir) return;
+  if (given.multiproc_dir->empty()) {
+    throw prometheus_error("--metrics-multiproc-dir", "the directory must not be empty");
+  }
+  settings.multiproc_base_dir = *given.multiproc_dir;
+}
+
+void check_series_bound(const GivenOptions& given, MetricsSettings& settings) {
+  if (!given.max_series_per_family) return;
+  const long long bound = *given.max_series_per_family;
+  if (bound < 1 || bound > static_cast<long long>(kMaxSeriesPerFamilyLimit)) {
+    throw prometheus_error(
+        "--metrics-max-series-per-family",
+        std::to_string(bound) + " is outside 1-" + std::to_string(kMaxSeriesPerFamilyLimit));
+  }
+  settings.max_series_per_family = static_cast<std::size_t>(bound);
+}
+
+}  // namespace
+
+MetricsSettings check_options(const GivenOptions& given) {
+  MetricsSettings settings;
+  settings.metrics = given.metrics;
+  settings.queue_size = checked_queue_size(given.queue_size);
+  settings.shutdown_timeout = checked_shutdown_timeout(given.shutdown_seconds);
+  check_endpoint(given, settings);
+  check_multiproc_dir(given, settings);
+  check_series_bound(given, settings);
+  return settings;
+}
+
+}  // namespace tokenspeed::metrics
 
 namespace tokenspeed::metrics::cli {
 
@@ -50,42 +130,43 @@ void add_delivery_options(po::options_description& description) {
       "seconds the whole node has to drain and close its outputs at shutdown");
 }
 
-DeliveryOptions delivery_options_from(const po::variables_map& values) {
-  DeliveryOptions options;
-  options.queue_size = values.count("metrics-reporter-queue-size") != 0
-                           ? values["metrics-reporter-queue-size"].as<std::size_t>()
-                           : kDefaultQueueSize;
-  if (options.queue_size < 2 || options.queue_size > (std::size_t{1} << 24)) {
-    throw StartupError({"", "", "--metrics-reporter-queue-size"}, "must be between 2 and 16777216");
-  }
-  const double seconds = values.count("metrics-shutdown-timeout") != 0
-                             ? values["metrics-shutdown-timeout"].as<double>()
-                             : kDefaultShutdownSeconds;
-  if (!(seconds >= 0) || seconds > 3600) {
-    throw StartupError({"", "", "--metrics-shutdown-timeout"}, "must be between 0 and 3600 seconds");
-  }
-  options.shutdown_timeout = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double>(seconds));
+namespace {
+
+// The value of a flag the command line gave; empty when it was not declared,
+// not given, or left at its default. T is the type the flag was declared with.
+template <typename T>
+std::optional<T> given_value(const po::variables_map& values, const char* flag) {
+  const auto found = values.find(flag);
+  if (found == values.end() || found->second.defaulted()) return std::nullopt;
+  return found->second.as<T>();
+}
+
+MetricsOptions given_selection(const po::variables_map& values) {
+  using Strings = std::vector<std::string>;
+  MetricsOptions options;
+  options.enable_metrics = given_value<bool>(values, "enable-metrics").value_or(false);
+  options.reporters = given_value<Strings>(values, "metrics-reporters").value_or(Strings{});
+  options.reporter_config_file =
+      given_value<std::string>(values, "metrics-reporter-config").value_or("");
+  options.plugin_dirs = given_value<Strings>(values, "metrics-plugin-dir").value_or(Strings{});
+  options.allow_insecure_plugins =
+      given_value<bool>(values, "metrics-allow-insecure-plugins").value_or(false);
   return options;
 }
 
-MetricsOptions metrics_options_from(const po::variables_map& values) {
-  MetricsOptions options;
-  if (values.count("enable-metrics") != 0)
-    options.enable_metrics = values["enable-metrics"].as<bool>();
-  if (values.count("metrics-reporters") != 0) {
-    options.reporters = values["metrics-reporters"].as<std::vector<std::string>>();
-  }
-  if (values.count("metrics-reporter-config") != 0) {
-    options.reporter_config_file = values["metrics-reporter-config"].as<std::string>();
-  }
-  if (values.count("metrics-plugin-dir") != 0) {
-    options.plugin_dirs = values["metrics-plugin-dir"].as<std::vector<std::string>>();
-  }
-  if (values.count("metrics-allow-insecure-plugins") != 0) {
-    options.allow_insecure_plugins = values["metrics-allow-insecure-plugins"].as<bool>();
-  }
-  return options;
+}  // namespace
+
+GivenOptions given_options(const po::variables_map& values) {
+  GivenOptions given;
+  given.metrics = given_selection(values);
+  given.queue_size = given_value<std::size_t>(values, "metrics-reporter-queue-size");
+  given.shutdown_seconds = given_value<double>(values, "metrics-shutdown-timeout");
+  // Declared in prometheus/prometheus_options.cpp, with these types.
+  given.host = given_value<std::string>(values, "metrics-host");
+  given.port = given_value<long long>(values, "metrics-port");
+  given.multiproc_dir = given_value<std::string>(values, "metrics-multiproc-dir");
+  given.max_series_per_family = given_value<long long>(values, "metrics-max-series-per-family");
+  return given;
 }
 
 namespace {
@@ -117,8 +198,9 @@ po::variables_map parse_command_line(int argc, char** argv,
         values);
     po::notify(values);
   } catch (const po::error_with_option_name& error) {
-    throw StartupError({{}, {}, error.get_option_name()},
-                       flag_error_message(error, std::span<char*>(argv, static_cast<std::size_t>(argc))));
+    throw StartupError(
+        {{}, {}, error.get_option_name()},
+        flag_error_message(error, std::span<char*>(argv, static_cast<std::size_t>(argc))));
   } catch (const po::error& error) {
     throw StartupError({}, error.what());
   }
@@ -137,8 +219,8 @@ ExtractedFlags extract_flags(const std::vector<std::string>& args,
             .run();
     for (const po::option& option : parsed.options) {
       if (!option.unregistered) continue;
-      const std::string& flag = option.original_tokens.empty() ? option.string_key
-                                                               : option.original_tokens.front();
+      const std::string& flag =
+          option.original_tokens.empty() ? option.string_key : option.original_tokens.front();
       const std::string name = flag.substr(0, flag.find('='));
       if (name.starts_with("--metrics-") || name.starts_with("--enable-metrics")) {
         throw StartupError({"", "", name}, "unknown metrics flag");

@@ -1,10 +1,15 @@
-// metrics_flags.hpp — the Boost.Program_options description of the metrics
-// flags shared by every command that starts metrics, and the parse helper that
-// turns command-line mistakes into StartupError. Parses; never loads anything.
+// metrics_flags.hpp — the metrics options of a node, one model for the
+// command line and for an engine's Options: what was given (GivenOptions),
+// the one check of every range with every default applied (check_options,
+// giving MetricsSettings), and the Boost.Program_options flags that fill it
+// (turning command-line mistakes into StartupError). Parses and checks;
+// never loads anything.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +17,49 @@
 #include <boost/program_options/variables_map.hpp>
 
 #include "config/reporter_config.hpp"
+#include "core/delivery_defaults.hpp"
+#include "core/series_bound.hpp"
+
+namespace tokenspeed::metrics {
+
+// Every metrics option as given, nothing checked yet: what the flags parse
+// into (cli::given_options) and what an engine's Options become, field by
+// field. An empty optional is an option not given: its default applies.
+struct GivenOptions {
+  MetricsOptions metrics;                          // selection and plugin search
+  std::optional<std::size_t> queue_size;           // --metrics-reporter-queue-size
+  std::optional<double> shutdown_seconds;          // --metrics-shutdown-timeout
+  std::optional<std::string> host;                 // --metrics-host
+  std::optional<long long> port;                   // --metrics-port
+  std::optional<std::string> multiproc_dir;        // --metrics-multiproc-dir
+  std::optional<long long> max_series_per_family;  // --metrics-max-series-per-family
+};
+
+// The metrics options of a node, checked, with their defaults: what the
+// commands, the launcher and the engine API use.
+struct MetricsSettings {
+  // Checked against the loaded plugins at startup (validate_metrics_startup).
+  MetricsOptions metrics;
+  std::size_t queue_size = kDefaultQueueSize;  // events per ring (collector thread x output)
+  std::chrono::nanoseconds shutdown_timeout = kDefaultShutdownTimeout;  // the node's budget
+  // The Prometheus endpoint's address and the base of the run directories.
+  // Not given: the endpoint's and the run directory's own defaults
+  // (prometheus/prometheus_options.hpp applies them).
+  std::optional<std::string> host;
+  std::optional<unsigned short> port;
+  std::optional<std::filesystem::path> multiproc_base_dir;
+  std::size_t max_series_per_family = kDefaultMaxSeriesPerFamily;  // series_bound.hpp
+};
+
+// The one check of the metrics options, from the flags and from code alike:
+// queue size 2-16777216, shutdown timeout 0-3600 s, a host and a base
+// directory that are not empty, port 0-65535, a bound on series 1-16777216.
+// Throws StartupError naming the flag. The selection, the configuration
+// file and the plugin directories are carried over as given; they are
+// checked with the plugins loaded, at startup (validate_metrics_startup).
+MetricsSettings check_options(const GivenOptions& given);
+
+}  // namespace tokenspeed::metrics
 
 namespace tokenspeed::metrics::cli {
 
@@ -24,23 +72,15 @@ void add_metrics_options(boost::program_options::options_description& descriptio
 // plugin search flags, for commands that list plugins).
 void add_plugin_search_options(boost::program_options::options_description& description);
 
-// How every process delivers and shuts down: --metrics-reporter-queue-size
-// and --metrics-shutdown-timeout.
-struct DeliveryOptions {
-  std::size_t queue_size = 0;              // events per ring (collector thread x output)
-  std::chrono::nanoseconds shutdown_timeout{0};  // the node's shutdown budget
-};
-
 // Adds --metrics-reporter-queue-size and --metrics-shutdown-timeout, with
-// the event router's and the launcher's defaults.
+// their defaults (core/delivery_defaults.hpp) in the help.
 void add_delivery_options(boost::program_options::options_description& description);
 
-// Reads them; throws StartupError naming the flag for a value out of range
-// (queue size 2 - 16777216, timeout 0 - 3600 s).
-DeliveryOptions delivery_options_from(const boost::program_options::variables_map& values);
-
-// The metrics flags of a parsed command line (absent flags keep defaults).
-MetricsOptions metrics_options_from(const boost::program_options::variables_map& values);
+// The metrics flags of a parsed command line, as given: every metrics flag
+// the description declared (here or in prometheus/prometheus_options.hpp)
+// and the command line gave; a flag left at its default is not given.
+// Checks nothing: check_options does.
+GivenOptions given_options(const boost::program_options::variables_map& values);
 
 // Parses argv (argv[0] is the command name) against description. Unknown
 // flags, missing values and stray arguments throw StartupError naming the flag.
@@ -49,8 +89,8 @@ boost::program_options::variables_map parse_command_line(
 
 // Takes the flags of description out of args (the arguments after the
 // program name) and returns the others in their order. An unknown flag that
-// begins with --metrics- or --enable-metrics, a missing value or a bad value
-// throws StartupError naming the flag.
+// begins with --metrics- or --enable-metrics, a missing value or a value of
+// the wrong type throws StartupError naming the flag.
 struct ExtractedFlags {
   boost::program_options::variables_map values;
   std::vector<std::string> rest;

@@ -11,6 +11,7 @@
 #include "prometheus/endpoint_self_metrics.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
+#include "prometheus/prometheus_options.hpp"
 #include "prometheus/reporter_self_metrics.hpp"
 
 namespace tokenspeed::metrics {
@@ -39,25 +40,26 @@ void Launcher::warn(const std::string& line) const {
 void Launcher::start() {
   started_ = true;
   auto warn_line = [this](const std::string& line) { warn(line); };
-  startup_ = validate_metrics_startup(options_.metrics, warn_line);
+  const MetricsSettings& settings = options_.settings;
+  startup_ = validate_metrics_startup(settings.metrics, warn_line);
   const ReporterSelection& selection = startup_.selection;
   const bool enabled = selection.enabled;
 
   ProducerHandoff handoff;
   if (enabled) {
-    run_dir_ = std::make_unique<MultiprocessRunDir>(options_.prometheus.multiproc_base_dir);
+    run_dir_ = std::make_unique<MultiprocessRunDir>(multiproc_base_dir(settings));
     sessions_ = std::make_unique<NodeSessions>(warn_line);
-    producer_outputs_ = sessions_->start(selection.outputs, options_.shutdown_timeout);
+    producer_outputs_ = sessions_->start(selection.outputs, settings.shutdown_timeout);
 
     RouterOptions router;
-    router.queue_size = options_.queue_size;
+    router.queue_size = settings.queue_size;
     local_ = std::make_unique<ProcessMetrics>(
         *startup_.registry,
         ProcessMetricsOptions{producer_outputs_, run_dir_->path().string(), "launcher", router,
-                              options_.prometheus.max_series_per_family});
+                              settings.max_series_per_family});
 
     if (selection.prometheus) {
-      endpoint_ = std::make_unique<PrometheusEndpoint>(options_.prometheus.endpoint,
+      endpoint_ = std::make_unique<PrometheusEndpoint>(endpoint_options(settings),
                                                        [this] { return render_metrics(); });
       scraped_endpoint_.store(endpoint_.get(), std::memory_order_release);
     }
@@ -65,13 +67,13 @@ void Launcher::start() {
     handoff.plugin_dirs =
         startup_.loader ? startup_.loader->directories() : std::vector<std::string>{};
     handoff.disabled_plugins = PluginSearchOptions::from_environment({}, false).disabled_plugins;
-    handoff.allow_insecure_plugins = options_.metrics.allow_insecure_plugins;
+    handoff.allow_insecure_plugins = settings.metrics.allow_insecure_plugins;
     handoff.run_dir = run_dir_->path().string();
   }
-  handoff.queue_size = options_.queue_size;
-  handoff.max_series_per_family = options_.prometheus.max_series_per_family;
+  handoff.queue_size = settings.queue_size;
+  handoff.max_series_per_family = settings.max_series_per_family;
   handoff.shutdown_budget = std::chrono::duration_cast<std::chrono::nanoseconds>(
-      options_.shutdown_timeout * kProducerShare);
+      settings.shutdown_timeout * kProducerShare);
   handoff_ = handoff;
   if (run_dir_) {
     // For the workers an engine starts itself (fork, posix_spawn, Python
@@ -132,7 +134,7 @@ void Launcher::stop_producers() noexcept {
   shutdown_begin_ = std::chrono::steady_clock::now();
   const auto deadline = shutdown_begin_ +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            options_.shutdown_timeout * kProducerShare) +
+                            options_.settings.shutdown_timeout * kProducerShare) +
                         kProducerExitGrace;
   report_.producers = supervisor_.stop(deadline);
   for (const ProducerProcess& process : report_.producers) {
@@ -144,7 +146,7 @@ void Launcher::stop_producers() noexcept {
 }
 
 LauncherShutdownReport Launcher::shutdown(std::chrono::nanoseconds budget) noexcept {
-  if (!shut_down_) options_.shutdown_timeout = budget;
+  if (!shut_down_) options_.settings.shutdown_timeout = budget;
   return shutdown();
 }
 
@@ -160,8 +162,8 @@ LauncherShutdownReport Launcher::shutdown() noexcept {
   const auto deadline =
       producers_were_stopped
           ? begin + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                        options_.shutdown_timeout * (1.0 - kProducerShare))
-          : begin + options_.shutdown_timeout;
+                        options_.settings.shutdown_timeout * (1.0 - kProducerShare))
+          : begin + options_.settings.shutdown_timeout;
 
   // The launcher closes its local sinks before the shared node resources.
   if (local_) {

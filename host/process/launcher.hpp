@@ -15,25 +15,21 @@
 #include <utility>
 #include <vector>
 
-#include "core/delivery_defaults.hpp"
+#include "config/metrics_flags.hpp"
+#include "config/reporter_config.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 #include "process/node_sessions.hpp"
 #include "process/process_metrics.hpp"
 #include "process/process_summary.hpp"
 #include "process/producer_supervisor.hpp"
 #include "prometheus/prometheus_endpoint.hpp"
-#include "prometheus/prometheus_options.hpp"
-#include "config/reporter_config.hpp"
 
 namespace tokenspeed::metrics {
 
-
 struct LauncherOptions {
-  MetricsOptions metrics;
-  PrometheusOptions prometheus;
-  std::size_t queue_size = kDefaultQueueSize;  // --metrics-reporter-queue-size
-  std::chrono::nanoseconds shutdown_timeout =
-      kDefaultShutdownTimeout;  // --metrics-shutdown-timeout
+  // The metrics options, checked (check_options): from the flags or from an
+  // engine's Options.
+  MetricsSettings settings;
   std::vector<ProducerSpec> producers;
   std::function<void(const std::string&)> warn;  // one line each; stderr when empty
 };
@@ -95,7 +91,9 @@ class Launcher {
   LauncherShutdownReport shutdown() noexcept;
   // The same with another budget than --metrics-shutdown-timeout.
   LauncherShutdownReport shutdown(std::chrono::nanoseconds budget) noexcept;
-  std::chrono::nanoseconds shutdown_timeout() const noexcept { return options_.shutdown_timeout; }
+  std::chrono::nanoseconds shutdown_timeout() const noexcept {
+    return options_.settings.shutdown_timeout;
+  }
 
  private:
   void warn(const std::string& line) const;

@@ -1,16 +1,19 @@
-// prometheus_options.cpp — flag declarations and validation for the
-// Prometheus output. Never starts anything.
+// prometheus_options.cpp — the Prometheus flags' declarations and the
+// endpoint and run directory defaults applied to the checked settings.
+// Never starts anything.
 #include "prometheus/prometheus_options.hpp"
 
 #include <string>
 
+#include <boost/program_options/value_semantic.hpp>
+
 #include "prometheus/multiprocess_run_dir.hpp"
-#include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics {
 
 namespace po = boost::program_options;
 
+// The value types are the ones cli::given_options reads them with.
 void add_prometheus_options(po::options_description& description) {
   const PrometheusEndpointOptions defaults;
   description.add_options()("metrics-host", po::value<std::string>()->default_value(defaults.host),
@@ -26,41 +29,16 @@ void add_prometheus_options(po::options_description& description) {
       "it records nothing and is counted in tokenspeed_metrics_series_refused_total");
 }
 
-PrometheusOptions read_prometheus_options(const po::variables_map& values) {
-  PrometheusOptions options;
-  if (values.count("metrics-host") != 0) {
-    options.endpoint.host = values["metrics-host"].as<std::string>();
-  }
-  if (options.endpoint.host.empty()) {
-    throw StartupError({"prometheus", "", "--metrics-host"}, "the host must not be empty");
-  }
-  if (values.count("metrics-port") != 0) {
-    const long long port = values["metrics-port"].as<long long>();
-    if (port < 0 || port > 65535) {
-      throw StartupError({"prometheus", "", "--metrics-port"},
-                         "port " + std::to_string(port) + " is outside 0-65535");
-    }
-    options.endpoint.port = static_cast<unsigned short>(port);
-  }
-  if (values.count("metrics-multiproc-dir") != 0) {
-    options.multiproc_base_dir = values["metrics-multiproc-dir"].as<std::string>();
-    if (options.multiproc_base_dir.empty()) {
-      throw StartupError({"prometheus", "", "--metrics-multiproc-dir"},
-                         "the directory must not be empty");
-    }
-  } else {
-    options.multiproc_base_dir = default_multiprocess_base_dir();
-  }
-  if (values.count("metrics-max-series-per-family") != 0) {
-    const long long bound = values["metrics-max-series-per-family"].as<long long>();
-    if (bound < 1 || bound > static_cast<long long>(kMaxSeriesPerFamilyLimit)) {
-      throw StartupError({"prometheus", "", "--metrics-max-series-per-family"},
-                         std::to_string(bound) + " is outside 1-" +
-                             std::to_string(kMaxSeriesPerFamilyLimit));
-    }
-    options.max_series_per_family = static_cast<std::size_t>(bound);
-  }
-  return options;
+PrometheusEndpointOptions endpoint_options(const MetricsSettings& settings) {
+  PrometheusEndpointOptions endpoint;
+  if (settings.host) endpoint.host = *settings.host;
+  if (settings.port) endpoint.port = *settings.port;
+  return endpoint;
+}
+
+std::filesystem::path multiproc_base_dir(const MetricsSettings& settings) {
+  return settings.multiproc_base_dir ? *settings.multiproc_base_dir
+                                     : default_multiprocess_base_dir();
 }
 
 }  // namespace tokenspeed::metrics

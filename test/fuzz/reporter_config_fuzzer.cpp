@@ -91,9 +91,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   tsm::cli::add_delivery_options(description);
   try {
     const tsm::cli::ExtractedFlags extracted = tsm::cli::extract_flags(args, description);
-    const tsm::cli::DeliveryOptions delivery = tsm::cli::delivery_options_from(extracted.values);
-    FUZZ_CHECK(delivery.queue_size >= 2 && delivery.queue_size <= (std::size_t{1} << 24));
-    tsm::MetricsOptions options = tsm::cli::metrics_options_from(extracted.values);
+    const tsm::MetricsSettings settings =
+        tsm::check_options(tsm::cli::given_options(extracted.values));
+    FUZZ_CHECK(settings.queue_size >= 2 && settings.queue_size <= (std::size_t{1} << 24));
+    tsm::MetricsOptions options = settings.metrics;
     // Whatever file was named, the one read is the input's (never a device).
     if (!options.reporter_config_file.empty()) options.reporter_config_file = config_path;
     const std::vector<std::string> warnings = tsm::ignored_flag_warnings(options);

@@ -2,24 +2,38 @@
 // command line, and options built in code checked as the flags are.
 #include <catch2/catch.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "api/engine_options.hpp"
+#include "prometheus/prometheus_options.hpp"
 #include "tokenspeed/metrics/options.hpp"
 #include "tokenspeed/metrics/startup_error.hpp"
 
 using namespace tokenspeed::metrics;
 
 TEST_CASE("the metrics flags are taken out and the engine's arguments are returned untouched") {
-  const std::vector<std::string> args{
-      "serve",       "--model",         "llama",  "--enable-metrics", "--port=8000",
-      "--metrics-reporters", "prometheus,jsonl", "-v", "--metrics-port=9100",
-      "--metrics-reporter-config", "/etc/m.json", "--metrics-plugin-dir", "/opt/p",
-      "--metrics-shutdown-timeout", "2.5", "--tensor-parallel-size", "4"};
+  const std::vector<std::string> args{"serve",
+                                      "--model",
+                                      "llama",
+                                      "--enable-metrics",
+                                      "--port=8000",
+                                      "--metrics-reporters",
+                                      "prometheus,jsonl",
+                                      "-v",
+                                      "--metrics-port=9100",
+                                      "--metrics-reporter-config",
+                                      "/etc/m.json",
+                                      "--metrics-plugin-dir",
+                                      "/opt/p",
+                                      "--metrics-shutdown-timeout",
+                                      "2.5",
+                                      "--tensor-parallel-size",
+                                      "4"};
   const ExtractedOptions extracted = extract_metrics_options(args);
-  CHECK(extracted.rest == std::vector<std::string>{"serve", "--model", "llama", "--port=8000",
-                                                    "-v", "--tensor-parallel-size", "4"});
+  CHECK(extracted.rest == std::vector<std::string>{"serve", "--model", "llama", "--port=8000", "-v",
+                                                   "--tensor-parallel-size", "4"});
   const Options& options = extracted.options;
   CHECK(options.enable_metrics);
   CHECK(options.reporters == std::vector<std::string>{"prometheus,jsonl"});
@@ -33,8 +47,8 @@ TEST_CASE("the metrics flags are taken out and the engine's arguments are return
 }
 
 TEST_CASE("argc and argv shrink to the engine's own arguments, the same pointers in order") {
-  std::vector<std::string> storage{"engine", "--enable-metrics", "--model", "m",
-                                   "--metrics-host", "0.0.0.0", "input.txt"};
+  std::vector<std::string> storage{"engine",         "--enable-metrics", "--model",  "m",
+                                   "--metrics-host", "0.0.0.0",          "input.txt"};
   std::vector<char*> argv;
   for (std::string& arg : storage) argv.push_back(arg.data());
   argv.push_back(nullptr);
@@ -108,10 +122,10 @@ TEST_CASE("options built in code say the same as their flags") {
   CHECK(round_trip.options.port == options.port);
   CHECK(round_trip.options.max_series_per_family == options.max_series_per_family);
   const LauncherOptions launcher = launcher_options_from(options);
-  CHECK(launcher.queue_size == 1024);
-  CHECK(launcher.shutdown_timeout == std::chrono::milliseconds(250));
-  CHECK(launcher.prometheus.endpoint.host == "127.0.0.2");
-  CHECK(launcher.prometheus.max_series_per_family == 500);
+  CHECK(launcher.settings.queue_size == 1024);
+  CHECK(launcher.settings.shutdown_timeout == std::chrono::milliseconds(250));
+  CHECK(endpoint_options(launcher.settings).host == "127.0.0.2");
+  CHECK(launcher.settings.max_series_per_family == 500);
 }
 
 TEST_CASE("a bound on series built in code is checked as --metrics-max-series-per-family") {
@@ -126,13 +140,65 @@ TEST_CASE("a bound on series built in code is checked as --metrics-max-series-pe
   CHECK_FALSE(extract_metrics_options(std::vector<std::string>{}).options.max_series_per_family);
 }
 
+TEST_CASE("options built in code and their flags are refused alike: the same flag and message") {
+  struct Case {
+    std::function<void(Options&)> set;
+    std::vector<std::string> flags;
+  };
+  const std::vector<Case> cases{
+      {[](Options& o) { o.queue_size = 1; }, {"--metrics-reporter-queue-size", "1"}},
+      {[](Options& o) { o.queue_size = 16777217; }, {"--metrics-reporter-queue-size=16777217"}},
+      {[](Options& o) { o.shutdown_timeout = std::chrono::duration<double>(3601); },
+       {"--metrics-shutdown-timeout", "3601"}},
+      {[](Options& o) { o.host = ""; }, {"--metrics-host", ""}},
+      {[](Options& o) { o.port = 70000; }, {"--metrics-port", "70000"}},
+      {[](Options& o) { o.multiproc_dir = ""; }, {"--metrics-multiproc-dir", ""}},
+      {[](Options& o) { o.max_series_per_family = 0; }, {"--metrics-max-series-per-family", "0"}},
+      {[](Options& o) { o.max_series_per_family = 16777217; },
+       {"--metrics-max-series-per-family", "16777217"}},
+  };
+  for (const Case& each : cases) {
+    Options options;
+    each.set(options);
+    std::string from_code;
+    std::string from_flags;
+    try {
+      launcher_options_from(options);
+    } catch (const StartupError& error) {
+      from_code = error.what();
+    }
+    try {
+      extract_metrics_options(each.flags);
+    } catch (const StartupError& error) {
+      from_flags = error.what();
+    }
+    CHECK_FALSE(from_code.empty());
+    CHECK(from_code == from_flags);
+  }
+}
+
+TEST_CASE("options left unset keep the command line's defaults") {
+  const LauncherOptions launcher = launcher_options_from(Options{});
+  const LauncherOptions from_flags =
+      launcher_options_from(extract_metrics_options(std::vector<std::string>{}).options);
+  for (const MetricsSettings* settings : {&launcher.settings, &from_flags.settings}) {
+    CHECK_FALSE(settings->metrics.enable_metrics);
+    CHECK(settings->queue_size == kDefaultQueueSize);
+    CHECK(settings->shutdown_timeout == kDefaultShutdownTimeout);
+    CHECK(settings->max_series_per_family == kDefaultMaxSeriesPerFamily);
+    CHECK(endpoint_options(*settings).host == "127.0.0.1");
+    CHECK(endpoint_options(*settings).port == kDefaultMetricsPort);
+    CHECK_FALSE(settings->multiproc_base_dir);
+  }
+}
+
 TEST_CASE("the metrics flags' help lists every flag") {
   const std::string help = metrics_options_help();
-  for (const char* flag : {"--enable-metrics", "--metrics-reporters", "--metrics-reporter-config",
-                           "--metrics-plugin-dir", "--metrics-allow-insecure-plugins",
-                           "--metrics-reporter-queue-size", "--metrics-shutdown-timeout",
-                           "--metrics-host", "--metrics-port", "--metrics-multiproc-dir",
-                           "--metrics-max-series-per-family"}) {
+  for (const char* flag :
+       {"--enable-metrics", "--metrics-reporters", "--metrics-reporter-config",
+        "--metrics-plugin-dir", "--metrics-allow-insecure-plugins", "--metrics-reporter-queue-size",
+        "--metrics-shutdown-timeout", "--metrics-host", "--metrics-port", "--metrics-multiproc-dir",
+        "--metrics-max-series-per-family"}) {
     CHECK_THAT(help, Catch::Contains(flag));
   }
 }

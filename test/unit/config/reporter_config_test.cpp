@@ -4,6 +4,9 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -456,17 +459,20 @@ boost::program_options::variables_map parse_flags(std::vector<std::string> args)
 }  // namespace
 
 TEST_CASE("the metrics flags parse into the options struct", "[config][cli]") {
-  const MetricsOptions options = tokenspeed::metrics::cli::metrics_options_from(parse_flags(
-      {"--enable-metrics", "--metrics-reporters", "prometheus,jsonl", "--metrics-reporters=x",
-       "--metrics-reporter-config", "/etc/m.json", "--metrics-plugin-dir", "/a",
-       "--metrics-plugin-dir=/b", "--metrics-allow-insecure-plugins"}));
+  const MetricsOptions options =
+      tokenspeed::metrics::cli::given_options(
+          parse_flags({"--enable-metrics", "--metrics-reporters", "prometheus,jsonl",
+                       "--metrics-reporters=x", "--metrics-reporter-config", "/etc/m.json",
+                       "--metrics-plugin-dir", "/a", "--metrics-plugin-dir=/b",
+                       "--metrics-allow-insecure-plugins"}))
+          .metrics;
   CHECK(options.enable_metrics);
   CHECK(options.reporters == std::vector<std::string>{"prometheus,jsonl", "x"});
   CHECK(options.reporter_config_file == "/etc/m.json");
   CHECK(options.plugin_dirs == std::vector<std::string>{"/a", "/b"});
   CHECK(options.allow_insecure_plugins);
 
-  const MetricsOptions defaults = tokenspeed::metrics::cli::metrics_options_from(parse_flags({}));
+  const MetricsOptions defaults = tokenspeed::metrics::cli::given_options(parse_flags({})).metrics;
   CHECK_FALSE(defaults.enable_metrics);
   CHECK(defaults.reporters.empty());
   CHECK(defaults.reporter_config_file.empty());
@@ -482,4 +488,76 @@ TEST_CASE("unknown flags, missing values and stray arguments are startup errors"
   CHECK_THROWS_AS(parse_flags({"stray"}), StartupError);
   CHECK_THROWS_AS(parse_flags({"--metrics-reporter-config", "a", "--metrics-reporter-config", "b"}),
                   StartupError);
+}
+
+TEST_CASE("check_options applies the defaults of every option not given", "[config][cli]") {
+  GivenOptions given;
+  given.metrics.enable_metrics = true;
+  given.metrics.reporters = {"prometheus"};
+  const MetricsSettings settings = check_options(given);
+  CHECK(settings.metrics.enable_metrics);
+  CHECK(settings.metrics.reporters == std::vector<std::string>{"prometheus"});
+  CHECK(settings.queue_size == kDefaultQueueSize);
+  CHECK(settings.shutdown_timeout == kDefaultShutdownTimeout);
+  CHECK_FALSE(settings.host);
+  CHECK_FALSE(settings.port);
+  CHECK_FALSE(settings.multiproc_base_dir);
+  CHECK(settings.max_series_per_family == kDefaultMaxSeriesPerFamily);
+}
+
+TEST_CASE("check_options accepts each range's ends and refuses past them, naming the flag",
+          "[config][cli]") {
+  GivenOptions ends;
+  ends.queue_size = 2;
+  ends.shutdown_seconds = 0;
+  ends.port = 0;
+  ends.max_series_per_family = 1;
+  CHECK(check_options(ends).queue_size == 2);
+  CHECK(check_options(ends).shutdown_timeout == std::chrono::nanoseconds(0));
+  CHECK(check_options(ends).port == 0);
+  CHECK(check_options(ends).max_series_per_family == 1);
+  ends.queue_size = std::size_t{1} << 24;
+  ends.shutdown_seconds = 3600;
+  ends.port = 65535;
+  ends.max_series_per_family = 16777216;
+  ends.host = "::1";
+  ends.multiproc_dir = "/run/tsm";
+  const MetricsSettings settings = check_options(ends);
+  CHECK(settings.shutdown_timeout == std::chrono::hours(1));
+  CHECK(settings.port == 65535);
+  CHECK(settings.host == "::1");
+  CHECK(settings.multiproc_base_dir == std::filesystem::path("/run/tsm"));
+
+  struct Case {
+    std::function<void(GivenOptions&)> set;
+    const char* key;
+    const char* reporter;
+    const char* message;
+  };
+  const std::vector<Case> cases{
+      {[](GivenOptions& g) { g.queue_size = 1; }, "--metrics-reporter-queue-size", "",
+       "must be between 2 and 16777216"},
+      {[](GivenOptions& g) { g.queue_size = 16777217; }, "--metrics-reporter-queue-size", "",
+       "must be between 2 and 16777216"},
+      {[](GivenOptions& g) { g.shutdown_seconds = -0.5; }, "--metrics-shutdown-timeout", "",
+       "must be between 0 and 3600 seconds"},
+      {[](GivenOptions& g) { g.shutdown_seconds = std::nan(""); }, "--metrics-shutdown-timeout", "",
+       "must be between 0 and 3600 seconds"},
+      {[](GivenOptions& g) { g.host = ""; }, "--metrics-host", "prometheus",
+       "the host must not be empty"},
+      {[](GivenOptions& g) { g.port = 65536; }, "--metrics-port", "prometheus",
+       "port 65536 is outside 0-65535"},
+      {[](GivenOptions& g) { g.multiproc_dir = ""; }, "--metrics-multiproc-dir", "prometheus",
+       "the directory must not be empty"},
+      {[](GivenOptions& g) { g.max_series_per_family = -5; }, "--metrics-max-series-per-family",
+       "prometheus", "-5 is outside 1-16777216"},
+  };
+  for (const Case& each : cases) {
+    GivenOptions given;
+    each.set(given);
+    const StartupError error = startup_error([&] { check_options(given); });
+    CHECK(error.context().key == each.key);
+    CHECK(error.context().reporter == each.reporter);
+    CHECK(error.message() == each.message);
+  }
 }

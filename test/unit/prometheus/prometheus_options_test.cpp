@@ -1,17 +1,28 @@
 // prometheus_options_test.cpp — --metrics-host, --metrics-port, --metrics-multiproc-dir,
-// --metrics-max-series-per-family.
+// --metrics-max-series-per-family: declared here, checked by check_options,
+// and the endpoint's and the run directory's defaults.
 #include <catch2/catch.hpp>
 
+#include <boost/program_options/parsers.hpp>
+
+#include "config/metrics_flags.hpp"
+#include "core/startup_error.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 #include "prometheus/prometheus_options.hpp"
-#include "core/startup_error.hpp"
 
 using namespace tokenspeed::metrics;
 namespace po = boost::program_options;
 
 namespace {
 
-PrometheusOptions parse(std::vector<const char*> args) {
+// What the launcher takes from the Prometheus flags.
+struct Parsed {
+  PrometheusEndpointOptions endpoint;
+  std::filesystem::path multiproc_base_dir;
+  std::size_t max_series_per_family = 0;
+};
+
+Parsed parse(std::vector<const char*> args) {
   args.insert(args.begin(), "tokenspeed-metrics");
   po::options_description description;
   add_prometheus_options(description);
@@ -19,21 +30,22 @@ PrometheusOptions parse(std::vector<const char*> args) {
   po::store(po::parse_command_line(static_cast<int>(args.size()), args.data(), description),
             values);
   po::notify(values);
-  return read_prometheus_options(values);
+  const MetricsSettings settings = check_options(cli::given_options(values));
+  return {endpoint_options(settings), multiproc_base_dir(settings), settings.max_series_per_family};
 }
 
 }  // namespace
 
 TEST_CASE(
     "the endpoint listens on 127.0.0.1 and the documented default port unless told otherwise") {
-  const PrometheusOptions options = parse({});
+  const Parsed options = parse({});
   CHECK(options.endpoint.host == "127.0.0.1");
   CHECK(options.endpoint.port == kDefaultMetricsPort);
   CHECK(options.multiproc_base_dir == default_multiprocess_base_dir());
 }
 
 TEST_CASE("--metrics-host, --metrics-port and --metrics-multiproc-dir are read") {
-  const PrometheusOptions options = parse(
+  const Parsed options = parse(
       {"--metrics-host", "0.0.0.0", "--metrics-port", "0", "--metrics-multiproc-dir", "/run/tsm"});
   CHECK(options.endpoint.host == "0.0.0.0");
   CHECK(options.endpoint.port == 0);
@@ -68,4 +80,24 @@ TEST_CASE("a bound on series outside 1-16777216 is a startup error naming the fl
       CHECK_THAT(error.what(), Catch::Contains(bad) && Catch::Contains("1-16777216"));
     }
   }
+}
+
+TEST_CASE("the flags left at their defaults are not given: the endpoint's defaults apply") {
+  po::options_description description;
+  add_prometheus_options(description);
+  po::variables_map values;
+  const char* argv[] = {"tokenspeed-metrics"};
+  po::store(po::parse_command_line(1, argv, description), values);
+  const GivenOptions given = cli::given_options(values);
+  CHECK_FALSE(given.host);
+  CHECK_FALSE(given.port);
+  CHECK_FALSE(given.multiproc_dir);
+  CHECK_FALSE(given.max_series_per_family);
+  MetricsSettings settings;
+  settings.host = "10.0.0.1";
+  settings.port = 0;
+  settings.multiproc_base_dir = "/run/tsm";
+  CHECK(endpoint_options(settings).host == "10.0.0.1");
+  CHECK(endpoint_options(settings).port == 0);
+  CHECK(multiproc_base_dir(settings) == "/run/tsm");
 }
