@@ -148,14 +148,20 @@ void child_dealloc(ChildObject* self) {
   Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
 }
 
+// Reads the optional argument amount (positional or by keyword) of inc and
+// dec; amount keeps its default when it is not given.
+bool optional_amount(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                     double& amount) {
+  if (nargs == 0 && kwnames == nullptr) return true;
+  PyObject* value = nullptr;
+  if (!one_argument(args, nargs, kwnames, "amount", value)) return false;
+  return value == nullptr || as_double(value, amount);
+}
+
 PyObject* counter_inc(ChildObject* self, PyObject* const* args, Py_ssize_t nargs,
                       PyObject* kwnames) {
   double amount = 1.0;
-  if (nargs != 0 || kwnames != nullptr) {
-    PyObject* value = nullptr;
-    if (!one_argument(args, nargs, kwnames, "amount", value)) return nullptr;
-    if (value != nullptr && !as_double(value, amount)) return nullptr;
-  }
+  if (!optional_amount(args, nargs, kwnames, amount)) return nullptr;
   if (!(amount >= 0.0)) {
     PyErr_SetString(PyExc_ValueError,
                     "Counters can only be incremented by non-negative amounts.");
@@ -182,11 +188,7 @@ template <int Sign>
 PyObject* gauge_add(ChildObject* self, PyObject* const* args, Py_ssize_t nargs,
                     PyObject* kwnames) {
   double amount = 1.0;
-  if (nargs != 0 || kwnames != nullptr) {
-    PyObject* value = nullptr;
-    if (!one_argument(args, nargs, kwnames, "amount", value)) return nullptr;
-    if (value != nullptr && !as_double(value, amount)) return nullptr;
-  }
+  if (!optional_amount(args, nargs, kwnames, amount)) return nullptr;
   if (!ready(self)) return nullptr;
   self->gauge.inc(Sign * amount);
   Py_RETURN_NONE;
