@@ -84,7 +84,7 @@ bool ChannelReader::load_definitions(std::uint32_t wanted) noexcept {
     }
     return wanted < definitions_.size();
   } catch (...) {
-    return false;
+    return false;  // no memory: read as corrupt; the helper exits and the host reports it
   }
 }
 
@@ -118,7 +118,7 @@ ReadResult ChannelReader::next(tsm_metric_event& event) noexcept {
   try {
     label_values_.resize(header.label_count);
   } catch (...) {
-    return ReadResult::corrupt;
+    return ReadResult::corrupt;  // as above: the helper exits, the host reports it
   }
   const char* at = reinterpret_cast<const char*>(copy_.data()) + sizeof header;
   const char* const end = reinterpret_cast<const char*>(copy_.data()) + size;

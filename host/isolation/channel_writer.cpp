@@ -67,7 +67,7 @@ std::int64_t ChannelWriter::definition_of(const tsm_metric_info& info) noexcept 
     last_id_ = definitions_++;
     return last_id_;
   } catch (...) {
-    return -1;  // out of memory for the map: the event is dropped
+    return -1;  // out of memory for the map: the event is dropped and counted (too large)
   }
 }
 

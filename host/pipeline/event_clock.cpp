@@ -28,6 +28,7 @@ EventClockSource detect_source() noexcept {
       return constant && nonstop ? EventClockSource::tsc : EventClockSource::realtime;
     }
   } catch (...) {
+    // /proc/cpuinfo unreadable: the wall clock (realtime) is the safe source.
   }
 #endif
   return EventClockSource::realtime;

@@ -83,6 +83,7 @@ OutputSelfFigures self_figures_of(const SinkStats& stats) noexcept {
   try {
     figures.output = stats.name;
   } catch (...) {
+    // No memory for the name: the figures go out with an empty output label.
   }
   figures.delivered = stats.delivered;
   figures.dropped_ring_full = stats.dropped_ring_full;

@@ -5,14 +5,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 
-#include "process/producer_exit.hpp"
 #include <fstream>
 #include <sstream>
 
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
+
+#include "core/rate_limited_log.hpp"
+#include "process/producer_exit.hpp"
 
 namespace tokenspeed::metrics {
 namespace {
@@ -26,39 +30,66 @@ std::uint64_t number(const boost::json::object& json, const char* key,
 
 }  // namespace
 
+namespace {
+
+boost::json::object summary_json(const SinkStats& s) {
+  return boost::json::object{
+      {"name", s.name},
+      {"accepted", s.accepted},
+      {"delivered", s.delivered},
+      {"dropped_ring_full", s.dropped_ring_full},
+      {"dropped_sink_disabled", s.dropped_sink_disabled},
+      {"dropped_after_close", s.dropped_after_close},
+      {"discarded_at_deadline", s.discarded_at_deadline},
+      {"lost_in_helper", s.lost_in_helper},
+      {"helper_restarts", s.helper_restarts},
+      {"isolated", s.isolated},
+      {"failed", output_failed(s)},
+      {"disabled", s.disabled},
+      {"create_failed", s.create_failed},
+      {"close_failed", s.close_failed},
+      {"abandoned", s.abandoned},
+      {"abandoned_in", s.abandoned_in},
+  };
+}
+
+// One line on stderr through the rate-limited log: the launcher's table then
+// shows this process as one that left no summary.
+void log_summary_failure(const std::filesystem::path& path, const std::string& why) noexcept {
+  try {
+    RateLimitedLog log("summary file '" + path.string() + "'", std::chrono::seconds(10), {});
+    log.message("cannot be written (" + why + "); the exit table shows no figures for this process",
+                RateLimitedLog::Clock::now());
+  } catch (...) {
+    // No memory for the line: the table still shows the missing summary.
+  }
+}
+
+}  // namespace
+
 bool write_process_summary(const std::filesystem::path& dir,
                            const ProcessSummary& summary) noexcept {
+  std::filesystem::path path;
   try {
+    path = dir / ("summary-" + std::to_string(summary.pid) + ".json");
     boost::json::array outputs;
-    for (const SinkStats& s : summary.outputs) {
-      outputs.push_back(boost::json::object{
-          {"name", s.name},
-          {"accepted", s.accepted},
-          {"delivered", s.delivered},
-          {"dropped_ring_full", s.dropped_ring_full},
-          {"dropped_sink_disabled", s.dropped_sink_disabled},
-          {"dropped_after_close", s.dropped_after_close},
-          {"discarded_at_deadline", s.discarded_at_deadline},
-          {"lost_in_helper", s.lost_in_helper},
-          {"helper_restarts", s.helper_restarts},
-          {"isolated", s.isolated},
-          {"failed", output_failed(s)},
-          {"disabled", s.disabled},
-          {"create_failed", s.create_failed},
-          {"close_failed", s.close_failed},
-          {"abandoned", s.abandoned},
-          {"abandoned_in", s.abandoned_in},
-      });
-    }
+    for (const SinkStats& s : summary.outputs) outputs.push_back(summary_json(s));
     const std::string text = boost::json::serialize(boost::json::object{
         {"process", summary.process}, {"pid", summary.pid}, {"outputs", std::move(outputs)}});
-    const std::filesystem::path path = dir / ("summary-" + std::to_string(summary.pid) + ".json");
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) return false;
+    if (fd < 0) {
+      log_summary_failure(path, std::strerror(errno));
+      return false;
+    }
     const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    if (!ok) log_summary_failure(path, "short write");
     ::close(fd);
     return ok;
+  } catch (const std::exception& error) {
+    log_summary_failure(path, error.what());
+    return false;
   } catch (...) {
+    log_summary_failure(path, "unknown error");
     return false;
   }
 }

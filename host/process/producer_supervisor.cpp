@@ -92,6 +92,7 @@ void ProducerSupervisor::record_exit(ProducerProcess& process, int status) noexc
   try {
     exit_observer_(process);
   } catch (...) {
+    // The observer's own failure (noexcept reap path): the exit is still recorded and returned.
   }
 }
 
@@ -106,6 +107,7 @@ std::vector<ProducerProcess> ProducerSupervisor::reap() noexcept {
       try {
         exited.push_back(process);
       } catch (...) {
+        // No memory to return it: the exit is still recorded in processes().
       }
     } else if (result < 0 && errno == ECHILD) {
       process.running = false;  // reaped elsewhere

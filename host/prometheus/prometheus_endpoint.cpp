@@ -22,6 +22,7 @@
 #include <tokenspeed/kit/gzip.hpp>
 
 #include "prometheus/prometheus_exposition.hpp"
+#include "core/rate_limited_log.hpp"
 #include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics {
@@ -110,6 +111,12 @@ struct PrometheusEndpoint::Impl {
   std::atomic<std::uint64_t> accepted{0}, rejected{0}, evicted{0}, requests{0}, idle_timeouts{0},
       timeouts{0}, oversized{0}, bad_requests{0};
   std::atomic<std::size_t> open{0};  // sessions alive (evicted ones until they are gone)
+
+  // A handler of the I/O threads that threw (the endpoint keeps serving):
+  // at most one line per 10 s, with the count since the last one.
+  std::mutex handler_log_mutex;
+  RateLimitedLog handler_log{"Prometheus endpoint", std::chrono::seconds(10), {}};
+  void log_handler_exception() noexcept;
 
   // The admitted sessions, for eviction at the limit. Guarded by
   // sessions_mutex, as are each session's waiting fields and `admitted`.
@@ -452,18 +459,36 @@ void PrometheusEndpoint::Impl::render_loop() {
       rendered->failed = true;
       rendered->body = error.what();
     } catch (...) {
+      // Answered as a failed scrape (500 with this text) to every waiting request.
       rendered->failed = true;
       rendered->body = "unknown error";
     }
     std::shared_ptr<const Rendered> shared = std::move(rendered);
     for (ScrapeWaiter& waiter : batch) {
       auto executor = waiter.session->executor();
-      asio::post(executor, [session = std::move(waiter.session), shared] {
-        session->on_rendered(*shared);
-      });
+      asio::post(executor,
+                 [session = std::move(waiter.session), shared] { session->on_rendered(*shared); });
     }
   }
   thread_finished();
+}
+
+void PrometheusEndpoint::Impl::log_handler_exception() noexcept {
+  try {
+    std::string what = "an unknown exception";
+    try {
+      throw;
+    } catch (const std::exception& error) {
+      what = error.what();
+    } catch (...) {
+      // Not a std::exception: "an unknown exception" says all there is.
+    }
+    std::lock_guard lock(handler_log_mutex);
+    handler_log.message("a connection handler threw (" + what + "); still serving",
+                        RateLimitedLog::Clock::now());
+  } catch (...) {
+    // No memory for the line: the endpoint keeps serving, which is what matters.
+  }
 }
 
 void PrometheusEndpoint::Impl::thread_finished() {
@@ -577,7 +602,7 @@ PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, Scrape
           impl.io->run();
           break;
         } catch (...) {
-          // A handler threw: keep serving.
+          impl.log_handler_exception();  // and keep serving
         }
       }
       impl.thread_finished();
@@ -606,9 +631,9 @@ std::string PrometheusEndpoint::address() const {
 
 EndpointCounters PrometheusEndpoint::counters() const noexcept {
   const Impl& impl = *impl_;
-  return EndpointCounters{impl.accepted.load(),     impl.rejected.load(),  impl.evicted.load(),
-                          impl.open.load(),         impl.requests.load(),  impl.idle_timeouts.load(),
-                          impl.timeouts.load(),     impl.oversized.load(), impl.bad_requests.load()};
+  return EndpointCounters{impl.accepted.load(), impl.rejected.load(),  impl.evicted.load(),
+                          impl.open.load(),     impl.requests.load(),  impl.idle_timeouts.load(),
+                          impl.timeouts.load(), impl.oversized.load(), impl.bad_requests.load()};
 }
 
 bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
