@@ -3,7 +3,6 @@
 // the shared channel, emits what it reads from the channel and closes the
 // sink when asked. A crash or hang here costs only this process; it never
 // writes the host's part of the channel.
-#include <dlfcn.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>
@@ -67,37 +66,21 @@ void set_state(iso::ControlBlock& control, iso::HelperState state) {
   std::_Exit(status);
 }
 
-// Registers the one plugin file and returns the reporter it declares under
-// the output's name, or nullptr with the reason in problem.
+// Loads the one plugin file through the PluginLoader (the checks the launcher
+// made: a regular ELF file of this architecture, tsm_register once, no thread
+// started, nothing rejected) and returns the reporter it declares under the
+// output's name, or nullptr with the reason in problem. The file's owner and
+// permissions are not checked again: the launcher accepted this path (or
+// --metrics-allow-insecure-plugins allowed it), and the helper is not told.
 const tsm::Reporter* load_reporter(tsm::ReporterRegistry& registry, const Arguments& args,
                                    std::string& problem) {
-  void* library = ::dlopen(args.plugin.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (library == nullptr) {
-    const char* detail = ::dlerror();
+  tsm::PluginLoader loader(registry, nullptr);
+  const tsm::PluginRecord& record = loader.load_one(args.plugin, /*allow_insecure=*/true);
+  if (record.status != tsm::PluginStatus::loaded) {
     problem =
-        "cannot load plugin file '" + args.plugin + "': " + (detail ? detail : "dlopen failed");
+        "plugin file '" + args.plugin + "' " + tsm::to_string(record.status) + ": " + record.reason;
     return nullptr;
   }
-  auto* register_fn = reinterpret_cast<tsm_register_fn>(::dlsym(library, TSM_REGISTER_SYMBOL));
-  if (register_fn == nullptr) {
-    problem = "plugin file '" + args.plugin + "' does not export " TSM_REGISTER_SYMBOL;
-    return nullptr;
-  }
-  const std::string file_name = args.plugin.substr(args.plugin.find_last_of('/') + 1);
-  registry.begin(tsm::plugin_name_from_file(file_name), args.plugin);
-  tsm::AbiBuffer error;
-  int status = TSM_ERROR;
-  try {
-    status = register_fn(registry.host_api(), error.get());
-  } catch (...) {
-  }
-  if (status != TSM_OK) {
-    registry.rollback();
-    problem = "plugin file '" + args.plugin + "': " TSM_REGISTER_SYMBOL " failed" +
-              (error.empty() ? std::string() : ": " + error.str());
-    return nullptr;
-  }
-  registry.commit();
   const tsm::Reporter* reporter = registry.find(args.reporter);
   if (reporter == nullptr) {
     problem =
@@ -108,118 +91,135 @@ const tsm::Reporter* load_reporter(tsm::ReporterRegistry& registry, const Argume
 
 bool orphaned(pid_t parent) noexcept { return ::getppid() != parent; }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Arguments args;
-  if (!parse_arguments(argc, argv, args)) {
-    static const char usage[] =
-        "tokenspeed-metrics-sink-helper: started by the tokenspeed-metrics host for an output "
-        "with \"isolation\": \"process\"; not a command to run by hand\n";
-    if (::write(2, usage, sizeof usage - 1) < 0) return iso::kHelperExitUsage;
-    return iso::kHelperExitUsage;
-  }
-  // The helper never outlives the thread that started it (the output's
-  // supervisor in the host process).
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (orphaned(args.parent)) return iso::kHelperExitOrphaned;
-  ::signal(SIGPIPE, SIG_IGN);
-
-  iso::SharedChannel channel = iso::SharedChannel::attach(args.channel_fd);
-  if (!channel.valid()) return iso::kHelperExitUsage;
-  iso::ControlBlock& control = channel.control();
-  // Up and attached: from here the deadlock timeout bounds the plugin's own
-  // work (loading, create_sink); the start of this process has its own
-  // allowance in the supervisor.
+void beat(iso::ControlBlock& control) noexcept {
   control.heartbeat.fetch_add(1, std::memory_order_release);
+}
 
-  tsm::ReporterRegistry registry;
+// The producer configuration the host wrote into the channel.
+boost::json::object read_config(iso::ControlBlock& control) {
+  boost::system::error_code parse_error;
+  const std::uint32_t size = std::min<std::uint32_t>(control.config_size, iso::kConfigBytes);
+  boost::json::value value =
+      boost::json::parse(std::string_view(control.config, size), parse_error);
+  if (parse_error || !value.is_object()) {
+    fail(control, iso::HelperState::create_failed, iso::kHelperExitUsage,
+         "the producer configuration in the channel is not a JSON object");
+  }
+  return std::move(value.as_object());
+}
+
+// Loads the plugin and creates the output's sink; exits the process with the
+// reason in the channel when either fails.
+tsm_sink create_output_sink(iso::ControlBlock& control, const Arguments& args,
+                            tsm::ReporterRegistry& registry) {
   std::string problem;
   const tsm::Reporter* reporter = load_reporter(registry, args, problem);
   if (reporter == nullptr) {
     fail(control, iso::HelperState::create_failed, iso::kHelperExitLoadFailed, problem);
   }
-  boost::json::object config;
-  {
-    boost::system::error_code parse_error;
-    const std::uint32_t size = std::min<std::uint32_t>(control.config_size, iso::kConfigBytes);
-    boost::json::value value =
-        boost::json::parse(std::string_view(control.config, size), parse_error);
-    if (parse_error || !value.is_object()) {
-      fail(control, iso::HelperState::create_failed, iso::kHelperExitUsage,
-           "the producer configuration in the channel is not a JSON object");
-    }
-    config = std::move(value.as_object());
-  }
-  control.heartbeat.fetch_add(1, std::memory_order_release);  // loaded; create_sink next
+  const boost::json::object config = read_config(control);
+  beat(control);  // loaded; create_sink next
   tsm::CreateSinkResult created = reporter->create_sink(config);
   if (!created.ok) {
     fail(control, iso::HelperState::create_failed, iso::kHelperExitCreateFailed, created.error);
   }
-  const tsm_sink sink = created.sink;
-  set_state(control, iso::HelperState::ready);
-  control.heartbeat.fetch_add(1, std::memory_order_release);
+  return created.sink;
+}
 
-  iso::ChannelReader reader(channel);
-  tsm::AbiBuffer error;
-  tsm_metric_event event{};
-  bool disabled = false;
-  std::uint64_t delivered = control.delivered.load(std::memory_order_relaxed);
-  std::uint64_t dropped = control.dropped_sink_disabled.load(std::memory_order_relaxed);
-  std::uint64_t heartbeat = control.heartbeat.load(std::memory_order_relaxed);
-  for (;;) {
-    const iso::ReadResult result = reader.next(event);
-    if (result == iso::ReadResult::corrupt) {
-      fail(control, iso::HelperState::starting, iso::kHelperExitCorruptRing,
-           "a record in the shared channel failed validation");
-    }
-    if (result == iso::ReadResult::event) {
-      int rc = TSM_ERROR;
-      if (!disabled) {
-        try {
-          rc = sink.vtable->emit(sink.self, &event, error.get());
-        } catch (...) {
-          rc = TSM_ERROR;
-          error.get()->assign(error.get(), "an exception escaped emit", 25);
-        }
-      }
-      if (rc == TSM_OK) {
-        control.delivered.store(++delivered, std::memory_order_release);
-      } else {
-        if (!disabled) {
-          disabled = true;
-          iso::set_message(control, error.empty() ? std::string("emit failed (no message)")
-                                                  : "emit failed (" + error.str() + ")");
-          set_state(control, iso::HelperState::disabled);
-        }
-        control.dropped_sink_disabled.store(++dropped, std::memory_order_release);
-      }
-      control.heartbeat.store(++heartbeat, std::memory_order_release);
-      continue;
-    }
-    // Empty.
-    if (control.close_requested.load(std::memory_order_seq_cst) != 0 && reader.empty()) break;
-    bool woke = false;
-    for (int i = 0; i < 64 && !woke; ++i) {
-      woke = !reader.empty() || control.close_requested.load(std::memory_order_relaxed) != 0;
-      if (!woke) ::sched_yield();
-    }
-    if (woke) continue;
-    control.parked.store(1, std::memory_order_seq_cst);
-    if (reader.empty() && control.close_requested.load(std::memory_order_seq_cst) == 0) {
-      iso::shared_futex_wait(control.parked, 1, 100'000'000);
-    }
-    control.parked.store(0, std::memory_order_relaxed);
-    control.heartbeat.store(++heartbeat, std::memory_order_release);
-    if (orphaned(args.parent)) std::_Exit(iso::kHelperExitOrphaned);
+// The delivery loop's state: the helper's counts, mirrored into the channel.
+class Delivery {
+ public:
+  Delivery(iso::SharedChannel& channel, const tsm_sink& sink, pid_t parent)
+      : control_(channel.control()), reader_(channel), sink_(sink), parent_(parent) {
+    delivered_ = control_.delivered.load(std::memory_order_relaxed);
+    dropped_ = control_.dropped_sink_disabled.load(std::memory_order_relaxed);
+    heartbeat_ = control_.heartbeat.load(std::memory_order_relaxed);
   }
 
+  // Emits what the channel holds until the host asks to close and the
+  // channel is empty.
+  void run() {
+    for (;;) {
+      const iso::ReadResult result = reader_.next(event_);
+      if (result == iso::ReadResult::corrupt) {
+        fail(control_, iso::HelperState::starting, iso::kHelperExitCorruptRing,
+             "a record in the shared channel failed validation");
+      }
+      if (result == iso::ReadResult::event) {
+        emit_one();
+        continue;
+      }
+      if (close_requested(std::memory_order_seq_cst) && reader_.empty()) return;
+      wait_for_work();
+    }
+  }
+
+ private:
+  bool close_requested(std::memory_order order) const noexcept {
+    return control_.close_requested.load(order) != 0;
+  }
+
+  void emit_one() {
+    int rc = TSM_ERROR;
+    if (!disabled_) {
+      try {
+        rc = sink_.vtable->emit(sink_.self, &event_, error_.get());
+      } catch (...) {
+        rc = TSM_ERROR;  // reported below as the emit failure that disables the sink
+        error_.get()->assign(error_.get(), "an exception escaped emit", 25);
+      }
+    }
+    if (rc == TSM_OK) {
+      control_.delivered.store(++delivered_, std::memory_order_release);
+    } else {
+      if (!disabled_) {
+        disabled_ = true;
+        iso::set_message(control_, error_.empty() ? std::string("emit failed (no message)")
+                                                  : "emit failed (" + error_.str() + ")");
+        set_state(control_, iso::HelperState::disabled);
+      }
+      control_.dropped_sink_disabled.store(++dropped_, std::memory_order_release);
+    }
+    control_.heartbeat.store(++heartbeat_, std::memory_order_release);
+  }
+
+  // The channel is empty: spin a little, then park on the shared futex
+  // (at most 100 ms) until the host writes or asks to close.
+  void wait_for_work() {
+    for (int i = 0; i < 64; ++i) {
+      if (!reader_.empty() || close_requested(std::memory_order_relaxed)) return;
+      ::sched_yield();
+    }
+    control_.parked.store(1, std::memory_order_seq_cst);
+    if (reader_.empty() && !close_requested(std::memory_order_seq_cst)) {
+      iso::shared_futex_wait(control_.parked, 1, 100'000'000);
+    }
+    control_.parked.store(0, std::memory_order_relaxed);
+    control_.heartbeat.store(++heartbeat_, std::memory_order_release);
+    if (orphaned(parent_)) std::_Exit(iso::kHelperExitOrphaned);
+  }
+
+  iso::ControlBlock& control_;
+  iso::ChannelReader reader_;
+  const tsm_sink sink_;
+  const pid_t parent_;
+  tsm::AbiBuffer error_;
+  tsm_metric_event event_{};
+  bool disabled_ = false;
+  std::uint64_t delivered_ = 0;
+  std::uint64_t dropped_ = 0;
+  std::uint64_t heartbeat_ = 0;
+};
+
+// Calls the plugin's close with the host's timeout and exits with its outcome.
+[[noreturn]] void close_sink_and_exit(iso::ControlBlock& control, const tsm_sink& sink) {
   tsm::AbiBuffer close_error;
   int rc = TSM_ERROR;
   try {
     rc = sink.vtable->close(sink.self, control.close_timeout_ns.load(std::memory_order_relaxed),
                             close_error.get());
   } catch (...) {
+    // Reported below through the channel as the close failure.
     close_error.get()->assign(close_error.get(), "an exception escaped close", 26);
   }
   if (rc != TSM_OK) {
@@ -232,4 +232,40 @@ int main(int argc, char** argv) {
   set_state(control, iso::HelperState::closed);
   std::fflush(nullptr);
   std::_Exit(rc == TSM_OK ? iso::kHelperExitClosed : 1);
+}
+
+int usage() {
+  static const char text[] =
+      "tokenspeed-metrics-sink-helper: started by the tokenspeed-metrics host for an output "
+      "with \"isolation\": \"process\"; not a command to run by hand\n";
+  if (::write(2, text, sizeof text - 1) < 0) return iso::kHelperExitUsage;
+  return iso::kHelperExitUsage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Arguments args;
+  if (!parse_arguments(argc, argv, args)) return usage();
+  // The helper never outlives the thread that started it (the output's
+  // supervisor in the host process).
+  ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (orphaned(args.parent)) return iso::kHelperExitOrphaned;
+  ::signal(SIGPIPE, SIG_IGN);
+
+  iso::SharedChannel channel = iso::SharedChannel::attach(args.channel_fd);
+  if (!channel.valid()) return iso::kHelperExitUsage;
+  iso::ControlBlock& control = channel.control();
+  // Up and attached: from here the deadlock timeout bounds the plugin's own
+  // work (loading, create_sink); the start of this process has its own
+  // allowance in the supervisor.
+  beat(control);
+
+  tsm::ReporterRegistry registry;
+  const tsm_sink sink = create_output_sink(control, args, registry);
+  set_state(control, iso::HelperState::ready);
+  beat(control);
+
+  Delivery(channel, sink, args.parent).run();
+  close_sink_and_exit(control, sink);
 }

@@ -268,6 +268,24 @@ void PluginLoader::load(const PluginSearchOptions& options) {
   }
 }
 
+const PluginRecord& PluginLoader::load_one(const std::string& path, bool allow_insecure) {
+  PluginRecord record;
+  record.path = path;
+  record.name = plugin_name_from_file(fs::path(path).filename().string());
+  if (record.name.empty()) {
+    refuse(record, PluginStatus::failed, "is not a plugin file (a file name ending in .so)");
+  } else if (std::string file_problem = plugin_file_problem(path); !file_problem.empty()) {
+    refuse(record, PluginStatus::failed, std::move(file_problem));
+  } else if (std::string insecure = allow_insecure ? std::string() : insecure_reason(path);
+             !insecure.empty()) {
+    refuse(record, PluginStatus::insecure, "file " + insecure + kAllowHint);
+  } else {
+    load_file(record);
+  }
+  plugins_.push_back(std::move(record));
+  return plugins_.back();
+}
+
 void PluginLoader::load_file(PluginRecord& record) {
   LoadedLibraries& loaded = loaded_libraries();
   std::lock_guard<std::mutex> lock(loaded.mutex);

@@ -79,6 +79,14 @@ class PluginLoader {
 
   void load(const PluginSearchOptions& options);
 
+  // Loads the one plugin file at path (not searched for) with the checks
+  // load() makes on a file it found: a plugin file name, a regular file, an
+  // ELF library of this architecture, tsm_register once per process, no
+  // thread started, nothing rejected; the file's owner and permissions too
+  // unless allow_insecure. The record is also appended to plugins(); a
+  // refusal goes to warn like load()'s.
+  const PluginRecord& load_one(const std::string& path, bool allow_insecure);
+
   const std::vector<std::string>& directories() const noexcept { return directories_; }
   const std::vector<PluginRecord>& plugins() const noexcept { return plugins_; }
 

@@ -315,3 +315,21 @@ TEST_CASE("a missing plugin directory is skipped", "[loader]") {
   CHECK(h.warnings.empty());
   CHECK(h.loader.directories().front() == "/nonexistent/tsm-plugins");
 }
+
+TEST_CASE("load_one loads one given file with the checks of a directory scan", "[loader]") {
+  PluginDir dir;
+  const std::string path = dir.add_plugin("unit_two_names.so");
+  const std::string garbage = dir.write("garbage.so", "this is not an ELF file");
+  Harness h;
+  const PluginRecord& loaded = h.loader.load_one(path, false);
+  CHECK(loaded.status == PluginStatus::loaded);
+  CHECK(loaded.name == "unit_two_names");
+  CHECK(h.registry.find("unit.alpha") != nullptr);
+  const PluginRecord& bad = h.loader.load_one(garbage, false);
+  CHECK(bad.status == PluginStatus::failed);
+  CHECK(bad.reason == "is not an ELF file (not a shared library)");
+  const PluginRecord& missing = h.loader.load_one(dir.str() + "/missing.so", false);
+  CHECK(missing.status == PluginStatus::failed);
+  CHECK(h.loader.plugins().size() == 3);
+  CHECK(h.warnings.size() == 2);
+}
