@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <fcntl.h>
 #include <stdexcept>
 #include <sys/mman.h>
@@ -244,109 +245,140 @@ double* MultiprocessMetricStore::append_record_locked(const std::string& name,
   return slots;
 }
 
+namespace {
+
+// The checked header of an open producer file and its published used size.
+struct FileHead {
+  FileHeader header{};
+  std::uint64_t used = 0;
+};
+
+std::optional<FileHead> read_file_head(int fd) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) ||
+      static_cast<std::size_t>(info.st_size) < sizeof(FileHeader)) {
+    return std::nullopt;
+  }
+  FileHead head;
+  {
+    Mapping mapping(fd, sizeof(FileHeader));
+    if (mapping.data() == nullptr) return std::nullopt;
+    const auto* mapped = reinterpret_cast<const FileHeader*>(mapping.data());
+    head.used = std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(mapped->used))
+                    .load(std::memory_order_acquire);
+    std::memcpy(&head.header, mapped, sizeof head.header);
+    head.header.closed = std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(mapped->closed))
+                             .load(std::memory_order_acquire);
+  }
+  const FileHeader& header = head.header;
+  // A region holds the header and whole 8-byte records; the bound keeps the
+  // offset arithmetic of the records far from overflow.
+  if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0 || header.version != kVersion ||
+      header.header_size != sizeof(FileHeader) || header.region_bytes <= sizeof(FileHeader) ||
+      header.region_bytes % 8 != 0 || header.region_bytes > kMaxRegionBytes) {
+    return std::nullopt;
+  }
+  return head;
+}
+
+// One record of a file as decoded in place.
+struct RecordView {
+  std::size_t size = 0;  // bytes; 0: the rest of the region is unused
+  std::string_view name;
+  const double* slots = nullptr;  // in the mapping; slot_count 0: a family's definition
+  std::uint32_t slot_count = 0;
+};
+
+// Decodes the record at offset (its labels into labels); false when it is
+// corrupt, which ends the reading of the file.
+bool decode_record(const std::byte* base, std::size_t offset, std::size_t region_end,
+                   std::size_t limit, std::vector<std::string_view>& labels, RecordView& out) {
+  RecordHeader record{};
+  if (region_end - offset >= sizeof(RecordHeader)) {
+    std::memcpy(&record, base + offset, sizeof record);
+  }
+  out = RecordView{};
+  if (record.record_size == 0) return true;
+  if (record.record_size % 8 != 0 || record.record_size < sizeof record ||
+      record.record_size > region_end - offset || offset + record.record_size > limit) {
+    return false;
+  }
+  const std::byte* end = base + offset + record.record_size;
+  const std::byte* p = base + offset + sizeof record;
+  const std::size_t slot_bytes = std::size_t{record.slot_count} * sizeof(double);
+  if (slot_bytes > record.record_size - sizeof record ||
+      record.name_size > static_cast<std::size_t>(end - p) - slot_bytes) {
+    return false;
+  }
+  const std::byte* slot_begin = end - slot_bytes;
+  out.name = std::string_view(reinterpret_cast<const char*>(p), record.name_size);
+  p += record.name_size;
+  labels.clear();
+  for (std::uint32_t i = 0; i < record.label_count; ++i) {
+    std::uint32_t size = 0;
+    if (static_cast<std::size_t>(slot_begin - p) < sizeof size) return false;
+    std::memcpy(&size, p, sizeof size);
+    p += sizeof size;
+    if (static_cast<std::size_t>(slot_begin - p) < size) return false;
+    labels.emplace_back(reinterpret_cast<const char*>(p), size);
+    p += size;
+  }
+  out.size = record.record_size;
+  out.slots = reinterpret_cast<const double*>(slot_begin);
+  out.slot_count = record.slot_count;
+  return true;
+}
+
+}  // namespace
+
 bool read_multiprocess_file(const std::filesystem::path& path,
                             const std::function<void(const MultiprocessFileInfo&)>& on_file,
                             const std::function<void(const MultiprocessSeriesView&)>& visit,
                             const std::function<void(const MetricDefinition&)>& on_definition) {
   FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (fd.get() < 0) return false;
-  struct stat info {};
-  if (::fstat(fd.get(), &info) != 0 || !S_ISREG(info.st_mode) ||
-      static_cast<std::size_t>(info.st_size) < sizeof(FileHeader)) {
-    return false;
-  }
-  std::uint64_t used = 0;
-  FileHeader header{};
-  {
-    Mapping head(fd.get(), sizeof(FileHeader));
-    if (head.data() == nullptr) return false;
-    const auto* mapped = reinterpret_cast<const FileHeader*>(head.data());
-    used = std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(mapped->used))
-               .load(std::memory_order_acquire);
-    std::memcpy(&header, mapped, sizeof header);
-    header.closed = std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(mapped->closed))
-                        .load(std::memory_order_acquire);
-  }
-  // A region holds the header and whole 8-byte records; the bound keeps the
-  // offset arithmetic below far from overflow.
-  if (std::memcmp(header.magic, kMagic, sizeof kMagic) != 0 || header.version != kVersion ||
-      header.header_size != sizeof(FileHeader) || header.region_bytes <= sizeof(FileHeader) ||
-      header.region_bytes % 8 != 0 || header.region_bytes > kMaxRegionBytes) {
-    return false;
-  }
+  const std::optional<FileHead> head = read_file_head(fd.get());
+  if (!head) return false;
   // The file grows before a larger used size is published, so a fresh stat
   // covers everything up to `used`.
+  struct stat info {};
   if (::fstat(fd.get(), &info) != 0) return false;
-  const std::size_t limit = std::min<std::size_t>(used, static_cast<std::size_t>(info.st_size));
+  const std::size_t limit =
+      std::min<std::size_t>(head->used, static_cast<std::size_t>(info.st_size));
 
   MultiprocessFileInfo file;
   file.path = path;
-  file.writer = ProcessIdentity{static_cast<pid_t>(header.pid), header.start_time};
-  file.live = header.closed == 0 && process_alive(file.writer);
+  file.writer = ProcessIdentity{static_cast<pid_t>(head->header.pid), head->header.start_time};
+  file.live = head->header.closed == 0 && process_alive(file.writer);
   if (on_file) on_file(file);
 
   Mapping body(fd.get(), limit);
   const std::byte* base = body.data();
   if (base == nullptr) return false;
-  const std::size_t region = header.region_bytes;
+  const std::size_t region = head->header.region_bytes;
   std::vector<std::string_view> labels;
   std::vector<double> slots;
   std::size_t offset = sizeof(FileHeader);
   while (offset < limit && limit - offset >= sizeof(RecordHeader)) {
     const std::size_t region_end = (offset / region + 1) * region;
-    RecordHeader record{};
-    if (region_end - offset >= sizeof(RecordHeader))
-      std::memcpy(&record, base + offset, sizeof record);
-    if (record.record_size == 0) {  // rest of the region unused
+    RecordView record;
+    if (!decode_record(base, offset, region_end, limit, labels, record)) break;  // corrupt
+    if (record.size == 0) {  // rest of the region unused
       offset = region_end;
       continue;
     }
-    if (record.record_size % 8 != 0 || record.record_size < sizeof record ||
-        record.record_size > region_end - offset || offset + record.record_size > limit) {
-      break;  // corrupt: stop reading this file
-    }
-    const std::byte* end = base + offset + record.record_size;
-    const std::byte* p = base + offset + sizeof record;
-    const std::size_t slot_bytes = std::size_t{record.slot_count} * sizeof(double);
-    if (slot_bytes > record.record_size - sizeof record ||
-        record.name_size > static_cast<std::size_t>(end - p) - slot_bytes) {
-      break;
-    }
-    const std::byte* slot_begin = end - slot_bytes;
-    std::string_view name(reinterpret_cast<const char*>(p), record.name_size);
-    p += record.name_size;
-    labels.clear();
-    bool ok = true;
-    for (std::uint32_t i = 0; i < record.label_count && ok; ++i) {
-      std::uint32_t size = 0;
-      if (static_cast<std::size_t>(slot_begin - p) < sizeof size) {
-        ok = false;
-        break;
-      }
-      std::memcpy(&size, p, sizeof size);
-      p += sizeof size;
-      if (static_cast<std::size_t>(slot_begin - p) < size) {
-        ok = false;
-        break;
-      }
-      labels.emplace_back(reinterpret_cast<const char*>(p), size);
-      p += size;
-    }
-    if (!ok) break;
     if (record.slot_count == 0) {  // a family's definition
       if (on_definition && labels.size() == 1) {
-        if (const auto definition = decode_definition(name, labels.front())) {
+        if (const auto definition = decode_definition(record.name, labels.front())) {
           on_definition(*definition);
         }
       }
-      offset += record.record_size;
-      continue;
+    } else {
+      slots.resize(record.slot_count);
+      for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = load_relaxed(record.slots + i);
+      visit(MultiprocessSeriesView{record.name, labels, slots});
     }
-    slots.resize(record.slot_count);
-    const auto* mapped_slots = reinterpret_cast<const double*>(slot_begin);
-    for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = load_relaxed(mapped_slots + i);
-    visit(MultiprocessSeriesView{name, labels, slots});
-    offset += record.record_size;
+    offset += record.size;
   }
   return true;
 }
