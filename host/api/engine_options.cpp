@@ -69,8 +69,8 @@ std::string format_double(double value) {
 
 po::options_description all_metrics_flags() {
   po::options_description description("metrics options");
-  cli::add_metrics_options(description);
-  cli::add_delivery_options(description);
+  add_metrics_options(description);
+  add_delivery_options(description);
   add_prometheus_options(description);
   return description;
 }
@@ -121,8 +121,8 @@ std::vector<std::string> Options::to_flags() const {
 }
 
 ExtractedOptions extract_metrics_options(const std::vector<std::string>& args) {
-  cli::ExtractedFlags flags = cli::extract_flags(args, all_metrics_flags());
-  const GivenOptions given = cli::given_options(flags.values);
+  ExtractedFlags flags = extract_flags(args, all_metrics_flags());
+  const GivenOptions given = given_options(flags.values);
   check_options(given);  // a value out of range is an error here, as on the command line
   return ExtractedOptions{options_from(given), std::move(flags.rest)};
 }

@@ -92,9 +92,6 @@ MetricsSettings check_options(const GivenOptions& given) {
   return settings;
 }
 
-}  // namespace tokenspeed::metrics
-
-namespace tokenspeed::metrics::cli {
 
 namespace po = boost::program_options;
 
@@ -244,4 +241,4 @@ std::string usage(const std::string& command, const std::string& synopsis,
   return out.str();
 }
 
-}  // namespace tokenspeed::metrics::cli
+}  // namespace tokenspeed::metrics

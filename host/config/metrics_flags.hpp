@@ -23,7 +23,7 @@
 namespace tokenspeed::metrics {
 
 // Every metrics option as given, nothing checked yet: what the flags parse
-// into (cli::given_options) and what an engine's Options become, field by
+// into (given_options) and what an engine's Options become, field by
 // field. An empty optional is an option not given: its default applies.
 struct GivenOptions {
   MetricsOptions metrics;                          // selection and plugin search
@@ -59,9 +59,6 @@ struct MetricsSettings {
 // checked with the plugins loaded, at startup (validate_metrics_startup).
 MetricsSettings check_options(const GivenOptions& given);
 
-}  // namespace tokenspeed::metrics
-
-namespace tokenspeed::metrics::cli {
 
 // Adds --enable-metrics, --metrics-reporters (repeatable, comma lists),
 // --metrics-reporter-config, --metrics-plugin-dir (repeatable) and
@@ -102,4 +99,4 @@ ExtractedFlags extract_flags(const std::vector<std::string>& args,
 std::string usage(const std::string& command, const std::string& synopsis,
                   const boost::program_options::options_description& description);
 
-}  // namespace tokenspeed::metrics::cli
+}  // namespace tokenspeed::metrics

@@ -13,7 +13,7 @@ namespace tokenspeed::metrics {
 
 namespace po = boost::program_options;
 
-// The value types are the ones cli::given_options reads them with.
+// The value types are the ones given_options reads them with.
 void add_prometheus_options(po::options_description& description) {
   const PrometheusEndpointOptions defaults;
   description.add_options()("metrics-host", po::value<std::string>()->default_value(defaults.host),

@@ -16,7 +16,7 @@
 namespace tokenspeed::metrics {
 
 // Adds --metrics-host, --metrics-port, --metrics-multiproc-dir and
-// --metrics-max-series-per-family; cli::given_options reads them and
+// --metrics-max-series-per-family; given_options reads them and
 // check_options checks them.
 void add_prometheus_options(boost::program_options::options_description& description);
 

@@ -451,8 +451,8 @@ boost::program_options::variables_map parse_flags(std::vector<std::string> args)
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   boost::program_options::options_description description("options");
-  tokenspeed::metrics::cli::add_metrics_options(description);
-  return tokenspeed::metrics::cli::parse_command_line(static_cast<int>(argv.size()), argv.data(),
+  tokenspeed::metrics::add_metrics_options(description);
+  return tokenspeed::metrics::parse_command_line(static_cast<int>(argv.size()), argv.data(),
                                                       description);
 }
 
@@ -460,7 +460,7 @@ boost::program_options::variables_map parse_flags(std::vector<std::string> args)
 
 TEST_CASE("the metrics flags parse into the options struct", "[config][cli]") {
   const MetricsOptions options =
-      tokenspeed::metrics::cli::given_options(
+      tokenspeed::metrics::given_options(
           parse_flags({"--enable-metrics", "--metrics-reporters", "prometheus,jsonl",
                        "--metrics-reporters=x", "--metrics-reporter-config", "/etc/m.json",
                        "--metrics-plugin-dir", "/a", "--metrics-plugin-dir=/b",
@@ -472,7 +472,7 @@ TEST_CASE("the metrics flags parse into the options struct", "[config][cli]") {
   CHECK(options.plugin_dirs == std::vector<std::string>{"/a", "/b"});
   CHECK(options.allow_insecure_plugins);
 
-  const MetricsOptions defaults = tokenspeed::metrics::cli::given_options(parse_flags({})).metrics;
+  const MetricsOptions defaults = tokenspeed::metrics::given_options(parse_flags({})).metrics;
   CHECK_FALSE(defaults.enable_metrics);
   CHECK(defaults.reporters.empty());
   CHECK(defaults.reporter_config_file.empty());

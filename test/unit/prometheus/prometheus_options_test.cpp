@@ -30,7 +30,7 @@ Parsed parse(std::vector<const char*> args) {
   po::store(po::parse_command_line(static_cast<int>(args.size()), args.data(), description),
             values);
   po::notify(values);
-  const MetricsSettings settings = check_options(cli::given_options(values));
+  const MetricsSettings settings = check_options(given_options(values));
   return {endpoint_options(settings), multiproc_base_dir(settings), settings.max_series_per_family};
 }
 
@@ -88,7 +88,7 @@ TEST_CASE("the flags left at their defaults are not given: the endpoint's defaul
   po::variables_map values;
   const char* argv[] = {"tokenspeed-metrics"};
   po::store(po::parse_command_line(1, argv, description), values);
-  const GivenOptions given = cli::given_options(values);
+  const GivenOptions given = given_options(values);
   CHECK_FALSE(given.host);
   CHECK_FALSE(given.port);
   CHECK_FALSE(given.multiproc_dir);
