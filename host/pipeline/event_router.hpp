@@ -76,7 +76,6 @@ class EventRouter {
   std::vector<SinkStats> stats() const;
   // Ring sets ever allocated (one per concurrently live collector thread).
   std::size_t ring_sets() const;
-  std::size_t sink_count() const noexcept { return workers_.size(); }
   const RouterOptions& options() const noexcept { return options_; }
 
  private:

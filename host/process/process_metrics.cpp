@@ -67,10 +67,18 @@ std::vector<OutputDefinition> output_definitions(const ReporterRegistry& registr
   return definitions;
 }
 
-// Per output, in this order: delivered, dropped (ring full), dropped (sink
-// disabled), sink failures, queue depth, dropped (after close), discarded,
-// abandoned.
-constexpr std::size_t kSelfSeriesPerOutput = 8;
+// The slots of one output's self series, in this order.
+enum SelfSlot : std::size_t {
+  kDeliveredSlot,
+  kDroppedRingFullSlot,
+  kDroppedSinkDisabledSlot,
+  kSinkFailuresSlot,
+  kQueueDepthSlot,
+  kDroppedAfterCloseSlot,
+  kDiscardedAtDeadlineSlot,
+  kSinksAbandonedSlot,
+  kSelfSeriesPerOutput,
+};
 
 void store_slot(double* slot, double value) noexcept {
   std::atomic_ref<double>(*slot).store(value, std::memory_order_relaxed);
@@ -120,11 +128,12 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
     const std::string ring_full[] = {output.name, "ring_full"};
     const std::string disabled[] = {output.name, "sink_disabled"};
     const std::string after_close[] = {output.name, "after_close"};
-    self_slots_.push_back(store_->allocate_series(defs[0], one));
-    self_slots_.push_back(store_->allocate_series(defs[1], ring_full));
-    self_slots_.push_back(store_->allocate_series(defs[1], disabled));
-    self_slots_.push_back(store_->allocate_series(defs[2], one));
-    self_slots_.push_back(store_->allocate_series(defs[3], one));
+    // In SelfSlot order.
+    self_slots_.push_back(store_->allocate_series(defs[kSelfEventsDelivered], one));
+    self_slots_.push_back(store_->allocate_series(defs[kSelfEventsDropped], ring_full));
+    self_slots_.push_back(store_->allocate_series(defs[kSelfEventsDropped], disabled));
+    self_slots_.push_back(store_->allocate_series(defs[kSelfSinkFailures], one));
+    self_slots_.push_back(store_->allocate_series(defs[kSelfQueueDepth], one));
     self_slots_.push_back(store_->allocate_series(defs[kSelfEventsDropped], after_close));
     self_slots_.push_back(store_->allocate_series(defs[kSelfEventsDiscarded], one));
     self_slots_.push_back(store_->allocate_series(defs[kSelfSinksAbandoned], one));
@@ -151,14 +160,16 @@ void ProcessMetrics::publish_self_figures() noexcept {
          i < stats.size() && (i + 1) * kSelfSeriesPerOutput <= self_slots_.size(); ++i) {
       const OutputSelfFigures figures = self_figures_of(stats[i]);
       double* const* slots = &self_slots_[i * kSelfSeriesPerOutput];
-      store_slot(slots[0], static_cast<double>(figures.delivered));
-      store_slot(slots[1], static_cast<double>(figures.dropped_ring_full));
-      store_slot(slots[2], static_cast<double>(figures.dropped_sink_disabled));
-      store_slot(slots[3], static_cast<double>(figures.sink_failures));
-      store_slot(slots[4], static_cast<double>(figures.queue_depth));
-      store_slot(slots[5], static_cast<double>(figures.dropped_after_close));
-      store_slot(slots[6], static_cast<double>(figures.discarded_at_deadline));
-      store_slot(slots[7], static_cast<double>(figures.sinks_abandoned));
+      store_slot(slots[kDeliveredSlot], static_cast<double>(figures.delivered));
+      store_slot(slots[kDroppedRingFullSlot], static_cast<double>(figures.dropped_ring_full));
+      store_slot(slots[kDroppedSinkDisabledSlot],
+                 static_cast<double>(figures.dropped_sink_disabled));
+      store_slot(slots[kSinkFailuresSlot], static_cast<double>(figures.sink_failures));
+      store_slot(slots[kQueueDepthSlot], static_cast<double>(figures.queue_depth));
+      store_slot(slots[kDroppedAfterCloseSlot], static_cast<double>(figures.dropped_after_close));
+      store_slot(slots[kDiscardedAtDeadlineSlot],
+                 static_cast<double>(figures.discarded_at_deadline));
+      store_slot(slots[kSinksAbandonedSlot], static_cast<double>(figures.sinks_abandoned));
     }
   } catch (...) {
     // Figures are best-effort; the next publication catches up.

@@ -75,7 +75,7 @@ class ProcessMetrics {
   std::unique_ptr<EventRouter> router_;
   std::unique_ptr<Collector> collector_;
   std::map<std::pair<std::string, std::string>, double*> crash_slots_;  // (process, signal)
-  std::vector<double*> self_slots_;  // per output: delivered, ring_full, disabled, failures, depth
+  std::vector<double*> self_slots_;  // per output, in the order of SelfSlot (process_metrics.cpp)
   bool closed_ = false;
   bool close_result_ = false;
 };

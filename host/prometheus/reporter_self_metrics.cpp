@@ -88,12 +88,12 @@ void add_output_self_figures(PrometheusMerge& merge,
       const double value[] = {static_cast<double>(v)};
       merge.add_series(def, labels, value, self, true);
     };
-    add(defs[0], one, f.delivered);
-    add(defs[1], ring, f.dropped_ring_full);
-    add(defs[1], disabled, f.dropped_sink_disabled);
-    add(defs[1], after_close, f.dropped_after_close);
-    add(defs[2], one, f.sink_failures);
-    add(defs[3], one, f.queue_depth);
+    add(defs[kSelfEventsDelivered], one, f.delivered);
+    add(defs[kSelfEventsDropped], ring, f.dropped_ring_full);
+    add(defs[kSelfEventsDropped], disabled, f.dropped_sink_disabled);
+    add(defs[kSelfEventsDropped], after_close, f.dropped_after_close);
+    add(defs[kSelfSinkFailures], one, f.sink_failures);
+    add(defs[kSelfQueueDepth], one, f.queue_depth);
     add(defs[kSelfEventsDiscarded], one, f.discarded_at_deadline);
     add(defs[kSelfSinksAbandoned], one, f.sinks_abandoned);
   }
