@@ -124,6 +124,7 @@ SinkWorker::SinkWorker(OutputDefinition output, const SinkWorkerOptions& options
       options_(options),
       log_("output '" + output_.name + "'", options.log_interval, options.log) {
   sink_.struct_size = sizeof(tsm_sink);
+  event_.struct_size = sizeof(tsm_metric_event);
   const std::string where =
       "output '" + output_.name + "'" +
       (output_.plugin_path.empty() ? std::string()
@@ -263,8 +264,7 @@ std::size_t SinkWorker::drain_batch() noexcept {
 void SinkWorker::deliver(const RingEvent& slot) noexcept {
   const MetricSeries& series = *options_.series_table->find(slot.series);
   const SeriesFamily& family = *series.family;
-  tsm_metric_event event{};
-  event.struct_size = sizeof(tsm_metric_event);
+  tsm_metric_event& event = event_;
   event.operation = static_cast<std::uint32_t>(family.operation);
   event.timestamp_ns = wall_clock_.to_unix_ns(slot.raw_time);
   event.metric = family.info.name;

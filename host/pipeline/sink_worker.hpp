@@ -187,6 +187,9 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   std::array<RingEvent, 256> batch_{};
   WallClockConverter wall_clock_;
   AbiBuffer emit_error_;
+  // Filled field by field for each event: no per-event clearing of the
+  // whole struct (deliver sets every field a plugin reads).
+  tsm_metric_event event_{};
 
   // plugin sink, owned by the worker thread
   tsm_sink sink_{};
