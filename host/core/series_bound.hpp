@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "core/metric_catalog.hpp"
-#include "core/rate_limited_log.hpp"
+#include "core/fault_log.hpp"
 
 namespace tokenspeed::metrics {
 

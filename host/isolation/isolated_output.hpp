@@ -22,7 +22,7 @@
 #include "isolation/channel_writer.hpp"
 #include "config/isolation_settings.hpp"
 #include "isolation/shared_channel.hpp"
-#include "core/rate_limited_log.hpp"
+#include "core/fault_log.hpp"
 #include "pipeline/sink_worker.hpp"
 
 namespace tokenspeed::metrics {
@@ -129,7 +129,7 @@ class IsolatedOutput {
   std::chrono::steady_clock::time_point last_progress_{};
   std::uint64_t dropped_ring_full_reported_ = 0;
 
-  RateLimitedLog log_;  // supervisor thread, then close after it stopped
+  FaultLog log_;  // supervisor thread, then close after it stopped
 };
 
 }  // namespace tokenspeed::metrics

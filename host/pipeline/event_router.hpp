@@ -14,7 +14,7 @@
 #include "core/delivery_defaults.hpp"
 #include "pipeline/event_ring.hpp"
 #include "pipeline/metric_series.hpp"
-#include "core/rate_limited_log.hpp"
+#include "core/fault_log.hpp"
 #include "pipeline/series_table.hpp"
 #include "pipeline/sink_worker.hpp"
 #include "pipeline/stall_reporter.hpp"

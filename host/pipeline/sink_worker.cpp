@@ -232,7 +232,7 @@ bool SinkWorker::ensure_sink() noexcept {
     log_.message("create_sink failed (" + (error.empty() ? std::string("no message") : error) +
                      "); the output is disabled for the rest of the process, its events are "
                      "counted as dropped",
-                 RateLimitedLog::Clock::now());
+                 FaultLog::Clock::now());
   } catch (...) {
     // No memory for the line: the failure is on /metrics (sink_failures) and in the summary.
   }
@@ -301,7 +301,7 @@ void SinkWorker::disable_after_failed_emit(bool threw) noexcept {
             (threw ? ""
                    : (emit_error_.empty() ? std::string("no message") : emit_error_.str()) + ")") +
             "; the sink is disabled, later events are counted as dropped",
-        RateLimitedLog::Clock::now());
+        FaultLog::Clock::now());
   } catch (...) {
     // No memory for the line: the drop is counted above and on /metrics.
   }
@@ -369,8 +369,8 @@ void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
       log_.message(threw ? std::string("close threw an exception")
                          : "close failed (" +
                                (error.empty() ? std::string("no message") : error.str()) + ")",
-                   RateLimitedLog::Clock::now());
-      log_.flush(RateLimitedLog::Clock::now());
+                   FaultLog::Clock::now());
+      log_.flush(FaultLog::Clock::now());
     } catch (...) {
       // No memory for the line: close_failed is in the summary and the report.
     }
@@ -389,7 +389,7 @@ void SinkWorker::run() noexcept {
     park();
   }
   try {
-    log_.flush(RateLimitedLog::Clock::now());  // suppressed messages, if any
+    log_.flush(FaultLog::Clock::now());  // suppressed messages, if any
   } catch (...) {
     // No memory for the suppressed-message line: the counts are on /metrics.
   }

@@ -21,7 +21,7 @@
 
 #include "core/abi_buffer.hpp"
 #include "core/delivery_defaults.hpp"
-#include "core/rate_limited_log.hpp"
+#include "core/fault_log.hpp"
 #include "pipeline/event_clock.hpp"
 #include "pipeline/event_ring.hpp"
 #include "pipeline/series_table.hpp"
@@ -239,7 +239,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
   // one-off messages of the worker (create_sink, emit or close failed); drop
   // and stall lines come from the router's stall reporter, which a plugin
   // stuck in a call cannot hold
-  RateLimitedLog log_;
+  FaultLog log_;
 
   // the plugin call in progress, for the crash handler and the stall reporter
   std::string call_text_[3];  // per PluginCall: "output 'x' (plugin file '/p') during emit"

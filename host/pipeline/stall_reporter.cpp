@@ -144,7 +144,6 @@ void StallReporter::write_line(Watched& output, Clock::time_point now, std::uint
     }
     if (!stall.empty()) line += separator + stall;
     options_.log(line);
-    ++lines_;
   } catch (...) {
     return;  // out of memory: the counts stay pending for the next line
   }

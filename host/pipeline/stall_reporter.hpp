@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/rate_limited_log.hpp"
+#include "core/fault_log.hpp"
 #include "pipeline/sink_worker.hpp"
 
 namespace tokenspeed::metrics {
@@ -58,8 +58,6 @@ class StallReporter {
   // One look at every output at now; writes the lines that are due.
   void check(Clock::time_point now) noexcept;
 
-  std::uint64_t lines_written() const noexcept { return lines_; }
-
  private:
   struct Watched {
     std::shared_ptr<SinkWorker> worker;
@@ -83,7 +81,6 @@ class StallReporter {
   std::condition_variable cv_;
   bool stopping_ = false;
   bool stopped_ = false;
-  std::uint64_t lines_ = 0;
 };
 
 }  // namespace tokenspeed::metrics

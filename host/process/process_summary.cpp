@@ -15,7 +15,7 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/serialize.hpp>
 
-#include "core/rate_limited_log.hpp"
+#include "core/fault_log.hpp"
 #include "process/producer_exit.hpp"
 
 namespace tokenspeed::metrics {
@@ -57,9 +57,9 @@ boost::json::object summary_json(const SinkStats& s) {
 // shows this process as one that left no summary.
 void log_summary_failure(const std::filesystem::path& path, const std::string& why) noexcept {
   try {
-    RateLimitedLog log("summary file '" + path.string() + "'", std::chrono::seconds(10), {});
+    FaultLog log("summary file '" + path.string() + "'", std::chrono::seconds(10), {});
     log.message("cannot be written (" + why + "); the exit table shows no figures for this process",
-                RateLimitedLog::Clock::now());
+                FaultLog::Clock::now());
   } catch (...) {
     // No memory for the line: the table still shows the missing summary.
   }

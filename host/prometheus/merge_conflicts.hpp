@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/metric_catalog.hpp"
-#include "core/rate_limited_log.hpp"
+#include "core/fault_log.hpp"
 
 namespace tokenspeed::metrics {
 

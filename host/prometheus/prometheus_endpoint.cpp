@@ -22,7 +22,7 @@
 #include <tokenspeed/kit/gzip.hpp>
 
 #include "prometheus/prometheus_exposition.hpp"
-#include "core/rate_limited_log.hpp"
+#include "core/fault_log.hpp"
 #include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics {
@@ -115,7 +115,7 @@ struct PrometheusEndpoint::Impl {
   // A handler of the I/O threads that threw (the endpoint keeps serving):
   // at most one line per 10 s, with the count since the last one.
   std::mutex handler_log_mutex;
-  RateLimitedLog handler_log{"Prometheus endpoint", std::chrono::seconds(10), {}};
+  FaultLog handler_log{"Prometheus endpoint", std::chrono::seconds(10), {}};
   void log_handler_exception() noexcept;
 
   // The admitted sessions, for eviction at the limit. Guarded by
@@ -485,7 +485,7 @@ void PrometheusEndpoint::Impl::log_handler_exception() noexcept {
     }
     std::lock_guard lock(handler_log_mutex);
     handler_log.message("a connection handler threw (" + what + "); still serving",
-                        RateLimitedLog::Clock::now());
+                        FaultLog::Clock::now());
   } catch (...) {
     // No memory for the line: the endpoint keeps serving, which is what matters.
   }

@@ -1,6 +1,9 @@
-// rate_limited_log.hpp — an output's runtime faults as c_complain-style lines:
-// the first at once, then at most one per interval with the counts since.
-// Never writes through a plugin's event channel, never on the hot path.
+// fault_log.hpp — the host's own lines about runtime faults, c_complain-style:
+// the first at once, then at most one per interval carrying the counts of
+// every problem since. Never writes through a plugin's event channel, never
+// on the hot path. (A plugin's rate-limited lines are the kit's
+// kit::RateLimitedLog, per topic through host->log: the host has no host->log
+// to call and sums several problems into one line, so it has this instead.)
 #pragma once
 
 #include <chrono>
@@ -20,13 +23,13 @@ using LogWriter = std::function<void(std::string_view line)>;
 void write_log_line_to_stderr(std::string_view line) noexcept;
 
 // Threading: one thread at a time (a sink's worker, or close()).
-class RateLimitedLog {
+class FaultLog {
  public:
   using Clock = std::chrono::steady_clock;
 
   // subject names the source ("output 'otlp'"); lines read
   // "tokenspeed-metrics: <subject>: <what> <count> ...".
-  RateLimitedLog(std::string subject, std::chrono::nanoseconds interval, LogWriter writer);
+  FaultLog(std::string subject, std::chrono::nanoseconds interval, LogWriter writer);
 
   // Records count new occurrences of the problem `what` ("events dropped:
   // queue full") at now. Writes a line when this is the first occurrence of
@@ -40,8 +43,6 @@ class RateLimitedLog {
 
   // Writes what is pending, if anything, regardless of the interval (close).
   void flush(Clock::time_point now);
-
-  std::uint64_t lines_written() const noexcept { return lines_; }
 
  private:
   bool due(Clock::time_point now) const noexcept;
@@ -58,7 +59,6 @@ class RateLimitedLog {
   };
   std::vector<Pending> pending_;
   std::uint64_t suppressed_messages_ = 0;
-  std::uint64_t lines_ = 0;
 };
 
 }  // namespace tokenspeed::metrics

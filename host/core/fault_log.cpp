@@ -1,5 +1,5 @@
-// rate_limited_log.cpp — c_complain-style rate limiting of fault lines.
-#include "core/rate_limited_log.hpp"
+// fault_log.cpp — c_complain-style rate limiting of fault lines.
+#include "core/fault_log.hpp"
 
 #include <unistd.h>
 
@@ -24,17 +24,17 @@ void write_log_line_to_stderr(std::string_view line) noexcept {
   }
 }
 
-RateLimitedLog::RateLimitedLog(std::string subject, std::chrono::nanoseconds interval,
+FaultLog::FaultLog(std::string subject, std::chrono::nanoseconds interval,
                                LogWriter writer)
     : subject_(std::move(subject)), interval_(interval), writer_(std::move(writer)) {
   if (!writer_) writer_ = &write_log_line_to_stderr;
 }
 
-bool RateLimitedLog::due(Clock::time_point now) const noexcept {
+bool FaultLog::due(Clock::time_point now) const noexcept {
   return !written_once_ || now - last_line_ >= interval_;
 }
 
-void RateLimitedLog::report(std::string_view what, std::uint64_t count, Clock::time_point now) {
+void FaultLog::report(std::string_view what, std::uint64_t count, Clock::time_point now) {
   if (count == 0) return;
   bool found = false;
   for (Pending& p : pending_) {
@@ -48,24 +48,23 @@ void RateLimitedLog::report(std::string_view what, std::uint64_t count, Clock::t
   if (due(now)) write_pending(now);
 }
 
-void RateLimitedLog::message(std::string_view text, Clock::time_point now) {
+void FaultLog::message(std::string_view text, Clock::time_point now) {
   if (!due(now)) {
     ++suppressed_messages_;
     return;
   }
   std::string line = "tokenspeed-metrics: " + subject_ + ": " + std::string(text);
   writer_(line);
-  ++lines_;
   written_once_ = true;
   last_line_ = now;
   if (!pending_.empty()) write_pending(now);  // counts ride along once
 }
 
-void RateLimitedLog::flush(Clock::time_point now) {
+void FaultLog::flush(Clock::time_point now) {
   if (!pending_.empty() || suppressed_messages_ > 0) write_pending(now);
 }
 
-void RateLimitedLog::write_pending(Clock::time_point now) {
+void FaultLog::write_pending(Clock::time_point now) {
   std::string line = "tokenspeed-metrics: " + subject_ + ":";
   const char* sep = " ";
   for (const Pending& p : pending_) {
@@ -83,7 +82,6 @@ void RateLimitedLog::write_pending(Clock::time_point now) {
   pending_.clear();
   suppressed_messages_ = 0;
   writer_(line);
-  ++lines_;
   written_once_ = true;
   last_line_ = now;
 }

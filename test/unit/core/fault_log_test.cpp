@@ -1,11 +1,11 @@
-// rate_limited_log_test.cpp — c_complain-style logging: the first occurrence
+// fault_log_test.cpp — c_complain-style logging: the first occurrence
 // at once, then at most one line per interval with the count since the last.
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
-#include "core/rate_limited_log.hpp"
+#include "core/fault_log.hpp"
 
 using namespace tokenspeed::metrics;
 using namespace std::chrono_literals;
@@ -21,8 +21,8 @@ struct Lines {
 
 TEST_CASE("the first occurrence is logged at once") {
   Lines out;
-  RateLimitedLog log("output 'x'", 10s, out.writer());
-  const auto t0 = RateLimitedLog::Clock::time_point{} + 1h;
+  FaultLog log("output 'x'", 10s, out.writer());
+  const auto t0 = FaultLog::Clock::time_point{} + 1h;
   log.report("events dropped (queue full)", 3, t0);
   REQUIRE(out.lines.size() == 1);
   CHECK(out.lines[0] == "tokenspeed-metrics: output 'x': 3 events dropped (queue full)");
@@ -30,8 +30,8 @@ TEST_CASE("the first occurrence is logged at once") {
 
 TEST_CASE("at most one line per interval, carrying the count since the last line") {
   Lines out;
-  RateLimitedLog log("output 'x'", 10s, out.writer());
-  const auto t0 = RateLimitedLog::Clock::time_point{} + 1h;
+  FaultLog log("output 'x'", 10s, out.writer());
+  const auto t0 = FaultLog::Clock::time_point{} + 1h;
   log.report("events dropped (queue full)", 1, t0);
   for (int i = 1; i <= 9; ++i) log.report("events dropped (queue full)", 100, t0 + i * 1s);
   CHECK(out.lines.size() == 1);
@@ -45,8 +45,8 @@ TEST_CASE("at most one line per interval, carrying the count since the last line
 
 TEST_CASE("several problems of one sink share one line") {
   Lines out;
-  RateLimitedLog log("output 'x'", 10s, out.writer());
-  const auto t0 = RateLimitedLog::Clock::time_point{} + 1h;
+  FaultLog log("output 'x'", 10s, out.writer());
+  const auto t0 = FaultLog::Clock::time_point{} + 1h;
   log.report("a", 1, t0);
   log.report("a", 2, t0 + 1s);
   log.report("b", 4, t0 + 2s);
@@ -57,8 +57,8 @@ TEST_CASE("several problems of one sink share one line") {
 
 TEST_CASE("flush writes what is pending regardless of the interval, and nothing when nothing is") {
   Lines out;
-  RateLimitedLog log("output 'x'", 10s, out.writer());
-  const auto t0 = RateLimitedLog::Clock::time_point{} + 1h;
+  FaultLog log("output 'x'", 10s, out.writer());
+  const auto t0 = FaultLog::Clock::time_point{} + 1h;
   log.flush(t0);
   CHECK(out.lines.empty());
   log.report("a", 1, t0);
@@ -72,8 +72,8 @@ TEST_CASE("flush writes what is pending regardless of the interval, and nothing 
 
 TEST_CASE("one-off messages are rate-limited too and the suppressed ones are counted") {
   Lines out;
-  RateLimitedLog log("output 'x'", 10s, out.writer());
-  const auto t0 = RateLimitedLog::Clock::time_point{} + 1h;
+  FaultLog log("output 'x'", 10s, out.writer());
+  const auto t0 = FaultLog::Clock::time_point{} + 1h;
   log.message("emit failed (boom)", t0);
   log.message("emit failed (boom)", t0 + 1s);
   log.message("emit failed (boom)", t0 + 2s);
@@ -87,9 +87,9 @@ TEST_CASE("one-off messages are rate-limited too and the suppressed ones are cou
 
 TEST_CASE("separate sinks are limited separately") {
   Lines out;
-  RateLimitedLog a("output 'a'", 10s, out.writer());
-  RateLimitedLog b("output 'b'", 10s, out.writer());
-  const auto t0 = RateLimitedLog::Clock::time_point{} + 1h;
+  FaultLog a("output 'a'", 10s, out.writer());
+  FaultLog b("output 'b'", 10s, out.writer());
+  const auto t0 = FaultLog::Clock::time_point{} + 1h;
   a.report("x", 1, t0);
   b.report("x", 1, t0);
   CHECK(out.lines.size() == 2);
