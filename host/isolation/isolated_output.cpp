@@ -14,11 +14,10 @@
 
 #include "isolation/helper_process.hpp"
 
-namespace tokenspeed::metrics {
+namespace tokenspeed::metrics::isolation {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using isolation::HelperState;
 
 std::string seconds_text(std::chrono::nanoseconds d) {
   char text[32];
@@ -37,7 +36,7 @@ std::string subject_of(const IsolatedOutputOptions& options) {
   return subject;
 }
 
-HelperState state_of(const isolation::ControlBlock& control) noexcept {
+HelperState state_of(const ControlBlock& control) noexcept {
   return static_cast<HelperState>(control.state.load(std::memory_order_acquire));
 }
 
@@ -45,7 +44,9 @@ HelperState state_of(const isolation::ControlBlock& control) noexcept {
 
 IsolatedOutput::IsolatedOutput(IsolatedOutputOptions options)
     : options_(std::move(options)),
-      backoff_(options_.initial_backoff),
+      // Exact doubling, no jitter: one helper, and its restart delays are
+      // in the log lines an operator reads.
+      backoff_(kit::BackoffOptions{options_.initial_backoff, options_.max_backoff, 2.0, 0.0}),
       log_(subject_of(options_), options_.log_interval,
            options_.log ? options_.log : LogWriter(&write_log_line_to_stderr)) {}
 
@@ -75,18 +76,18 @@ void IsolatedOutput::stop_supervisor() noexcept {
 
 int IsolatedOutput::create_sink(tsm_sink& out, std::string& error) noexcept {
   try {
-    channel_ = isolation::SharedChannel::create();
-    if (options_.producer_config.size() > isolation::kConfigBytes) {
+    channel_ = SharedChannel::create();
+    if (options_.producer_config.size() > kConfigBytes) {
       error = "the producer configuration (" + std::to_string(options_.producer_config.size()) +
               " bytes) is larger than an isolated output accepts (" +
-              std::to_string(isolation::kConfigBytes) + " bytes)";
+              std::to_string(kConfigBytes) + " bytes)";
       return TSM_ERROR;
     }
-    isolation::ControlBlock& control = channel_.control();
+    ControlBlock& control = channel_.control();
     std::memcpy(control.config, options_.producer_config.data(), options_.producer_config.size());
     control.config_size = static_cast<std::uint32_t>(options_.producer_config.size());
-    writer_ = std::make_unique<isolation::ChannelWriter>(channel_);
-    executable_ = isolation::helper_executable();
+    writer_ = std::make_unique<ChannelWriter>(channel_);
+    executable_ = helper_executable();
     supervisor_ = std::thread([this] { supervise(); });
     std::unique_lock lock(mutex_);
     cv_.wait(lock, [&] { return first_outcome_; });
@@ -119,12 +120,12 @@ int IsolatedOutput::close_entry(void* self, std::int64_t timeout_ns, tsm_buffer*
 }
 
 int IsolatedOutput::emit(const tsm_metric_event& event, tsm_buffer* error) noexcept {
-  isolation::ControlBlock& control = channel_.control();
+  ControlBlock& control = channel_.control();
   if (state_of(control) == HelperState::disabled) {
     // The helper's sink failed: the worker disables the output, as for an
     // emit failure in this process.
     try {
-      const std::string message = isolation::message_of(control);
+      const std::string message = message_of(control);
       error->assign(error, message.data(), message.size());
     } catch (...) {
       // No memory for the message: the failure itself is still returned and logged.
@@ -132,12 +133,12 @@ int IsolatedOutput::emit(const tsm_metric_event& event, tsm_buffer* error) noexc
     return TSM_ERROR;
   }
   switch (writer_->write(event)) {
-    case isolation::WriteResult::written:
+    case WriteResult::written:
       break;
-    case isolation::WriteResult::ring_full:
+    case WriteResult::ring_full:
       dropped_ring_full_.fetch_add(1, std::memory_order_relaxed);
       break;
-    case isolation::WriteResult::too_large:
+    case WriteResult::too_large:
       dropped_too_large_.fetch_add(1, std::memory_order_relaxed);
       break;
   }
@@ -150,7 +151,7 @@ int IsolatedOutput::close(std::int64_t timeout_ns, tsm_buffer* error) noexcept {
   {
     std::unique_lock lock(mutex_);
     closing_ = true;
-    isolation::ControlBlock& control = channel_.control();
+    ControlBlock& control = channel_.control();
     control.close_timeout_ns.store(timeout_ns, std::memory_order_relaxed);
     control.close_requested.store(1, std::memory_order_seq_cst);
     // A helper waiting out its restart backoff is started at once to drain
@@ -171,7 +172,7 @@ int IsolatedOutput::close(std::int64_t timeout_ns, tsm_buffer* error) noexcept {
   }
   stop_supervisor();
   // What the helper never took from the channel.
-  const isolation::ControlBlock& control = channel_.control();
+  const ControlBlock& control = channel_.control();
   const std::uint64_t written = control.events_written.load(std::memory_order_acquire);
   const std::uint64_t read = control.events_read.load(std::memory_order_acquire);
   if (written > read) discarded_at_deadline_.fetch_add(written - read, std::memory_order_relaxed);
@@ -198,7 +199,7 @@ int IsolatedOutput::close(std::int64_t timeout_ns, tsm_buffer* error) noexcept {
 IsolatedFigures IsolatedOutput::figures() const noexcept {
   IsolatedFigures f;
   if (!created_.load(std::memory_order_acquire)) return f;  // no channel yet, or none
-  const isolation::ControlBlock& control = channel_.control();
+  const ControlBlock& control = channel_.control();
   // Fates first, then what was handed over: a snapshot never shows more
   // resolved than written.
   f.lost_in_helper = lost_in_helper_.load(std::memory_order_acquire);
@@ -242,18 +243,18 @@ void IsolatedOutput::report(const std::string& text) noexcept {
 }
 
 void IsolatedOutput::start_helper() noexcept {
-  isolation::ControlBlock& control = channel_.control();
+  ControlBlock& control = channel_.control();
   control.state.store(static_cast<std::uint32_t>(HelperState::starting), std::memory_order_release);
   control.parked.store(0, std::memory_order_relaxed);
   std::string error;
-  const isolation::HelperLaunch launch{executable_, options_.plugin_path, options_.reporter,
+  const HelperLaunch launch{executable_, options_.plugin_path, options_.reporter,
                                        channel_.fd()};
   started_at_ = Clock::now();
   last_progress_ = started_at_;
   last_heartbeat_ = control.heartbeat.load(std::memory_order_relaxed);
   spawn_heartbeat_ = last_heartbeat_;
   kill_reason_.clear();
-  pid_ = isolation::spawn_helper(launch, error);
+  pid_ = spawn_helper(launch, error);
   if (pid_ > 0) return;
   if (!first_outcome_) {
     first_error_ = error;
@@ -262,22 +263,22 @@ void IsolatedOutput::start_helper() noexcept {
     stop_ = true;
     return;
   }
-  restart_at_ = started_at_ + backoff_;
+  const std::chrono::milliseconds delay = backoff_.next();
+  restart_at_ = started_at_ + delay;
   if (closing_) {
     report(error);
     return;
   }
-  report(error + "; retrying in " + seconds_text(backoff_));
-  backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+  report(error + "; retrying in " + seconds_text(delay));
 }
 
 void IsolatedOutput::helper_ended(int wait_status, Clock::time_point now) noexcept {
-  isolation::ControlBlock& control = channel_.control();
+  ControlBlock& control = channel_.control();
   const pid_t pid = pid_;
   pid_ = -1;
   const HelperState state = state_of(control);
   const bool clean = wait_status >= 0 && WIFEXITED(wait_status) &&
-                     WEXITSTATUS(wait_status) == isolation::kHelperExitClosed &&
+                     WEXITSTATUS(wait_status) == kHelperExitClosed &&
                      state == HelperState::closed;
   // Taken from the channel but neither delivered nor dropped: lost with it.
   const std::uint64_t read = control.events_read.load(std::memory_order_acquire);
@@ -297,9 +298,9 @@ void IsolatedOutput::helper_ended(int wait_status, Clock::time_point now) noexce
   try {
     how = !kill_reason_.empty() ? kill_reason_ + "; killed"
           : wait_status < 0     ? std::string("ended (its exit status was reaped elsewhere)")
-                                : isolation::describe_wait_status(wait_status);
+                                : describe_wait_status(wait_status);
     if (wait_status >= 0 && WIFEXITED(wait_status) && WEXITSTATUS(wait_status) != 0) {
-      const std::string message = isolation::message_of(control);
+      const std::string message = message_of(control);
       if (!message.empty()) how += " (" + message + ")";
     }
   } catch (...) {
@@ -310,7 +311,7 @@ void IsolatedOutput::helper_ended(int wait_status, Clock::time_point now) noexce
   if (!first_outcome_) {
     first_outcome_ = true;
     if (state == HelperState::create_failed) {
-      first_error_ = isolation::message_of(control);
+      first_error_ = message_of(control);
     } else {
       first_error_ = "the " + who + how + " before create_sink returned";
     }
@@ -323,7 +324,7 @@ void IsolatedOutput::helper_ended(int wait_status, Clock::time_point now) noexce
     helper_exited_ = true;
     if (clean) {
     } else if (state == HelperState::closed) {
-      close_problem_ = isolation::message_of(control);  // the plugin's close failed
+      close_problem_ = message_of(control);  // the plugin's close failed
     } else if (close_kill_) {
       close_problem_ = "the " + who + how + " during close";
     } else {
@@ -335,16 +336,16 @@ void IsolatedOutput::helper_ended(int wait_status, Clock::time_point now) noexce
     return;
   }
   // Unexpected: restart after the backoff.
-  if (now - started_at_ >= options_.healthy_after) backoff_ = options_.initial_backoff;
-  restart_at_ = now + backoff_;
+  if (now - started_at_ >= options_.healthy_after) backoff_.reset();
+  const std::chrono::milliseconds delay = backoff_.next();
+  restart_at_ = now + delay;
   report(who + how + "; " + events_text(in_flight) + " lost in the helper; restarting in " +
-         seconds_text(backoff_));
-  backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+         seconds_text(delay));
   control.state.store(static_cast<std::uint32_t>(HelperState::starting), std::memory_order_release);
 }
 
 void IsolatedOutput::watch_progress(Clock::time_point now) noexcept {
-  const isolation::ControlBlock& control = channel_.control();
+  const ControlBlock& control = channel_.control();
   const HelperState state = state_of(control);
   // Ready (or already disabled): the sink exists. A failed create_sink is
   // the helper's exit, which helper_ended reports with its message; taken
@@ -426,4 +427,4 @@ void IsolatedOutput::supervise() noexcept {
   }
 }
 
-}  // namespace tokenspeed::metrics
+}  // namespace tokenspeed::metrics::isolation

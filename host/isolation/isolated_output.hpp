@@ -17,6 +17,7 @@
 #include <string>
 #include <thread>
 
+#include <tokenspeed/kit/backoff.hpp>
 #include <tokenspeed/metric_reporter.h>
 
 #include "isolation/channel_writer.hpp"
@@ -25,7 +26,7 @@
 #include "core/fault_log.hpp"
 #include "pipeline/sink_worker.hpp"
 
-namespace tokenspeed::metrics {
+namespace tokenspeed::metrics::isolation {
 
 struct IsolatedOutputOptions {
   std::string output;           // the output's name
@@ -95,8 +96,8 @@ class IsolatedOutput {
 
   const IsolatedOutputOptions options_;
   std::string executable_;
-  isolation::SharedChannel channel_;
-  std::unique_ptr<isolation::ChannelWriter> writer_;  // worker thread
+  SharedChannel channel_;
+  std::unique_ptr<ChannelWriter> writer_;  // worker thread
   std::atomic<bool> created_{false};
 
   // worker-written
@@ -123,7 +124,7 @@ class IsolatedOutput {
   std::string kill_reason_;  // why the supervisor killed the running helper, "" if it did not
   std::chrono::steady_clock::time_point started_at_{};
   std::chrono::steady_clock::time_point restart_at_{};
-  std::chrono::milliseconds backoff_{0};
+  kit::Backoff backoff_;  // supervisor thread
   std::uint64_t last_heartbeat_ = 0;
   std::uint64_t spawn_heartbeat_ = 0;  // the heartbeat when the helper was spawned
   std::chrono::steady_clock::time_point last_progress_{};
@@ -132,4 +133,4 @@ class IsolatedOutput {
   FaultLog log_;  // supervisor thread, then close after it stopped
 };
 
-}  // namespace tokenspeed::metrics
+}  // namespace tokenspeed::metrics::isolation

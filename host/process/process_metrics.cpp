@@ -15,7 +15,7 @@ namespace {
 // runs in a helper process; its fates there rewrite the worker's accounting.
 OutputDefinition isolated_definition(const Reporter& reporter, const ProducerOutput& output,
                                      const RouterOptions& router) {
-  IsolatedOutputOptions options;
+  isolation::IsolatedOutputOptions options;
   options.output = output.name;
   options.plugin_path = reporter.plugin_path();
   options.reporter = output.name;
@@ -24,7 +24,7 @@ OutputDefinition isolated_definition(const Reporter& reporter, const ProducerOut
   options.settings = output.isolation;
   options.log_interval = router.log_interval;
   options.log = router.log;
-  auto isolated = std::make_shared<IsolatedOutput>(std::move(options));
+  auto isolated = std::make_shared<isolation::IsolatedOutput>(std::move(options));
   OutputDefinition definition{output.name,
                               // Called once, by the output's worker, on its first event.
                               [isolated](tsm_sink& sink, std::string& error) -> int {

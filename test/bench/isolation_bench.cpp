@@ -18,6 +18,7 @@
 namespace {
 
 using namespace tokenspeed::metrics;
+using namespace tokenspeed::metrics::isolation;
 
 const char* const kLabelNames[2] = {"model", "rank"};
 const char* const kLabelValues[2] = {"llama", "0"};

@@ -34,6 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using namespace tokenspeed::metrics;
+using namespace tokenspeed::metrics::isolation;
 
 // Three metric families as the catalog describes them.
 struct Families {
