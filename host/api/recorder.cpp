@@ -1,5 +1,7 @@
 // recorder.cpp — the public Recorder over the host's Collector. Startup path
 // (creating families); the handles it gives are the hot path.
+// Tested in test/unit/api/node_test.cpp (through Node and the Recorder it hands
+// out).
 #include "pipeline/collector.hpp"
 #include "tokenspeed/metrics/node.hpp"
 

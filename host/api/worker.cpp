@@ -2,6 +2,8 @@
 // Node from the environment, registers the plugins again (never validate or
 // start_node), records, and at close drains within its budget and leaves its
 // report in the run directory.
+// Tested in test/unit/api/node_test.cpp and
+// test/embedding/test_example_engine.py.
 #include <unistd.h>
 
 #include <condition_variable>

@@ -2,6 +2,7 @@
 // Each runs with argv[0] being the command name and returns the exit status:
 // 0 success, 1 runtime failure, 2 startup or usage error, and for the
 // commands that run a node (simulate) 3 and 4 below.
+// Tested in test/cli/ (each command run as a user runs it).
 #pragma once
 
 namespace tokenspeed::metrics::cli {

@@ -1,5 +1,6 @@
 // main.cpp — the tokenspeed-metrics executable: picks the subcommand and
 // turns anything that escapes it into a one-line error. Owns no behaviour.
+// Tested in test/cli/test_cli_usage.py.
 #include <cstdio>
 #include <cstring>
 #include <exception>

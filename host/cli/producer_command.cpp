@@ -3,6 +3,7 @@
 // handoff, registers the plugins again (once per process), records its role's
 // metrics, and on SIGTERM drains its sinks within its budget and exits.
 // Never runs validate or start_node.
+// Tested in test/cli/test_launcher.py (every producer the launcher spawns).
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>

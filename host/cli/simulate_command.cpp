@@ -2,6 +2,7 @@
 // launcher with one scheduler producer per data-parallel rank and one
 // frontend producer, the metrics flags of a real engine, a live status line
 // on a terminal and a summary table per output and process at exit.
+// Tested in test/cli/test_launcher.py.
 #include <signal.h>
 #include <unistd.h>
 

@@ -1,5 +1,6 @@
 // simulation_options.hpp — the flags of the simulated engine shared by
 // `simulate` (the launcher) and `producer` (what it spawns). Parsing only.
+// Tested in test/cli/test_cli_usage.py.
 #pragma once
 
 #include <boost/program_options/options_description.hpp>

@@ -3,6 +3,7 @@
 // loop can take them with sigtimedwait; during startup (plugin loading,
 // validate, start_node, spawning) this watcher's thread takes them instead,
 // so a stop request is never left pending behind a slow or stuck startup.
+// Tested in test/cli/test_startup_signals.py.
 #pragma once
 
 #include <signal.h>

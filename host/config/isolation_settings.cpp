@@ -42,8 +42,9 @@ IsolationSettings take_isolation_settings(boost::json::object& config, const std
   if (const boost::json::value* mode = config.if_contains(kIsolationKey); mode != nullptr) {
     const StartupErrorContext where{reporter, file, key_prefix + kIsolationKey};
     if (!mode->is_string()) {
-      throw StartupError(where, "must be a string: \"process\" (run the output's sink in a helper "
-                                "process) or \"none\"");
+      throw StartupError(where,
+                         "must be a string: \"process\" (run the output's sink in a helper "
+                         "process) or \"none\"");
     }
     if (mode->get_string() != "process" && mode->get_string() != "none") {
       throw StartupError(where, "unknown isolation '" + std::string(mode->get_string()) +

@@ -92,7 +92,6 @@ MetricsSettings check_options(const GivenOptions& given) {
   return settings;
 }
 
-
 namespace po = boost::program_options;
 
 constexpr double kDefaultShutdownSeconds =

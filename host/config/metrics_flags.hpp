@@ -4,6 +4,8 @@
 // giving MetricsSettings), and the Boost.Program_options flags that fill it
 // (turning command-line mistakes into StartupError). Parses and checks;
 // never loads anything.
+// Tested in test/unit/config/reporter_config_test.cpp and
+// test/unit/api/engine_options_test.cpp.
 #pragma once
 
 #include <chrono>
@@ -58,7 +60,6 @@ struct MetricsSettings {
 // file and the plugin directories are carried over as given; they are
 // checked with the plugins loaded, at startup (validate_metrics_startup).
 MetricsSettings check_options(const GivenOptions& given);
-
 
 // Adds --enable-metrics, --metrics-reporters (repeatable, comma lists),
 // --metrics-reporter-config, --metrics-plugin-dir (repeatable) and

@@ -1,6 +1,8 @@
 // delivery_defaults.hpp — the defaults of the two delivery flags, in one
 // place for the router, the launcher and the command line:
 // --metrics-reporter-queue-size and --metrics-shutdown-timeout.
+// Tested in test/unit/api/engine_options_test.cpp (the defaults and ranges as
+// flags apply them).
 #pragma once
 
 #include <chrono>

@@ -24,8 +24,7 @@ void write_log_line_to_stderr(std::string_view line) noexcept {
   }
 }
 
-FaultLog::FaultLog(std::string subject, std::chrono::nanoseconds interval,
-                               LogWriter writer)
+FaultLog::FaultLog(std::string subject, std::chrono::nanoseconds interval, LogWriter writer)
     : subject_(std::move(subject)), interval_(interval), writer_(std::move(writer)) {
   if (!writer_) writer_ = &write_log_line_to_stderr;
 }

@@ -1,6 +1,8 @@
 // in_process_metric_store.hpp — a MetricStore in this process's heap, for a
 // process that is its own Prometheus endpoint (no producer processes). Never
 // frees a series before the store is destroyed.
+// Tested in test/unit/prometheus/prometheus_merge_test.cpp and
+// test/unit/pipeline/collector_test.cpp.
 #pragma once
 
 #include <deque>
@@ -33,7 +35,7 @@ class InProcessMetricStore final : public MetricStore {
 
  private:
   mutable std::mutex mutex_;
-  std::deque<Series> series_;                       // stable addresses
+  std::deque<Series> series_;  // stable addresses
   // One block per series, on cache lines of its own: a series updated on
   // one thread never shares a line with another series or with the heap
   // objects a delivery worker reads.

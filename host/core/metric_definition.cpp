@@ -16,7 +16,8 @@ constexpr GaugeMode kGaugeModes[] = {GaugeMode::livemax, GaugeMode::livesum, Gau
                                      GaugeMode::liveall};
 
 bool is_name_start(char c, bool colon_allowed) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || (colon_allowed && c == ':');
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+         (colon_allowed && c == ':');
 }
 
 // The exposition format's metric names ([a-zA-Z_:][a-zA-Z0-9_:]*) and label
@@ -92,8 +93,9 @@ MetricDefinition checked_definition(MetricDefinition definition) {
     definition.name.resize(definition.name.size() - 6);
   }
   if (!valid_name(definition.name, true)) {
-    reject(definition, "not a valid metric name (letters, digits, '_' and ':', not starting "
-                       "with a digit)");
+    reject(definition,
+           "not a valid metric name (letters, digits, '_' and ':', not starting "
+           "with a digit)");
   }
   std::set<std::string_view> seen;
   for (const std::string& label : definition.label_names) {

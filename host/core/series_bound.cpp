@@ -47,8 +47,7 @@ const MetricDefinition& series_refused_definition() {
 std::string series_refused_line(const MetricDefinition& family, std::size_t bound,
                                 std::span<const std::string_view> values) {
   std::string line = "tokenspeed-metrics: metric '" + input_excerpt(family.name) + "' has " +
-                     std::to_string(bound) + " series in process " +
-                     std::to_string(::getpid()) +
+                     std::to_string(bound) + " series in process " + std::to_string(::getpid()) +
                      ", its bound (--metrics-max-series-per-family): new label sets are refused "
                      "and counted in tokenspeed_metrics_series_refused_total, existing series "
                      "keep recording; first refused: {";

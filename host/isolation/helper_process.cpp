@@ -61,9 +61,9 @@ pid_t spawn_helper(const HelperLaunch& launch, std::string& error) noexcept {
       return -1;
     }
     const std::string parent = std::to_string(::getpid());
-    std::vector<std::string> args = {launch.executable, "--plugin", launch.plugin_path,
-                                     "--reporter",      launch.reporter, "--channel-fd",
-                                     "3",               "--parent-pid", parent};
+    std::vector<std::string> args = {
+        launch.executable, "--plugin", launch.plugin_path, "--reporter", launch.reporter,
+        "--channel-fd",    "3",        "--parent-pid",     parent};
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
@@ -88,15 +88,16 @@ pid_t spawn_helper(const HelperLaunch& launch, std::string& error) noexcept {
     sigemptyset(&none);
     sigset_t defaults;
     sigemptyset(&defaults);
-    for (const int number : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2}) {
+    for (const int number :
+         {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE, SIGCHLD, SIGUSR1, SIGUSR2}) {
       sigaddset(&defaults, number);
     }
     posix_spawnattr_setsigmask(&attributes, &none);
     posix_spawnattr_setsigdefault(&attributes, &defaults);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid = -1;
-    const int rc = ::posix_spawn(&pid, launch.executable.c_str(), &actions, &attributes,
-                                 argv.data(), environ);
+    const int rc =
+        ::posix_spawn(&pid, launch.executable.c_str(), &actions, &attributes, argv.data(), environ);
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     if (moved >= 0) ::close(moved);
@@ -116,8 +117,8 @@ std::string describe_wait_status(int status) {
     const int number = WTERMSIG(status);
     const char* name = signal_name(number);
     const char* meaning = signal_meaning(number);
-    std::string text = "killed by " + (name != nullptr ? std::string(name)
-                                                       : "signal " + std::to_string(number));
+    std::string text =
+        "killed by " + (name != nullptr ? std::string(name) : "signal " + std::to_string(number));
     if (meaning != nullptr && *meaning != '\0') text += std::string(" (") + meaning + ")";
     return text;
   }

@@ -79,8 +79,8 @@ int IsolatedOutput::create_sink(tsm_sink& out, std::string& error) noexcept {
     channel_ = SharedChannel::create();
     if (options_.producer_config.size() > kConfigBytes) {
       error = "the producer configuration (" + std::to_string(options_.producer_config.size()) +
-              " bytes) is larger than an isolated output accepts (" +
-              std::to_string(kConfigBytes) + " bytes)";
+              " bytes) is larger than an isolated output accepts (" + std::to_string(kConfigBytes) +
+              " bytes)";
       return TSM_ERROR;
     }
     ControlBlock& control = channel_.control();
@@ -247,8 +247,7 @@ void IsolatedOutput::start_helper() noexcept {
   control.state.store(static_cast<std::uint32_t>(HelperState::starting), std::memory_order_release);
   control.parked.store(0, std::memory_order_relaxed);
   std::string error;
-  const HelperLaunch launch{executable_, options_.plugin_path, options_.reporter,
-                                       channel_.fd()};
+  const HelperLaunch launch{executable_, options_.plugin_path, options_.reporter, channel_.fd()};
   started_at_ = Clock::now();
   last_progress_ = started_at_;
   last_heartbeat_ = control.heartbeat.load(std::memory_order_relaxed);
@@ -278,8 +277,7 @@ void IsolatedOutput::helper_ended(int wait_status, Clock::time_point now) noexce
   pid_ = -1;
   const HelperState state = state_of(control);
   const bool clean = wait_status >= 0 && WIFEXITED(wait_status) &&
-                     WEXITSTATUS(wait_status) == kHelperExitClosed &&
-                     state == HelperState::closed;
+                     WEXITSTATUS(wait_status) == kHelperExitClosed && state == HelperState::closed;
   // Taken from the channel but neither delivered nor dropped: lost with it.
   const std::uint64_t read = control.events_read.load(std::memory_order_acquire);
   const std::uint64_t resolved = control.delivered.load(std::memory_order_acquire) +

@@ -100,8 +100,8 @@ void shared_futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
   timespec ts{};
   ts.tv_sec = static_cast<time_t>(timeout_ns / 1'000'000'000);
   ts.tv_nsec = static_cast<long>(timeout_ns % 1'000'000'000);
-  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT, expected, &ts,
-            nullptr, 0);
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT, expected, &ts, nullptr,
+            0);
 }
 
 void shared_futex_wake(std::atomic<std::uint32_t>& word) noexcept {

@@ -44,7 +44,6 @@ struct CollectorOptions {
   std::int64_t snapshot_interval_ticks = 0;
 };
 
-
 // The series table of one family: lookup by label values without locking or
 // allocating when the series exists (an open-addressing table of series
 // pointers, read lock-free), interning under a lock otherwise.
@@ -96,7 +95,6 @@ class FamilyCore {
       tables_;                       // every table ever published (readers may hold old ones)
   std::deque<MetricSeries> series_;  // stable addresses
 };
-
 
 // The registry of families of one process.
 // Lifetimes: each MetricDefinition outlives the Collector and the store; the
@@ -194,8 +192,7 @@ inline void record_set(MetricSeries* series, const CollectorOptions* options,
 inline void record_add(MetricSeries* series, const CollectorOptions* options,
                        double delta) noexcept {
   if (series == nullptr) return;
-  const double value =
-      add_to_slot(series->slots[0], delta);
+  const double value = add_to_slot(series->slots[0], delta);
   emit_gauge(series, *options, value);
 }
 

@@ -13,7 +13,9 @@ std::vector<const char*> c_strings(const std::vector<std::string>& strings) {
 }  // namespace
 
 SeriesFamily::SeriesFamily(const MetricDefinition& def)
-    : definition(def), sample_name(def.sample_name()), label_names(c_strings(def.label_names)),
+    : definition(def),
+      sample_name(def.sample_name()),
+      label_names(c_strings(def.label_names)),
       operation(operation_of(def.kind)) {
   info.struct_size = sizeof(tsm_metric_info);
   info.kind = static_cast<std::uint32_t>(def.kind);

@@ -1,6 +1,8 @@
 // sink_worker.hpp — one output's delivery worker: lazy create_sink, draining its
 // rings, emit, and the plugin's close. The only caller of plugin sink functions;
 // collector threads touch it only through wake(), never a plugin call.
+// Tested in test/unit/pipeline/event_router_test.cpp and
+// event_router_stress_test.cpp.
 #pragma once
 
 #include <array>

@@ -61,7 +61,6 @@ std::string close_refused(const Handle& handle, std::chrono::nanoseconds timeout
   return " (closing it failed too: " + failure_message(error, status, "close") + ")";
 }
 
-
 // Parses a plugin's JSON result; returns an explanation when it is not a
 // JSON object, "" otherwise.
 std::string parse_object(const std::string& text, boost::json::object& out) {

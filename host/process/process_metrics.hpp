@@ -4,6 +4,7 @@
 // collector the engine records with, the host's own figures per output, and
 // closing all of it within a budget. Never loads plugins or validates
 // configuration: it receives a registry and producer configurations.
+// Tested in test/unit/api/node_test.cpp and test/cli/test_launcher.py.
 #pragma once
 
 #include <chrono>

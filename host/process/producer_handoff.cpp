@@ -52,10 +52,9 @@ std::int64_t int_member(const boost::json::object& json, const char* key) {
 boost::json::object handoff_to_json(const ProducerHandoff& handoff) {
   boost::json::array outputs;
   for (const ProducerOutput& output : handoff.outputs) {
-    outputs.push_back(
-        boost::json::object{{"name", output.name},
-                            {"producer_config", output.producer_config},
-                            {"isolation", output.isolation.to_json()}});
+    outputs.push_back(boost::json::object{{"name", output.name},
+                                          {"producer_config", output.producer_config},
+                                          {"isolation", output.isolation.to_json()}});
   }
   boost::json::array dirs;
   for (const std::string& dir : handoff.plugin_dirs) dirs.push_back(boost::json::string(dir));
@@ -205,8 +204,8 @@ std::string read_handoff_file(const char* path) {
   // O_NONBLOCK: a FIFO in its place must not block the open (fstat refuses it).
   const int fd = ::open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
-    bad_handoff(kHandoffFileEnv, std::string("'") + path + "' cannot be opened: " +
-                                     std::strerror(errno) +
+    bad_handoff(kHandoffFileEnv, std::string("'") + path +
+                                     "' cannot be opened: " + std::strerror(errno) +
                                      " (did the launcher's metrics node shut down?)");
   }
   struct stat info {};

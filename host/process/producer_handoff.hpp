@@ -31,7 +31,7 @@ inline constexpr const char* kMetricsDisabledEnv = "TOKENSPEED_METRICS_DISABLED"
 struct ProducerOutput {
   std::string name;                     // the selected output
   boost::json::object producer_config;  // start_node's result, or the normalized config
-  IsolationSettings isolation{};         // where its sink runs
+  IsolationSettings isolation{};        // where its sink runs
 };
 
 struct ProducerHandoff {

@@ -62,12 +62,9 @@ void add_endpoint_self_figures(PrometheusMerge& merge, const EndpointCounters& c
   };
   add(defs[0], {}, counters.connections_accepted);
   const std::pair<std::string_view, std::uint64_t> closed[] = {
-      {"rejected", counters.connections_rejected},
-      {"evicted", counters.connections_evicted},
-      {"idle_timeout", counters.idle_timeouts},
-      {"timeout", counters.timeouts},
-      {"oversized", counters.oversized_requests},
-      {"bad_request", counters.bad_requests},
+      {"rejected", counters.connections_rejected}, {"evicted", counters.connections_evicted},
+      {"idle_timeout", counters.idle_timeouts},    {"timeout", counters.timeouts},
+      {"oversized", counters.oversized_requests},  {"bad_request", counters.bad_requests},
   };
   for (const auto& [reason, count] : closed) {
     const std::string_view labels[] = {reason};

@@ -11,7 +11,8 @@ namespace tokenspeed::metrics {
 namespace {
 
 bool kind_from_string(std::string_view text, MetricKind& kind) noexcept {
-  for (const MetricKind candidate : {MetricKind::counter, MetricKind::gauge, MetricKind::histogram}) {
+  for (const MetricKind candidate :
+       {MetricKind::counter, MetricKind::gauge, MetricKind::histogram}) {
     if (to_string(candidate) == text) {
       kind = candidate;
       return true;
@@ -43,8 +44,7 @@ std::string encode_definition(const MetricDefinition& definition) {
   return boost::json::serialize(record);
 }
 
-std::optional<MetricDefinition> decode_definition(std::string_view name,
-                                                  std::string_view payload) {
+std::optional<MetricDefinition> decode_definition(std::string_view name, std::string_view payload) {
   try {
     const boost::json::object record = boost::json::parse(payload).as_object();
     MetricDefinition definition;

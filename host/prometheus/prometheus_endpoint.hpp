@@ -66,8 +66,8 @@ struct EndpointCounters {
   std::uint64_t connections_evicted = 0;   // closed at the limit to admit a new one
   std::uint64_t connections_open = 0;
   std::uint64_t requests = 0;
-  std::uint64_t idle_timeouts = 0;  // no request began within idle_timeout
-  std::uint64_t timeouts = 0;       // a request or response outlasted read_ or write_timeout
+  std::uint64_t idle_timeouts = 0;       // no request began within idle_timeout
+  std::uint64_t timeouts = 0;            // a request or response outlasted read_ or write_timeout
   std::uint64_t oversized_requests = 0;  // answered 413 or 431
   std::uint64_t bad_requests = 0;        // malformed, answered 400
 };

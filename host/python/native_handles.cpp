@@ -19,18 +19,16 @@ namespace tokenspeed::metrics::python {
 namespace {
 
 struct FamilyObject {
-  PyObject_HEAD
-  MetricDefinition* definition;  // checked; owned
-  void* native;                  // CounterFamily*, GaugeFamily* or HistogramFamily*
-  std::uint64_t generation;      // of native
-  PyObject* children;            // dict: tuple of label values -> child
-  PyObject* labelnames;          // tuple of str
+  PyObject_HEAD MetricDefinition* definition;  // checked; owned
+  void* native;                                // CounterFamily*, GaugeFamily* or HistogramFamily*
+  std::uint64_t generation;                    // of native
+  PyObject* children;                          // dict: tuple of label values -> child
+  PyObject* labelnames;                        // tuple of str
 };
 
 struct ChildObject {
-  PyObject_HEAD
-  FamilyObject* family;  // strong reference
-  PyObject* values;      // tuple of str
+  PyObject_HEAD FamilyObject* family;  // strong reference
+  PyObject* values;                    // tuple of str
   std::uint64_t generation;
   Counter counter;
   Gauge gauge;
@@ -150,8 +148,7 @@ void child_dealloc(ChildObject* self) {
 
 // Reads the optional argument amount (positional or by keyword) of inc and
 // dec; amount keeps its default when it is not given.
-bool optional_amount(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
-                     double& amount) {
+bool optional_amount(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, double& amount) {
   if (nargs == 0 && kwnames == nullptr) return true;
   PyObject* value = nullptr;
   if (!one_argument(args, nargs, kwnames, "amount", value)) return false;
@@ -163,8 +160,7 @@ PyObject* counter_inc(ChildObject* self, PyObject* const* args, Py_ssize_t nargs
   double amount = 1.0;
   if (!optional_amount(args, nargs, kwnames, amount)) return nullptr;
   if (!(amount >= 0.0)) {
-    PyErr_SetString(PyExc_ValueError,
-                    "Counters can only be incremented by non-negative amounts.");
+    PyErr_SetString(PyExc_ValueError, "Counters can only be incremented by non-negative amounts.");
     return nullptr;
   }
   if (!ready(self)) return nullptr;
@@ -185,8 +181,7 @@ PyObject* gauge_set(ChildObject* self, PyObject* const* args, Py_ssize_t nargs) 
 }
 
 template <int Sign>
-PyObject* gauge_add(ChildObject* self, PyObject* const* args, Py_ssize_t nargs,
-                    PyObject* kwnames) {
+PyObject* gauge_add(ChildObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   double amount = 1.0;
   if (!optional_amount(args, nargs, kwnames, amount)) return nullptr;
   if (!ready(self)) return nullptr;
@@ -250,8 +245,9 @@ PyObject* histogram_observe_many(ChildObject* self, PyObject* values) {
       const bool doubles = view.itemsize == sizeof(double) && view.format != nullptr &&
                            std::string_view(view.format) == "d";
       if (doubles) {
-        self->histogram.observe_each(std::span<const double>(
-            static_cast<const double*>(view.buf), static_cast<std::size_t>(view.len) / sizeof(double)));
+        self->histogram.observe_each(
+            std::span<const double>(static_cast<const double*>(view.buf),
+                                    static_cast<std::size_t>(view.len) / sizeof(double)));
       }
       PyBuffer_Release(&view);
       if (doubles) Py_RETURN_NONE;
@@ -318,7 +314,8 @@ PyTypeObject make_child_type(const char* name, PyMethodDef* methods) {
 
 PyTypeObject counter_child_type =
     make_child_type("tokenspeed_metrics.CounterChild", counter_child_methods);
-PyTypeObject gauge_child_type = make_child_type("tokenspeed_metrics.GaugeChild", gauge_child_methods);
+PyTypeObject gauge_child_type =
+    make_child_type("tokenspeed_metrics.GaugeChild", gauge_child_methods);
 PyTypeObject histogram_child_type =
     make_child_type("tokenspeed_metrics.HistogramChild", histogram_child_methods);
 
@@ -425,7 +422,8 @@ PyObject* family_labels(FamilyObject* self, PyObject* const* args, Py_ssize_t na
         PyErr_SetString(PyExc_ValueError, "Incorrect label names");
         return nullptr;
       }
-      PyObject* text = PyUnicode_CheckExact(found) ? (Py_INCREF(found), found) : PyObject_Str(found);
+      PyObject* text =
+          PyUnicode_CheckExact(found) ? (Py_INCREF(found), found) : PyObject_Str(found);
       if (text == nullptr) {
         Py_DECREF(key);
         return nullptr;
@@ -435,7 +433,8 @@ PyObject* family_labels(FamilyObject* self, PyObject* const* args, Py_ssize_t na
   } else {
     for (Py_ssize_t i = 0; i < nargs; ++i) {
       PyObject* value = args[i];
-      PyObject* text = PyUnicode_CheckExact(value) ? (Py_INCREF(value), value) : PyObject_Str(value);
+      PyObject* text =
+          PyUnicode_CheckExact(value) ? (Py_INCREF(value), value) : PyObject_Str(value);
       if (text == nullptr) {
         Py_DECREF(key);
         return nullptr;
@@ -611,8 +610,10 @@ PyMethodDef counter_family_methods[] = {
 PyMethodDef gauge_family_methods[] = {
     {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS, "labels(*values)"},
     {"set", FASTCALL_KW(family_set), METH_FASTCALL, "set(value)"},
-    {"inc", FASTCALL_KW(forward_fastcall<gauge_add<1>>), METH_FASTCALL | METH_KEYWORDS, "inc(amount=1)"},
-    {"dec", FASTCALL_KW(forward_fastcall<gauge_add<-1>>), METH_FASTCALL | METH_KEYWORDS, "dec(amount=1)"},
+    {"inc", FASTCALL_KW(forward_fastcall<gauge_add<1>>), METH_FASTCALL | METH_KEYWORDS,
+     "inc(amount=1)"},
+    {"dec", FASTCALL_KW(forward_fastcall<gauge_add<-1>>), METH_FASTCALL | METH_KEYWORDS,
+     "dec(amount=1)"},
     {nullptr, nullptr, 0, nullptr}};
 PyMethodDef histogram_family_methods[] = {
     {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS, "labels(*values)"},
@@ -653,12 +654,11 @@ int add_handle_types(PyObject* module) {
     const char* name;
     PyTypeObject* type;
   };
-  for (const Entry& entry : {Entry{"CounterChild", &counter_child_type},
-                             Entry{"GaugeChild", &gauge_child_type},
-                             Entry{"HistogramChild", &histogram_child_type},
-                             Entry{"CounterFamily", &counter_family_type},
-                             Entry{"GaugeFamily", &gauge_family_type},
-                             Entry{"HistogramFamily", &histogram_family_type}}) {
+  for (const Entry& entry :
+       {Entry{"CounterChild", &counter_child_type}, Entry{"GaugeChild", &gauge_child_type},
+        Entry{"HistogramChild", &histogram_child_type},
+        Entry{"CounterFamily", &counter_family_type}, Entry{"GaugeFamily", &gauge_family_type},
+        Entry{"HistogramFamily", &histogram_family_type}}) {
     if (PyType_Ready(entry.type) < 0) return -1;
     Py_INCREF(entry.type);
     if (PyModule_AddObject(module, entry.name, reinterpret_cast<PyObject*>(entry.type)) < 0) {

@@ -1,5 +1,6 @@
 // native_module.cpp — the _tokenspeed_metrics extension module: the handle
 // types and the process functions; tokenspeed_metrics/__init__.py is the API.
+// Tested in test/python/test_tokenspeed_metrics.py.
 #include <Python.h>
 
 #include "native_handles.hpp"
@@ -8,9 +9,15 @@
 namespace {
 
 PyModuleDef module_definition = {
-    PyModuleDef_HEAD_INIT, "_tokenspeed_metrics",
-    "The native part of tokenspeed_metrics (use the tokenspeed_metrics package).", -1,
-    tokenspeed::metrics::python::state_functions, nullptr, nullptr, nullptr, nullptr};
+    PyModuleDef_HEAD_INIT,
+    "_tokenspeed_metrics",
+    "The native part of tokenspeed_metrics (use the tokenspeed_metrics package).",
+    -1,
+    tokenspeed::metrics::python::state_functions,
+    nullptr,
+    nullptr,
+    nullptr,
+    nullptr};
 
 }  // namespace
 

@@ -71,8 +71,8 @@ PyObject* to_list(const std::vector<std::string>& values) {
   PyObject* list = PyList_New(static_cast<Py_ssize_t>(values.size()));
   if (list == nullptr) return nullptr;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    PyObject* item = PyUnicode_FromStringAndSize(values[i].data(),
-                                                 static_cast<Py_ssize_t>(values[i].size()));
+    PyObject* item =
+        PyUnicode_FromStringAndSize(values[i].data(), static_cast<Py_ssize_t>(values[i].size()));
     if (item == nullptr) {
       Py_DECREF(list);
       return nullptr;
@@ -137,14 +137,12 @@ PyObject* start_node(PyObject*, PyObject* flags_list) {
     }
     std::unique_ptr<Node> started;
     std::exception_ptr failure;
-    Py_BEGIN_ALLOW_THREADS
-    try {
+    Py_BEGIN_ALLOW_THREADS try {
       started = std::make_unique<Node>(extracted.options);
     } catch (...) {
       failure = std::current_exception();
     }
-    Py_END_ALLOW_THREADS
-    if (failure) std::rethrow_exception(failure);
+    Py_END_ALLOW_THREADS if (failure) std::rethrow_exception(failure);
     node = std::move(started);
     recorder = &node->recorder();
     closed = false;
@@ -171,14 +169,10 @@ PyObject* attach_worker(PyObject*, PyObject* name) {
     std::unique_ptr<Worker> attached;
     std::exception_ptr failure;
     const std::string worker_name(text);
-    Py_BEGIN_ALLOW_THREADS
-    try {
-      attached = std::make_unique<Worker>(worker_name);
-    } catch (...) {
+    Py_BEGIN_ALLOW_THREADS try { attached = std::make_unique<Worker>(worker_name); } catch (...) {
       failure = std::current_exception();
     }
-    Py_END_ALLOW_THREADS
-    if (failure) std::rethrow_exception(failure);
+    Py_END_ALLOW_THREADS if (failure) std::rethrow_exception(failure);
     worker = std::move(attached);
     recorder = &worker->recorder();
     closed = false;
@@ -202,14 +196,13 @@ PyObject* close_metrics(PyObject*, PyObject* budget) {
     // outputs drain gets ClosedError, not a silent drop.
     mark_closed();
     ShutdownReport report;
-    Py_BEGIN_ALLOW_THREADS
-    if (node) {
+    Py_BEGIN_ALLOW_THREADS if (node) {
       report = default_budget ? node->close() : node->close(duration);
-    } else {
+    }
+    else {
       report = default_budget ? worker->close() : worker->close(duration);
     }
-    Py_END_ALLOW_THREADS
-    return report_to_python(report);
+    Py_END_ALLOW_THREADS return report_to_python(report);
   } catch (...) {
     return raise_from_cpp();
   }
@@ -234,10 +227,9 @@ PyObject* render_metrics(PyObject*, PyObject*) {
   }
   try {
     std::string text;
-    Py_BEGIN_ALLOW_THREADS
-    text = node->render_metrics();
-    Py_END_ALLOW_THREADS
-    return PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
+    Py_BEGIN_ALLOW_THREADS text = node->render_metrics();
+    Py_END_ALLOW_THREADS return PyUnicode_FromStringAndSize(text.data(),
+                                                            static_cast<Py_ssize_t>(text.size()));
   } catch (...) {
     return raise_from_cpp();
   }

@@ -2,6 +2,8 @@
 // process's Node or Worker, the Recorder handles bind to, and the binding
 // generation that a fork in the child advances so every cached handle
 // rebinds to the child's own Worker. Touched with the GIL held.
+// Tested in test/python/test_tokenspeed_metrics.py and
+// test/python/test_close_and_signals.py.
 #pragma once
 
 #include <Python.h>

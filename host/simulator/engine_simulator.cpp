@@ -57,8 +57,9 @@ SchedulerSimulator::SchedulerSimulator(Recorder& recorder, SimulationOptions opt
       recorder.gauge(tokenspeed_metric("tokenspeed:kv_cache_usage_perc")).labels(model, app, rank);
   iteration_tokens_ = recorder.histogram(tokenspeed_metric("tokenspeed:iteration_tokens_total"))
                           .labels(model, app, rank);
-  accepted_tokens_ = recorder.counter(tokenspeed_metric("tokenspeed:spec_decode_num_accepted_tokens"))
-                         .labels(model, app, rank);
+  accepted_tokens_ =
+      recorder.counter(tokenspeed_metric("tokenspeed:spec_decode_num_accepted_tokens"))
+          .labels(model, app, rank);
   draft_tokens_ = recorder.counter(tokenspeed_metric("tokenspeed:spec_decode_num_draft_tokens"))
                       .labels(model, app, rank);
   drafts_ = recorder.counter(tokenspeed_metric("tokenspeed:spec_decode_num_drafts"))
@@ -104,7 +105,8 @@ FrontendSimulator::FrontendSimulator(Recorder& recorder, SimulationOptions optio
     : options_(std::move(options)), rng_(options_.seed * 7919 + 17) {
   const std::string& model = options_.model_name;
   const std::string& app = options_.app_key;
-  prompt_tokens_ = recorder.counter(tokenspeed_metric("tokenspeed:prompt_tokens")).labels(model, app);
+  prompt_tokens_ =
+      recorder.counter(tokenspeed_metric("tokenspeed:prompt_tokens")).labels(model, app);
   generation_tokens_ =
       recorder.counter(tokenspeed_metric("tokenspeed:generation_tokens")).labels(model, app);
   requests_ = recorder.counter(tokenspeed_metric("tokenspeed:num_requests")).labels(model, app);

@@ -20,8 +20,8 @@ void append_segment(std::string& out, std::string_view text) {
 void append_tag_text(std::string& out, std::string_view text, bool is_name) {
   for (const char c : text) {
     const auto u = static_cast<unsigned char>(c);
-    const bool bad = u < 0x20 || u == 0x7f || c == ',' || c == '|' || c == '#' ||
-                     (is_name && c == ':');
+    const bool bad =
+        u < 0x20 || u == 0x7f || c == ',' || c == '|' || c == '#' || (is_name && c == ':');
     out += bad ? '_' : c;
   }
 }

@@ -22,9 +22,9 @@ enum class LineType { kCounter, kGauge, kTimer, kDistribution };
 // A label list seen through two arrays of C strings or std::strings.
 struct LabelView {
   uint32_t count = 0;
-  const char* const* names = nullptr;          // either these two ...
+  const char* const* names = nullptr;  // either these two ...
   const char* const* values = nullptr;
-  const std::string* name_strings = nullptr;   // ... or these two
+  const std::string* name_strings = nullptr;  // ... or these two
   const std::string* value_strings = nullptr;
 
   std::string_view name(uint32_t i) const noexcept {

@@ -20,8 +20,9 @@ Address parse_address(std::string_view text) {
     address.unix_socket = true;
     address.path = std::string(text.substr(kUnix.size()));
     if (address.path.empty() || address.path.front() != '/')
-      throw std::invalid_argument("'address' unix:// needs an absolute path (unix:///run/x.sock), got \"" +
-                                  address.text + "\"");
+      throw std::invalid_argument(
+          "'address' unix:// needs an absolute path (unix:///run/x.sock), got \"" + address.text +
+          "\"");
     if (address.path.size() >= sizeof(sockaddr_un{}.sun_path))
       throw std::invalid_argument("'address' socket path is longer than " +
                                   std::to_string(sizeof(sockaddr_un{}.sun_path) - 1) + " bytes");

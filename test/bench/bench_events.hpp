@@ -14,7 +14,7 @@ namespace tokenspeed::metrics::bench {
 
 inline const char* const kLabelNames[] = {"model_name", "engine"};
 inline const double kBounds[] = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,  0.25, 0.5,
-                          0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
+                                 0.75,  1.0,   2.5,  5.0,  7.5,  10.0, 20.0, 40.0, 80.0};
 
 inline tsm_metric_info make_info(uint32_t kind, const char* name) {
   tsm_metric_info i{};
@@ -32,7 +32,8 @@ inline tsm_metric_info make_info(uint32_t kind, const char* name) {
   return i;
 }
 
-inline const tsm_metric_info kCounter = make_info(TSM_KIND_COUNTER, "tokenspeed:generation_tokens_total");
+inline const tsm_metric_info kCounter =
+    make_info(TSM_KIND_COUNTER, "tokenspeed:generation_tokens_total");
 inline const tsm_metric_info kGauge = make_info(TSM_KIND_GAUGE, "tokenspeed:num_requests_running");
 inline const tsm_metric_info kHistogram =
     make_info(TSM_KIND_HISTOGRAM, "tokenspeed:inter_token_latency_seconds");

@@ -1,7 +1,8 @@
 """compare_benchmarks.py — runs builds of one Google Benchmark program
 alternately (so the machine's drift falls on each alike) and prints, per
 benchmark, the median real time over every repetition of every round, with
-items/s, the drop ratio (dropped_full / (delivered + dropped_full)) and the
+items/s, the drop ratio (dropped_ring_full / (delivered + dropped_ring_full);
+an older build names it dropped_full) and the
 pipeline's own counters where the benchmark reports them.
 
     /usr/bin/python3 test/bench/compare_benchmarks.py \\
@@ -33,8 +34,9 @@ def cell(runs):
     rates = [b["items_per_second"] for b in runs if "items_per_second" in b]
     if rates:
         text += f" {statistics.median(rates) / 1e6:.1f} M/s"
-    ratios = [b["dropped_full"] / (b["delivered"] + b["dropped_full"])
-              for b in runs if "dropped_full" in b and b["delivered"] + b["dropped_full"] > 0]
+    dropped = [(b, b.get("dropped_ring_full", b.get("dropped_full"))) for b in runs]
+    ratios = [d / (b["delivered"] + d) for b, d in dropped
+              if d is not None and b["delivered"] + d > 0]
     if ratios:
         text += f" drop {statistics.median(ratios) * 100:.2f}%"
     for counter in COUNTERS:

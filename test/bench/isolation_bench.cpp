@@ -22,8 +22,15 @@ using namespace tokenspeed::metrics::isolation;
 
 const char* const kLabelNames[2] = {"model", "rank"};
 const char* const kLabelValues[2] = {"llama", "0"};
-const tsm_metric_info kInfo{sizeof(tsm_metric_info), TSM_KIND_COUNTER, "requests_total",
-                            "Finished requests.", "", 2, kLabelNames, 0, nullptr};
+const tsm_metric_info kInfo{sizeof(tsm_metric_info),
+                            TSM_KIND_COUNTER,
+                            "requests_total",
+                            "Finished requests.",
+                            "",
+                            2,
+                            kLabelNames,
+                            0,
+                            nullptr};
 
 tsm_metric_event counter_event() {
   tsm_metric_event e{};
@@ -40,7 +47,9 @@ tsm_metric_event counter_event() {
   return e;
 }
 
-std::string noop_plugin() { return std::string(TSM_BUILD_ROOT) + "/test/plugins/noop_sink/noop_sink.so"; }
+std::string noop_plugin() {
+  return std::string(TSM_BUILD_ROOT) + "/test/plugins/noop_sink/noop_sink.so";
+}
 
 const Reporter& noop_reporter() {
   static ReporterRegistry registry;

@@ -95,15 +95,16 @@ RouterOptions quiet(std::size_t queue_size = 8192) {
 }
 
 // After a benchmark with an output: what the worker delivered and what the
-// ring dropped, with drop_ratio = dropped_full / accepted next to the time
+// ring dropped, with drop_ratio = dropped_ring_full / accepted next to the time
 // (a starved worker makes the record path look cheaper: the drop is).
 void report_drops(benchmark::State& state, EventRouter& router, long allocations) {
   router.close(std::chrono::seconds(5));
   const SinkStats s = router.stats()[0];
   state.counters["delivered"] = static_cast<double>(s.delivered);
-  state.counters["dropped_full"] = static_cast<double>(s.dropped_ring_full);
+  state.counters["dropped_ring_full"] = static_cast<double>(s.dropped_ring_full);
   state.counters["drop_ratio"] =
-      s.accepted == 0 ? 0.0 : static_cast<double>(s.dropped_ring_full) / static_cast<double>(s.accepted);
+      s.accepted == 0 ? 0.0
+                      : static_cast<double>(s.dropped_ring_full) / static_cast<double>(s.accepted);
   state.counters["allocs"] = static_cast<double>(allocations);
   state.counters["parks"] = static_cast<double>(s.parks);
   state.counters["wakeups"] = static_cast<double>(s.wakeups);
@@ -345,9 +346,7 @@ static void BM_HistogramObserve_OneOutput_PacedHalfWorkerRate(benchmark::State& 
     v = v > 2.5 ? 0.0 : v + 0.013;
   });
 }
-BENCHMARK(BM_HistogramObserve_OneOutput_PacedHalfWorkerRate)
-    ->Iterations(4'000'000)
-    ->UseRealTime();
+BENCHMARK(BM_HistogramObserve_OneOutput_PacedHalfWorkerRate)->Iterations(4'000'000)->UseRealTime();
 
 static void BM_GaugeSetChanging_OneOutput_PacedHalfWorkerRate(benchmark::State& state) {
   OneOutput rig;
@@ -355,9 +354,7 @@ static void BM_GaugeSetChanging_OneOutput_PacedHalfWorkerRate(benchmark::State& 
   double v = 0;
   run_paced(state, rig.router, [&] { g.set(v += 1); });
 }
-BENCHMARK(BM_GaugeSetChanging_OneOutput_PacedHalfWorkerRate)
-    ->Iterations(4'000'000)
-    ->UseRealTime();
+BENCHMARK(BM_GaugeSetChanging_OneOutput_PacedHalfWorkerRate)->Iterations(4'000'000)->UseRealTime();
 
 // ---------------------------------------- a plugin that sleeps in every emit
 // Records 2M events (paced a little so the run covers several emits) while
@@ -407,11 +404,11 @@ static void BM_SleepingPlugin_RecordLatency(benchmark::State& state) {
     const SinkStats s = router.stats()[0];
     state.counters["accepted"] = static_cast<double>(s.accepted);
     state.counters["delivered"] = static_cast<double>(s.delivered);
-    state.counters["dropped_full"] = static_cast<double>(s.dropped_ring_full);
+    state.counters["dropped_ring_full"] = static_cast<double>(s.dropped_ring_full);
     state.counters["discarded_at_deadline"] = static_cast<double>(s.discarded_at_deadline);
     state.counters["identity_exact"] =
-        s.accepted == s.delivered + s.dropped_ring_full + s.dropped_sink_disabled + s.dropped_after_close +
-                          s.discarded_at_deadline + s.queue_depth
+        s.accepted == s.delivered + s.dropped_ring_full + s.dropped_sink_disabled +
+                          s.dropped_after_close + s.discarded_at_deadline + s.queue_depth
             ? 1
             : 0;
     // The sink is abandoned inside its 100 ms sleep; let it finish before

@@ -101,9 +101,9 @@ void BM_PushToPrometheus10kSeries(benchmark::State& state) {
       const kit::HttpResponse response =
           client.post(request, std::chrono::steady_clock::now() + std::chrono::seconds(10));
       if (response.status < 200 || response.status >= 300) {
-        state.SkipWithError(("HTTP " + std::to_string(response.status) + " " + response.error +
-                             response.body)
-                                .c_str());
+        state.SkipWithError(
+            ("HTTP " + std::to_string(response.status) + " " + response.error + response.body)
+                .c_str());
         return;
       }
     }

@@ -125,7 +125,8 @@ std::size_t check_responses(std::string_view text, const std::vector<bool>& head
     boost::beast::error_code ec;
     std::size_t used = 0;
     while (!parser.is_done()) {
-      const std::size_t n = parser.put(boost::asio::buffer(text.data() + used, text.size() - used), ec);
+      const std::size_t n =
+          parser.put(boost::asio::buffer(text.data() + used, text.size() - used), ec);
       used += n;
       if (ec == http::error::need_more) {
         // A response cut short can only be the last one, when the server

@@ -83,9 +83,7 @@ inline bool metric_name_char(char c, bool first) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || c == ':' ||
          (!first && c >= '0' && c <= '9');
 }
-inline bool label_name_char(char c, bool first) {
-  return c != ':' && metric_name_char(c, first);
-}
+inline bool label_name_char(char c, bool first) { return c != ':' && metric_name_char(c, first); }
 
 // A Go float as Prometheus's text parser reads it.
 inline double read_value(std::string_view token) {
@@ -125,8 +123,8 @@ inline Exposition parse_exposition(std::string_view text) {
     rest.remove_prefix(newline + 1);
     auto read_name = [&line](bool metric) {
       std::size_t n = 0;
-      while (n < line.size() && (metric ? metric_name_char(line[n], n == 0)
-                                        : label_name_char(line[n], n == 0)))
+      while (n < line.size() &&
+             (metric ? metric_name_char(line[n], n == 0) : label_name_char(line[n], n == 0)))
         ++n;
       FUZZ_CHECK(n > 0);
       std::string name(line.substr(0, n));

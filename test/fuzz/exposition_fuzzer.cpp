@@ -49,18 +49,27 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (fields.size() < 5 || fields[0].empty()) return 0;
   tsm::MetricDefinition definition;
   switch (fields[0][0]) {
-    case 'c': definition.kind = tsm::MetricKind::counter; break;
-    case 'g': definition.kind = tsm::MetricKind::gauge; break;
-    case 'h': definition.kind = tsm::MetricKind::histogram; break;
-    default: return 0;
+    case 'c':
+      definition.kind = tsm::MetricKind::counter;
+      break;
+    case 'g':
+      definition.kind = tsm::MetricKind::gauge;
+      break;
+    case 'h':
+      definition.kind = tsm::MetricKind::histogram;
+      break;
+    default:
+      return 0;
   }
   if (fields[0].size() > 1) {
-    definition.gauge_mode = static_cast<tsm::GaugeMode>(static_cast<unsigned char>(fields[0][1]) % 7);
+    definition.gauge_mode =
+        static_cast<tsm::GaugeMode>(static_cast<unsigned char>(fields[0][1]) % 7);
   }
   definition.name = std::string(fields[1]);
   definition.help = std::string(fields[2]);
   if (!fields[3].empty()) {
-    for (const std::string_view label : split(fields[3], ',')) definition.label_names.emplace_back(label);
+    for (const std::string_view label : split(fields[3], ','))
+      definition.label_names.emplace_back(label);
   }
   definition.buckets = numbers(fields[4]);
   try {
@@ -78,15 +87,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::set<std::vector<std::string>> given;  // label values (and pid) of every series
   std::size_t at = 5;
   for (std::size_t index = 0; at + label_count < fields.size(); ++index) {
-    const std::vector<std::string_view> values(fields.begin() + static_cast<std::ptrdiff_t>(at),
-                                               fields.begin() + static_cast<std::ptrdiff_t>(at + label_count));
+    const std::vector<std::string_view> values(
+        fields.begin() + static_cast<std::ptrdiff_t>(at),
+        fields.begin() + static_cast<std::ptrdiff_t>(at + label_count));
     std::vector<double> slots = numbers(fields[at + label_count]);
     at += label_count + 1;
     slots.resize(slot_count, 0.0);
     const tsm::ProcessIdentity process{static_cast<pid_t>(1000 + index % 3), 0};
     merge.add_series(definition, values, slots, process, true);
     std::vector<std::string> key;
-    for (const std::string_view value : values) key.push_back(tsm::fuzz::replace_invalid_utf8(value));
+    for (const std::string_view value : values)
+      key.push_back(tsm::fuzz::replace_invalid_utf8(value));
     if (per_process) key.push_back(std::to_string(process.pid));
     given.insert(std::move(key));
   }

@@ -15,12 +15,12 @@
 #include <system_error>
 #include <vector>
 
-#define FUZZ_CHECK(condition)                                                           \
-  do {                                                                                  \
-    if (!(condition)) {                                                                 \
+#define FUZZ_CHECK(condition)                                                               \
+  do {                                                                                      \
+    if (!(condition)) {                                                                     \
       std::fprintf(stderr, "%s:%d: property broken: %s\n", __FILE__, __LINE__, #condition); \
-      std::abort();                                                                     \
-    }                                                                                   \
+      std::abort();                                                                         \
+    }                                                                                       \
   } while (0)
 
 namespace tokenspeed::metrics::fuzz {
@@ -35,8 +35,8 @@ inline const std::filesystem::path& scratch_dir() {
   static const std::filesystem::path* const dir = [] {
     const char* runner_base = std::getenv("TSM_FUZZ_SCRATCH");
     std::string base = runner_base != nullptr && *runner_base != '\0' ? runner_base
-                       : std::filesystem::is_directory("/dev/shm")   ? "/dev/shm"
-                                                                     : "/tmp";
+                       : std::filesystem::is_directory("/dev/shm")    ? "/dev/shm"
+                                                                      : "/tmp";
     std::string pattern = base + "/tsm-fuzz-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
       std::perror("mkdtemp");

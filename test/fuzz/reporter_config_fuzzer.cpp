@@ -91,8 +91,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   tsm::add_delivery_options(description);
   try {
     const tsm::ExtractedFlags extracted = tsm::extract_flags(args, description);
-    const tsm::MetricsSettings settings =
-        tsm::check_options(tsm::given_options(extracted.values));
+    const tsm::MetricsSettings settings = tsm::check_options(tsm::given_options(extracted.values));
     FUZZ_CHECK(settings.queue_size >= 2 && settings.queue_size <= (std::size_t{1} << 24));
     tsm::MetricsOptions options = settings.metrics;
     // Whatever file was named, the one read is the input's (never a device).

@@ -1,7 +1,8 @@
 // strict_json_fuzzer.cpp — fuzzes parse_strict_json (host/core/strict_json)
 // with arbitrary text. It must agree with Boost.JSON on what is JSON (but for
-// numbers too large for a double, which it rejects), fail only with StrictJsonError, name a key path for every duplicate, and accept
-// every document Boost.JSON writes (which has no duplicates) as the same value.
+// numbers too large for a double, which it rejects), fail only with StrictJsonError, name a key
+// path for every duplicate, and accept every document Boost.JSON writes (which has no duplicates)
+// as the same value.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

@@ -28,7 +28,8 @@ std::string read_all(const std::filesystem::path& path) {
 }
 
 void write(const std::filesystem::path& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
 }
 
 void set(double* slot, double value) { std::atomic_ref<double>(*slot).store(value); }
@@ -61,9 +62,11 @@ int main(int argc, char** argv) {
     tsm::MultiprocessMetricStore store(options);
     const std::vector<std::string> labels = {"llama-3-8b", "default", "0"};
     const std::vector<std::string> frontend = {"llama-3-8b", "default"};
-    set(store.allocate_series(tsm::tokenspeed_metric("tokenspeed:num_requests_running"), labels), 3);
+    set(store.allocate_series(tsm::tokenspeed_metric("tokenspeed:num_requests_running"), labels),
+        3);
     set(store.allocate_series(tsm::tokenspeed_metric("tokenspeed:prompt_tokens"), frontend), 1234);
-    double* ttft = store.allocate_series(tsm::tokenspeed_metric("tokenspeed:time_to_first_token_seconds"), frontend);
+    double* ttft = store.allocate_series(
+        tsm::tokenspeed_metric("tokenspeed:time_to_first_token_seconds"), frontend);
     set(ttft + 0, 2);
     set(ttft + 3, 1);
     set(ttft + 18, 0.42);
@@ -87,8 +90,10 @@ int main(int argc, char** argv) {
     // More than one region: the second one starts with a record of its own.
     tsm::MultiprocessMetricStore store(options);
     for (int i = 0; i < 80; ++i) {
-      const std::vector<std::string> labels = {"model-" + std::to_string(i), "app", std::to_string(i % 4)};
-      set(store.allocate_series(tsm::tokenspeed_metric("tokenspeed:num_requests_waiting"), labels), i);
+      const std::vector<std::string> labels = {"model-" + std::to_string(i), "app",
+                                               std::to_string(i % 4)};
+      set(store.allocate_series(tsm::tokenspeed_metric("tokenspeed:num_requests_waiting"), labels),
+          i);
     }
     write(out / "two-regions", read_all(store.file_path()));
   }

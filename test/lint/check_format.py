@@ -15,7 +15,8 @@ SUFFIXES = (".c", ".h", ".cpp", ".hpp")
 
 def main(root, clang_format):
     files = sorted(p for folder in FOLDERS for p in (root / folder).rglob("*")
-                   if p.suffix in SUFFIXES and p.is_file())
+                   if p.suffix in SUFFIXES and p.is_file()
+                   and "node_modules" not in p.relative_to(root).parts)
     unformatted = []
     for path in files:
         result = subprocess.run([clang_format, "--dry-run", "--Werror", str(path)],

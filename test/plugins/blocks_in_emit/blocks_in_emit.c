@@ -8,17 +8,16 @@
 #include "test_plugin_common.h"
 
 static int emit(void *self, const tsm_metric_event *event, tsm_buffer *error) {
-    struct timespec hour = {3600, 0};
-    (void)error;
-    if (!test_plugin_event_matches(event, ((test_plugin_fault_sink *)self)->on)) return TSM_OK;
-    while (nanosleep(&hour, &hour) != 0) {
-    }
-    return TSM_OK;
+  struct timespec hour = {3600, 0};
+  (void)error;
+  if (!test_plugin_event_matches(event, ((test_plugin_fault_sink *)self)->on)) return TSM_OK;
+  while (nanosleep(&hour, &hour) != 0) {
+  }
+  return TSM_OK;
 }
 
-static const tsm_sink_vtable sink_vtable = {sizeof(tsm_sink_vtable), emit,
-                                              test_plugin_close_free};
+static const tsm_sink_vtable sink_vtable = {sizeof(tsm_sink_vtable), emit, test_plugin_close_free};
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    return test_plugin_register_fault_output(host, "blocks_in_emit", &sink_vtable, error);
+  return test_plugin_register_fault_output(host, "blocks_in_emit", &sink_vtable, error);
 }

@@ -7,9 +7,9 @@
 #include "test_plugin_common.h"
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    tsm_reporter_descriptor descriptor =
-        test_plugin_descriptor("descriptor_without_version", test_plugin_validate_echo);
-    descriptor.struct_size = (uint32_t)TSM_REPORTER_DESCRIPTOR_SIZE_V1;
-    descriptor.version = (const char *)(uintptr_t)0x1; /* beyond struct_size: never read */
-    return test_plugin_register_descriptor(host, &descriptor, error);
+  tsm_reporter_descriptor descriptor =
+      test_plugin_descriptor("descriptor_without_version", test_plugin_validate_echo);
+  descriptor.struct_size = (uint32_t)TSM_REPORTER_DESCRIPTOR_SIZE_V1;
+  descriptor.version = (const char *)(uintptr_t)0x1; /* beyond struct_size: never read */
+  return test_plugin_register_descriptor(host, &descriptor, error);
 }

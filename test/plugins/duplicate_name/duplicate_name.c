@@ -6,5 +6,5 @@
 #include "test_plugin_common.h"
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    return test_plugin_register(host, REPORTER_NAME, test_plugin_validate_own_file, error);
+  return test_plugin_register(host, REPORTER_NAME, test_plugin_validate_own_file, error);
 }

@@ -12,8 +12,8 @@ constexpr std::string_view kAllowedKeys[] = {"endpoint", "labels", "queue_size"}
 
 // Skips whitespace, returns the index of the next significant character.
 size_t skip_space(std::string_view text, size_t at) {
-  while (at < text.size() && (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' ||
-                              text[at] == '\r')) {
+  while (at < text.size() &&
+         (text[at] == ' ' || text[at] == '\t' || text[at] == '\n' || text[at] == '\r')) {
     ++at;
   }
   return at;
@@ -74,8 +74,7 @@ std::string first_unknown_key(std::string_view text) {
   return {};
 }
 
-int validate(void*, const char* config, size_t size, tsm_buffer* normalized,
-             tsm_buffer* error) {
+int validate(void*, const char* config, size_t size, tsm_buffer* normalized, tsm_buffer* error) {
   const std::string unknown = first_unknown_key(std::string_view(config, size));
   if (!unknown.empty()) {
     const std::string message =

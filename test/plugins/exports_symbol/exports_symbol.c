@@ -10,6 +10,6 @@ TSM_EXPORT int tsm_vendor_runtime_init(void);
 TSM_EXPORT int tsm_vendor_runtime_init(void) { return TSM_OK; }
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    (void)error;
-    return test_plugin_api_supported(host) ? TSM_OK : TSM_UNSUPPORTED_API;
+  (void)error;
+  return test_plugin_api_supported(host) ? TSM_OK : TSM_UNSUPPORTED_API;
 }

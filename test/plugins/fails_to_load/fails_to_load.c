@@ -6,7 +6,7 @@
 extern int tsm_vendor_runtime_init(void);
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    (void)host;
-    (void)error;
-    return tsm_vendor_runtime_init();
+  (void)host;
+  (void)error;
+  return tsm_vendor_runtime_init();
 }

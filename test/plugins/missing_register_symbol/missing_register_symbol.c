@@ -3,7 +3,7 @@
 #include <tokenspeed/metric_reporter.h>
 
 TSM_EXPORT int tsm_register_reporters(const tsm_host_api *host, tsm_buffer *error) {
-    (void)host;
-    (void)error;
-    return TSM_OK;
+  (void)host;
+  (void)error;
+  return TSM_OK;
 }

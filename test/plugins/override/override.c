@@ -6,8 +6,8 @@
 #include "test_plugin_common.h"
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    tsm_reporter_descriptor replacement =
-        test_plugin_descriptor(REPORTER_NAME, test_plugin_validate_own_file);
-    replacement.override = REPORTER_OVERRIDE;
-    return test_plugin_register_descriptor(host, &replacement, error);
+  tsm_reporter_descriptor replacement =
+      test_plugin_descriptor(REPORTER_NAME, test_plugin_validate_own_file);
+  replacement.override = REPORTER_OVERRIDE;
+  return test_plugin_register_descriptor(host, &replacement, error);
 }

@@ -3,8 +3,8 @@
 #include "test_plugin_common.h"
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    tsm_reporter_descriptor descriptor =
-        test_plugin_descriptor("reports_version", test_plugin_validate_echo);
-    descriptor.version = "2.3.1";
-    return test_plugin_register_descriptor(host, &descriptor, error);
+  tsm_reporter_descriptor descriptor =
+      test_plugin_descriptor("reports_version", test_plugin_validate_echo);
+  descriptor.version = "2.3.1";
+  return test_plugin_register_descriptor(host, &descriptor, error);
 }

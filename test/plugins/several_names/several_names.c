@@ -5,11 +5,11 @@
 #include "test_plugin_common.h"
 
 #define DECLARE(name) \
-    test_plugin_register_answering(host, name, "{\"reporter\": \"" name "\"}", error)
+  test_plugin_register_answering(host, name, "{\"reporter\": \"" name "\"}", error)
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    int status = DECLARE("several_names_a");
-    if (status == TSM_OK) status = DECLARE("several_names_b");
-    if (status == TSM_OK) status = DECLARE("several_names_c");
-    return status;
+  int status = DECLARE("several_names_a");
+  if (status == TSM_OK) status = DECLARE("several_names_b");
+  if (status == TSM_OK) status = DECLARE("several_names_c");
+  return status;
 }

@@ -5,9 +5,9 @@
 #define SUPPORTED_API_VERSION 2u
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    if (host->api_version != SUPPORTED_API_VERSION) {
-        test_plugin_fail(error, "this plugin supports metric reporter API version 2 only");
-        return TSM_UNSUPPORTED_API;
-    }
-    return TSM_OK;
+  if (host->api_version != SUPPORTED_API_VERSION) {
+    test_plugin_fail(error, "this plugin supports metric reporter API version 2 only");
+    return TSM_UNSUPPORTED_API;
+  }
+  return TSM_OK;
 }

@@ -5,9 +5,9 @@
 #include "test_plugin_common.h"
 
 TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
-    int status = test_plugin_register_answering(host, "validate_returns_non_object", "[1,2,3]",
-                                                error);
-    if (status != TSM_OK) return status;
-    return test_plugin_register_answering(host, "validate_returns_garbage",
-                                          "{endpoint: not json", error);
+  int status =
+      test_plugin_register_answering(host, "validate_returns_non_object", "[1,2,3]", error);
+  if (status != TSM_OK) return status;
+  return test_plugin_register_answering(host, "validate_returns_garbage", "{endpoint: not json",
+                                        error);
 }

@@ -29,11 +29,14 @@ Options prometheus_options(const TempDir& dir) {
 }
 
 const MetricDefinition kRequests{"myengine:requests", MetricKind::counter, "Requests served.",
-                                 "requests", {"route"}, {}, GaugeMode::livemax};
-const MetricDefinition kBatch{"myengine:batch_size", MetricKind::histogram, "Batch sizes.",
-                              "requests", {}, {1, 4, 16}, GaugeMode::livemax};
-const MetricDefinition kQueue{"myengine:queue_depth", MetricKind::gauge, "Queued requests.",
-                              "requests", {}, {}, GaugeMode::livesum};
+                                 "requests",          {"route"},           {},
+                                 GaugeMode::livemax};
+const MetricDefinition kBatch{
+    "myengine:batch_size", MetricKind::histogram, "Batch sizes.", "requests", {}, {1, 4, 16},
+    GaugeMode::livemax};
+const MetricDefinition kQueue{
+    "myengine:queue_depth", MetricKind::gauge, "Queued requests.", "requests", {}, {},
+    GaugeMode::livesum};
 
 void clear_handoff_environment() {
   for (const char* variable : {"TOKENSPEED_METRICS_HANDOFF_FD", "TOKENSPEED_METRICS_HANDOFF_FILE",
@@ -44,7 +47,8 @@ void clear_handoff_environment() {
 
 }  // namespace
 
-TEST_CASE("a single-process engine gets recording and /metrics from one call, with its own metrics") {
+TEST_CASE(
+    "a single-process engine gets recording and /metrics from one call, with its own metrics") {
   TempDir dir;
   Node node(prometheus_options(dir));
   REQUIRE(node.enabled());
@@ -64,7 +68,9 @@ TEST_CASE("a single-process engine gets recording and /metrics from one call, wi
   node.close();
 }
 
-TEST_CASE("a definition is checked: a counter's _total is dropped, a bad name or a second definition refused") {
+TEST_CASE(
+    "a definition is checked: a counter's _total is dropped, a bad name or a second definition "
+    "refused") {
   TempDir dir;
   Node node(prometheus_options(dir));
   MetricDefinition with_total = kRequests;
@@ -168,6 +174,7 @@ TEST_CASE("the TokenSpeed catalog is a ready-made set of definitions") {
       .labels("llama", "default", "0")
       .set(7);
   CHECK_THAT(node.render_metrics(),
-             Catch::Contains("tokenspeed:num_requests_running{model_name=\"llama\",app_key=\"default\",dp_rank=\"0\"} 7"));
+             Catch::Contains("tokenspeed:num_requests_running{model_name=\"llama\",app_key="
+                             "\"default\",dp_rank=\"0\"} 7"));
   CHECK_THROWS_AS(tokenspeed_metric("tokenspeed:nothing"), std::out_of_range);
 }

@@ -453,7 +453,7 @@ boost::program_options::variables_map parse_flags(std::vector<std::string> args)
   boost::program_options::options_description description("options");
   tokenspeed::metrics::add_metrics_options(description);
   return tokenspeed::metrics::parse_command_line(static_cast<int>(argv.size()), argv.data(),
-                                                      description);
+                                                 description);
 }
 
 }  // namespace

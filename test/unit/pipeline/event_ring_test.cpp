@@ -49,8 +49,8 @@ TEST_CASE("an event comes out as it went in: series number, value, weight and ti
 TEST_CASE("a time that does not fit 32 bits of delta gets a new base, also backwards") {
   EventRing ring(16);
   const std::int64_t t0 = std::int64_t{1} << 40;
-  const std::vector<std::int64_t> times = {t0, t0 + 0xFFFFFFFF, t0 + 0x100000000, t0 - 5,
-                                           std::numeric_limits<std::int64_t>::max(), 0};
+  const std::vector<std::int64_t> times = {
+      t0, t0 + 0xFFFFFFFF, t0 + 0x100000000, t0 - 5, std::numeric_limits<std::int64_t>::max(), 0};
   for (const std::int64_t t : times) REQUIRE(ring.try_push(1, 1.0, 1, t));
   const std::vector<RingEvent> out = pop_all(ring);
   REQUIRE(out.size() == times.size());
@@ -90,7 +90,8 @@ TEST_CASE("wrapping around many times keeps every event in order") {
   std::uint64_t next_out = 0;
   for (std::uint64_t i = 0; i < 10'000; ++i) {
     const std::int64_t t = static_cast<std::int64_t>(i) << 29;  // a new base every 8th event
-    REQUIRE(ring.try_push(static_cast<std::uint32_t>(i % 1000), static_cast<double>(i), i % 3 + 1, t));
+    REQUIRE(
+        ring.try_push(static_cast<std::uint32_t>(i % 1000), static_cast<double>(i), i % 3 + 1, t));
     if (i % 3 == 2) {
       for (const RingEvent& e : pop_all(ring)) {
         CHECK(e.value == static_cast<double>(next_out));
@@ -123,7 +124,8 @@ TEST_CASE("one producer and one consumer thread: nothing lost, duplicated or reo
   });
   for (std::uint64_t i = 0; i < kEvents;) {
     // A full ring refuses; the producer retries the same event.
-    if (ring.try_push(1, static_cast<double>(i), i % 5 + 1, static_cast<std::int64_t>(i * 1000))) ++i;
+    if (ring.try_push(1, static_cast<double>(i), i % 5 + 1, static_cast<std::int64_t>(i * 1000)))
+      ++i;
   }
   consumer.join();
   CHECK(ring.pushed.load() == kEvents);

@@ -21,10 +21,15 @@ using namespace tokenspeed::metrics::test;
 
 namespace {
 
-const MetricDefinition kRequests{"tokenspeed:requests", MetricKind::counter, "Requests", "",
-                                 {"model", "request"}, {}, {}};
-const MetricDefinition kLatency{"tokenspeed:latency_seconds", MetricKind::histogram, "Latency",
-                                "seconds", {"request"}, {0.1, 1.0}, {}};
+const MetricDefinition kRequests{
+    "tokenspeed:requests", MetricKind::counter, "Requests", "", {"model", "request"}, {}, {}};
+const MetricDefinition kLatency{"tokenspeed:latency_seconds",
+                                MetricKind::histogram,
+                                "Latency",
+                                "seconds",
+                                {"request"},
+                                {0.1, 1.0},
+                                {}};
 
 // The value of the refused-series counter of one family (0 when absent).
 double refused_count(const InProcessMetricStore& store, const std::string& family) {

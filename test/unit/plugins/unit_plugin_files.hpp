@@ -38,11 +38,10 @@ class PluginDir : public TempDir {
     }
     const std::filesystem::path target = path() / (as.empty() ? built : as);
     std::filesystem::copy_file(source, target);
-    std::filesystem::permissions(target, std::filesystem::perms::owner_all |
-                                             std::filesystem::perms::group_read |
-                                             std::filesystem::perms::group_exec |
-                                             std::filesystem::perms::others_read |
-                                             std::filesystem::perms::others_exec);
+    std::filesystem::permissions(
+        target, std::filesystem::perms::owner_all | std::filesystem::perms::group_read |
+                    std::filesystem::perms::group_exec | std::filesystem::perms::others_read |
+                    std::filesystem::perms::others_exec);
     return target.string();
   }
 };

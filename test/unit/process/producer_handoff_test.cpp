@@ -128,7 +128,8 @@ TEST_CASE("a producer configuration that is not a JSON object is refused in the 
 
 TEST_CASE("a handoff without isolation (an older launcher) runs every output in process") {
   boost::json::object json = handoff_to_json(sample_handoff());
-  for (boost::json::value& output : json["outputs"].as_array()) output.as_object().erase("isolation");
+  for (boost::json::value& output : json["outputs"].as_array())
+    output.as_object().erase("isolation");
   const ProducerHandoff handoff = handoff_from_json(json);
   for (const ProducerOutput& output : handoff.outputs) CHECK_FALSE(output.isolation.process);
 }
@@ -159,7 +160,8 @@ TEST_CASE("the handoff names the launcher that wrote it, which its producers fol
   }
 }
 
-TEST_CASE("a handoff file that is a FIFO is refused without blocking; an oversized one is refused") {
+TEST_CASE(
+    "a handoff file that is a FIFO is refused without blocking; an oversized one is refused") {
   const test::TempDir dir("tsm-handoff");
   const std::filesystem::path fifo = dir.path() / "handoff.json";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);

@@ -9,7 +9,8 @@
 
 using namespace tokenspeed::metrics;
 
-TEST_CASE("the endpoint's counters are exposed under tokenspeed_metrics_endpoint_, closes by reason") {
+TEST_CASE(
+    "the endpoint's counters are exposed under tokenspeed_metrics_endpoint_, closes by reason") {
   EndpointCounters counters;
   counters.connections_accepted = 1000;
   counters.connections_rejected = 1;

@@ -398,9 +398,10 @@ TEST_CASE("at max_connections with every connection busy, a new one is closed at
 TEST_CASE("pipelined requests are answered in order on one connection") {
   PrometheusEndpoint endpoint(test_options(), [] { return kBody; });
   Client client(endpoint.port());
-  asio::write(client.socket, asio::buffer(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
-                                                      "GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n"
-                                                      "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")));
+  asio::write(client.socket,
+              asio::buffer(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+                                       "GET /nothing HTTP/1.1\r\nHost: x\r\n\r\n"
+                                       "HEAD /metrics HTTP/1.1\r\nHost: x\r\n\r\n")));
   http::response<http::string_body> first;
   http::read(client.socket, client.buffer, first);
   CHECK(first.result() == http::status::ok);
@@ -516,7 +517,8 @@ TEST_CASE("scrapes that arrive while a render runs share the next render, gzip o
     http::response_parser<http::string_body> later_parser;
     later_parser.body_limit(1 << 20);
     http::read(later[i]->socket, later[i]->buffer, later_parser);
-    const std::string body = i % 2 == 0 ? gunzip(later_parser.get().body()) : later_parser.get().body();
+    const std::string body =
+        i % 2 == 0 ? gunzip(later_parser.get().body()) : later_parser.get().body();
     CHECK(body == kBody + "# render 1\n");
   }
   CHECK(renders == 2);

@@ -69,13 +69,15 @@ TEST_CASE("label values and help keep UTF-8 and write every invalid byte as U+FF
   append_escaped_label_value(out, valid);
   CHECK(out == valid);
   for (const auto& [given, written] : std::vector<std::pair<std::string, std::string>>{
-           {"a\xFF" "b", "a" + replacement + "b"},
-           {"\x80", replacement},                                   // stray continuation byte
-           {"\xC0\xAF", replacement + replacement},                // overlong '/'
+           {"a\xFF"
+            "b",
+            "a" + replacement + "b"},
+           {"\x80", replacement},                                      // stray continuation byte
+           {"\xC0\xAF", replacement + replacement},                    // overlong '/'
            {"\xED\xA0\x80", replacement + replacement + replacement},  // a surrogate
            {"\xF4\x90\x80\x80", replacement + replacement + replacement + replacement},
-           {"\xE2\x82", replacement + replacement},                // cut short
-           {"\xE2\x82\"", replacement + replacement + "\\\""},     // cut short by a quote
+           {"\xE2\x82", replacement + replacement},             // cut short
+           {"\xE2\x82\"", replacement + replacement + "\\\""},  // cut short by a quote
        }) {
     INFO(given);
     out.clear();

@@ -217,10 +217,13 @@ TEST_CASE("the launcher's own in-process series merge with the producers' files"
   CHECK(families.front().series[1].slots[0] == 1);
 }
 
-TEST_CASE("a producer's definitions travel with its metric file: families outside the catalog are rendered") {
+TEST_CASE(
+    "a producer's definitions travel with its metric file: families outside the catalog are "
+    "rendered") {
   TempDir dir;
-  const MetricDefinition engine_own{"myengine:batches", MetricKind::histogram, "Batch sizes.",
-                                    "requests", {"worker"}, {1, 8, 64}, GaugeMode::livemax};
+  const MetricDefinition engine_own{
+      "myengine:batches", MetricKind::histogram, "Batch sizes.", "requests", {"worker"},
+      {1, 8, 64},         GaugeMode::livemax};
   {
     MultiprocessMetricStore store({dir.path()});
     double* slots = store.allocate_series(engine_own, std::vector<std::string>{"a"});
@@ -330,7 +333,7 @@ TEST_CASE("the definition /metrics shows for a name does not depend on the order
 
 TEST_CASE("definitions left out are counted per family in the stats and on /metrics") {
   TempDir dir;
-  const MetricDefinition as_counter{"shared_name", MetricKind::counter, "", "", {"k"}, {},
+  const MetricDefinition as_counter{"shared_name",     MetricKind::counter, "", "", {"k"}, {},
                                     GaugeMode::livemax};
   const MetricDefinition as_gauge{"shared_name", MetricKind::gauge, "", "", {"k"}, {},
                                   GaugeMode::max};
@@ -388,11 +391,12 @@ TEST_CASE("the scraping launcher's own definition wins over one more processes h
   CHECK(stats.conflicting_series == 1);
 }
 
-TEST_CASE("families of two processes whose sample names collide: one is exposed, the other counted") {
+TEST_CASE(
+    "families of two processes whose sample names collide: one is exposed, the other counted") {
   const MetricDefinition counter = plain("h:c", MetricKind::counter, "A counter.");
   const MetricDefinition counter_named_total = plain("h:c_total", MetricKind::gauge, "A gauge.");
-  const MetricDefinition histogram{"h:h", MetricKind::histogram, "A histogram.", "", {}, {1, 2},
-                                   GaugeMode::livemax};
+  const MetricDefinition histogram{"h:h",  MetricKind::histogram, "A histogram.", "", {},
+                                   {1, 2}, GaugeMode::livemax};
   const MetricDefinition bucket_gauge = plain("h:h_bucket", MetricKind::gauge, "Buckets?");
   const MetricDefinition created_gauge = plain("h:h_created", MetricKind::gauge, "Created?");
   TempDir dir;
@@ -455,11 +459,11 @@ TEST_CASE("a producer family that claims a name of the merge's own gauges is lef
 
 TEST_CASE("a conflict is logged once per family with both definitions and their files") {
   TempDir dir;
-  const MetricDefinition short_help{"lat", MetricKind::histogram, "Latency.", "seconds",
-                                    {"model"}, {0.1, 1},  GaugeMode::livemax};
-  const MetricDefinition long_help{"lat",     MetricKind::histogram, std::string(500, 'h'),
-                                   "seconds", {"model", "rank"},     {0.5},
-                                   GaugeMode::livemax};
+  const MetricDefinition short_help{
+      "lat", MetricKind::histogram, "Latency.", "seconds", {"model"}, {0.1, 1}, GaugeMode::livemax};
+  const MetricDefinition long_help{
+      "lat", MetricKind::histogram, std::string(500, 'h'), "seconds", {"model", "rank"},
+      {0.5}, GaugeMode::livemax};
   {
     MultiprocessMetricStore a({dir.path(), "scheduler-0"});
     a.allocate_series(short_help, std::vector<std::string>{"m"})[0] = 1;
@@ -474,7 +478,8 @@ TEST_CASE("a conflict is logged once per family with both definitions and their 
   const std::string& line = lines.front();
   INFO(line);
   CHECK(line.find("metric lat is defined differently") != std::string::npos);
-  CHECK(line.find("histogram lat (help \"Latency.\", unit seconds, labels [model], buckets [0.1, 1])") !=
+  CHECK(line.find(
+            "histogram lat (help \"Latency.\", unit seconds, labels [model], buckets [0.1, 1])") !=
         std::string::npos);
   CHECK(line.find("labels [model, rank], buckets [0.5]") != std::string::npos);
   CHECK(line.find("scheduler-0_") != std::string::npos);
@@ -487,8 +492,13 @@ TEST_CASE("a conflict is logged once per family with both definitions and their 
 
 TEST_CASE("a learned definition's bucket bounds are the producer's, to the last bit") {
   TempDir dir;
-  const MetricDefinition exponential{"exp_seconds", MetricKind::histogram, "", "seconds", {},
-                                     exponential_buckets(0.05, 1.5, 18), GaugeMode::livemax};
+  const MetricDefinition exponential{"exp_seconds",
+                                     MetricKind::histogram,
+                                     "",
+                                     "seconds",
+                                     {},
+                                     exponential_buckets(0.05, 1.5, 18),
+                                     GaugeMode::livemax};
   {
     MultiprocessMetricStore store({dir.path()});
     store.allocate_series(exponential, std::vector<std::string>{})[0] = 1;

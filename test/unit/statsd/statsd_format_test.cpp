@@ -38,8 +38,9 @@ std::string line(Flavour flavour, LineType type, double value, uint64_t weight,
 
 }  // namespace
 
-TEST_CASE("a DogStatsD sample rate of 1/weight rounded down makes the agent's int(1/rate) the weight",
-          "[statsd]") {
+TEST_CASE(
+    "a DogStatsD sample rate of 1/weight rounded down makes the agent's int(1/rate) the weight",
+    "[statsd]") {
   // The agent reads the printed rate back and counts int(1 / rate) samples.
   uint64_t wrong = 0;
   for (uint64_t weight = 2; weight <= 100000; ++weight) {

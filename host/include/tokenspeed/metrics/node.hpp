@@ -28,8 +28,8 @@ class Recorder {
   // with an equal definition. Throws std::invalid_argument when the kind does
   // not match, the definition is invalid, the name is already defined
   // differently in this process, or another family of this process claims one
-  // of its sample names (a counter c and a gauge c_total). The definition reaches /metrics and every
-  // output, in every process that records it.
+  // of its sample names (a counter c and a gauge c_total). The definition reaches /metrics and
+  // every output, in every process that records it.
   CounterFamily& counter(const MetricDefinition& definition);
   GaugeFamily& gauge(const MetricDefinition& definition);
   HistogramFamily& histogram(const MetricDefinition& definition);

@@ -14,12 +14,12 @@ namespace tokenspeed::metrics {
 // One field per metrics flag. An empty optional is a flag not given: the
 // host's default applies (the same default as the command line's).
 struct Options {
-  bool enable_metrics = false;           // --enable-metrics
-  std::vector<std::string> reporters;    // --metrics-reporters (each value; commas allowed)
-  std::string reporter_config;           // --metrics-reporter-config, "" if none
-  std::vector<std::string> plugin_dirs;  // --metrics-plugin-dir, in order
-  bool allow_insecure_plugins = false;   // --metrics-allow-insecure-plugins
-  std::optional<std::size_t> queue_size;                          // --metrics-reporter-queue-size
+  bool enable_metrics = false;            // --enable-metrics
+  std::vector<std::string> reporters;     // --metrics-reporters (each value; commas allowed)
+  std::string reporter_config;            // --metrics-reporter-config, "" if none
+  std::vector<std::string> plugin_dirs;   // --metrics-plugin-dir, in order
+  bool allow_insecure_plugins = false;    // --metrics-allow-insecure-plugins
+  std::optional<std::size_t> queue_size;  // --metrics-reporter-queue-size
   std::optional<std::chrono::duration<double>> shutdown_timeout;  // --metrics-shutdown-timeout
   std::optional<std::string> host;                                // --metrics-host
   std::optional<int> port;                                        // --metrics-port

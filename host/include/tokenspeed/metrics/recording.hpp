@@ -102,8 +102,8 @@ class Family {
   // do nothing; the refusal is counted on /metrics and the family's first
   // one logged. Series that exist keep recording.
   template <class... Values>
-    requires(std::is_convertible_v<const Values&, std::string_view> && ...)
-  Handle labels(const Values&... values) {
+  requires(std::is_convertible_v<const Values&, std::string_view>&&...) Handle
+      labels(const Values&... values) {
     const std::array<std::string_view, sizeof...(Values)> views{std::string_view(values)...};
     return labels(std::span<const std::string_view>(views));
   }
