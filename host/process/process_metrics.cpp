@@ -109,7 +109,9 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
   if (options.run_dir.empty()) {
     store_ = std::make_unique<InProcessMetricStore>(bound);
   } else {
-    MultiprocessStoreOptions store_options{options.run_dir, options.file_prefix};
+    MultiprocessStoreOptions store_options;
+    store_options.directory = options.run_dir;
+    store_options.file_prefix = options.file_prefix;
     store_options.bound = bound;
     auto file_store = std::make_unique<MultiprocessMetricStore>(std::move(store_options));
     file_store_ = file_store.get();
