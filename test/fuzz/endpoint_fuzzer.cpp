@@ -104,6 +104,11 @@ std::vector<bool> head_requests(std::string_view input) {
     boost::beast::error_code ec;
     std::size_t used = 0;
     while (!parser.is_done() && !ec) {
+      if (used == input.size()) {
+        // Cut short: the half-close is the end of what the server reads.
+        parser.put_eof(ec);
+        break;
+      }
       used += parser.put(boost::asio::buffer(input.data() + used, input.size() - used), ec);
     }
     if (ec) break;  // the server answers this one with an error, body included
