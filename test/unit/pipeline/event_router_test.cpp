@@ -326,6 +326,9 @@ TEST_CASE(
   auto p = std::make_unique<Pipeline>(std::vector<OutputDefinition>{
       test_output("ignoring", ignoring), test_output("after", &after)});
   p->counter().inc();
+  // Both sinks exist and hold their event before close begins: on a slow
+  // machine a 100 ms budget may otherwise end before a sink is created.
+  REQUIRE(eventually([&] { return p->stats(0).delivered == 1 && p->stats(1).delivered == 1; }));
   const auto start = std::chrono::steady_clock::now();
   CHECK_FALSE(p->router.close(100ms));
   CHECK(std::chrono::steady_clock::now() - start <
