@@ -19,6 +19,10 @@ HistogramFamily& Recorder::histogram(const MetricDefinition& definition) {
   return collector_->histogram(definition);
 }
 
+HistogramFamily& Recorder::summary(const MetricDefinition& definition) {
+  return collector_->summary(definition);
+}
+
 void Recorder::define(const std::vector<MetricDefinition>& definitions) {
   for (const MetricDefinition& definition : definitions) {
     switch (definition.kind) {
@@ -30,6 +34,9 @@ void Recorder::define(const std::vector<MetricDefinition>& definitions) {
         break;
       case MetricKind::histogram:
         histogram(definition);
+        break;
+      case MetricKind::summary:
+        summary(definition);
         break;
     }
   }

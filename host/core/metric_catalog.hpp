@@ -1,5 +1,6 @@
 // metric_catalog.hpp — metric definitions as the host sees them (the public
-// types of tokenspeed/metrics/metric_definition.hpp, whose kinds are the ABI's)
+// types of tokenspeed/metrics/metric_definition.hpp, whose first three kinds
+// are the ABI's; a summary reaches plugins as a histogram)
 // and the TokenSpeed catalog. Pure data: never touched on the hot path.
 #pragma once
 

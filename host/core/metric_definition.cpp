@@ -11,9 +11,10 @@
 namespace tokenspeed::metrics {
 namespace {
 
-constexpr GaugeMode kGaugeModes[] = {GaugeMode::livemax, GaugeMode::livesum, GaugeMode::max,
-                                     GaugeMode::min,     GaugeMode::sum,     GaugeMode::all,
-                                     GaugeMode::liveall};
+constexpr GaugeMode kGaugeModes[] = {
+    GaugeMode::livemax,    GaugeMode::livesum,       GaugeMode::max,     GaugeMode::min,
+    GaugeMode::sum,        GaugeMode::all,           GaugeMode::liveall, GaugeMode::livemin,
+    GaugeMode::mostrecent, GaugeMode::livemostrecent};
 
 bool is_name_start(char c, bool colon_allowed) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
@@ -44,6 +45,8 @@ std::string_view to_string(MetricKind kind) noexcept {
       return "gauge";
     case MetricKind::histogram:
       return "histogram";
+    case MetricKind::summary:
+      return "summary";
   }
   return "untyped";
 }
@@ -64,6 +67,12 @@ std::string_view to_string(GaugeMode mode) noexcept {
       return "all";
     case GaugeMode::liveall:
       return "liveall";
+    case GaugeMode::livemin:
+      return "livemin";
+    case GaugeMode::mostrecent:
+      return "mostrecent";
+    case GaugeMode::livemostrecent:
+      return "livemostrecent";
   }
   return "livemax";
 }
@@ -85,7 +94,7 @@ std::string MetricDefinition::sample_name() const {
 
 MetricDefinition checked_definition(MetricDefinition definition) {
   if (definition.kind != MetricKind::counter && definition.kind != MetricKind::gauge &&
-      definition.kind != MetricKind::histogram) {
+      definition.kind != MetricKind::histogram && definition.kind != MetricKind::summary) {
     reject(definition, "unknown kind");
   }
   if (definition.kind == MetricKind::counter && definition.name.size() > 6 &&
@@ -108,6 +117,9 @@ MetricDefinition checked_definition(MetricDefinition definition) {
     if (definition.kind == MetricKind::histogram && label == "le") {
       reject(definition, "label name 'le' is reserved for histogram buckets");
     }
+    if (definition.kind == MetricKind::summary && label == "quantile") {
+      reject(definition, "label name 'quantile' is reserved for summaries");
+    }
     if (definition.kind == MetricKind::gauge && label == "pid" &&
         (definition.gauge_mode == GaugeMode::all || definition.gauge_mode == GaugeMode::liveall)) {
       reject(definition, "label name 'pid' is reserved for gauges in the all and liveall modes");
@@ -128,7 +140,9 @@ MetricDefinition checked_definition(MetricDefinition definition) {
       }
     }
   } else if (!definition.buckets.empty()) {
-    reject(definition, "only a histogram has buckets");
+    reject(definition, definition.kind == MetricKind::summary
+                           ? "a summary has no buckets (it exposes a count and a sum)"
+                           : "only a histogram has buckets");
   }
   return definition;
 }

@@ -18,12 +18,29 @@ namespace tokenspeed::metrics {
 
 // Slot layout of one series:
 //   counter:   [0] running total
-//   gauge:     [0] current value
+//   gauge:     [0] current value; in the mostrecent modes [1] the wall
+//              clock of the last set (Unix ns), which the merge compares
 //   histogram: [0, n) per-bucket counts for the n upper bounds (not
 //              cumulative), [n] the +Inf bucket, [n + 1] the sum.
 //              The count is the sum of the bucket slots.
+//   summary:   a histogram's with n = 0: [0] the count, [1] the sum
+inline bool stamps_gauge_sets(const MetricDefinition& metric) noexcept {
+  return metric.kind == MetricKind::gauge && (metric.gauge_mode == GaugeMode::mostrecent ||
+                                              metric.gauge_mode == GaugeMode::livemostrecent);
+}
+
 inline std::size_t series_slot_count(const MetricDefinition& metric) noexcept {
-  return metric.kind == MetricKind::histogram ? metric.buckets.size() + 2 : 1;
+  switch (metric.kind) {
+    case MetricKind::histogram:
+      return metric.buckets.size() + 2;
+    case MetricKind::summary:
+      return 2;
+    case MetricKind::gauge:
+      return stamps_gauge_sets(metric) ? 2 : 1;
+    case MetricKind::counter:
+      break;
+  }
+  return 1;
 }
 
 // Threading: allocate_series may be called from any thread (it locks and

@@ -97,6 +97,7 @@ MetricSeries* FamilyCore::find_or_intern(std::span<const std::string_view> value
     series.family = &family_;
     series.router = router_;
     series.hash = hash;
+    series.stamps_sets = stamps_gauge_sets(family_.definition);
     series.label_values.assign(values.begin(), values.end());
     series.label_value_ptrs.reserve(series.label_values.size());
     for (const std::string& v : series.label_values) series.label_value_ptrs.push_back(v.c_str());
@@ -243,6 +244,7 @@ Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKin
       entry.gauge.reset(new GaugeFamily(stable, entry.core.get(), &options_));
       break;
     case MetricKind::histogram:
+    case MetricKind::summary:  // observed as a histogram without buckets
       entry.histogram.reset(new HistogramFamily(stable, entry.core.get(), &options_));
       break;
   }
@@ -258,6 +260,9 @@ GaugeFamily& Collector::gauge(const MetricDefinition& definition) {
 HistogramFamily& Collector::histogram(const MetricDefinition& definition) {
   return *entry(definition, MetricKind::histogram).histogram;
 }
+HistogramFamily& Collector::summary(const MetricDefinition& definition) {
+  return *entry(definition, MetricKind::summary).histogram;
+}
 
 // ------------------------------------------------------- public handles
 
@@ -269,6 +274,10 @@ void Gauge::inc(double delta) const noexcept { record_add(series_, options_, del
 
 void Histogram::observe(double value, std::uint64_t weight) const noexcept {
   record_observe(series_, value, weight);
+}
+
+void Histogram::observe_total(double total, std::uint64_t weight) const noexcept {
+  record_observe_total(series_, total, weight);
 }
 
 void Histogram::observe_each(std::span<const double> values) const noexcept {

@@ -122,6 +122,9 @@ class Collector {
   CounterFamily& counter(const MetricDefinition& definition);
   GaugeFamily& gauge(const MetricDefinition& definition);
   HistogramFamily& histogram(const MetricDefinition& definition);
+  // A summary is observed through Histogram handles (a histogram without
+  // buckets: a count and a sum).
+  HistogramFamily& summary(const MetricDefinition& definition);
 
   EventRouter* router() const noexcept { return router_; }
   const CollectorOptions& options() const noexcept { return options_; }
@@ -134,7 +137,7 @@ class Collector {
     std::unique_ptr<FamilyCore> core;
     std::unique_ptr<CounterFamily> counter;
     std::unique_ptr<GaugeFamily> gauge;
-    std::unique_ptr<HistogramFamily> histogram;
+    std::unique_ptr<HistogramFamily> histogram;  // histograms and summaries
   };
   Entry& entry(const MetricDefinition& definition, MetricKind kind);
   void throw_if_names_collide(const MetricDefinition& checked) const;
@@ -182,10 +185,20 @@ inline void emit_gauge(MetricSeries* series, const CollectorOptions& options,
   }
 }
 
+// A mostrecent gauge keeps the wall clock of its last set beside the value
+// (a vDSO read, no system call), for the merge to pick the latest process.
+inline void stamp_set(MetricSeries* series) noexcept {
+  if (series->stamps_sets) [[unlikely]] {
+    std::atomic_ref<double>(series->slots[1])
+        .store(static_cast<double>(event_clock::realtime_ns()), std::memory_order_relaxed);
+  }
+}
+
 inline void record_set(MetricSeries* series, const CollectorOptions* options,
                        double value) noexcept {
   if (series == nullptr) return;
   std::atomic_ref<double>(series->slots[0]).store(value, std::memory_order_relaxed);
+  stamp_set(series);
   emit_gauge(series, *options, value);
 }
 
@@ -193,6 +206,7 @@ inline void record_add(MetricSeries* series, const CollectorOptions* options,
                        double delta) noexcept {
   if (series == nullptr) return;
   const double value = add_to_slot(series->slots[0], delta);
+  stamp_set(series);
   emit_gauge(series, *options, value);
 }
 
@@ -231,16 +245,29 @@ inline std::size_t bucket_index(const double* bounds, std::size_t n, double valu
   return static_cast<std::size_t>(base - bounds) + (!(value <= *base) ? 1 : 0);
 }
 
-inline void record_observe(MetricSeries* series, double value, std::uint64_t weight) noexcept {
-  if (series == nullptr || weight == 0) return;
+// weight samples of value whose sum is total (value * weight, or the exact
+// total the engine measured when it spreads one interval over weight).
+inline void record_weighted(MetricSeries* series, double value, std::uint64_t weight,
+                            double total) noexcept {
   const std::vector<double>& bounds = series->family->definition.buckets;
   const std::size_t n = bounds.size();
   const std::size_t bucket = bucket_index(bounds.data(), n, value);
   add_to_slot(series->slots[bucket], static_cast<double>(weight));
-  add_to_slot(series->slots[n + 1], value * static_cast<double>(weight));
+  add_to_slot(series->slots[n + 1], total);
   if (EventRouter* router = series->router) {
     router->publish(EventSlot{series, value, weight, event_clock::raw_now()});
   }
+}
+
+inline void record_observe(MetricSeries* series, double value, std::uint64_t weight) noexcept {
+  if (series == nullptr || weight == 0) return;
+  record_weighted(series, value, weight, value * static_cast<double>(weight));
+}
+
+inline void record_observe_total(MetricSeries* series, double total,
+                                 std::uint64_t weight) noexcept {
+  if (series == nullptr || weight == 0) return;
+  record_weighted(series, total / static_cast<double>(weight), weight, total);
 }
 
 }  // namespace tokenspeed::metrics

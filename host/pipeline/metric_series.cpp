@@ -18,7 +18,7 @@ SeriesFamily::SeriesFamily(const MetricDefinition& def)
       label_names(c_strings(def.label_names)),
       operation(operation_of(def.kind)) {
   info.struct_size = sizeof(tsm_metric_info);
-  info.kind = static_cast<std::uint32_t>(def.kind);
+  info.kind = static_cast<std::uint32_t>(abi_kind_of(def.kind));
   info.name = sample_name.c_str();
   info.help = def.help.c_str();
   info.unit = def.unit.c_str();

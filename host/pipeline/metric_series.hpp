@@ -24,9 +24,15 @@ inline tsm_operation operation_of(MetricKind kind) noexcept {
     case MetricKind::gauge:
       return TSM_OP_SET;
     case MetricKind::histogram:
+    case MetricKind::summary:
       return TSM_OP_OBSERVE;
   }
   return TSM_OP_INC;
+}
+
+// The kind plugins see: a summary is a histogram without bucket bounds.
+inline tsm_metric_kind abi_kind_of(MetricKind kind) noexcept {
+  return kind == MetricKind::summary ? TSM_KIND_HISTOGRAM : static_cast<tsm_metric_kind>(kind);
 }
 
 // The metadata of one family as plugins see it. info points into this object,
@@ -54,6 +60,7 @@ struct MetricSeries {
   double* slots = nullptr;        // Prometheus aggregate, see metric_store.hpp
   EventRouter* router = nullptr;  // null: no external output selected
   std::uint32_t number = 0;       // the router's number for it (series_table.hpp)
+  bool stamps_sets = false;       // a mostrecent gauge: slots[1] takes each set's time
   std::uint64_t hash = 0;         // hash of the label values (lookup table)
   std::vector<std::string> label_values;
   std::vector<const char*> label_value_ptrs;  // c_str() of label_values

@@ -9,12 +9,15 @@ namespace tokenspeed::metrics {
 const std::vector<std::string_view>& claimed_suffixes(MetricKind kind) {
   static const std::vector<std::string_view> counter{"_total", "_created"};
   static const std::vector<std::string_view> histogram{"_bucket", "_sum", "_count", "_created"};
+  static const std::vector<std::string_view> summary{"_sum", "_count", "_created"};
   static const std::vector<std::string_view> none;
   switch (kind) {
     case MetricKind::counter:
       return counter;
     case MetricKind::histogram:
       return histogram;
+    case MetricKind::summary:
+      return summary;
     case MetricKind::gauge:
       break;
   }
@@ -40,7 +43,8 @@ std::string shared_claimed_name(const MetricDefinition& a, const MetricDefinitio
 const MetricDefinition* find_colliding_family(
     const MetricDefinition& metric,
     const std::function<const MetricDefinition*(std::string_view name)>& find) {
-  constexpr MetricKind kKinds[] = {MetricKind::counter, MetricKind::gauge, MetricKind::histogram};
+  constexpr MetricKind kKinds[] = {MetricKind::counter, MetricKind::gauge, MetricKind::histogram,
+                                   MetricKind::summary};
   for (const std::string& name : claimed_names(metric)) {
     // A family called exactly this name claims it, whatever its kind.
     if (name != metric.name) {

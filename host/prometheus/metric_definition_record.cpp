@@ -12,7 +12,7 @@ namespace {
 
 bool kind_from_string(std::string_view text, MetricKind& kind) noexcept {
   for (const MetricKind candidate :
-       {MetricKind::counter, MetricKind::gauge, MetricKind::histogram}) {
+       {MetricKind::counter, MetricKind::gauge, MetricKind::histogram, MetricKind::summary}) {
     if (to_string(candidate) == text) {
       kind = candidate;
       return true;

@@ -163,14 +163,21 @@ void append_family(std::string& out, const MergedFamily& family) {
   out += to_string(metric.kind);
   out.push_back('\n');
 
+  const std::string sum_name = name + "_sum";
+  const std::string count_name = name + "_count";
+  if (metric.kind == MetricKind::summary) {  // slots: count, sum
+    for (const MergedSeries& series : family.series) {
+      append_sample(out, sum_name, series, series.slots[1]);
+      append_sample(out, count_name, series, series.slots[0]);
+    }
+    return;
+  }
   if (metric.kind != MetricKind::histogram) {
     for (const MergedSeries& series : family.series)
       append_sample(out, name, series, series.slots[0]);
     return;
   }
   const std::string bucket_name = name + "_bucket";
-  const std::string sum_name = name + "_sum";
-  const std::string count_name = name + "_count";
   std::vector<std::string> bounds;
   bounds.reserve(metric.buckets.size());
   for (double bound : metric.buckets) bounds.push_back(format_prometheus_value(bound));

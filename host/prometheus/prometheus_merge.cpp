@@ -23,7 +23,8 @@ namespace {
 constexpr char kSeparator = '\xff';
 
 bool live_mode(GaugeMode mode) noexcept {
-  return mode == GaugeMode::livemax || mode == GaugeMode::livesum || mode == GaugeMode::liveall;
+  return mode == GaugeMode::livemax || mode == GaugeMode::livesum || mode == GaugeMode::liveall ||
+         mode == GaugeMode::livemin || mode == GaugeMode::livemostrecent;
 }
 
 bool per_process_mode(GaugeMode mode) noexcept {
@@ -165,12 +166,30 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
     return;
   }
   std::vector<double>& into = candidate.series[where->second].slots;
-  if (gauge && (metric.gauge_mode == GaugeMode::livemax || metric.gauge_mode == GaugeMode::max)) {
-    into[0] = std::max(into[0], slots[0]);
-  } else if (gauge && metric.gauge_mode == GaugeMode::min) {
-    into[0] = std::min(into[0], slots[0]);
-  } else {
+  if (!gauge) {
     for (std::size_t i = 0; i < into.size(); ++i) into[i] += slots[i];
+    return;
+  }
+  switch (metric.gauge_mode) {
+    case GaugeMode::livemax:
+    case GaugeMode::max:
+      into[0] = std::max(into[0], slots[0]);
+      break;
+    case GaugeMode::livemin:
+    case GaugeMode::min:
+      into[0] = std::min(into[0], slots[0]);
+      break;
+    case GaugeMode::mostrecent:
+    case GaugeMode::livemostrecent:
+      // The later set wins; on a tie, the first one read (files in name order).
+      if (slots[1] > into[1]) into.assign(slots.begin(), slots.end());
+      break;
+    case GaugeMode::livesum:
+    case GaugeMode::sum:
+    case GaugeMode::all:  // per process: never two of one key
+    case GaugeMode::liveall:
+      into[0] += slots[0];
+      break;
   }
 }
 

@@ -20,10 +20,10 @@ namespace {
 
 struct FamilyObject {
   PyObject_HEAD MetricDefinition* definition;  // checked; owned
-  void* native;                                // CounterFamily*, GaugeFamily* or HistogramFamily*
-  std::uint64_t generation;                    // of native
-  PyObject* children;                          // dict: tuple of label values -> child
-  PyObject* labelnames;                        // tuple of str
+  void* native;  // CounterFamily*, GaugeFamily* or HistogramFamily* (histograms, summaries)
+  std::uint64_t generation;  // of native
+  PyObject* children;        // dict: tuple of label values -> child
+  PyObject* labelnames;      // tuple of str
 };
 
 struct ChildObject {
@@ -67,6 +67,9 @@ bool bind_family(FamilyObject* family) {
       case MetricKind::histogram:
         family->native = &recorder->histogram(*family->definition);
         break;
+      case MetricKind::summary:
+        family->native = &recorder->summary(*family->definition);
+        break;
     }
   });
   if (bound) family->generation = binding_generation;
@@ -94,6 +97,7 @@ bool bind_child(ChildObject* child) {
         child->gauge = static_cast<GaugeFamily*>(family->native)->labels(views);
         break;
       case MetricKind::histogram:
+      case MetricKind::summary:
         child->histogram = static_cast<HistogramFamily*>(family->native)->labels(views);
         break;
     }
@@ -235,6 +239,21 @@ PyObject* histogram_observe(ChildObject* self, PyObject* const* args, Py_ssize_t
   Py_RETURN_NONE;
 }
 
+// observe_total(total, weight): weight samples adding up to total, the sum
+// growing by total exactly (one interval measured for weight tokens).
+PyObject* histogram_observe_total(ChildObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2) {
+    PyErr_SetString(PyExc_TypeError, "observe_total(total, weight)");
+    return nullptr;
+  }
+  double total = 0.0;
+  std::uint64_t weight = 1;
+  if (!as_double(args[0], total) || !weight_of(args[1], weight)) return nullptr;
+  if (!ready(self)) return nullptr;
+  self->histogram.observe_total(total, weight);
+  Py_RETURN_NONE;
+}
+
 // observe_many(values): every value of a sequence (or a buffer of doubles:
 // array('d'), a NumPy float64 array) once, in one call.
 PyObject* histogram_observe_many(ChildObject* self, PyObject* values) {
@@ -292,6 +311,8 @@ PyMethodDef histogram_child_methods[] = {
      "observe(amount, weight=1): weight samples of amount"},
     {"observe_many", reinterpret_cast<PyCFunction>(histogram_observe_many), METH_O,
      "observe_many(values): each value once"},
+    {"observe_total", FASTCALL_KW(histogram_observe_total), METH_FASTCALL,
+     "observe_total(total, weight): weight samples adding up to total"},
     {nullptr, nullptr, 0, nullptr}};
 
 // A static type object: zeroed, with the reference a static object holds.
@@ -318,6 +339,8 @@ PyTypeObject gauge_child_type =
     make_child_type("tokenspeed_metrics.GaugeChild", gauge_child_methods);
 PyTypeObject histogram_child_type =
     make_child_type("tokenspeed_metrics.HistogramChild", histogram_child_methods);
+PyTypeObject summary_child_type =
+    make_child_type("tokenspeed_metrics.SummaryChild", histogram_child_methods);
 
 PyTypeObject* child_type_of(MetricKind kind) {
   switch (kind) {
@@ -327,6 +350,8 @@ PyTypeObject* child_type_of(MetricKind kind) {
       return &gauge_child_type;
     case MetricKind::histogram:
       return &histogram_child_type;
+    case MetricKind::summary:
+      return &summary_child_type;
   }
   return &counter_child_type;
 }
@@ -362,6 +387,7 @@ bool series_refused(const ChildObject* child) {
     case MetricKind::gauge:
       return !child->gauge && static_cast<GaugeFamily*>(family->native)->series_count() != 0;
     case MetricKind::histogram:
+    case MetricKind::summary:
       return !child->histogram &&
              static_cast<HistogramFamily*>(family->native)->series_count() != 0;
   }
@@ -630,7 +656,8 @@ PyTypeObject make_family_type(const char* name, PyMethodDef* methods) {
   type.tp_basicsize = sizeof(FamilyObject);
   type.tp_dealloc = reinterpret_cast<destructor>(family_dealloc);
   type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
-  type.tp_doc = "A metric family (the Python classes Counter, Gauge, Histogram derive from it).";
+  type.tp_doc =
+      "A metric family (the Python classes Counter, Gauge, Histogram, Summary derive from it).";
   type.tp_traverse = reinterpret_cast<traverseproc>(family_traverse);
   type.tp_clear = reinterpret_cast<inquiry>(family_clear);
   type.tp_methods = methods;
@@ -646,6 +673,9 @@ PyTypeObject gauge_family_type = make_family_type<MetricKind::gauge>(
     "tokenspeed_metrics._native.GaugeFamily", gauge_family_methods);
 PyTypeObject histogram_family_type = make_family_type<MetricKind::histogram>(
     "tokenspeed_metrics._native.HistogramFamily", histogram_family_methods);
+// A summary records as a histogram without buckets: the same methods.
+PyTypeObject summary_family_type = make_family_type<MetricKind::summary>(
+    "tokenspeed_metrics._native.SummaryFamily", histogram_family_methods);
 
 }  // namespace
 
@@ -658,7 +688,8 @@ int add_handle_types(PyObject* module) {
        {Entry{"CounterChild", &counter_child_type}, Entry{"GaugeChild", &gauge_child_type},
         Entry{"HistogramChild", &histogram_child_type},
         Entry{"CounterFamily", &counter_family_type}, Entry{"GaugeFamily", &gauge_family_type},
-        Entry{"HistogramFamily", &histogram_family_type}}) {
+        Entry{"HistogramFamily", &histogram_family_type},
+        Entry{"SummaryChild", &summary_child_type}, Entry{"SummaryFamily", &summary_family_type}}) {
     if (PyType_Ready(entry.type) < 0) return -1;
     Py_INCREF(entry.type);
     if (PyModule_AddObject(module, entry.name, reinterpret_cast<PyObject*>(entry.type)) < 0) {

@@ -197,7 +197,7 @@ def test_bad_arguments_raise_with_a_clear_message():
     with pytest.raises(ValueError, match="not a valid metric name"):
         tokenspeed_metrics.Counter("9bad", "Bad.")
     with pytest.raises(ValueError, match="Invalid multiprocess mode"):
-        tokenspeed_metrics.Gauge("py:g", "G.", multiprocess_mode="mostrecent")
+        tokenspeed_metrics.Gauge("py:g", "G.", multiprocess_mode="latest")
     with pytest.raises(tokenspeed_metrics.StartupError) as unknown:
         tokenspeed_metrics.extract_metrics_flags(["--metrics-reporter", "x"])
     assert unknown.value.args[3] == "--metrics-reporter"

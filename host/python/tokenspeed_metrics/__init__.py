@@ -27,7 +27,7 @@ from _tokenspeed_metrics import ClosedError, StartupError
 from . import _signals
 
 __all__ = [
-    "Counter", "Gauge", "Histogram", "StartupError", "ClosedError", "start", "attach", "close",
+    "Counter", "Gauge", "Histogram", "Summary", "StartupError", "ClosedError", "start", "attach", "close",
     "metrics_url", "generate_latest", "extract_metrics_flags", "metrics_help", "role",
     "CONTENT_TYPE_LATEST",
 ]
@@ -38,7 +38,8 @@ CONTENT_TYPE_LATEST = "text/plain; version=0.0.4; charset=utf-8"
 DEFAULT_BUCKETS = (.005, .01, .025, .05, .075, .1, .25, .5, .75, 1.0, 2.5, 5.0, 7.5, 10.0,
                    float("inf"))
 
-_GAUGE_MODES = ("livemax", "livesum", "max", "min", "sum", "all", "liveall")
+_GAUGE_MODES = ("livemax", "livesum", "max", "min", "livemin", "sum", "all", "liveall",
+                "mostrecent", "livemostrecent")
 
 
 def _full_name(name, namespace, subsystem, unit):
@@ -62,8 +63,8 @@ class Counter(_native.CounterFamily):
 class Gauge(_native.GaugeFamily):
     """A value that goes up and down: ``set``, ``inc``, ``dec``. The
     multiprocess_mode says how the launcher merges the processes' values
-    (prometheus_client's modes; ``livemax`` is not its default, ``all`` is:
-    pass the mode you mean)."""
+    (prometheus_client's modes: ``mostrecent`` takes the value set last in
+    any process; the default is ``all``, as there)."""
 
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="",
                  unit="", registry=None, multiprocess_mode="all", **_ignored):
@@ -84,6 +85,17 @@ class Histogram(_native.HistogramFamily):
                  unit="", registry=None, buckets=DEFAULT_BUCKETS, **_ignored):
         super().__init__(_full_name(name, namespace, subsystem, unit), documentation,
                          tuple(labelnames), unit, [float(b) for b in buckets])
+
+
+class Summary(_native.SummaryFamily):
+    """prometheus_client's summary: ``observe(amount, weight=1)`` grows
+    ``<name>_count`` and ``<name>_sum`` (no quantiles). Outputs receive its
+    observations as a histogram's without bucket bounds."""
+
+    def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="",
+                 unit="", registry=None, **_ignored):
+        super().__init__(_full_name(name, namespace, subsystem, unit), documentation,
+                         tuple(labelnames), unit)
 
 
 def extract_metrics_flags(args):

@@ -46,3 +46,28 @@ TEST_CASE("a 2 MB label name is cut in the error") {
                             "... (2000001 bytes)' is not valid"));
   CHECK(message.size() < 400);
 }
+
+TEST_CASE("a summary takes no buckets and reserves the label name quantile") {
+  const MetricDefinition summary{"s", MetricKind::summary, "", "", {"model"}, {}, {}};
+  CHECK(rejection(summary).empty());
+  MetricDefinition with_buckets = summary;
+  with_buckets.buckets = {1.0};
+  CHECK(rejection(with_buckets) ==
+        "metric 's': a summary has no buckets (it exposes a count and a sum)");
+  MetricDefinition quantile = summary;
+  quantile.label_names = {"quantile"};
+  CHECK(rejection(quantile) == "metric 's': label name 'quantile' is reserved for summaries");
+  CHECK(to_string(MetricKind::summary) == "summary");
+}
+
+TEST_CASE("every gauge mode of prometheus_client is named both ways") {
+  for (const char* name : {"all", "liveall", "min", "livemin", "max", "livemax", "sum", "livesum",
+                           "mostrecent", "livemostrecent"}) {
+    INFO(name);
+    GaugeMode mode = GaugeMode::livemax;
+    REQUIRE(gauge_mode_from_string(name, mode));
+    CHECK(to_string(mode) == name);
+  }
+  GaugeMode mode = GaugeMode::livemax;
+  CHECK_FALSE(gauge_mode_from_string("latest", mode));
+}

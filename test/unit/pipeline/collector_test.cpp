@@ -3,6 +3,7 @@
 // the spec field by field, and no allocation on the hot path.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <limits>
@@ -138,6 +139,9 @@ TEST_CASE("a family whose sample names collide with another family's in this pro
         case MetricKind::histogram:
           collector.histogram(definition);
           break;
+        case MetricKind::summary:
+          collector.summary(definition);
+          break;
       }
     } catch (const std::invalid_argument& error) {
       return error.what();
@@ -148,6 +152,7 @@ TEST_CASE("a family whose sample names collide with another family's in this pro
   Collector collector(store);
   collector.counter(plain("h:c", MetricKind::counter));
   collector.histogram(plain("h:h", MetricKind::histogram));
+  collector.summary(plain("h:s", MetricKind::summary));
 
   const std::string message = refused(collector, plain("h:c_total", MetricKind::gauge));
   CHECK(message ==
@@ -162,6 +167,12 @@ TEST_CASE("a family whose sample names collide with another family's in this pro
     CHECK(refused(collector, plain(name, MetricKind::gauge)).find("histogram h:h") !=
           std::string::npos);
   }
+  for (const char* name : {"h:s_sum", "h:s_count", "h:s_created"}) {
+    INFO(name);
+    CHECK(refused(collector, plain(name, MetricKind::gauge)).find("summary h:s") !=
+          std::string::npos);
+  }
+  CHECK(refused(collector, plain("h:s_bucket", MetricKind::gauge)).empty());
   // The other way round: the gauge first, then the family that claims its name.
   collector.gauge(plain("h:g_total", MetricKind::gauge));
   CHECK(refused(collector, plain("h:g", MetricKind::counter)).find("gauge h:g_total") !=
@@ -195,6 +206,9 @@ TEST_CASE("the TokenSpeed catalog has no two families whose sample names collide
         break;
       case MetricKind::histogram:
         CHECK_NOTHROW(collector.histogram(definition));
+        break;
+      case MetricKind::summary:
+        CHECK_NOTHROW(collector.summary(definition));
         break;
     }
   }
@@ -297,6 +311,49 @@ TEST_CASE("the event a plugin receives matches the spec field by field, with the
   CHECK(events[0].info->bucket_bounds == nullptr);
   // Built once per family: every event of a family points to the same info.
   CHECK(sink.info_valid_at_close);
+}
+
+TEST_CASE(
+    "a summary reaches plugins as a histogram without bounds; observe_total sends one event of "
+    "total / weight") {
+  const MetricDefinition summary{"s", MetricKind::summary, "Spread", "", {}, {}, {}};
+  InProcessMetricStore store;
+  TestSink sink;
+  EventRouter router({test_output("rec", &sink)});
+  Collector collector(store, &router);
+  const std::array<std::string_view, 0> none{};
+  collector.summary(summary).labels(std::span<const std::string_view>(none)).observe(0.5, 2);
+  collector.histogram(kHistogram).labels("llama", "0").observe_total(0.3, 4);
+  REQUIRE(router.close(std::chrono::seconds(10)));
+  const auto events = sink.snapshot();
+  REQUIRE(events.size() == 2);
+  CHECK(events[0].operation == TSM_OP_OBSERVE);
+  CHECK(events[0].info->kind == TSM_KIND_HISTOGRAM);
+  CHECK(events[0].info->bucket_count == 0);
+  CHECK(events[0].info->bucket_bounds == nullptr);
+  CHECK(events[0].value == 0.5);
+  CHECK(events[0].weight == 2);
+  CHECK(events[1].value == 0.3 / 4);
+  CHECK(events[1].weight == 4);
+}
+
+TEST_CASE("a mostrecent gauge keeps the wall clock of its last set beside the value") {
+  MetricDefinition mostrecent = kGauge;
+  mostrecent.gauge_mode = GaugeMode::mostrecent;
+  InProcessMetricStore store;
+  Collector collector(store);
+  Gauge g = collector.gauge(mostrecent).labels("llama", "0");
+  const double before = static_cast<double>(event_clock::realtime_ns());
+  g.set(3);
+  g.inc(2);
+  const double after = static_cast<double>(event_clock::realtime_ns());
+  auto series = all_series(store);
+  REQUIRE(series.size() == 1);
+  CHECK(series_slot_count(*series[0]->metric) == 2);
+  CHECK(series[0]->slots[0] == 5);
+  CHECK(series[0]->slots[1] >= before);
+  CHECK(series[0]->slots[1] <= after);
+  CHECK(series_slot_count(kGauge) == 1);  // other modes keep one slot
 }
 
 TEST_CASE("counter increments and histogram observations are never de-duplicated") {

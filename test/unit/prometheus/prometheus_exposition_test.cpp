@@ -133,6 +133,38 @@ TEST_CASE(
                     "_sum{model_name=\"m\"} 0.53\n" + n + "_count{model_name=\"m\"} 4\n");
 }
 
+TEST_CASE("a summary is written with its sum and count, no quantile and no bucket") {
+  const MetricDefinition metric{"s", MetricKind::summary, "Spread.", "", {"model_name"},
+                                {},  GaugeMode::livemax};
+  CHECK(render(metric, {MergedSeries{{{"model_name", "m"}}, {4, 0.75}}}) ==
+        "# HELP s Spread.\n# TYPE s summary\ns_sum{model_name=\"m\"} 0.75\n"
+        "s_count{model_name=\"m\"} 4\n");
+}
+
+TEST_CASE(
+    "through the collector: observe_total(1, 3) counts 3 in the bucket of 1/3 and adds 1 to the "
+    "sum exactly; a summary counts and sums its observations") {
+  const MetricDefinition histogram{"h",        MetricKind::histogram, "", "", {},
+                                   {0.1, 0.5}, GaugeMode::livemax};
+  const MetricDefinition summary{"s", MetricKind::summary, "", "", {}, {}, GaugeMode::livemax};
+  InProcessMetricStore store;
+  Collector collector(store);
+  const std::array<std::string_view, 0> none{};
+  const auto spread =
+      collector.histogram(histogram).labels(std::span<const std::string_view>(none));
+  for (int i = 0; i < 10; ++i) spread.observe_total(1.0, 3);
+  const auto s = collector.summary(summary).labels(std::span<const std::string_view>(none));
+  s.observe(0.25, 2);
+  s.observe_total(0.5, 4);
+  ScrapeSources sources;
+  sources.catalog = {&histogram, &summary};
+  sources.local_store = &store;
+  CHECK(render_exposition(merge_scrape(sources)) ==
+        "# TYPE h histogram\nh_bucket{le=\"0.1\"} 0\nh_bucket{le=\"0.5\"} 30\n"
+        "h_bucket{le=\"+Inf\"} 30\nh_sum 10\nh_count 30\n"
+        "# TYPE s summary\ns_sum 1\ns_count 6\n");
+}
+
 TEST_CASE("a histogram without labels still carries le") {
   const MetricDefinition metric{"h", MetricKind::histogram, "", "", {}, {1}, GaugeMode::livemax};
   const std::string text = render(metric, {MergedSeries{{}, {0, 0, 0}}});

@@ -97,8 +97,29 @@ const MetricDefinition kMin = gauge("g_min", GaugeMode::min);
 const MetricDefinition kSum = gauge("g_sum", GaugeMode::sum);
 const MetricDefinition kAll = gauge("g_all", GaugeMode::all);
 const MetricDefinition kLiveall = gauge("g_liveall", GaugeMode::liveall);
+const MetricDefinition kLivemin = gauge("g_livemin", GaugeMode::livemin);
+const MetricDefinition kMostrecent = gauge("g_mostrecent", GaugeMode::mostrecent);
+const MetricDefinition kLivemostrecent = gauge("g_livemostrecent", GaugeMode::livemostrecent);
+const MetricDefinition kSummary{"s", MetricKind::summary, "", "", {"rank"}, {}, GaugeMode::livemax};
 const std::vector<const MetricDefinition*> kCatalog{
-    &kCounter, &kHistogram, &kLivemax, &kLivesum, &kMax, &kMin, &kSum, &kAll, &kLiveall};
+    &kCounter, &kHistogram, &kLivemax,    &kLivesum,        &kMax,    &kMin, &kSum, &kAll,
+    &kLiveall, &kLivemin,   &kMostrecent, &kLivemostrecent, &kSummary};
+
+// A mostrecent gauge's slots: the value and the wall clock of its set.
+std::function<void(MultiprocessMetricStore&)> sets_at(double value, double set_time) {
+  return [=](MultiprocessMetricStore& store) {
+    const std::vector<std::string> labels{"0"};
+    for (const MetricDefinition* g : {&kMostrecent, &kLivemostrecent}) {
+      double* slots = store.allocate_series(*g, labels);
+      slots[0] = value;
+      slots[1] = set_time;
+    }
+    store.allocate_series(kLivemin, labels)[0] = value;
+    double* s = store.allocate_series(kSummary, labels);
+    s[0] += 2;  // count
+    s[1] += value;
+  };
+}
 
 std::function<void(MultiprocessMetricStore&)> writes(double gauge_value, double counter_delta) {
   return [=](MultiprocessMetricStore& store) {
@@ -128,6 +149,9 @@ std::map<std::string, double> merged(const std::filesystem::path& dir) {
       if (family.metric->kind == MetricKind::histogram) {
         out[key + "#count"] = series.slots[0] + series.slots[1] + series.slots[2];
         out[key + "#sum"] = series.slots[3];
+      } else if (family.metric->kind == MetricKind::summary) {
+        out[key + "#count"] = series.slots[0];
+        out[key + "#sum"] = series.slots[1];
       } else {
         out[key] = series.slots[0];
       }
@@ -183,6 +207,25 @@ TEST_CASE("a dead process's live gauges disappear; its counters and histograms r
   CHECK(m.count("g_livesum,rank=0") == 0);
   CHECK(m.count("g_liveall,rank=0,pid=" + a_pid) == 0);
   CHECK(m.at("g_max,rank=0") == 5);
+}
+
+TEST_CASE("mostrecent takes the value set last in any process; livemin the least live one") {
+  TempDir dir;
+  Producer later(dir.path(), sets_at(4, 2e18));
+  Producer earlier(dir.path(), sets_at(9, 1e18));
+  auto m = merged(dir.path());
+  CHECK(m.at("g_mostrecent,rank=0") == 4);
+  CHECK(m.at("g_livemostrecent,rank=0") == 4);
+  CHECK(m.at("g_livemin,rank=0") == 4);
+  CHECK(m.at("s,rank=0#count") == 4);
+  CHECK(m.at("s,rank=0#sum") == 13);
+
+  later.kill();  // the latest set was in a process that is gone
+  m = merged(dir.path());
+  CHECK(m.at("g_mostrecent,rank=0") == 4);
+  CHECK(m.at("g_livemostrecent,rank=0") == 9);
+  CHECK(m.at("g_livemin,rank=0") == 9);
+  CHECK(m.at("s,rank=0#count") == 4);  // a summary is summed, dead or alive
 }
 
 TEST_CASE("a file written with a dead pid contributes no live gauge") {

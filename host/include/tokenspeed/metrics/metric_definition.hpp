@@ -9,13 +9,27 @@
 
 namespace tokenspeed::metrics {
 
-// The values match the plugin ABI's tsm_metric_kind.
-enum class MetricKind { counter = 1, gauge = 2, histogram = 3 };
+// counter, gauge and histogram match the plugin ABI's tsm_metric_kind. A
+// summary is prometheus_client's: a count and a sum, no quantiles; plugins
+// receive it as a histogram without bucket bounds (the ABI has three kinds).
+enum class MetricKind { counter = 1, gauge = 2, histogram = 3, summary = 4 };
 
 // How the launcher merges one gauge's per-process values at scrape time, as
 // prometheus_client's multiprocess_mode does. The "live" modes forget
-// processes that have exited.
-enum class GaugeMode { livemax, livesum, max, min, sum, all, liveall };
+// processes that have exited; mostrecent keeps the value set last (by the
+// wall clock of the set) of any process.
+enum class GaugeMode {
+  livemax,
+  livesum,
+  max,
+  min,
+  sum,
+  all,
+  liveall,
+  livemin,
+  mostrecent,
+  livemostrecent
+};
 
 std::string_view to_string(MetricKind kind) noexcept;
 std::string_view to_string(GaugeMode mode) noexcept;
@@ -42,7 +56,8 @@ struct MetricDefinition {
 // histogram without buckets gets prometheus_client's default buckets, a +Inf
 // bucket is dropped. Throws std::invalid_argument naming the metric for a
 // name or label name the exposition format does not allow, a reserved label
-// name ("le" on a histogram, "pid" on an all/liveall gauge, "__" prefixes),
+// name ("le" on a histogram, "quantile" on a summary, "pid" on an
+// all/liveall gauge, "__" prefixes), buckets on a summary,
 // duplicate label names, or buckets that are not strictly ascending.
 MetricDefinition checked_definition(MetricDefinition definition);
 

@@ -33,6 +33,9 @@ class Recorder {
   CounterFamily& counter(const MetricDefinition& definition);
   GaugeFamily& gauge(const MetricDefinition& definition);
   HistogramFamily& histogram(const MetricDefinition& definition);
+  // A summary (kind summary: a count and a sum, no buckets) is observed
+  // through Histogram handles, as a histogram is.
+  HistogramFamily& summary(const MetricDefinition& definition);
 
   // Every definition of a set (the TokenSpeed catalog, say), by its kind.
   void define(const std::vector<MetricDefinition>& definitions);

@@ -76,6 +76,11 @@ class Histogram {
   // bucket count and the count grow by weight, the sum by value * weight;
   // outputs get one observe event carrying the weight. weight 0 is ignored.
   void observe(double value, std::uint64_t weight = 1) const noexcept;
+  // Records weight samples that add up to total (one interval spread over
+  // weight tokens): the count grows by weight in the bucket of total /
+  // weight, the sum by total exactly; outputs get observe(total / weight,
+  // weight). weight 0 is ignored.
+  void observe_total(double total, std::uint64_t weight) const noexcept;
   // Records each value once, as many observe(value) calls would.
   void observe_each(std::span<const double> values) const noexcept;
 
