@@ -272,6 +272,27 @@ void Gauge::set(double value) const noexcept { record_set(series_, options_, val
 
 void Gauge::inc(double delta) const noexcept { record_add(series_, options_, delta); }
 
+namespace {
+double read_slot(const MetricSeries* series, std::size_t slot) noexcept {
+  if (series == nullptr) return 0.0;
+  return std::atomic_ref<double>(series->slots[slot]).load(std::memory_order_relaxed);
+}
+}  // namespace
+
+double Counter::value() const noexcept { return read_slot(series_, 0); }
+
+double Gauge::value() const noexcept { return read_slot(series_, 0); }
+
+double Histogram::bucket_count(std::size_t bucket) const noexcept {
+  if (series_ == nullptr || bucket > series_->family->definition.buckets.size()) return 0.0;
+  return read_slot(series_, bucket);
+}
+
+double Histogram::sum() const noexcept {
+  if (series_ == nullptr) return 0.0;
+  return read_slot(series_, series_->family->definition.buckets.size() + 1);
+}
+
 void Histogram::observe(double value, std::uint64_t weight) const noexcept {
   record_observe(series_, value, weight);
 }

@@ -142,6 +142,33 @@ bool one_argument(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames, co
   return true;
 }
 
+// Positional-or-keyword arguments by name, as `def f(a, b=None)` takes
+// them: out[i] stays null for one not given. A TypeError naming signature
+// for more positionals than names, an unknown keyword or one given twice.
+template <std::size_t N>
+bool named_arguments(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
+                     const std::array<const char*, N>& names, std::array<PyObject*, N>& out,
+                     const char* signature) {
+  out.fill(nullptr);
+  if (nargs > static_cast<Py_ssize_t>(N)) {
+    PyErr_Format(PyExc_TypeError, "%s takes at most %zu arguments", signature, N);
+    return false;
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) out[static_cast<std::size_t>(i)] = args[i];
+  const Py_ssize_t nkw = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    PyObject* key = PyTuple_GET_ITEM(kwnames, k);
+    std::size_t i = 0;
+    while (i < N && PyUnicode_CompareWithASCIIString(key, names[i]) != 0) ++i;
+    if (i == N || out[i] != nullptr) {
+      PyErr_Format(PyExc_TypeError, "%s: unexpected keyword argument %R", signature, key);
+      return false;
+    }
+    out[i] = args[nargs + k];
+  }
+  return true;
+}
+
 // --------------------------------------------------------------- children
 
 void child_dealloc(ChildObject* self) {
@@ -159,10 +186,19 @@ bool optional_amount(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
   return value == nullptr || as_double(value, amount);
 }
 
+// inc(amount=1, exemplar=None): exemplars are accepted and dropped, as
+// prometheus_client's multiprocess mode drops them.
 PyObject* counter_inc(ChildObject* self, PyObject* const* args, Py_ssize_t nargs,
                       PyObject* kwnames) {
   double amount = 1.0;
-  if (!optional_amount(args, nargs, kwnames, amount)) return nullptr;
+  if (nargs != 0 || kwnames != nullptr) {
+    std::array<PyObject*, 2> given;
+    if (!named_arguments(args, nargs, kwnames, std::array{"amount", "exemplar"}, given,
+                         "inc(amount=1, exemplar=None)")) {
+      return nullptr;
+    }
+    if (given[0] != nullptr && !as_double(given[0], amount)) return nullptr;
+  }
   if (!(amount >= 0.0)) {
     PyErr_SetString(PyExc_ValueError, "Counters can only be incremented by non-negative amounts.");
     return nullptr;
@@ -172,13 +208,19 @@ PyObject* counter_inc(ChildObject* self, PyObject* const* args, Py_ssize_t nargs
   Py_RETURN_NONE;
 }
 
-PyObject* gauge_set(ChildObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  if (nargs != 1) {
+PyObject* gauge_set(ChildObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
+  PyObject* given = nullptr;
+  if (nargs == 1 && kwnames == nullptr) {
+    given = args[0];
+  } else if (!one_argument(args, nargs, kwnames, "value", given)) {
+    return nullptr;
+  }
+  if (given == nullptr) {
     PyErr_SetString(PyExc_TypeError, "set() takes exactly one argument (value)");
     return nullptr;
   }
   double value = 0.0;
-  if (!as_double(args[0], value)) return nullptr;
+  if (!as_double(given, value)) return nullptr;
   if (!ready(self)) return nullptr;
   self->gauge.set(value);
   Py_RETURN_NONE;
@@ -203,28 +245,22 @@ bool weight_of(PyObject* object, std::uint64_t& weight) {
   return true;
 }
 
+// observe(amount, weight=1, exemplar=None): exemplars are accepted and
+// dropped, as prometheus_client's multiprocess mode drops them.
 PyObject* histogram_observe(ChildObject* self, PyObject* const* args, Py_ssize_t nargs,
                             PyObject* kwnames) {
   PyObject* amount = nullptr;
   PyObject* weight_arg = nullptr;
-  if (nargs > 2) {
-    PyErr_SetString(PyExc_TypeError, "observe(amount, weight=1)");
-    return nullptr;
-  }
-  if (nargs >= 1) amount = args[0];
-  if (nargs == 2) weight_arg = args[1];
-  if (kwnames != nullptr) {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(kwnames); ++i) {
-      PyObject* key = PyTuple_GET_ITEM(kwnames, i);
-      if (PyUnicode_CompareWithASCIIString(key, "weight") == 0 && weight_arg == nullptr) {
-        weight_arg = args[nargs + i];
-      } else if (PyUnicode_CompareWithASCIIString(key, "amount") == 0 && amount == nullptr) {
-        amount = args[nargs + i];
-      } else {
-        PyErr_Format(PyExc_TypeError, "unexpected keyword argument %R", key);
-        return nullptr;
-      }
+  if (nargs == 1 && kwnames == nullptr) {
+    amount = args[0];
+  } else {
+    std::array<PyObject*, 3> given;
+    if (!named_arguments(args, nargs, kwnames, std::array{"amount", "weight", "exemplar"}, given,
+                         "observe(amount, weight=1, exemplar=None)")) {
+      return nullptr;
     }
+    amount = given[0];
+    weight_arg = given[1];
   }
   if (amount == nullptr) {
     PyErr_SetString(PyExc_TypeError, "observe() missing its amount");
@@ -296,15 +332,54 @@ PyObject* histogram_observe_many(ChildObject* self, PyObject* values) {
   Py_RETURN_NONE;
 }
 
+// This process's own figures of a series (prometheus_client's _value.get()
+// in multiprocess mode); /metrics merges every process's.
+PyObject* counter_get(ChildObject* self, PyObject*) {
+  if (!ready(self)) return nullptr;
+  return PyFloat_FromDouble(self->counter.value());
+}
+
+PyObject* gauge_get(ChildObject* self, PyObject*) {
+  if (!ready(self)) return nullptr;
+  return PyFloat_FromDouble(self->gauge.value());
+}
+
+// (count of bucket 0, ..., count of +Inf): not cumulative.
+PyObject* histogram_bucket_counts(ChildObject* self, PyObject*) {
+  if (!ready(self)) return nullptr;
+  const std::size_t n = self->family->definition->buckets.size();
+  PyObject* counts = PyTuple_New(static_cast<Py_ssize_t>(n + 1));
+  if (counts == nullptr) return nullptr;
+  for (std::size_t i = 0; i <= n; ++i) {
+    PyObject* count = PyFloat_FromDouble(self->histogram.bucket_count(i));
+    if (count == nullptr) {
+      Py_DECREF(counts);
+      return nullptr;
+    }
+    PyTuple_SET_ITEM(counts, static_cast<Py_ssize_t>(i), count);
+  }
+  return counts;
+}
+
+PyObject* histogram_sum(ChildObject* self, PyObject*) {
+  if (!ready(self)) return nullptr;
+  return PyFloat_FromDouble(self->histogram.sum());
+}
+
 #define FASTCALL_KW(f) reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(f))
 
 PyMethodDef counter_child_methods[] = {
-    {"inc", FASTCALL_KW(counter_inc), METH_FASTCALL | METH_KEYWORDS, "inc(amount=1)"},
+    {"inc", FASTCALL_KW(counter_inc), METH_FASTCALL | METH_KEYWORDS,
+     "inc(amount=1, exemplar=None)"},
+    {"get", reinterpret_cast<PyCFunction>(counter_get), METH_NOARGS,
+     "get(): what this process has counted"},
     {nullptr, nullptr, 0, nullptr}};
 PyMethodDef gauge_child_methods[] = {
-    {"set", FASTCALL_KW(gauge_set), METH_FASTCALL, "set(value)"},
+    {"set", FASTCALL_KW(gauge_set), METH_FASTCALL | METH_KEYWORDS, "set(value)"},
     {"inc", FASTCALL_KW(gauge_add<1>), METH_FASTCALL | METH_KEYWORDS, "inc(amount=1)"},
     {"dec", FASTCALL_KW(gauge_add<-1>), METH_FASTCALL | METH_KEYWORDS, "dec(amount=1)"},
+    {"get", reinterpret_cast<PyCFunction>(gauge_get), METH_NOARGS,
+     "get(): this process's current value"},
     {nullptr, nullptr, 0, nullptr}};
 PyMethodDef histogram_child_methods[] = {
     {"observe", FASTCALL_KW(histogram_observe), METH_FASTCALL | METH_KEYWORDS,
@@ -313,6 +388,9 @@ PyMethodDef histogram_child_methods[] = {
      "observe_many(values): each value once"},
     {"observe_total", FASTCALL_KW(histogram_observe_total), METH_FASTCALL,
      "observe_total(total, weight): weight samples adding up to total"},
+    {"bucket_counts", reinterpret_cast<PyCFunction>(histogram_bucket_counts), METH_NOARGS,
+     "bucket_counts(): this process's count per bucket, +Inf last, not cumulative"},
+    {"sum", reinterpret_cast<PyCFunction>(histogram_sum), METH_NOARGS, "sum(): this process's sum"},
     {nullptr, nullptr, 0, nullptr}};
 
 // A static type object: zeroed, with the reference a static object holds.
@@ -322,6 +400,21 @@ PyTypeObject blank_type() {
   return type;
 }
 
+bool series_refused(const ChildObject* child);
+
+// False when the host refused the series (its family is at the bound on
+// series per process): recording through the child then does nothing but
+// count the refusal.
+PyObject* child_kept(ChildObject* self, void*) {
+  if (!ready(self)) return nullptr;
+  return PyBool_FromLong(!series_refused(self));
+}
+
+PyGetSetDef child_getset[] = {
+    {"kept", reinterpret_cast<getter>(child_kept), nullptr,
+     "False when the host refused this series (past the bound on series per family)", nullptr},
+    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
 PyTypeObject make_child_type(const char* name, PyMethodDef* methods) {
   PyTypeObject type = blank_type();
   type.tp_name = name;
@@ -330,6 +423,7 @@ PyTypeObject make_child_type(const char* name, PyMethodDef* methods) {
   type.tp_flags = Py_TPFLAGS_DEFAULT;
   type.tp_doc = "One series of a metric family: a handle to keep and record with.";
   type.tp_methods = methods;
+  type.tp_getset = child_getset;
   return type;
 }
 
@@ -497,14 +591,6 @@ PyObject* forward_fastcall(FamilyObject* self, PyObject* const* args, Py_ssize_t
   return result;
 }
 
-PyObject* family_set(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs) {
-  PyObject* child = unlabelled_child(self);
-  if (child == nullptr) return nullptr;
-  PyObject* result = gauge_set(reinterpret_cast<ChildObject*>(child), args, nargs);
-  Py_DECREF(child);
-  return result;
-}
-
 PyObject* family_observe_many(FamilyObject* self, PyObject* values) {
   PyObject* child = unlabelled_child(self);
   if (child == nullptr) return nullptr;
@@ -635,7 +721,7 @@ PyMethodDef counter_family_methods[] = {
     {nullptr, nullptr, 0, nullptr}};
 PyMethodDef gauge_family_methods[] = {
     {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS, "labels(*values)"},
-    {"set", FASTCALL_KW(family_set), METH_FASTCALL, "set(value)"},
+    {"set", FASTCALL_KW(forward_fastcall<gauge_set>), METH_FASTCALL | METH_KEYWORDS, "set(value)"},
     {"inc", FASTCALL_KW(forward_fastcall<gauge_add<1>>), METH_FASTCALL | METH_KEYWORDS,
      "inc(amount=1)"},
     {"dec", FASTCALL_KW(forward_fastcall<gauge_add<-1>>), METH_FASTCALL | METH_KEYWORDS,

@@ -384,3 +384,55 @@ if __name__ == "__main__":
     lines = [line for line in result.stderr.splitlines() if "py:per_request' has 100 series" in line]
     assert len(lines) == 2, result.stderr
     assert 'first refused: {request="request-100"}' in lines[0]
+
+
+def test_summary_observe_total_reads_exemplars_and_kept_series(workdir):
+    script = f"""
+import tokenspeed_metrics
+tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
+                          "--metrics-multiproc-dir", {workdir!r},
+                          "--metrics-max-series-per-family", "2"])
+C = tokenspeed_metrics.Counter("py:c", "C.", ["k"])
+G = tokenspeed_metrics.Gauge("py:g", "G.", ["k"], multiprocess_mode="mostrecent")
+H = tokenspeed_metrics.Histogram("py:h", "H.", ["k"], buckets=(0.1, 0.5))
+S = tokenspeed_metrics.Summary("py:s", "S.", ["k"])
+C.labels("a").inc(2, exemplar={{"trace_id": "1"}})
+C.labels("a").inc(amount=1, exemplar=None)
+G.labels("a").set(value=7)
+h = H.labels("a")
+h.observe(0.3, exemplar={{"trace_id": "2"}})
+for _ in range(10):
+    h.observe_total(1.0, 3)
+S.labels("a").observe(0.25, 2)
+S.labels("a").observe(0.5)
+print("counter", C.labels("a").get())
+print("gauge", G.labels("a").get())
+print("buckets", h.bucket_counts())
+print("sum", h.sum())
+print("summary", S.labels("a").bucket_counts(), S.labels("a").sum())
+print("kept", C.labels("b").kept, C.labels("c").kept)
+try:
+    S.labels("a").observe(1, {{"trace_id": "3"}})
+except ValueError as error:
+    print("positional exemplar:", error)
+print("=====")
+print(tokenspeed_metrics.generate_latest().decode())
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
+    result = run_script(workdir, script, env=env)
+    assert result.returncode == 0, result.stderr
+    head, exposition = result.stdout.split("=====")
+    assert "counter 3.0" in head
+    assert "gauge 7.0" in head
+    assert "buckets (0.0, 31.0, 0.0)" in head
+    assert "sum 10.3" in head
+    assert "summary (3.0,) 1.0" in head
+    assert "kept True False" in head  # a third series of py:c is past the bound of 2
+    assert "positional exemplar: weight must be a non-negative integer" in head
+    found = samples(exposition, "py:")
+    assert found[("py:h_sum", (("k", "a"),))] == 10.3
+    assert found[("py:h_count", (("k", "a"),))] == 31
+    assert found[("py:s_sum", (("k", "a"),))] == 1.0
+    assert found[("py:s_count", (("k", "a"),))] == 3
+    assert found[("py:g", (("k", "a"),))] == 7
+    assert "# TYPE py:s summary" in exposition

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -32,6 +33,9 @@ class Counter {
   // every external output. A negative or NaN delta is ignored: a counter
   // never decreases.
   void inc(double delta = 1.0) const noexcept;
+  // What this process has recorded (/metrics merges every process's); 0
+  // for an empty handle.
+  double value() const noexcept;
 
   explicit operator bool() const noexcept { return series_ != nullptr; }
   const MetricSeries* series() const noexcept { return series_; }
@@ -55,6 +59,8 @@ class Gauge {
   // value as a set event, de-duplicated as set is.
   void inc(double delta = 1.0) const noexcept;
   void dec(double delta = 1.0) const noexcept { inc(-delta); }
+  // This process's current value; 0 for an empty handle.
+  double value() const noexcept;
 
   explicit operator bool() const noexcept { return series_ != nullptr; }
   const MetricSeries* series() const noexcept { return series_; }
@@ -83,6 +89,11 @@ class Histogram {
   void observe_total(double total, std::uint64_t weight) const noexcept;
   // Records each value once, as many observe(value) calls would.
   void observe_each(std::span<const double> values) const noexcept;
+  // This process's own figures (0 for an empty handle): the count of bucket
+  // i, not cumulative (i == the number of bounds: the +Inf bucket; a
+  // summary has that one only), and the sum.
+  double bucket_count(std::size_t bucket) const noexcept;
+  double sum() const noexcept;
 
   explicit operator bool() const noexcept { return series_ != nullptr; }
   const MetricSeries* series() const noexcept { return series_; }
