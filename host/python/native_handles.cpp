@@ -591,6 +591,25 @@ PyObject* forward_fastcall(FamilyObject* self, PyObject* const* args, Py_ssize_t
   return result;
 }
 
+// The unlabelled child's method of no arguments (get, sum, bucket_counts).
+template <PyObject* (*Method)(ChildObject*, PyObject*)>
+PyObject* forward_noargs(FamilyObject* self, PyObject*) {
+  PyObject* child = unlabelled_child(self);
+  if (child == nullptr) return nullptr;
+  PyObject* result = Method(reinterpret_cast<ChildObject*>(child), nullptr);
+  Py_DECREF(child);
+  return result;
+}
+
+// The unlabelled child's observe_total (its arguments are positional only).
+PyObject* family_observe_total(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  PyObject* child = unlabelled_child(self);
+  if (child == nullptr) return nullptr;
+  PyObject* result = histogram_observe_total(reinterpret_cast<ChildObject*>(child), args, nargs);
+  Py_DECREF(child);
+  return result;
+}
+
 PyObject* family_observe_many(FamilyObject* self, PyObject* values) {
   PyObject* child = unlabelled_child(self);
   if (child == nullptr) return nullptr;
@@ -717,7 +736,9 @@ PyMethodDef counter_family_methods[] = {
     {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS,
      "labels(*values) or labels(**values): the child of that series"},
     {"inc", FASTCALL_KW(forward_fastcall<counter_inc>), METH_FASTCALL | METH_KEYWORDS,
-     "inc(amount=1)"},
+     "inc(amount=1, exemplar=None)"},
+    {"get", reinterpret_cast<PyCFunction>(forward_noargs<counter_get>), METH_NOARGS,
+     "get(): what this process has counted"},
     {nullptr, nullptr, 0, nullptr}};
 PyMethodDef gauge_family_methods[] = {
     {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS, "labels(*values)"},
@@ -726,6 +747,8 @@ PyMethodDef gauge_family_methods[] = {
      "inc(amount=1)"},
     {"dec", FASTCALL_KW(forward_fastcall<gauge_add<-1>>), METH_FASTCALL | METH_KEYWORDS,
      "dec(amount=1)"},
+    {"get", reinterpret_cast<PyCFunction>(forward_noargs<gauge_get>), METH_NOARGS,
+     "get(): this process's current value"},
     {nullptr, nullptr, 0, nullptr}};
 PyMethodDef histogram_family_methods[] = {
     {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS, "labels(*values)"},
@@ -733,6 +756,12 @@ PyMethodDef histogram_family_methods[] = {
      "observe(amount, weight=1)"},
     {"observe_many", reinterpret_cast<PyCFunction>(family_observe_many), METH_O,
      "observe_many(values)"},
+    {"observe_total", FASTCALL_KW(family_observe_total), METH_FASTCALL,
+     "observe_total(total, weight)"},
+    {"bucket_counts", reinterpret_cast<PyCFunction>(forward_noargs<histogram_bucket_counts>),
+     METH_NOARGS, "bucket_counts(): this process's count per bucket, +Inf last"},
+    {"sum", reinterpret_cast<PyCFunction>(forward_noargs<histogram_sum>), METH_NOARGS,
+     "sum(): this process's sum"},
     {nullptr, nullptr, 0, nullptr}};
 
 template <MetricKind Kind>

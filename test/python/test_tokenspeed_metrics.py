@@ -411,6 +411,11 @@ print("buckets", h.bucket_counts())
 print("sum", h.sum())
 print("summary", S.labels("a").bucket_counts(), S.labels("a").sum())
 print("kept", C.labels("b").kept, C.labels("c").kept)
+plain = tokenspeed_metrics.Histogram("py:plain", "No labels.", buckets=(1,))
+plain.observe_total(3.0, 2)
+plain_counter = tokenspeed_metrics.Counter("py:plain_c", "No labels.")
+plain_counter.inc(4)
+print("family", plain.bucket_counts(), plain.sum(), plain_counter.get())
 try:
     S.labels("a").observe(1, {{"trace_id": "3"}})
 except ValueError as error:
@@ -428,6 +433,7 @@ print(tokenspeed_metrics.generate_latest().decode())
     assert "sum 10.3" in head
     assert "summary (3.0,) 1.0" in head
     assert "kept True False" in head  # a third series of py:c is past the bound of 2
+    assert "family (0.0, 2.0) 3.0 4.0" in head  # families without labels read their child
     assert "positional exemplar: weight must be a non-negative integer" in head
     found = samples(exposition, "py:")
     assert found[("py:h_sum", (("k", "a"),))] == 10.3
