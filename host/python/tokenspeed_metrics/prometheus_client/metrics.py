@@ -1,0 +1,362 @@
+"""Counter, Gauge, Histogram, Summary, Info and Enum with prometheus_client's
+constructors, built on tokenspeed_metrics' native families: the node is the
+registry, the launcher's /metrics merges every process as prometheus_client's
+multiprocess mode does. Differences raise; see docs/python.md ("The
+prometheus_client module")."""
+import sys
+import threading
+
+import _tokenspeed_metrics as _native
+
+import tokenspeed_metrics as _tsm
+
+from ._children import CounterChild, GaugeChild, HistogramChild, SummaryChild
+from .context_managers import ExceptionCounter, InprogressTracker, Timer
+from .registry import REGISTRY
+
+INF = float("inf")
+
+
+def _build_full_name(metric_type, name, namespace, subsystem, unit):
+    full_name = "_".join(part for part in (namespace, subsystem, name) if part)
+    if metric_type == "counter" and full_name.endswith("_total"):
+        full_name = full_name[:-6]
+    if unit and not full_name.endswith("_" + unit):
+        full_name += "_" + unit
+    if unit and metric_type in ("info", "stateset"):
+        raise ValueError("Metric name is of a type that cannot have a unit: " + full_name)
+    return full_name
+
+
+def disable_created_metrics():
+    """No effect: there is no _created sample, as in prometheus_client's
+    multiprocess mode (which keeps none in its files)."""
+
+
+def enable_created_metrics():
+    """No effect: _created samples are not offered, as in prometheus_client's
+    multiprocess mode."""
+
+
+class _CompatFamily:
+    """What every family adds to its native base: prometheus_client's names,
+    labels() returning the compatibility children, registration."""
+    _type = None
+    _child_class = None
+    _native_labels = None  # the native base's labels()
+    _node_family = True  # what a registry accepts
+
+    def _prepare(self, name, documentation, labelnames, namespace, subsystem, unit):
+        if isinstance(labelnames, str):
+            raise ValueError("labelnames must be a sequence of names, not the string %r"
+                             % labelnames)
+        self._name = _build_full_name(self._type, name, namespace, subsystem, unit)
+        self._documentation = documentation
+        self._unit = unit
+        self._labelnames = tuple(labelnames)  # prometheus_client's order, for positional labels()
+        # A set's order differs between processes (string hashing): the host
+        # gets the names sorted so every process defines the family alike.
+        native_names = (tuple(sorted(self._labelnames))
+                        if isinstance(labelnames, (set, frozenset)) else self._labelnames)
+        self._reorder = native_names != self._labelnames
+        self._children_by_native = {}
+        self._lock = threading.Lock()
+        self._unlabelled_child = None
+        return native_names
+
+    def _register(self, registry):
+        if registry:
+            registry.register(self)
+
+    def labels(self, *labelvalues, **labelkwargs):
+        if self._reorder and labelvalues and not labelkwargs:
+            if len(labelvalues) != len(self._labelnames):
+                raise ValueError("Incorrect label count")
+            labelkwargs = dict(zip(self._labelnames, labelvalues))
+            labelvalues = ()
+        native = self._native_labels(*labelvalues, **labelkwargs)
+        child = self._children_by_native.get(native)
+        if child is not None:
+            return child
+        # The host keeps a series it accepted (its family holds the native
+        # child); past the bound on series it refuses new ones, and then only
+        # `native` and getrefcount's argument refer to it: such a child is not
+        # kept here either, so refused label values leave memory flat.
+        kept = sys.getrefcount(native) > 2
+        values = (tuple(str(labelkwargs[n]) for n in self._labelnames) if labelkwargs
+                  else tuple(str(v) for v in labelvalues))
+        child = self._child_class(self, values, native)
+        if kept:
+            with self._lock:
+                child = self._children_by_native.setdefault(native, child)
+        return child
+
+    def remove(self, *labelvalues):
+        """Forgets the cached child. The series stays on /metrics, as it
+        does in prometheus_client's multiprocess mode (its file keeps it)."""
+        if not self._labelnames:
+            raise ValueError("No label names were set when constructing %s" % self)
+        if len(labelvalues) != len(self._labelnames):
+            raise ValueError("Incorrect label count (expected %d, got %s)"
+                             % (len(self._labelnames), labelvalues))
+        wanted = tuple(str(v) for v in labelvalues)
+        with self._lock:
+            for native, child in list(self._children_by_native.items()):
+                if child._labelvalues == wanted:
+                    del self._children_by_native[native]
+                    return
+        raise KeyError(wanted)
+
+    def clear(self):
+        """Forgets every cached child; the series stay on /metrics (see remove)."""
+        with self._lock:
+            self._children_by_native = {}
+
+    def _unlabelled(self):
+        """The child of a family without labels: its recording methods are
+        the family's own."""
+        if self._labelnames:
+            raise ValueError("%s metric is missing label values" % self._type)
+        if self._unlabelled_child is None:
+            self._unlabelled_child = self._child_class(self, (), self)
+        return self._unlabelled_child
+
+    def describe(self):
+        from .metrics_core import Metric
+        return [Metric(self._name, self._documentation, self._type, self._unit)]
+
+    def collect(self):
+        """This family as the node's merged exposition shows it (launcher only)."""
+        from .registry import node_metrics
+        return [m for m in node_metrics() if m.name == self._name]
+
+    def __str__(self):
+        return "%s:%s" % (self._type, self._name)
+
+    def __repr__(self):
+        return "%s.%s(%s)" % (type(self).__module__, type(self).__name__, self._name)
+
+
+class Counter(_CompatFamily, _tsm.Counter):
+    _type = "counter"
+    _child_class = CounterChild
+    _native_labels = _native.CounterFamily.labels
+
+    def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
+                 registry=REGISTRY, _labelvalues=None):
+        native_names = self._prepare(name, documentation, labelnames, namespace, subsystem, unit)
+        _native.CounterFamily.__init__(self, self._name, documentation, native_names, unit)
+        self._register(registry)
+
+    def count_exceptions(self, exception=Exception):
+        self._unlabelled()
+        return ExceptionCounter(self, exception)
+
+
+class Gauge(_CompatFamily, _tsm.Gauge):
+    _type = "gauge"
+    _child_class = GaugeChild
+    _native_labels = _native.GaugeFamily.labels
+    _MULTIPROC_MODES = frozenset(("all", "liveall", "min", "livemin", "max", "livemax", "sum",
+                                  "livesum", "mostrecent", "livemostrecent"))
+
+    def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
+                 registry=REGISTRY, _labelvalues=None, multiprocess_mode="all"):
+        if multiprocess_mode not in self._MULTIPROC_MODES:
+            raise ValueError("Invalid multiprocess mode: " + str(multiprocess_mode))
+        self._multiprocess_mode = multiprocess_mode
+        native_names = self._prepare(name, documentation, labelnames, namespace, subsystem, unit)
+        _native.GaugeFamily.__init__(self, self._name, documentation, native_names, unit, None,
+                                     multiprocess_mode)
+        self._register(registry)
+
+    def set_to_current_time(self):
+        self._unlabelled().set_to_current_time()
+
+    def track_inprogress(self):
+        self._unlabelled()
+        return InprogressTracker(self)
+
+    def time(self):
+        return Timer(self, "set")
+
+    def set_function(self, function):
+        self._unlabelled().set_function(function)
+
+
+def _prepare_buckets(source_buckets):
+    buckets = [float(b) for b in source_buckets]
+    if buckets != sorted(buckets):
+        raise ValueError("Buckets not in sorted order")
+    if buckets and buckets[-1] != INF:
+        buckets.append(INF)
+    if len(buckets) < 2:
+        raise ValueError("Must have at least two buckets")
+    return buckets
+
+
+class Histogram(_CompatFamily, _tsm.Histogram):
+    _type = "histogram"
+    _child_class = HistogramChild
+    _native_labels = _native.HistogramFamily.labels
+    DEFAULT_BUCKETS = _tsm.DEFAULT_BUCKETS
+
+    def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
+                 registry=REGISTRY, _labelvalues=None, buckets=DEFAULT_BUCKETS):
+        self._upper_bounds = _prepare_buckets(buckets)
+        native_names = self._prepare(name, documentation, labelnames, namespace, subsystem, unit)
+        if "le" in self._labelnames:
+            raise ValueError("Reserved label metric name: le")
+        _native.HistogramFamily.__init__(self, self._name, documentation, native_names, unit,
+                                         self._upper_bounds)
+        self._register(registry)
+
+    def time(self):
+        return Timer(self, "observe")
+
+    # The batched idiom on a family without labels.
+    @property
+    def _sum(self):
+        return self._unlabelled()._sum
+
+    @property
+    def _buckets(self):
+        return self._unlabelled()._buckets
+
+
+_SummaryBase = getattr(_native, "SummaryFamily", None)
+
+
+def _summary_unavailable(*_args, **_kwargs):
+    raise NotImplementedError(
+        "Summary needs a tokenspeed_metrics host with summaries (_tokenspeed_metrics."
+        "SummaryFamily); use a Histogram until then")
+
+
+if _SummaryBase is not None:
+    class Summary(_CompatFamily, _SummaryBase):
+        """count and sum, no quantiles (prometheus_client has none either)."""
+        _type = "summary"
+        _child_class = SummaryChild
+        _native_labels = _SummaryBase.labels
+
+        def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="",
+                     unit="", registry=REGISTRY, _labelvalues=None):
+            native_names = self._prepare(name, documentation, labelnames, namespace, subsystem,
+                                         unit)
+            if "quantile" in self._labelnames:
+                raise ValueError("Reserved label metric name: quantile")
+            _SummaryBase.__init__(self, self._name, documentation, native_names, unit)
+            self._register(registry)
+
+        def time(self):
+            return Timer(self, "observe")
+else:
+    class Summary:
+        _type = "summary"
+        __init__ = _summary_unavailable
+
+
+class Info:
+    """Key-value pairs, shown as prometheus_client's single-process
+    exposition shows them: a gauge <name>_info set to 1 with the pairs as
+    labels (its multiprocess mode leaves Info out of /metrics). The pairs are
+    fixed by the first info() call: the host cannot remove a series."""
+    _type = "info"
+    _node_family = True
+
+    def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
+                 registry=REGISTRY, _labelvalues=None):
+        self._name = _build_full_name("info", name, namespace, subsystem, unit)
+        self._documentation = documentation
+        self._labelnames = tuple(labelnames)
+        self._unit = unit
+        self._lock = threading.Lock()
+        self._gauge = None
+        self._value = None
+        if registry:
+            registry.register(self)
+
+    def labels(self, *labelvalues, **labelkwargs):
+        raise NotImplementedError(
+            "Info.labels() is not offered: give every pair to info({...}) instead")
+
+    def info(self, val):
+        if set(self._labelnames).intersection(val.keys()):
+            raise ValueError("Overlapping labels for Info metric, metric: %s child: %s"
+                             % (self._labelnames, val))
+        val = {str(k): str(v) for k, v in val.items()}
+        with self._lock:
+            if self._gauge is None:
+                self._gauge = _tsm.Gauge(self._name + "_info", self._documentation,
+                                         tuple(sorted(val)), multiprocess_mode="max")
+                self._value = val
+            elif val != self._value:
+                raise ValueError(
+                    "Info %s: info() was already called with %s; the host cannot remove that "
+                    "series, so the pairs cannot change: use a Gauge with the pairs as labels "
+                    "instead" % (self._name, self._value))
+            self._gauge.labels(**val).set(1)
+
+    def describe(self):
+        from .metrics_core import Metric
+        return [Metric(self._name, self._documentation, "info")]
+
+
+class Enum:
+    """Which of a set of states is true: a gauge <name>{<name>="<state>"}
+    of 1 for the current state and 0 for the others, as prometheus_client's
+    single-process exposition shows it (its multiprocess mode leaves Enum
+    out). Processes merge by the most recent state() (mode mostrecent)."""
+    _type = "stateset"
+    _node_family = True
+
+    def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
+                 registry=REGISTRY, _labelvalues=None, states=None):
+        self._name = _build_full_name("stateset", name, namespace, subsystem, unit)
+        self._labelnames = tuple(labelnames)
+        self._documentation = documentation
+        self._unit = unit
+        if name in self._labelnames:
+            raise ValueError("Overlapping labels for Enum metric: %s" % name)
+        if not states:
+            raise ValueError("No states provided for Enum metric: %s" % name)
+        self._states = list(states)
+        self._gauge = _tsm.Gauge(self._name, documentation, self._labelnames + (self._name,),
+                                 multiprocess_mode="mostrecent")
+        self._labelvalues = ()
+        self._children = {}
+        if registry:
+            registry.register(self)
+
+    def labels(self, *labelvalues, **labelkwargs):
+        if labelkwargs:
+            labelvalues = tuple(str(labelkwargs[n]) for n in self._labelnames)
+        key = tuple(str(v) for v in labelvalues)
+        if len(key) != len(self._labelnames):
+            raise ValueError("Incorrect label count")
+        child = self._children.get(key)
+        if child is None:
+            child = self._children.setdefault(key, _EnumChild(self, key))
+            child.state(self._states[0])  # the first state is the default, as in prometheus_client
+        return child
+
+    def state(self, state):
+        if self._labelnames:
+            raise ValueError("stateset metric is missing label values")
+        self.labels().state(state)
+
+    def describe(self):
+        from .metrics_core import Metric
+        return [Metric(self._name, self._documentation, "stateset")]
+
+
+class _EnumChild:
+    def __init__(self, enum, labelvalues):
+        self._enum = enum
+        self._labelvalues = labelvalues
+
+    def state(self, state):
+        index = self._enum._states.index(state)
+        for i, name in enumerate(self._enum._states):
+            self._enum._gauge.labels(*self._labelvalues, name).set(1 if i == index else 0)
