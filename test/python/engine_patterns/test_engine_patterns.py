@@ -1,0 +1,141 @@
+"""Each engine program (tokenspeed_program.py, vllm_program.py,
+sglang_program.py: our own code, written to that engine's metrics call
+patterns) runs twice: on python3-prometheus-client's multiprocess mode, and
+with its imports changed to tokenspeed_metrics.prometheus_client (a jsonl
+output selected). Every sample of the launcher's /metrics must be equal.
+
+Normalisation of the two expositions, parsed with prometheus_client's
+parser (each documented in docs/python.md):
+- le is compared as a number (prometheus_client writes le="1.0", the host
+  le="1", as the Go client does);
+- the pid label of multiprocess_mode="all" gauges becomes the worker's role
+  (pids differ between runs);
+- families of the host itself (tokenspeed_metrics_*) are left out: they are
+  not the engine's;
+- values are equal within 1e-12 relative (a batched idiom's sum is
+  (total / n) * n until the native exact-total observe lands);
+- gauges a program sets with set_to_current_time() are checked to lie in
+  their own run's time window, then compared as that fact.
+With Debian's prometheus_client (0.16), mostrecent runs as max in the
+reference (reference_client.py)."""
+import glob
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+JSONL_DIR = os.environ.get("TSM_JSONL_PLUGIN_DIR", "")
+TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR", tempfile.gettempdir())
+TIMEOUT_S = 300  # hang guard only: the machine may be loaded
+
+
+@pytest.fixture
+def workdir():
+    os.makedirs(TMP_ROOT, exist_ok=True)
+    path = tempfile.mkdtemp(prefix="tsm-engine-", dir=TMP_ROOT)
+    os.chmod(path, 0o755)
+    yield path
+    subprocess.run(["rm", "-rf", path], check=False)
+
+
+def run_program(program, client, workdir, flags=()):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TOKENSPEED_", "PROMETHEUS_"))}
+    env["ENGINE_PATTERNS_CLIENT"] = client
+    env["ENGINE_PATTERNS_FLAGS"] = json.dumps(list(flags))
+    result = subprocess.run([sys.executable, os.path.join(HERE, program), workdir],
+                            capture_output=True, text=True, timeout=TIMEOUT_S, env=env,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout), result.stderr
+
+
+def samples(run, clock_gauges):
+    """{(name, sorted labels): value} of the engine's samples, normalised as
+    the module docstring says."""
+    start, end = run["window"]
+    out = {}
+    for family in text_string_to_metric_families(run["exposition"]):
+        if family.name.startswith("tokenspeed_metrics_"):
+            continue
+        for sample in family.samples:
+            labels = dict(sample.labels)
+            if "le" in labels:
+                labels["le"] = repr(float(labels["le"]))
+            if "pid" in labels:
+                labels["pid"] = run["roles"].get(labels["pid"], "launcher")
+            value = sample.value
+            if sample.name in clock_gauges:
+                assert start <= value <= end, (sample, start, end)
+                value = "within the run"
+            out[(sample.name, tuple(sorted(labels.items())))] = value
+    return out
+
+
+def assert_same_samples(reference, ours, clock_gauges=()):
+    expected = samples(reference, clock_gauges)
+    got = samples(ours, clock_gauges)
+    assert expected, reference["exposition"]
+    missing = sorted(set(expected) - set(got))
+    extra = sorted(set(got) - set(expected))
+    assert not missing and not extra, (missing[:10], extra[:10])
+    for key, value in expected.items():
+        if isinstance(value, str):
+            assert got[key] == value, key
+        else:
+            assert math.isclose(got[key], value, rel_tol=1e-12, abs_tol=1e-12), (key, got[key],
+                                                                                value)
+
+
+def jsonl_flags(workdir):
+    config = os.path.join(workdir, "outputs.json")
+    with open(config, "w") as out:
+        json.dump({"jsonl": {"path": os.path.join(workdir, "events-{pid}.jsonl")}}, out)
+    return ["--metrics-reporters", "prometheus,jsonl", "--metrics-reporter-config", config,
+            "--metrics-plugin-dir", JSONL_DIR]
+
+
+def events_of(workdir, metric):
+    events = []
+    for path in glob.glob(os.path.join(workdir, "events-*.jsonl")):
+        with open(path) as lines:
+            events += [e for e in map(json.loads, lines) if e["metric"] == metric]
+    return events
+
+
+def assert_one_weighted_event_per_batch(ours, workdir):
+    """The batched idiom reaches the outputs as one observe of weight n per
+    batch, and agrees with /metrics."""
+    idiom = ours["idiom"]
+    events = events_of(workdir, idiom["metric"])
+    assert len(events) == idiom["batches"]
+    assert sum(e["weight"] for e in events) == idiom["samples"]
+    total = sum(e["value"] * e["weight"] for e in events)
+    assert math.isclose(total, idiom["sum"], rel_tol=1e-12)
+    scrape = samples(ours, ())
+    count = sum(v for (name, _), v in scrape.items() if name == idiom["metric"] + "_count")
+    summed = sum(v for (name, _), v in scrape.items() if name == idiom["metric"] + "_sum")
+    assert count == idiom["samples"]
+    assert math.isclose(summed, idiom["sum"], rel_tol=1e-12)
+
+
+def run_both(program, workdir):
+    reference_dir = os.path.join(workdir, "reference")
+    ours_dir = os.path.join(workdir, "ours")
+    os.mkdir(reference_dir)
+    os.mkdir(ours_dir)
+    reference, _ = run_program(program, "prometheus_client", reference_dir)
+    ours, _ = run_program(program, "tokenspeed_metrics", ours_dir, jsonl_flags(ours_dir))
+    return reference, ours, ours_dir
+
+
+def test_a_tokenspeed_style_engine_gives_the_same_metrics_and_one_event_per_batch(workdir):
+    reference, ours, ours_dir = run_both("tokenspeed_program.py", workdir)
+    assert ours["content_type"] == reference["content_type"]
+    assert_same_samples(reference, ours)
+    assert_one_weighted_event_per_batch(ours, ours_dir)
