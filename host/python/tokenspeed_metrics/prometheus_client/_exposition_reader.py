@@ -1,5 +1,9 @@
 """Reads the node's text exposition (version 0.0.4, as the host renders it)
-back into Metric objects, for REGISTRY.collect() and get_sample_value()."""
+back into Metric objects, for REGISTRY.collect() and get_sample_value(). A
+bucket's le is given as prometheus_client writes it in Python ("1.0" where
+the host's text says "1"): readers key their buckets by that string."""
+import math
+
 from .metrics_core import Metric
 
 _ESCAPES = {"\\": "\\", "n": "\n", '"': '"'}
@@ -41,6 +45,22 @@ def _parse_labels(text, start):
         i += 1
 
 
+def python_bound_text(text):
+    """le as prometheus_client spells it: Python's repr of the float, with
+    Go's switch to an exponent for large bounds."""
+    bound = float(text)
+    if math.isinf(bound):
+        return "+Inf" if bound > 0 else "-Inf"
+    if math.isnan(bound):
+        return "NaN"
+    spelled = repr(bound)
+    dot = spelled.find(".")
+    if bound > 0 and dot > 6:
+        mantissa = ("%s.%s%s" % (spelled[0], spelled[1:dot], spelled[dot + 1:])).rstrip("0.")
+        return "%se+0%d" % (mantissa, dot - 1)
+    return spelled
+
+
 def _family_name(name, typ):
     if typ == "counter" and name.endswith("_total"):
         return name[:-6]
@@ -76,6 +96,8 @@ def read_exposition(text):
         else:
             sample_name, rest = line[:space], line[space:].split()
             labels = {}
+        if "le" in labels:
+            labels["le"] = python_bound_text(labels["le"])
         value = float(rest[0])
         timestamp = float(rest[1]) / 1000 if len(rest) > 1 else None
         if current is None or not sample_name.startswith(current.name):
