@@ -1,0 +1,240 @@
+"""tokenspeed_metrics.prometheus_client as an engine's code uses it: what
+differs from prometheus_client raises with a message naming what to use
+instead; REGISTRY.collect() has prometheus_client's shape; unregister lets a
+family be defined again; Info and Enum; time(), track_inprogress(),
+count_exceptions(); start_http_server and make_wsgi_app served and scraped;
+the gauge modes mostrecent and livemostrecent across processes.
+
+Each case runs a launcher in a subprocess (start() is process-wide)."""
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR", tempfile.gettempdir())
+TIMEOUT_S = 120  # hang guard only
+
+PRELUDE = """
+import os, sys, json
+for v in ("TOKENSPEED_METRICS_HANDOFF_FILE", "TOKENSPEED_METRICS_HANDOFF_FD",
+          "TOKENSPEED_METRICS_DISABLED"):
+    os.environ.pop(v, None)
+import tokenspeed_metrics
+import tokenspeed_metrics.prometheus_client as pc
+tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
+                          "--metrics-multiproc-dir", sys.argv[1]])
+def refused(call):
+    try:
+        call()
+    except Exception as error:
+        return "%s: %s" % (type(error).__name__, error)
+    return "accepted"
+"""
+
+
+@pytest.fixture
+def workdir():
+    os.makedirs(TMP_ROOT, exist_ok=True)
+    path = tempfile.mkdtemp(prefix="tsm-compat-", dir=TMP_ROOT)
+    os.chmod(path, 0o755)
+    yield path
+    subprocess.run(["rm", "-rf", path], check=False)
+
+
+def run_launcher(workdir, body):
+    path = os.path.join(workdir, "program.py")
+    with open(path, "w") as script:
+        script.write(PRELUDE + body)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
+    result = subprocess.run([sys.executable, path, workdir], capture_output=True, text=True,
+                            timeout=TIMEOUT_S, env=env, check=False)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_the_batched_idiom_out_of_pairing_raises_and_names_observe_with_weight(workdir):
+    lines = run_launcher(workdir, """
+h = pc.Histogram("c:itl_seconds", "ITL.", ["m"], buckets=[0.01, 0.1])
+child = h.labels("x")
+print(refused(lambda: child._buckets[0].inc(2)))
+child._sum.inc(0.5)
+print(refused(lambda: child._sum.inc(0.5)))        # the first 0.5 stays pending
+print(refused(lambda: child._buckets[0].inc(2)))   # 0.25 each belongs in +Inf
+child._sum.inc(0.02)
+print(refused(lambda: child._buckets[1].inc(2.5)))
+child._sum.inc(0.02)
+child._buckets[0].inc(2)                            # 0.01 each: the first bucket
+print(refused(lambda: child._buckets[0]._value))
+print(pc.generate_latest().decode())
+""")
+    assert lines[0].startswith("ValueError: histogram _buckets[0].inc() without a preceding "
+                               "_sum.inc(total)")
+    assert lines[1].startswith("ValueError: histogram _sum.inc() twice")
+    assert lines[2].startswith("ValueError: histogram _buckets[0].inc(2) after _sum.inc(0.5)")
+    assert "bucket 2" in lines[2]
+    assert lines[3].startswith("ValueError: histogram _buckets[1].inc(2.5)")
+    for line in lines[:4]:
+        assert "use child.observe(value, weight)" in line
+    assert lines[4].startswith("NotImplementedError: tokenspeed_metrics.prometheus_client: "
+                               "reading a histogram bucket")
+    assert 'c:itl_seconds_bucket{m="x",le="0.01"} 2' in lines
+    assert 'c:itl_seconds_count{m="x"} 2' in lines
+    assert 'c:itl_seconds_sum{m="x"} 0.02' in lines
+
+
+def test_what_cannot_be_matched_raises_naming_what_to_use_instead(workdir):
+    lines = run_launcher(workdir, """
+g = pc.Gauge("c:g", "G.", ["a"])
+print(refused(lambda: g.labels("1").set_function(lambda: 3)))
+print(refused(lambda: pc.REGISTRY.register(object())))
+print(refused(lambda: pc.Gauge("c:g", "Again.")))
+print(refused(lambda: pc.Gauge("c:m", "M.", multiprocess_mode="median")))
+print(refused(lambda: pc.push_to_gateway("localhost:9091", job="j", registry=pc.REGISTRY)))
+print(refused(lambda: g.labels("1").labels("2")))
+print(refused(lambda: g.labels("1")._value.get()))
+print(refused(lambda: pc.generate_latest(object())))
+""")
+    assert lines[0].startswith("NotImplementedError: Gauge.set_function() is not offered")
+    assert "call set(value)" in lines[0]
+    assert lines[1].startswith("ValueError: tokenspeed_metrics.prometheus_client: <object")
+    assert "custom collectors are not offered" in lines[1]
+    assert lines[2] == "ValueError: Duplicated timeseries in CollectorRegistry: {'c:g'}"
+    assert lines[3] == "ValueError: Invalid multiprocess mode: median"
+    assert lines[4].startswith("NotImplementedError: the Pushgateway is not offered")
+    assert "can not chain calls to .labels()" in lines[5]
+    assert lines[6].startswith("NotImplementedError: tokenspeed_metrics.prometheus_client: "
+                               "reading a value back")
+    assert lines[7].startswith("TypeError: generate_latest() takes a CollectorRegistry")
+
+
+def test_registry_collect_has_prometheus_clients_shape_and_unregister_allows_a_new_family(
+        workdir):
+    lines = run_launcher(workdir, """
+c = pc.Counter("c:requests_total", "Requests.", ["route"])
+c.labels("/a").inc(3)
+h = pc.Histogram("c:latency_seconds", "Latency.", buckets=[1, 10])
+h.observe(0.5)
+for metric in pc.REGISTRY.collect():
+    print(json.dumps([metric.name, metric.type, metric.documentation,
+                      [[s.name, s.labels, s.value] for s in metric.samples]]))
+print(pc.REGISTRY.get_sample_value("c:requests_total", {"route": "/a"}))
+pc.REGISTRY.unregister(c)
+again = pc.Counter("c:requests", "Requests.", ["route"])
+print(sorted(pc.REGISTRY._names_to_collectors))
+""")
+    rows = [eval(line.replace("null", "None")) for line in lines[:2]]  # noqa: S307 - our JSON
+    assert rows[0] == ["c:latency_seconds", "histogram", "Latency.", [
+        ["c:latency_seconds_bucket", {"le": "1.0"}, 1.0],
+        ["c:latency_seconds_bucket", {"le": "10.0"}, 1.0],
+        ["c:latency_seconds_bucket", {"le": "+Inf"}, 1.0],
+        ["c:latency_seconds_sum", {}, 0.5],
+        ["c:latency_seconds_count", {}, 1.0]]]
+    assert rows[1] == ["c:requests", "counter", "Requests.",
+                       [["c:requests_total", {"route": "/a"}, 3.0]]]
+    assert lines[2] == "3.0"
+    assert lines[3] == str(sorted(
+        ["c:latency_seconds", "c:latency_seconds_bucket", "c:latency_seconds_count",
+         "c:latency_seconds_created", "c:latency_seconds_sum", "c:requests",
+         "c:requests_created", "c:requests_total"]))
+
+
+def test_info_enum_timers_and_disable_created_metrics(workdir):
+    lines = run_launcher(workdir, """
+import time
+pc.disable_created_metrics()
+info = pc.Info("c:build", "Build.")
+info.info({"version": "1.2", "commit": "abc"})
+print(refused(lambda: info.info({"version": "1.3", "commit": "abc"})))
+state = pc.Enum("c:state", "State.", ["engine"], states=["starting", "running"])
+state.labels("0").state("running")
+busy = pc.Gauge("c:busy", "Busy.", multiprocess_mode="livesum")
+seconds = pc.Histogram("c:step_seconds", "Step.", buckets=[60])
+errors = pc.Counter("c:errors", "Errors.")
+@busy.track_inprogress()
+@seconds.time()
+def step():
+    with busy.track_inprogress():
+        print("inside", pc.REGISTRY.get_sample_value("c:busy"))
+@errors.count_exceptions(ValueError)
+def fails():
+    raise ValueError("x")
+step()
+print(refused(fails))
+with pc.Gauge("c:last_seconds", "Last.").time():
+    pass
+print(pc.generate_latest().decode())
+""")
+    assert lines[0].startswith("ValueError: Info c:build: info() was already called")
+    assert lines[1] == "inside 2.0"
+    assert lines[2] == "ValueError: x"
+    assert 'c:build_info{commit="abc",version="1.2"} 1' in lines
+    assert 'c:state{c:state="running",engine="0"} 1' in lines
+    assert 'c:state{c:state="starting",engine="0"} 0' in lines
+    assert "c:busy 0" in lines
+    assert "c:step_seconds_count 1" in lines
+    assert "c:errors_total 1" in lines
+    assert any(line.startswith("c:last_seconds ") for line in lines)
+    assert not any("_created" in line for line in lines)
+
+
+def test_start_http_server_and_make_wsgi_app_serve_the_nodes_exposition(workdir):
+    lines = run_launcher(workdir, """
+import gzip, threading, urllib.request
+from wsgiref.simple_server import make_server
+pc.Counter("c:served", "Served.").inc(5)
+server, thread = pc.start_http_server(0, addr="127.0.0.1")
+with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % server.server_port, timeout=60) as r:
+    print(r.headers["Content-Type"]); text = r.read().decode()
+print("c:served_total 5" in text.splitlines())
+registry = pc.CollectorRegistry()
+pc.multiprocess.MultiProcessCollector(registry)
+httpd = make_server("127.0.0.1", 0, pc.make_wsgi_app(registry))
+threading.Thread(target=httpd.serve_forever, daemon=True).start()
+request = urllib.request.Request("http://127.0.0.1:%d/" % httpd.server_port,
+                                 headers={"Accept-Encoding": "gzip"})
+with urllib.request.urlopen(request, timeout=60) as r:
+    print(r.headers.get("Content-Encoding")); text = gzip.decompress(r.read()).decode()
+print("c:served_total 5" in text.splitlines(), "tokenspeed_metrics_" in text)
+pc.multiprocess.mark_process_dead(12345)
+""")
+    assert lines == ["text/plain; version=0.0.4; charset=utf-8", "True", "gzip", "True True"]
+
+
+MOST_RECENT = """
+import multiprocessing
+def setter(name, value, stay, ready, release):
+    import tokenspeed_metrics.prometheus_client as pc
+    pc.Gauge("c:recent", "Recent.", multiprocess_mode="mostrecent").set(value)
+    pc.Gauge("c:live_recent", "Live recent.", multiprocess_mode="livemostrecent").set(value)
+    ready.set()
+    if stay:
+        release.wait(120)
+if __name__ == "__main__":
+    pc.Gauge("c:recent", "Recent.", multiprocess_mode="mostrecent")
+    context = multiprocessing.get_context("spawn")
+    release = context.Event()
+    processes = []
+    # 10 then 3 (the later, smaller value wins), then 7 from a process that ends.
+    for value, stay in ((10, True), (3, False)):
+        ready = context.Event()
+        p = context.Process(target=setter, args=("w", value, stay, ready, release))
+        p.start(); assert ready.wait(120); processes.append(p)
+    processes[1].join()
+    print(pc.generate_latest().decode())
+    print("=====")
+    release.set(); processes[0].join()
+    print(pc.generate_latest().decode())
+"""
+
+
+def test_mostrecent_takes_the_latest_set_across_processes_and_livemostrecent_drops_the_dead(
+        workdir):
+    lines = run_launcher(workdir, MOST_RECENT)
+    split = lines.index("=====")
+    before, after = lines[:split], lines[split + 1:]
+    assert "c:recent 3" in before  # the later set, though smaller
+    assert "c:live_recent 10" in before  # the process that set 3 has ended
+    assert "c:recent 3" in after
+    assert not any(line.startswith("c:live_recent ") for line in after)
