@@ -33,6 +33,7 @@ def prometheus_client_figures():
     return {
         "cached child inc()": best_ns("child.inc()", namespace),
         "labels(...).inc()": best_ns('counter.labels("llama").inc()', namespace),
+        "labels(model=...).inc()": best_ns('counter.labels(model="llama").inc()', namespace),
         "histogram observe()": best_ns("hchild.observe(0.02)", namespace),
         "loop of observe() per observation":
             best_ns("for v in values: hchild.observe(v)", namespace, number=N // 1000) / 1000,
@@ -52,8 +53,14 @@ def ours(outputs):
     hchild = histogram.labels("llama")
     values = [0.001 * (i % 100) for i in range(1000)]
     namespace = {"counter": counter, "child": child, "hchild": hchild, "values": values}
+    from tokenspeed_metrics import prometheus_client as compat
+    compat_counter = compat.Counter("bench:compat_requests", "Requests.", ["model"])
+    namespace.update(compat_counter=compat_counter, compat_child=compat_counter.labels("llama"))
     figures = {
         "cached child inc()": best_ns("child.inc()", namespace),
+        "prometheus_client module: cached child inc()": best_ns("compat_child.inc()", namespace),
+        "prometheus_client module: labels(model=...).inc()":
+            best_ns('compat_counter.labels(model="llama").inc()', namespace),
         "labels(...).inc()": best_ns('counter.labels("llama").inc()', namespace),
         "histogram observe()": best_ns("hchild.observe(0.02)", namespace),
         "loop of observe() per observation":
@@ -104,7 +111,8 @@ def main():
             json.dump({"jsonl": {"path": os.path.join(events, "events-{pid}.jsonl")}}, out)
         columns["tokenspeed_metrics + jsonl"] = run_child(f"ours+jsonl:{config}:{plugin_dir}", clean)
         subprocess.run(["rm", "-rf", events], check=False)
-    rows = list(columns["tokenspeed_metrics"])
+    rows = list(dict.fromkeys(list(columns["tokenspeed_metrics"])
+                              + list(columns["prometheus_client"])))
     names = list(columns)
     print("| ns per call | " + " | ".join(names) + " |")
     print("|---|" + "---|" * len(names))
@@ -119,6 +127,13 @@ def main():
           f"multiprocess mode (goals 4x, 10x)")
     print(f"labels(...).inc(): {base['labels(...).inc()'] / us['labels(...).inc()']:.1f}x "
           f"prometheus_client (goal 4x)")
+    compat = us["prometheus_client module: cached child inc()"]
+    print(f"tokenspeed_metrics.prometheus_client cached child inc(): "
+          f"{base['cached child inc()'] / compat:.1f}x prometheus_client, "
+          f"{mp['cached child inc()'] / compat:.1f}x its multiprocess mode (goal 10x); "
+          f"labels(model=...).inc(): "
+          f"{mp['labels(model=...).inc()'] / us['prometheus_client module: labels(model=...).inc()']:.1f}x "
+          f"its multiprocess mode")
     loop = us["loop of observe() per observation"]
     print(f"bulk: observe_many {loop / us['observe_many(1000 values) per observation']:.1f}x, "
           f"observe(v, weight=16) {loop / us['observe(v, weight=16) per observation']:.1f}x "
