@@ -3,9 +3,12 @@ differs from prometheus_client raises with a message naming what to use
 instead; REGISTRY.collect() has prometheus_client's shape; unregister lets a
 family be defined again; Info and Enum; time(), track_inprogress(),
 count_exceptions(); start_http_server and make_wsgi_app served and scraped;
-the gauge modes mostrecent and livemostrecent across processes.
+the gauge modes mostrecent and livemostrecent across processes; reads of a
+child and REGISTRY in a worker give that process's own figures; exemplars
+and set(value=...); the bound on series per family.
 
 Each case runs a launcher in a subprocess (start() is process-wide)."""
+import json
 import os
 import subprocess
 import sys
@@ -18,13 +21,11 @@ TIMEOUT_S = 120  # hang guard only
 
 PRELUDE = """
 import os, sys, json
-for v in ("TOKENSPEED_METRICS_HANDOFF_FILE", "TOKENSPEED_METRICS_HANDOFF_FD",
-          "TOKENSPEED_METRICS_DISABLED"):
-    os.environ.pop(v, None)
 import tokenspeed_metrics
 import tokenspeed_metrics.prometheus_client as pc
-tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
-                          "--metrics-multiproc-dir", sys.argv[1]])
+if __name__ == "__main__":  # the launcher; spawned workers import this as __mp_main__
+    tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
+                              "--metrics-multiproc-dir", sys.argv[1]] + sys.argv[2:])
 def refused(call):
     try:
         call()
@@ -43,13 +44,13 @@ def workdir():
     subprocess.run(["rm", "-rf", path], check=False)
 
 
-def run_launcher(workdir, body):
+def run_launcher(workdir, body, flags=()):
     path = os.path.join(workdir, "program.py")
     with open(path, "w") as script:
         script.write(PRELUDE + body)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
-    result = subprocess.run([sys.executable, path, workdir], capture_output=True, text=True,
-                            timeout=TIMEOUT_S, env=env, check=False)
+    result = subprocess.run([sys.executable, path, workdir, *flags], capture_output=True,
+                            text=True, timeout=TIMEOUT_S, env=env, check=False)
     assert result.returncode == 0, result.stderr
     return result.stdout.splitlines()
 
@@ -66,7 +67,7 @@ child._sum.inc(0.02)
 print(refused(lambda: child._buckets[1].inc(2.5)))
 child._sum.inc(0.02)
 child._buckets[0].inc(2)                            # 0.01 each: the first bucket
-print(refused(lambda: child._buckets[0]._value))
+print([bucket._value for bucket in child._buckets], child._sum.get())
 print(pc.generate_latest().decode())
 """)
     assert lines[0].startswith("ValueError: histogram _buckets[0].inc() without a preceding "
@@ -77,8 +78,7 @@ print(pc.generate_latest().decode())
     assert lines[3].startswith("ValueError: histogram _buckets[1].inc(2.5)")
     for line in lines[:4]:
         assert "use child.observe(value, weight)" in line
-    assert lines[4].startswith("NotImplementedError: tokenspeed_metrics.prometheus_client: "
-                               "reading a histogram bucket")
+    assert lines[4] == "[2.0, 0.0, 0.0] 0.02"  # the refused batches left nothing behind
     assert 'c:itl_seconds_bucket{m="x",le="0.01"} 2' in lines
     assert 'c:itl_seconds_count{m="x"} 2' in lines
     assert 'c:itl_seconds_sum{m="x"} 0.02' in lines
@@ -93,8 +93,9 @@ print(refused(lambda: pc.Gauge("c:g", "Again.")))
 print(refused(lambda: pc.Gauge("c:m", "M.", multiprocess_mode="median")))
 print(refused(lambda: pc.push_to_gateway("localhost:9091", job="j", registry=pc.REGISTRY)))
 print(refused(lambda: g.labels("1").labels("2")))
-print(refused(lambda: g.labels("1")._value.get()))
 print(refused(lambda: pc.generate_latest(object())))
+print(refused(lambda: pc.Enum("c:state", "State.", states=["a"])))
+print(refused(lambda: g.labels("1")._value.set(3)))
 """)
     assert lines[0].startswith("NotImplementedError: Gauge.set_function() is not offered")
     assert "call set(value)" in lines[0]
@@ -104,9 +105,11 @@ print(refused(lambda: pc.generate_latest(object())))
     assert lines[3] == "ValueError: Invalid multiprocess mode: median"
     assert lines[4].startswith("NotImplementedError: the Pushgateway is not offered")
     assert "can not chain calls to .labels()" in lines[5]
-    assert lines[6].startswith("NotImplementedError: tokenspeed_metrics.prometheus_client: "
-                               "reading a value back")
-    assert lines[7].startswith("TypeError: generate_latest() takes a CollectorRegistry")
+    assert lines[6].startswith("TypeError: generate_latest() takes a CollectorRegistry")
+    assert lines[7].startswith("ValueError: Enum c:state: its name is also the label of its "
+                               "states")
+    assert lines[8].startswith("NotImplementedError: tokenspeed_metrics.prometheus_client: a "
+                               "child's _value (and a summary's _count, _sum) is read-only")
 
 
 def test_registry_collect_has_prometheus_clients_shape_and_unregister_allows_a_new_family(
@@ -147,7 +150,7 @@ pc.disable_created_metrics()
 info = pc.Info("c:build", "Build.")
 info.info({"version": "1.2", "commit": "abc"})
 print(refused(lambda: info.info({"version": "1.3", "commit": "abc"})))
-state = pc.Enum("c:state", "State.", ["engine"], states=["starting", "running"])
+state = pc.Enum("c_state", "State.", ["engine"], states=["starting", "running"])
 state.labels("0").state("running")
 busy = pc.Gauge("c:busy", "Busy.", multiprocess_mode="livesum")
 seconds = pc.Histogram("c:step_seconds", "Step.", buckets=[60])
@@ -170,12 +173,12 @@ print(pc.generate_latest().decode())
     assert lines[1] == "inside 2.0"
     assert lines[2] == "ValueError: x"
     assert 'c:build_info{commit="abc",version="1.2"} 1' in lines
-    assert 'c:state{c:state="running",engine="0"} 1' in lines
-    assert 'c:state{c:state="starting",engine="0"} 0' in lines
+    assert 'c_state{engine="0",c_state="running"} 1' in lines  # the host keeps label order
+    assert 'c_state{engine="0",c_state="starting"} 0' in lines
     assert "c:busy 0" in lines
     assert "c:step_seconds_count 1" in lines
     assert "c:errors_total 1" in lines
-    assert any(line.startswith("c:last_seconds ") for line in lines)
+    assert any(line.startswith("c:last_seconds{pid=") for line in lines)  # mode all
     assert not any("_created" in line for line in lines)
 
 
@@ -212,7 +215,8 @@ def setter(name, value, stay, ready, release):
     if stay:
         release.wait(120)
 if __name__ == "__main__":
-    pc.Gauge("c:recent", "Recent.", multiprocess_mode="mostrecent")
+    registry = pc.CollectorRegistry()
+    pc.multiprocess.MultiProcessCollector(registry)  # every process's families
     context = multiprocessing.get_context("spawn")
     release = context.Event()
     processes = []
@@ -222,10 +226,10 @@ if __name__ == "__main__":
         p = context.Process(target=setter, args=("w", value, stay, ready, release))
         p.start(); assert ready.wait(120); processes.append(p)
     processes[1].join()
-    print(pc.generate_latest().decode())
+    print(pc.generate_latest(registry).decode())
     print("=====")
     release.set(); processes[0].join()
-    print(pc.generate_latest().decode())
+    print(pc.generate_latest(registry).decode())
 """
 
 
@@ -238,3 +242,93 @@ def test_mostrecent_takes_the_latest_set_across_processes_and_livemostrecent_dro
     assert "c:live_recent 10" in before  # the process that set 3 has ended
     assert "c:recent 3" in after
     assert not any(line.startswith("c:live_recent ") for line in after)
+
+
+WORKER_READS = """
+import multiprocessing
+def worker(queue):
+    import tokenspeed_metrics.prometheus_client as pc
+    c = pc.Counter("c:tokens", "Tokens.", ["k"])
+    c.labels("a").inc(2, exemplar={"trace_id": "1"})
+    c.labels(k="a").inc(amount=3)
+    g = pc.Gauge("c:usage", "Usage.", ["k"], multiprocess_mode="mostrecent")
+    g.labels("a").set(value=0.5)
+    h = pc.Histogram("c:itl_seconds", "ITL.", ["k"], buckets=[0.01, 0.1])
+    his = h.labels("a")
+    his._sum.inc(0.3)
+    pending = his._sum.get()             # prometheus_client's sum has grown already
+    his._buckets[2].inc(2)               # 0.15 each: +Inf
+    his.observe(0.005, exemplar={"trace_id": "2"})
+    s = pc.Summary("c:forward_seconds", "Forward.", ["k"])
+    s.labels("a").observe(0.25)
+    pc.Enum("c_phase", "Phase.", states=["idle", "busy"]).state("busy")
+    pc.Info("c:build", "Build.").info({"version": "1"})
+    plain = pc.Counter("c:plain", "No labels.")
+    plain.inc(7)
+    step = pc.Histogram("c:step_seconds", "No labels.", buckets=[1])
+    step._sum.inc(0.3)
+    step._buckets[0].inc(3)
+    reads = [c.labels("a")._value.get(), g.labels("a")._value.get(), pending, his._sum.get(),
+             [bucket._value for bucket in his._buckets], s.labels("a")._count.get(),
+             s.labels("a")._sum.get(), plain._value.get(), step._sum.get(),
+             [bucket.get() for bucket in step._buckets]]
+    collected = [[m.name, m.type, [[x.name, x.labels, x.value] for x in m.samples]]
+                 for m in pc.REGISTRY.collect()]
+    text = pc.generate_latest().decode()
+    inf_bucket = pc.REGISTRY.get_sample_value("c:itl_seconds_bucket", {"k": "a", "le": "+Inf"})
+    queue.put([reads, collected, text, inf_bucket])
+if __name__ == "__main__":
+    pc.Counter("c:tokens", "Tokens.", ["k"]).labels("a").inc(100)  # the launcher's own
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    process = context.Process(target=worker, args=(queue,))
+    process.start()
+    print(json.dumps(queue.get(timeout=120)))
+    process.join(120)
+    print(pc.REGISTRY.get_sample_value("c:tokens_total", {"k": "a"}))
+"""
+
+
+def test_reads_and_registry_in_a_worker_give_that_processs_own_figures(workdir):
+    lines = run_launcher(workdir, WORKER_READS)
+    reads, collected, text, inf_bucket = json.loads(lines[0])
+    assert reads == [5.0, 0.5, 0.3, 0.3 + 0.005, [1.0, 0.0, 2.0], 1.0, 0.25, 7.0, 0.3,
+                     [3.0, 0.0]]
+    assert collected == [
+        ["c:tokens", "counter", [["c:tokens_total", {"k": "a"}, 5.0]]],
+        ["c:usage", "gauge", [["c:usage", {"k": "a"}, 0.5]]],
+        ["c:itl_seconds", "histogram", [
+            ["c:itl_seconds_bucket", {"k": "a", "le": "0.01"}, 1.0],
+            ["c:itl_seconds_bucket", {"k": "a", "le": "0.1"}, 1.0],
+            ["c:itl_seconds_bucket", {"k": "a", "le": "+Inf"}, 3.0],
+            ["c:itl_seconds_count", {"k": "a"}, 3.0],
+            ["c:itl_seconds_sum", {"k": "a"}, 0.3 + 0.005]]],
+        ["c:forward_seconds", "summary", [["c:forward_seconds_count", {"k": "a"}, 1.0],
+                                          ["c:forward_seconds_sum", {"k": "a"}, 0.25]]],
+        ["c_phase", "stateset", [["c_phase", {"c_phase": "idle"}, 0],
+                                 ["c_phase", {"c_phase": "busy"}, 1]]],
+        ["c:build", "info", [["c:build_info", {"version": "1"}, 1.0]]],
+        ["c:plain", "counter", [["c:plain_total", {}, 7.0]]],
+        ["c:step_seconds", "histogram", [["c:step_seconds_bucket", {"le": "1.0"}, 3.0],
+                                         ["c:step_seconds_bucket", {"le": "+Inf"}, 3.0],
+                                         ["c:step_seconds_count", {}, 3.0],
+                                         ["c:step_seconds_sum", {}, 0.3]]]]
+    text = text.splitlines()
+    for line in ("# HELP c:tokens_total Tokens.", "# TYPE c:tokens_total counter",
+                 'c:tokens_total{k="a"} 5.0', 'c:itl_seconds_bucket{k="a",le="+Inf"} 3.0',
+                 "# TYPE c_phase gauge", 'c_phase{c_phase="busy"} 1.0',
+                 "# TYPE c:build_info gauge", 'c:build_info{version="1"} 1.0'):
+        assert line in text
+    assert inf_bucket == 3.0
+    assert lines[1] == "105.0"  # the launcher's REGISTRY: the node's merged value
+
+
+def test_past_the_bound_on_series_a_child_is_not_kept(workdir):
+    lines = run_launcher(workdir, """
+c = pc.Counter("c:per_request", "Per request.", ["request"])
+for i in range(5):
+    c.labels("r%d" % i).inc()
+print(len(c._children_by_native), c.labels("r0") is c.labels("r0"),
+      c.labels("r4") is c.labels("r4"), c.labels("r0")._value.get())
+""", flags=["--metrics-max-series-per-family", "3"])
+    assert lines[0] == "3 True False 1.0"

@@ -7,30 +7,31 @@ idiom engines copy from prometheus_client's observe():
             child._buckets[i].inc(n)              # n samples of interval / n
             break
 
-The pair becomes ONE native observe of n samples (one weighted event for
-the outputs). Pairing is checked per thread: a bucket inc without a pending
-sum, two sums in a row, or a bucket other than the one interval / n falls
-in raise ValueError naming observe(value, weight), never a silent
-difference. Reading values back (_value, get()) is not offered yet."""
+The pair becomes ONE native observe_total(interval, n): n samples of
+interval / n, the sum growing by interval exactly as prometheus_client's
+does, one weighted event for the outputs. Pairing is checked per thread: a
+bucket inc without a pending sum, two sums in a row, or a bucket other than
+the one interval / n falls in raise ValueError naming observe(value,
+weight), never a silent difference.
+
+Reads give this process's own figures, as prometheus_client's multiprocess
+mode does: _sum.get() (and _sum._value), _buckets[i].get() (and
+_buckets[i]._value, the form SGLang's straggler check sums), not
+cumulative."""
 import math
 import threading
 
 _USE_INSTEAD = "use child.observe(value, weight) (weight samples of value) instead"
 
 
-def _no_reads(what):
-    raise NotImplementedError(
-        "tokenspeed_metrics.prometheus_client: reading %s back is not offered (the host keeps "
-        "the values; /metrics and the outputs show them)" % what)
-
-
 class BatchedSum:
     """child._sum: inc(total) opens a batch that the next _buckets[i].inc(n)
     of the same thread closes."""
-    __slots__ = ("_pending",)
+    __slots__ = ("_pending", "_read")
 
-    def __init__(self):
+    def __init__(self, read):
         self._pending = {}  # thread ident -> the batch's total
+        self._read = read  # this process's sum
 
     def inc(self, amount=1):
         thread = threading.get_ident()
@@ -43,24 +44,30 @@ class BatchedSum:
     def take(self):
         return self._pending.pop(threading.get_ident(), None)
 
-    @property
-    def _value(self):
-        return _no_reads("a histogram's _sum")
-
     def get(self):
-        return _no_reads("a histogram's _sum")
+        """This process's sum, with this thread's pending total (prometheus_client's
+        _sum.inc() has added it already)."""
+        pending = self._pending.get(threading.get_ident())
+        total = self._read()
+        return total if pending is None else total + pending
+
+    _value = property(get)
+
+    def get_exemplar(self):
+        return None
 
 
 class BatchedBucket:
     """child._buckets[i]: inc(n) closes the pending batch as n samples of
     total / n, which must fall in this bucket."""
-    __slots__ = ("_batch", "_index", "_upper_bounds", "_record")
+    __slots__ = ("_batch", "_index", "_upper_bounds", "_record", "_read")
 
-    def __init__(self, batch, index, upper_bounds, record):
+    def __init__(self, batch, index, upper_bounds, record, read):
         self._batch = batch
         self._index = index
         self._upper_bounds = upper_bounds
-        self._record = record  # record(total, count): one native observe
+        self._record = record  # record(total, count): one native observe_total
+        self._read = read  # this process's count per bucket, not cumulative
 
     def inc(self, amount=1):
         total = self._batch.take()
@@ -86,17 +93,20 @@ class BatchedBucket:
                                            self._upper_bounds[expected], _USE_INSTEAD))
         self._record(total, count)
 
-    @property
-    def _value(self):
-        return _no_reads("a histogram bucket (_buckets[i]._value)")
-
     def get(self):
-        return _no_reads("a histogram bucket (_buckets[i].get())")
+        """This process's count of this bucket (not cumulative)."""
+        return self._read()[self._index]
+
+    _value = property(get)
+
+    def get_exemplar(self):
+        return None
 
 
-def batched_parts(upper_bounds, record):
-    """(_sum, _buckets) of one child; record(total, count) observes."""
-    batch = BatchedSum()
-    buckets = tuple(BatchedBucket(batch, i, upper_bounds, record)
+def batched_parts(upper_bounds, record, read_sum, read_buckets):
+    """(_sum, _buckets) of one child: record(total, count) observes,
+    read_sum() and read_buckets() give this process's figures."""
+    batch = BatchedSum(read_sum)
+    buckets = tuple(BatchedBucket(batch, i, upper_bounds, record, read_buckets)
                     for i in range(len(upper_bounds)))
     return batch, buckets

@@ -3,7 +3,7 @@ constructors, built on tokenspeed_metrics' native families: the node is the
 registry, the launcher's /metrics merges every process as prometheus_client's
 multiprocess mode does. Differences raise; see docs/python.md ("The
 prometheus_client module")."""
-import sys
+import re
 import threading
 
 import _tokenspeed_metrics as _native
@@ -15,6 +15,7 @@ from .context_managers import ExceptionCounter, InprogressTracker, Timer
 from .registry import REGISTRY
 
 INF = float("inf")
+_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*\Z")
 
 
 def _build_full_name(metric_type, name, namespace, subsystem, unit):
@@ -78,15 +79,13 @@ class _CompatFamily:
         child = self._children_by_native.get(native)
         if child is not None:
             return child
-        # The host keeps a series it accepted (its family holds the native
-        # child); past the bound on series it refuses new ones, and then only
-        # `native` and getrefcount's argument refer to it: such a child is not
-        # kept here either, so refused label values leave memory flat.
-        kept = sys.getrefcount(native) > 2
         values = (tuple(str(labelkwargs[n]) for n in self._labelnames) if labelkwargs
                   else tuple(str(v) for v in labelvalues))
         child = self._child_class(self, values, native)
-        if kept:
+        # Past the bound on series per family the host refuses new series
+        # (native.kept is False): such a child is not kept here either, so
+        # refused label values leave memory flat.
+        if native.kept:
             with self._lock:
                 child = self._children_by_native.setdefault(native, child)
         return child
@@ -126,9 +125,31 @@ class _CompatFamily:
         return [Metric(self._name, self._documentation, self._type, self._unit)]
 
     def collect(self):
-        """This family as the node's merged exposition shows it (launcher only)."""
-        from .registry import node_metrics
-        return [m for m in node_metrics() if m.name == self._name]
+        """This family as the node's merged exposition shows it in the
+        launcher; elsewhere with this process's own figures."""
+        from .registry import collects_node, node_metrics
+        if collects_node():
+            return [m for m in node_metrics() if m.name == self._name]
+        return [self._process_metric()]
+
+    def _process_metric(self):
+        """This family with this process's own figures, as prometheus_client's
+        collect() gives them outside its multiprocess collector: its one
+        series when it has no labels, else every series this process made
+        through labels() and keeps (remove() and clear() forget them, as
+        there)."""
+        from .metrics_core import Metric
+        metric = Metric(self._name, self._documentation, self._type, self._unit)
+        if not self._labelnames:
+            children = [self._unlabelled()]
+        else:
+            with self._lock:
+                children = list(self._children_by_native.values())
+        for child in children:
+            labels = dict(zip(self._labelnames, child._labelvalues))
+            for suffix, extra, value in child._samples():
+                metric.add_sample(self._name + suffix, {**labels, **extra}, value)
+        return metric
 
     def __str__(self):
         return "%s:%s" % (self._type, self._name)
@@ -151,6 +172,10 @@ class Counter(_CompatFamily, _tsm.Counter):
     def count_exceptions(self, exception=Exception):
         self._unlabelled()
         return ExceptionCounter(self, exception)
+
+    @property
+    def _value(self):
+        return self._unlabelled()._value
 
 
 class Gauge(_CompatFamily, _tsm.Gauge):
@@ -182,6 +207,10 @@ class Gauge(_CompatFamily, _tsm.Gauge):
 
     def set_function(self, function):
         self._unlabelled().set_function(function)
+
+    @property
+    def _value(self):
+        return self._unlabelled()._value
 
 
 def _prepare_buckets(source_buckets):
@@ -224,37 +253,30 @@ class Histogram(_CompatFamily, _tsm.Histogram):
         return self._unlabelled()._buckets
 
 
-_SummaryBase = getattr(_native, "SummaryFamily", None)
+class Summary(_CompatFamily, _tsm.Summary):
+    """count and sum, no quantiles (prometheus_client has none either)."""
+    _type = "summary"
+    _child_class = SummaryChild
+    _native_labels = _native.SummaryFamily.labels
 
+    def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
+                 registry=REGISTRY, _labelvalues=None):
+        native_names = self._prepare(name, documentation, labelnames, namespace, subsystem, unit)
+        if "quantile" in self._labelnames:
+            raise ValueError("Reserved label metric name: quantile")
+        _native.SummaryFamily.__init__(self, self._name, documentation, native_names, unit)
+        self._register(registry)
 
-def _summary_unavailable(*_args, **_kwargs):
-    raise NotImplementedError(
-        "Summary needs a tokenspeed_metrics host with summaries (_tokenspeed_metrics."
-        "SummaryFamily); use a Histogram until then")
+    def time(self):
+        return Timer(self, "observe")
 
+    @property
+    def _count(self):
+        return self._unlabelled()._count
 
-if _SummaryBase is not None:
-    class Summary(_CompatFamily, _SummaryBase):
-        """count and sum, no quantiles (prometheus_client has none either)."""
-        _type = "summary"
-        _child_class = SummaryChild
-        _native_labels = _SummaryBase.labels
-
-        def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="",
-                     unit="", registry=REGISTRY, _labelvalues=None):
-            native_names = self._prepare(name, documentation, labelnames, namespace, subsystem,
-                                         unit)
-            if "quantile" in self._labelnames:
-                raise ValueError("Reserved label metric name: quantile")
-            _SummaryBase.__init__(self, self._name, documentation, native_names, unit)
-            self._register(registry)
-
-        def time(self):
-            return Timer(self, "observe")
-else:
-    class Summary:
-        _type = "summary"
-        __init__ = _summary_unavailable
+    @property
+    def _sum(self):
+        return self._unlabelled()._sum
 
 
 class Info:
@@ -302,6 +324,17 @@ class Info:
         from .metrics_core import Metric
         return [Metric(self._name, self._documentation, "info")]
 
+    def _process_metric(self):
+        """As prometheus_client's collect() gives it in this process: the
+        pairs of this process's info() call (none yet: no pairs), value 1."""
+        from .metrics_core import Metric
+        metric = Metric(self._name, self._documentation, "info")
+        if not self._labelnames:
+            with self._lock:
+                pairs = dict(self._value or {})
+            metric.add_sample(self._name + "_info", pairs, 1.0)
+        return metric
+
 
 class Enum:
     """Which of a set of states is true: a gauge <name>{<name>="<state>"}
@@ -322,6 +355,11 @@ class Enum:
         if not states:
             raise ValueError("No states provided for Enum metric: %s" % name)
         self._states = list(states)
+        if not _LABEL_NAME.match(self._name):
+            raise ValueError(
+                "Enum %s: its name is also the label of its states, and a label name takes "
+                "letters, digits and '_' only (a scraper rejects the exposition otherwise): "
+                "name the Enum without ':'" % self._name)
         self._gauge = _tsm.Gauge(self._name, documentation, self._labelnames + (self._name,),
                                  multiprocess_mode="mostrecent")
         self._labelvalues = ()
@@ -350,13 +388,31 @@ class Enum:
         from .metrics_core import Metric
         return [Metric(self._name, self._documentation, "stateset")]
 
+    def _process_metric(self):
+        """As prometheus_client's collect() gives it in this process: each
+        series' states, 1 for the current one (the first state until
+        state() is called)."""
+        from .metrics_core import Metric
+        metric = Metric(self._name, self._documentation, "stateset")
+        current = {key: child._index for key, child in list(self._children.items())}
+        if not self._labelnames:
+            current.setdefault((), 0)
+        for key, index in current.items():
+            labels = dict(zip(self._labelnames, key))
+            for i, state in enumerate(self._states):
+                metric.add_sample(self._name, {**labels, self._name: state},
+                                  1 if i == index else 0)
+        return metric
+
 
 class _EnumChild:
     def __init__(self, enum, labelvalues):
         self._enum = enum
         self._labelvalues = labelvalues
+        self._index = 0
 
     def state(self, state):
         index = self._enum._states.index(state)
+        self._index = index
         for i, name in enumerate(self._enum._states):
             self._enum._gauge.labels(*self._labelvalues, name).set(1 if i == index else 0)

@@ -1,13 +1,15 @@
 """CollectorRegistry and REGISTRY: which families a registry names, with
-prometheus_client's duplicate check. The values are the node's: a registry
-reads the launcher's merged exposition; one holding a MultiProcessCollector
-gives all of it, as prometheus_client's multiprocess registry gives every
-process's files."""
+prometheus_client's duplicate check. In the launcher a registry reads the
+node's merged exposition; one holding a MultiProcessCollector gives all of
+it, as prometheus_client's multiprocess registry gives every process's
+files. In any other process a registry without a MultiProcessCollector
+gives this process's own figures of its families, as prometheus_client's
+registry does there."""
 import threading
 
 import _tokenspeed_metrics as _native
 
-from ._exposition_reader import read_exposition
+from ._exposition_reader import python_bound_text, read_exposition
 
 _TYPE_SUFFIXES = {
     "counter": ("_total", "_created"),
@@ -31,6 +33,42 @@ def node_exposition():
 
 def node_metrics():
     return read_exposition(node_exposition())
+
+
+def collects_node():
+    """Whether a registry without a MultiProcessCollector reads the node's
+    merged exposition (in the launcher) or this process's own figures."""
+    return _native.role() == "node"
+
+
+def _escaped(text, quotes):
+    text = text.replace("\\", r"\\").replace("\n", r"\n")
+    return text.replace('"', r'\"') if quotes else text
+
+
+def text_of(metrics):
+    """metrics in the text format (0.0.4), as prometheus_client's
+    generate_latest writes them."""
+    out = []
+    for metric in metrics:
+        name, typ = metric.name, metric.type
+        if typ == "counter":
+            name += "_total"
+        elif typ == "info":
+            name, typ = name + "_info", "gauge"
+        elif typ == "stateset":
+            typ = "gauge"
+        elif typ == "unknown":
+            typ = "untyped"
+        out.append("# HELP %s %s\n" % (name, _escaped(metric.documentation, False)))
+        out.append("# TYPE %s %s\n" % (name, typ))
+        for sample in metric.samples:
+            labels = ""
+            if sample.labels:
+                labels = "{%s}" % ",".join('%s="%s"' % (key, _escaped(value, True))
+                                           for key, value in sorted(sample.labels.items()))
+            out.append("%s%s %s\n" % (sample.name, labels, python_bound_text(sample.value)))
+    return "".join(out)
 
 
 class Collector:
@@ -100,16 +138,24 @@ class CollectorRegistry(Collector):
 
     def collect(self):
         """The families of this registry as Metric objects (name, documentation,
-        type, samples), with the node's merged values (launcher only)."""
-        metrics = node_metrics()
+        type, samples): in the launcher with the node's merged values, in any
+        other process with that process's own (with a MultiProcessCollector:
+        every process's, launcher only)."""
         if self._shows_everything():
-            return metrics
+            return node_metrics()
+        if not collects_node():
+            with self._lock:
+                collectors = list(self._collector_to_names)
+            return [collector._process_metric() for collector in collectors]
+        metrics = node_metrics()
         with self._lock:
             names = set(self._names_to_collectors)
         return [metric for metric in metrics if metric.name in names]
 
     def exposition_text(self):
         """The text of generate_latest(self)."""
+        if not self._shows_everything() and not collects_node():
+            return text_of(self.collect())
         text = node_exposition()
         if self._shows_everything():
             return text
