@@ -141,3 +141,12 @@ def report(exposition, roles, window, **extra):
 
 def now():
     return time.time()
+
+
+def running_sum(values):
+    """What prometheus_client's _sum.inc(value) per value accumulates: left
+    to right, uncompensated (sum() of floats compensates since Python 3.12)."""
+    total = 0.0
+    for value in values:
+        total += value
+    return total

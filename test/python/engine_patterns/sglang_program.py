@@ -4,13 +4,15 @@ dict_keys), mostrecent gauges and gauges of the default mode (all: one
 series per process, with a pid label), counters named with _total,
 histograms whose first bucket is 0.0, a per-stage histogram whose labels are
 the dict's keys plus "stage", a Summary, a family whose labelnames are a
-set; a tokenizer process with request counters and the batched
-inter-token-latency idiom. The launcher exposes every process with
-CollectorRegistry + MultiProcessCollector + generate_latest and
-CONTENT_TYPE_LATEST. The import lines are the only difference between runs."""
+set; a tokenizer process with request counters, the batched
+inter-token-latency idiom and the time-to-first-token straggler check, which
+reads this process's bucket counts back (sum of _buckets[i]._value). The
+launcher exposes every process with CollectorRegistry + MultiProcessCollector
++ generate_latest and CONTENT_TYPE_LATEST. The import lines are the only
+difference between runs."""
 import sys
 
-from harness import OURS, Workers, now, report, start_launcher
+from harness import OURS, Workers, now, report, running_sum, start_launcher
 
 MODEL = "tiny-qwen"
 
@@ -80,6 +82,9 @@ class TokenizerMetricsCollector:
                                            labelnames=labels.keys())
         self.num_requests_total = Counter(name="sglang:num_requests_total",
                                           documentation="Requests.", labelnames=labels.keys())
+        self.histogram_time_to_first_token = Histogram(
+            name="sglang:time_to_first_token_seconds", documentation="TTFT.",
+            labelnames=labels.keys(), buckets=[0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6])
         self.histogram_inter_token_latency = Histogram(
             name="sglang:inter_token_latency_seconds", documentation="ITL.",
             labelnames=labels.keys(),
@@ -88,6 +93,22 @@ class TokenizerMetricsCollector:
     def observe_one_finished_request(self, labels, prompt_tokens):
         self.prompt_tokens_total.labels(**labels).inc(prompt_tokens)
         self.num_requests_total.labels(**labels).inc(1)
+
+    def observe_time_to_first_token(self, labels, value):
+        self.histogram_time_to_first_token.labels(**labels).observe(value)
+
+    def check_time_to_first_token_straggler(self, value):
+        his = self.histogram_time_to_first_token.labels(**self.labels)
+        total_observations = sum(bucket._value for bucket in his._buckets)
+        if total_observations < 100:
+            return False
+        p99_threshold = total_observations * 0.99
+        cumulative_count = 0
+        for i, bucket in enumerate(his._buckets):
+            cumulative_count += bucket._value
+            if cumulative_count > p99_threshold:
+                return value >= his._upper_bounds[i]
+        return False
 
     def observe_inter_token_latency(self, labels, internval, num_new_tokens):
         adjusted_interval = internval / num_new_tokens
@@ -112,10 +133,21 @@ def decode_batches():
 
 
 def tokenizer():
+    if OURS:
+        from tokenspeed_metrics.prometheus_client import Counter
+    else:
+        from reference_client import Counter
+    # Not SGLang's: the straggler check's verdicts, for the comparison.
+    verdicts = Counter("engine_patterns:straggler_verdicts", "Straggler check verdicts.",
+                       ["straggler"])
     labels = {"model_name": MODEL}
     collector = TokenizerMetricsCollector(labels)
-    for request in range(40):
+    for request in range(150):
         collector.observe_one_finished_request(labels, 64 + request)
+        ttft = 0.05 * (request % 40) + (3.0 if request % 50 == 49 else 0.0)
+        straggler = collector.check_time_to_first_token_straggler(ttft)
+        collector.observe_time_to_first_token(labels, ttft)
+        verdicts.labels(straggler=str(straggler)).inc()
     for interval, tokens in decode_batches():
         collector.observe_inter_token_latency(labels, interval, tokens)
 
@@ -139,7 +171,7 @@ def main(workdir):
     report(text, workers.roles, [window_start, now()], content_type=CONTENT_TYPE_LATEST,
            idiom={"metric": "sglang:inter_token_latency_seconds", "batches": len(batches),
                   "samples": sum(n for _, n in batches),
-                  "sum": sum(interval for interval, _ in batches)})
+                  "sum": running_sum(interval for interval, _ in batches)})
 
 
 if __name__ == "__main__":
