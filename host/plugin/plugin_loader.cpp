@@ -117,7 +117,19 @@ const char* to_string(PluginStatus status) noexcept {
   return "failed";
 }
 
-std::string default_plugin_dir() { return TSM_DEFAULT_PLUGIN_DIR; }
+std::string plugin_dir_from_library(const std::string& configured) {
+  if (configured.empty() || configured.front() == '/') return configured;
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&plugin_dir_from_library), &info) == 0 ||
+      info.dli_fname == nullptr) {
+    return configured;
+  }
+  std::error_code ignored;
+  const fs::path library = fs::weakly_canonical(fs::path(info.dli_fname), ignored);
+  return (library.parent_path() / configured).lexically_normal().string();
+}
+
+std::string default_plugin_dir() { return plugin_dir_from_library(TSM_DEFAULT_PLUGIN_DIR); }
 
 PluginSearchOptions PluginSearchOptions::from_environment(std::vector<std::string> plugin_dirs,
                                                           bool allow_insecure) {

@@ -48,8 +48,16 @@ struct PluginSearchOptions {
                                               bool allow_insecure);
 };
 
-// The installed default plugin directory (TSM_DEFAULT_PLUGIN_DIR).
+// The installed default plugin directory (TSM_DEFAULT_PLUGIN_DIR), resolved
+// by plugin_dir_from_library.
 std::string default_plugin_dir();
+
+// A configured plugin directory as the host uses it: an absolute (or empty)
+// one unchanged; a relative one taken from the directory of the file that
+// holds the host's code (the host library, found with dladdr as the sink
+// helper is), so that a relocatable install (the Python package) finds its
+// plugins wherever it was unpacked. Never depends on the working directory.
+std::string plugin_dir_from_library(const std::string& configured);
 
 // The directories in search order: plugin_dirs, then plugin_path, then
 // default_dir; empty entries dropped, a directory listed again skipped.

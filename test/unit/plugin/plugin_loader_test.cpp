@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,23 @@ TEST_CASE(
   options.plugin_path = "/flag/one:/installed/";
   CHECK(plugin_directories(options) ==
         std::vector<std::string>{"/flag/one", "/flag/two", "/installed/"});
+}
+
+TEST_CASE(
+    "a relative plugin directory is taken from the directory of the host's code, an absolute one "
+    "as it is",
+    "[loader]") {
+  CHECK(plugin_dir_from_library("/opt/plugins") == "/opt/plugins");
+  CHECK(plugin_dir_from_library("").empty());
+  // The host's code is linked into this test program: its directory is the base.
+  std::error_code ignored;
+  const std::filesystem::path program =
+      std::filesystem::weakly_canonical("/proc/self/exe", ignored);
+  CHECK(plugin_dir_from_library("../plugins") ==
+        (program.parent_path().parent_path() / "plugins").string());
+  CHECK(plugin_dir_from_library("plugins/./x") == (program.parent_path() / "plugins/x").string());
+  // Never the working directory.
+  CHECK(plugin_dir_from_library("plugins").front() == '/');
 }
 
 TEST_CASE("the environment supplies TOKENSPEED_PLUGIN_PATH and TOKENSPEED_DISABLE_PLUGINS",
