@@ -4,6 +4,10 @@ extension on PYTHONPATH:
 
     PYTHONPATH=host/python:build/host/python /usr/bin/python3 test/bench/python_bench.py
 
+or in a pip-installed environment of any interpreter, prometheus_client taken
+from Debian's dist-packages (test/python_package/test_package.py --bench,
+docs/packaging.md).
+
 Each figure is the best of 5 timeit repeats, in nanoseconds per call (per
 observation for the bulk calls). prometheus_client's multiprocess mode runs in
 a child process of its own (it reads PROMETHEUS_MULTIPROC_DIR at import)."""

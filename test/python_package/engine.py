@@ -29,11 +29,13 @@ def check_mapped_files(where):
             fields = line.split(None, 5)
             path = fields[5].strip() if len(fields) == 6 else ""
             name = os.path.basename(path)
-            if "tokenspeed" in path or name in ("jsonl.so", "python.so"):
-                ours.add(path)
-            elif name.startswith("libpython3") and sysconfig.get_config_var("Py_ENABLE_SHARED"):
+            if not path.startswith("/"):
+                continue  # memfds (the handoff, metric files) and anonymous mappings
+            if name.startswith("libpython3") and sysconfig.get_config_var("Py_ENABLE_SHARED"):
                 libdir = os.path.realpath(sysconfig.get_config_var("LIBDIR"))
                 assert os.path.dirname(os.path.realpath(path)) == libdir, (where, path, libdir)
+            elif name.endswith(".so") and ("tokenspeed" in name or name in ("jsonl.so", "python.so")):
+                ours.add(path)
     outside = sorted(path for path in ours if not inside_site(path))
     assert not outside, (where, outside)
     return ours
