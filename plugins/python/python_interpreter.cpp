@@ -18,6 +18,15 @@
 namespace tokenspeed::metrics::python_bridge {
 namespace {
 
+// Python 3.13 made _Py_IsFinalizing public as Py_IsFinalizing.
+bool interpreter_finalizing() noexcept {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing() != 0;
+#else
+  return _Py_IsFinalizing() != 0;
+#endif
+}
+
 std::string config_error(const char* what, PyStatus status) {
   std::string message = std::string("cannot initialize the Python interpreter: ") + what;
   if (status.err_msg != nullptr) message += std::string(": ") + status.err_msg;
@@ -59,7 +68,7 @@ std::string initialize_embedded() {
 struct KeptThreadState {
   PyThreadState* state = nullptr;
   ~KeptThreadState() {
-    if (state == nullptr || !Py_IsInitialized() || _Py_IsFinalizing()) return;
+    if (state == nullptr || !Py_IsInitialized() || interpreter_finalizing()) return;
     PyEval_RestoreThread(state);
     PyGILState_Release(PyGILState_UNLOCKED);  // deletes it and drops the GIL
   }
