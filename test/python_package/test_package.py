@@ -267,7 +267,8 @@ def main():
     result = run([vpython, "-m", "pip", "install", "--no-index", "--no-build-isolation",
                   "--disable-pip-version-check", "-v", *settings, SOURCE],
                  env=env, timeout=PIP_TIMEOUT_S)
-    steps = [line for line in result.stdout.splitlines() if line.lstrip().startswith("[")]
+    steps = [line for line in (result.stdout + result.stderr).splitlines()
+             if line.lstrip().startswith("[") and "/" in line.split("]")[0]]
     print(f"   {len(steps)} build steps; " + (steps[-1].strip() if steps else "nothing to build"))
     done(started)
 
@@ -302,8 +303,8 @@ def main():
         shim = os.path.join(work, "bench-path")
         shutil.rmtree(shim, ignore_errors=True)
         os.makedirs(shim)
-        os.symlink(os.path.join(DIST_PACKAGES, "prometheus_client"),
-                   os.path.join(shim, "prometheus_client"))
+        for module in ("prometheus_client", "decorator.py"):  # Debian's needs decorator
+            os.symlink(os.path.join(DIST_PACKAGES, module), os.path.join(shim, module))
         bench_env = venv_environment(venv, {
             "PYTHONPATH": shim,
             "TSM_JSONL_PLUGIN_DIR": os.path.join(site, "tokenspeed_metrics", "plugins")})
