@@ -12,6 +12,7 @@ import urllib.request
 
 import tokenspeed_metrics
 import _tokenspeed_metrics
+from tokenspeed_metrics import prometheus_client as compat
 
 SITE = os.path.realpath(sysconfig.get_paths()["platlib"])
 
@@ -45,9 +46,12 @@ def work(index):
     requests = tokenspeed_metrics.Counter("pkg:requests", "Requests.", ["worker"])
     latency = tokenspeed_metrics.Histogram("pkg:latency_seconds", "Latency.", ["worker"],
                                            buckets=(0.01, 0.1, 1.0))
+    # The prometheus_client module of the package, as an engine imports it.
+    spread = compat.Summary("pkg:spread_seconds", "Spread.", ["worker"])
     for _ in range(250):
         requests.labels(str(index)).inc(index + 1)
         latency.labels(str(index)).observe(0.02, weight=2)
+        spread.labels(str(index)).observe(0.5)
     assert "_tokenspeed_metrics_bridge" in sys.modules, "no bridge in the worker's interpreter"
     mapped = check_mapped_files("worker %d" % index)
     assert any(path.endswith("/plugins/jsonl.so") for path in mapped), mapped
@@ -55,7 +59,7 @@ def work(index):
 
 def main():
     config, run_dir = sys.argv[1:3]
-    for module in (tokenspeed_metrics, _tokenspeed_metrics):
+    for module in (tokenspeed_metrics, _tokenspeed_metrics, compat):
         assert inside_site(module.__file__), (module.__file__, SITE)
     tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
                               "--metrics-reporters", "prometheus,jsonl,example_output",

@@ -187,6 +187,8 @@ def check_engine(venv, work, env):
         assert scrape[("pkg:requests_total", str(worker))] == 250 * (worker + 1), scrape
         assert scrape[("pkg:latency_seconds_count", str(worker))] == 500, scrape
         assert math.isclose(scrape[("pkg:latency_seconds_sum", str(worker))], 500 * 0.02), scrape
+        assert scrape[("pkg:spread_seconds_count", str(worker))] == 250, scrape
+        assert scrape[("pkg:spread_seconds_sum", str(worker))] == 125, scrape
     # Sinks are created lazily: only the two workers recorded.
     for pattern in ("events-*.jsonl", "example-*.jsonl"):
         files = glob.glob(os.path.join(out, pattern))
