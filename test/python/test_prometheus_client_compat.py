@@ -12,11 +12,8 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 
-import pytest
 
-TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR", tempfile.gettempdir())
 TIMEOUT_S = 120  # hang guard only
 
 PRELUDE = """
@@ -33,15 +30,6 @@ def refused(call):
         return "%s: %s" % (type(error).__name__, error)
     return "accepted"
 """
-
-
-@pytest.fixture
-def workdir():
-    os.makedirs(TMP_ROOT, exist_ok=True)
-    path = tempfile.mkdtemp(prefix="tsm-compat-", dir=TMP_ROOT)
-    os.chmod(path, 0o755)
-    yield path
-    subprocess.run(["rm", "-rf", path], check=False)
 
 
 def run_launcher(workdir, body, flags=()):

@@ -9,14 +9,9 @@ in the build tree (plugin directories under /tmp are refused)."""
 import glob
 import json
 import math
-import multiprocessing
 import os
-import signal
 import subprocess
 import sys
-import tempfile
-import time
-import urllib.request
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -25,7 +20,6 @@ import tokenspeed_metrics
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JSONL_DIR = os.environ.get("TSM_JSONL_PLUGIN_DIR", "")
-TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR", tempfile.gettempdir())
 TIMEOUT_S = 60  # hang guard only
 
 
@@ -42,15 +36,6 @@ def samples(text, prefix):
                     labels["le"] = repr(float(labels["le"]))
                 out[(sample.name, tuple(sorted(labels.items())))] = sample.value
     return out
-
-
-@pytest.fixture
-def workdir():
-    os.makedirs(TMP_ROOT, exist_ok=True)
-    path = tempfile.mkdtemp(prefix="tsm-py-", dir=TMP_ROOT)
-    os.chmod(path, 0o755)
-    yield path
-    subprocess.run(["rm", "-rf", path], check=False)
 
 
 def run_python(*args, env=None):

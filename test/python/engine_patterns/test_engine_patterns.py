@@ -27,24 +27,12 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 JSONL_DIR = os.environ.get("TSM_JSONL_PLUGIN_DIR", "")
-TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR", tempfile.gettempdir())
 TIMEOUT_S = 300  # hang guard only: the machine may be loaded
-
-
-@pytest.fixture
-def workdir():
-    os.makedirs(TMP_ROOT, exist_ok=True)
-    path = tempfile.mkdtemp(prefix="tsm-engine-", dir=TMP_ROOT)
-    os.chmod(path, 0o755)
-    yield path
-    subprocess.run(["rm", "-rf", path], check=False)
 
 
 def run_program(program, client, workdir, flags=()):
