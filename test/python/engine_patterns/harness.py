@@ -150,3 +150,10 @@ def running_sum(values):
     for value in values:
         total += value
     return total
+
+
+def idiom_expectation(metric, batches):
+    """What the batched idiom recorded for (interval, n) batches: one event
+    per batch, n samples each, the intervals' running sum."""
+    return {"metric": metric, "batches": len(batches), "samples": sum(n for _, n in batches),
+            "sum": running_sum(interval for interval, _ in batches)}

@@ -12,7 +12,7 @@ launcher exposes every process with CollectorRegistry + MultiProcessCollector
 difference between runs."""
 import sys
 
-from harness import OURS, Workers, now, report, running_sum, start_launcher
+from harness import OURS, Workers, idiom_expectation, now, report, start_launcher
 
 MODEL = "tiny-qwen"
 
@@ -169,9 +169,7 @@ def main(workdir):
     workers.finish()
     batches = decode_batches()
     report(text, workers.roles, [window_start, now()], content_type=CONTENT_TYPE_LATEST,
-           idiom={"metric": "sglang:inter_token_latency_seconds", "batches": len(batches),
-                  "samples": sum(n for _, n in batches),
-                  "sum": running_sum(interval for interval, _ in batches)})
+           idiom=idiom_expectation("sglang:inter_token_latency_seconds", batches))
 
 
 if __name__ == "__main__":

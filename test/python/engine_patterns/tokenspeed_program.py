@@ -9,7 +9,8 @@ scraped. Which prometheus_client it imports is the only thing that changes
 between runs (harness.OURS)."""
 import sys
 
-from harness import OURS, Workers, now, report, running_sum, scrape, serve_asgi, start_launcher
+from harness import (OURS, Workers, idiom_expectation, now, report, scrape, serve_asgi,
+                     start_launcher)
 
 MODEL = "tiny-llama"
 
@@ -178,9 +179,7 @@ def main(workdir):
     workers.finish()
     batches = decode_batches()
     report(text, workers.roles, [window_start, now()], content_type=content_type,
-           idiom={"metric": "tokenspeed:inter_token_latency_seconds", "batches": len(batches),
-                  "samples": sum(n for _, n in batches),
-                  "sum": running_sum(interval for interval, _ in batches)})
+           idiom=idiom_expectation("tokenspeed:inter_token_latency_seconds", batches))
 
 
 if __name__ == "__main__":
