@@ -2,7 +2,6 @@
 // plugin.
 #include "isolation/helper_process.hpp"
 
-#include <dlfcn.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <spawn.h>
@@ -15,6 +14,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "core/host_image.hpp"
 #include "core/signal_names.hpp"
 
 #ifndef TSM_HELPER_FROM_LIBDIR
@@ -36,15 +36,8 @@ std::string helper_executable() {
   if (const char* set = std::getenv(kHelperPathEnv); set != nullptr && *set != '\0') {
     return executable(set) ? std::string(set) : std::string();
   }
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&helper_executable), &info) == 0 ||
-      info.dli_fname == nullptr) {
-    return {};
-  }
-  std::error_code ignored;
-  const std::filesystem::path library =
-      std::filesystem::weakly_canonical(std::filesystem::path(info.dli_fname), ignored);
-  const std::filesystem::path dir = library.parent_path();
+  const std::filesystem::path dir = host_image_directory();
+  if (dir.empty()) return {};
   for (const std::filesystem::path& candidate :
        {dir / TSM_HELPER_FROM_LIBDIR / kHelperFileName, dir / kHelperFileName}) {
     if (executable(candidate)) return candidate.lexically_normal().string();

@@ -25,6 +25,7 @@
 
 #include "core/abi_buffer.hpp"
 #include "core/bounded_file.hpp"
+#include "core/host_image.hpp"
 #include "plugin/elf_compatibility.hpp"
 #include "core/name_suggestion.hpp"
 #include "plugin/plugin_paths.hpp"
@@ -119,14 +120,9 @@ const char* to_string(PluginStatus status) noexcept {
 
 std::string plugin_dir_from_library(const std::string& configured) {
   if (configured.empty() || configured.front() == '/') return configured;
-  Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&plugin_dir_from_library), &info) == 0 ||
-      info.dli_fname == nullptr) {
-    return configured;
-  }
-  std::error_code ignored;
-  const fs::path library = fs::weakly_canonical(fs::path(info.dli_fname), ignored);
-  return (library.parent_path() / configured).lexically_normal().string();
+  const fs::path library_dir = host_image_directory();
+  if (library_dir.empty()) return configured;
+  return (library_dir / configured).lexically_normal().string();
 }
 
 std::string default_plugin_dir() { return plugin_dir_from_library(TSM_DEFAULT_PLUGIN_DIR); }

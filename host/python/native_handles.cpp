@@ -191,7 +191,9 @@ bool optional_amount(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
 PyObject* counter_inc(ChildObject* self, PyObject* const* args, Py_ssize_t nargs,
                       PyObject* kwnames) {
   double amount = 1.0;
-  if (nargs != 0 || kwnames != nullptr) {
+  if (nargs == 1 && kwnames == nullptr) {
+    if (!as_double(args[0], amount)) return nullptr;
+  } else if (nargs != 0 || kwnames != nullptr) {
     std::array<PyObject*, 2> given;
     if (!named_arguments(args, nargs, kwnames, std::array{"amount", "exemplar"}, given,
                          "inc(amount=1, exemplar=None)")) {

@@ -182,8 +182,7 @@ class Gauge(_CompatFamily, _tsm.Gauge):
     _type = "gauge"
     _child_class = GaugeChild
     _native_labels = _native.GaugeFamily.labels
-    _MULTIPROC_MODES = frozenset(("all", "liveall", "min", "livemin", "max", "livemax", "sum",
-                                  "livesum", "mostrecent", "livemostrecent"))
+    _MULTIPROC_MODES = frozenset(_tsm._GAUGE_MODES)  # every mode of prometheus_client
 
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
                  registry=REGISTRY, _labelvalues=None, multiprocess_mode="all"):
