@@ -1,0 +1,55 @@
+// strict_yaml.hpp — reads a YAML configuration file (one document) into a
+// plain tree with libyaml, refusing what a configuration must not hold: a key
+// given twice, aliases (and so alias expansion), keys that are not scalars,
+// more than one document, nesting deeper than a bound. Startup only; never
+// resolves tags or types: the reader of each key decides what a scalar means.
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace tokenspeed::metrics {
+
+// The deepest nesting of mappings and sequences accepted.
+inline constexpr std::size_t kYamlDepthLimit = 64;
+
+struct YamlNode {
+  enum class Kind { null, scalar, sequence, mapping };
+  Kind kind = Kind::null;
+  // A scalar's text (also of a null: "", "~", "null").
+  std::string value;
+  // A quoted or block scalar: always a string, never null, bool or number.
+  bool quoted = false;
+  // Where the node starts, 1-based.
+  std::size_t line = 0;
+  // A mapping value's: where its key is, 1-based.
+  std::size_t key_line = 0;
+  // A sequence's items.
+  std::vector<YamlNode> items;
+  // A mapping's entries, in the file's order; keys are unique.
+  std::vector<std::pair<std::string, YamlNode>> entries;
+};
+
+// A file that is not valid YAML or breaks one of the rules above. key_path is
+// the path of the mapping key at fault ("a.b[2].c"), "" when none.
+class StrictYamlError : public std::runtime_error {
+ public:
+  StrictYamlError(const std::string& message, std::string key_path, std::size_t line)
+      : std::runtime_error(message), key_path_(std::move(key_path)), line_(line) {}
+  const std::string& key_path() const noexcept { return key_path_; }
+  std::size_t line() const noexcept { return line_; }
+
+ private:
+  std::string key_path_;
+  std::size_t line_;
+};
+
+// The first and only document of text; an empty text (or one of only
+// comments) is a null node. Throws StrictYamlError.
+YamlNode parse_strict_yaml(std::string_view text);
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,536 @@
+// web_config.cpp — the exporter-toolkit web configuration into WebConfig:
+// the keys, their values and the rules between them. Startup (and reload)
+// only; loads no certificate. A secret's value never reaches a message.
+#include "config/web_config.hpp"
+
+#include <algorithm>
+#include <array>
+#include <filesystem>
+#include <span>
+
+#include "config/strict_yaml.hpp"
+#include "core/bounded_file.hpp"
+#include "core/input_excerpt.hpp"
+#include "core/name_suggestion.hpp"
+#include "core/startup_error.hpp"
+
+namespace tokenspeed::metrics {
+namespace {
+
+// Go's crypto/tls names (tls.CipherSuites(); the four RSA key exchange suites
+// were in that list until Go 1.22, so older exporters' files name them) and
+// OpenSSL's. The suites Go calls insecure (RC4, 3DES, CBC with SHA-256) are
+// refused by exporter-toolkit and here.
+struct CipherName {
+  const char* go;
+  const char* openssl;
+  bool tls13;
+};
+constexpr std::array<CipherName, 17> kCipherSuites{{
+    {"TLS_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256", true},
+    {"TLS_AES_256_GCM_SHA384", "TLS_AES_256_GCM_SHA384", true},
+    {"TLS_CHACHA20_POLY1305_SHA256", "TLS_CHACHA20_POLY1305_SHA256", true},
+    {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "ECDHE-ECDSA-AES128-SHA", false},
+    {"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "ECDHE-ECDSA-AES256-SHA", false},
+    {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA-AES128-SHA", false},
+    {"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA-AES256-SHA", false},
+    {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256", false},
+    {"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "ECDHE-ECDSA-AES256-GCM-SHA384", false},
+    {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA-AES128-GCM-SHA256", false},
+    {"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA-AES256-GCM-SHA384", false},
+    {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA-CHACHA20-POLY1305", false},
+    {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305", false},
+    {"TLS_RSA_WITH_AES_128_CBC_SHA", "AES128-SHA", false},
+    {"TLS_RSA_WITH_AES_256_CBC_SHA", "AES256-SHA", false},
+    {"TLS_RSA_WITH_AES_128_GCM_SHA256", "AES128-GCM-SHA256", false},
+    {"TLS_RSA_WITH_AES_256_GCM_SHA384", "AES256-GCM-SHA384", false},
+}};
+
+constexpr std::array<std::pair<const char*, const char*>, 4> kCurves{{
+    {"CurveP256", "P-256"},
+    {"CurveP384", "P-384"},
+    {"CurveP521", "P-521"},
+    {"X25519", "X25519"},
+}};
+
+constexpr std::array<std::pair<const char*, ClientAuthType>, 6> kClientAuthTypes{{
+    {"NoClientCert", ClientAuthType::no_client_cert},
+    {"RequestClientCert", ClientAuthType::request_client_cert},
+    {"RequireAnyClientCert", ClientAuthType::require_any_client_cert},
+    {"VerifyClientCertIfGiven", ClientAuthType::verify_client_cert_if_given},
+    {"RequireAndVerifyClientCert", ClientAuthType::require_and_verify_client_cert},
+    // exporter-toolkit keeps this older name of RequireAnyClientCert (not
+    // listed in messages: the first five are).
+    {"RequireClientCert", ClientAuthType::require_any_client_cert},
+}};
+
+constexpr std::array<std::pair<const char*, TlsVersion>, 4> kTlsVersions{{
+    {"TLS10", TlsVersion::tls10},
+    {"TLS11", TlsVersion::tls11},
+    {"TLS12", TlsVersion::tls12},
+    {"TLS13", TlsVersion::tls13},
+}};
+
+// exporter-toolkit's allowed response headers and, for the enumerated ones,
+// their allowed values.
+struct HeaderRule {
+  const char* name;
+  std::vector<std::string> values;  // empty: any value
+};
+const std::vector<HeaderRule>& header_rules() {
+  static const std::vector<HeaderRule> rules{
+      {"Content-Security-Policy", {}},
+      {"Strict-Transport-Security", {}},
+      {"X-Content-Type-Options", {"nosniff"}},
+      {"X-Frame-Options", {"deny", "sameorigin"}},
+      {"X-XSS-Protection", {}},
+  };
+  return rules;
+}
+
+template <typename Table>
+std::string quoted_names(const Table& table) {
+  std::string names;
+  for (const auto& entry : table) {
+    if (!names.empty()) names += ", ";
+    names += std::string("'") + entry.first + "'";
+  }
+  return names;
+}
+
+// Reads one file: knows its name and turns every finding into StartupError.
+class Reader {
+ public:
+  explicit Reader(const std::string& file) : file_(file) {}
+
+  // An error about node's value, at its line.
+  [[noreturn]] void fail(const std::string& key, const YamlNode& node,
+                         const std::string& message) const {
+    fail_at(key, node.line, message);
+  }
+  // An error about the key of a mapping value, at the key's line.
+  [[noreturn]] void fail_key(const std::string& key, const YamlNode& value,
+                             const std::string& message) const {
+    fail_at(key, value.key_line != 0 ? value.key_line : value.line, message);
+  }
+  [[noreturn]] void fail_at(const std::string& key, std::size_t line,
+                            const std::string& message) const {
+    std::string text = message;
+    if (line > 0) text += " (line " + std::to_string(line) + ")";
+    throw StartupError({{}, file_, key}, text);
+  }
+
+  // The entries of a mapping, each key checked against known; a null node
+  // (the key given without a value) has none.
+  const std::vector<std::pair<std::string, YamlNode>>& mapping(
+      const YamlNode& node, const std::string& key, const std::vector<std::string>& known) const {
+    static const std::vector<std::pair<std::string, YamlNode>> none;
+    if (node.kind == YamlNode::Kind::null) return none;
+    if (node.kind != YamlNode::Kind::mapping) fail(key, node, "must be a mapping");
+    for (const auto& [name, value] : node.entries) {
+      if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+      std::string message = "unknown key; known keys:";
+      const char* separator = " ";
+      for (const std::string& candidate : known) {
+        message += separator + ("'" + candidate + "'");
+        separator = ", ";
+      }
+      if (const std::string suggestion = closest_name(name, known); !suggestion.empty()) {
+        message += "; did you mean '" + suggestion + "'?";
+      }
+      fail_key(join(key, input_excerpt(name)), value, message);
+    }
+    return node.entries;
+  }
+
+  // A string; null (the key without a value) is "", as in Go.
+  std::string string(const YamlNode& node, const std::string& key) const {
+    if (node.kind == YamlNode::Kind::null) return {};
+    if (node.kind != YamlNode::Kind::scalar) fail(key, node, "must be a string");
+    return node.value;
+  }
+
+  // A boolean: true/false and YAML 1.1's yes/no/on/off (as Go's YAML
+  // reader); null is false, as in Go.
+  bool boolean(const YamlNode& node, const std::string& key) const {
+    if (node.kind == YamlNode::Kind::null) return false;
+    if (node.kind == YamlNode::Kind::scalar && !node.quoted) {
+      static const std::array<const char*, 11> yes{"true", "True", "TRUE", "yes", "Yes", "YES",
+                                                   "on",   "On",   "ON",   "y",   "Y"};
+      static const std::array<const char*, 11> no{"false", "False", "FALSE", "no", "No", "NO",
+                                                  "off",   "Off",   "OFF",   "n",  "N"};
+      for (const char* word : yes) {
+        if (node.value == word) return true;
+      }
+      for (const char* word : no) {
+        if (node.value == word) return false;
+      }
+    }
+    fail(key, node, "must be true or false");
+  }
+
+  // A sequence of strings; null is empty.
+  std::vector<std::pair<std::string, const YamlNode*>> strings(const YamlNode& node,
+                                                               const std::string& key) const {
+    std::vector<std::pair<std::string, const YamlNode*>> result;
+    if (node.kind == YamlNode::Kind::null) return result;
+    if (node.kind != YamlNode::Kind::sequence) fail(key, node, "must be a list of strings");
+    for (std::size_t i = 0; i < node.items.size(); ++i) {
+      result.emplace_back(string(node.items[i], index(key, i)), &node.items[i]);
+    }
+    return result;
+  }
+
+  static std::string join(const std::string& path, const std::string& name) {
+    return path.empty() ? name : path + "." + name;
+  }
+  static std::string index(const std::string& path, std::size_t i) {
+    return path + "[" + std::to_string(i) + "]";
+  }
+
+ private:
+  const std::string& file_;
+};
+
+// A relative path is relative to the web configuration file's directory.
+std::string resolve(const std::string& file, const std::string& path) {
+  if (path.empty() || std::filesystem::path(path).is_absolute()) return path;
+  return (std::filesystem::path(file).parent_path() / path).lexically_normal().string();
+}
+
+bool has_control_character(std::string_view text) {
+  return std::any_of(text.begin(), text.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte < 0x20 && c != '\t') || byte == 0x7f;
+  });
+}
+
+// Go's time.ParseDuration: "300ms", "1.5h", "1m30s"; "0" alone. Nothing when
+// text is not one or is negative.
+std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view text) {
+  if (text == "0") return std::chrono::nanoseconds{0};
+  if (text.empty()) return std::nullopt;
+  if (text.front() == '+') text.remove_prefix(1);
+  if (text.empty()) return std::nullopt;
+  static const std::array<std::pair<std::string_view, double>, 8> kUnits{{
+      {"ns", 1.0},
+      {"us", 1e3},
+      {"\xc2\xb5s", 1e3},  // U+00B5 MICRO SIGN
+      {"\xce\xbcs", 1e3},  // U+03BC GREEK SMALL LETTER MU
+      {"ms", 1e6},
+      {"s", 1e9},
+      {"m", 60e9},
+      {"h", 3600e9},
+  }};
+  double total = 0;
+  while (!text.empty()) {
+    std::size_t digits = 0;
+    while (digits < text.size() &&
+           ((text[digits] >= '0' && text[digits] <= '9') || text[digits] == '.')) {
+      ++digits;
+    }
+    const std::string_view number = text.substr(0, digits);
+    if (number.empty() || number == "." || std::count(number.begin(), number.end(), '.') > 1) {
+      return std::nullopt;
+    }
+    text.remove_prefix(digits);
+    const auto unit = std::find_if(kUnits.begin(), kUnits.end(), [&](const auto& candidate) {
+      if (!text.starts_with(candidate.first)) return false;
+      const std::string_view rest = text.substr(candidate.first.size());
+      return rest.empty() || (rest.front() >= '0' && rest.front() <= '9') || rest.front() == '.';
+    });
+    if (unit == kUnits.end()) return std::nullopt;
+    text.remove_prefix(unit->first.size());
+    total += std::stod(std::string(number)) * unit->second;
+    if (total > 9.2e18) return std::nullopt;  // past int64 nanoseconds, as Go refuses
+  }
+  return std::chrono::nanoseconds{static_cast<std::int64_t>(total)};
+}
+
+void read_tls(const Reader& in, const YamlNode& node, const std::string& file, WebConfig& config) {
+  const std::string section = "tls_server_config";
+  TlsServerConfig& tls = config.tls;
+  bool cert_file_given = false;
+  bool key_file_given = false;
+  bool client_ca_file_given = false;
+  const YamlNode* client_auth_node = &node;
+  for (const auto& [name, value] :
+       in.mapping(node, section,
+                  {"cert_file", "key_file", "client_ca_file", "cert", "key", "client_ca",
+                   "client_auth_type", "min_version", "max_version", "cipher_suites",
+                   "prefer_server_cipher_suites", "curve_preferences", "client_allowed_sans"})) {
+    const std::string key = Reader::join(section, name);
+    if (name == "cert_file") {
+      tls.cert_file = resolve(file, in.string(value, key));
+      cert_file_given = !tls.cert_file.empty();
+    } else if (name == "key_file") {
+      tls.key_file = resolve(file, in.string(value, key));
+      key_file_given = !tls.key_file.empty();
+    } else if (name == "client_ca_file") {
+      tls.client_ca_file = resolve(file, in.string(value, key));
+      client_ca_file_given = !tls.client_ca_file.empty();
+    } else if (name == "cert") {
+      tls.cert = in.string(value, key);
+    } else if (name == "key") {
+      if (value.kind != YamlNode::Kind::null && value.kind != YamlNode::Kind::scalar) {
+        in.fail(key, value, "must be a string (a PEM private key)");
+      }
+      tls.key = value.kind == YamlNode::Kind::null ? std::string() : value.value;
+    } else if (name == "client_ca") {
+      tls.client_ca = in.string(value, key);
+    } else if (name == "client_auth_type") {
+      client_auth_node = &value;
+      const std::string text = in.string(value, key);
+      if (text.empty()) continue;
+      const auto found = std::find_if(kClientAuthTypes.begin(), kClientAuthTypes.end(),
+                                      [&](const auto& entry) { return text == entry.first; });
+      if (found == kClientAuthTypes.end()) {
+        in.fail(key, value,
+                "unknown client_auth_type '" + input_excerpt(text) + "' (expected one of " +
+                    quoted_names(std::span(kClientAuthTypes.data(), 5)) + ")");
+      }
+      tls.client_auth_type = found->second;
+      config.tls_enabled = true;
+    } else if (name == "min_version" || name == "max_version") {
+      const std::string text = in.string(value, key);
+      const auto found = std::find_if(kTlsVersions.begin(), kTlsVersions.end(),
+                                      [&](const auto& entry) { return text == entry.first; });
+      if (found == kTlsVersions.end()) {
+        in.fail(key, value,
+                "unknown TLS version '" + input_excerpt(text) + "' (expected one of " +
+                    quoted_names(kTlsVersions) + ")");
+      }
+      (name == "min_version" ? tls.min_version : tls.max_version) = found->second;
+    } else if (name == "cipher_suites") {
+      for (const auto& [text, item] : in.strings(value, key)) {
+        const auto found = std::find_if(kCipherSuites.begin(), kCipherSuites.end(),
+                                        [&](const CipherName& entry) { return text == entry.go; });
+        if (found == kCipherSuites.end()) {
+          in.fail(Reader::index(key, tls.cipher_suites.size()), *item,
+                  "unknown cipher suite '" + input_excerpt(text) +
+                      "' (Go's names of crypto/tls, such as "
+                      "'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'; RC4, 3DES and CBC with SHA-256 "
+                      "are refused)");
+        }
+        tls.cipher_suites.push_back({found->go, found->openssl, found->tls13});
+      }
+    } else if (name == "prefer_server_cipher_suites") {
+      tls.prefer_server_cipher_suites = in.boolean(value, key);
+    } else if (name == "curve_preferences") {
+      for (const auto& [text, item] : in.strings(value, key)) {
+        const auto found = std::find_if(kCurves.begin(), kCurves.end(),
+                                        [&](const auto& entry) { return text == entry.first; });
+        if (found == kCurves.end()) {
+          in.fail(Reader::index(key, tls.curve_preferences.size()), *item,
+                  "unknown curve '" + input_excerpt(text) + "' (expected one of " +
+                      quoted_names(kCurves) + ")");
+        }
+        tls.curve_preferences.push_back({found->first, found->second});
+      }
+    } else if (name == "client_allowed_sans") {
+      for (const auto& [text, item] : in.strings(value, key)) {
+        tls.client_allowed_sans.push_back(text);
+      }
+    }
+  }
+  // What turns TLS on, as exporter-toolkit's TLSConfig.IsEnabled.
+  config.tls_enabled = config.tls_enabled || cert_file_given || key_file_given ||
+                       client_ca_file_given || !tls.cert.empty() || !tls.key.empty() ||
+                       !tls.client_ca.empty();
+  if (!config.tls_enabled) return;
+  if (!cert_file_given && tls.cert.empty()) {
+    in.fail(section + ".cert_file", node, "TLS needs a certificate: give cert_file (or cert)");
+  }
+  if (!key_file_given && tls.key.empty()) {
+    in.fail(section + ".key_file", node, "TLS needs a private key: give key_file (or key)");
+  }
+  if (cert_file_given && !tls.cert.empty()) {
+    in.fail(section + ".cert", node, "give either cert or cert_file, not both");
+  }
+  if (key_file_given && !tls.key.empty()) {
+    in.fail(section + ".key", node, "give either key or key_file, not both");
+  }
+  if (client_ca_file_given && !tls.client_ca.empty()) {
+    in.fail(section + ".client_ca", node, "give either client_ca or client_ca_file, not both");
+  }
+  const bool client_ca = client_ca_file_given || !tls.client_ca.empty();
+  if (client_ca && tls.client_auth_type == ClientAuthType::no_client_cert) {
+    in.fail(section + ".client_auth_type", *client_auth_node,
+            "a client CA is configured without a client certificate policy: set "
+            "client_auth_type (RequireAndVerifyClientCert to verify clients)");
+  }
+  const bool verifies = tls.client_auth_type == ClientAuthType::verify_client_cert_if_given ||
+                        tls.client_auth_type == ClientAuthType::require_and_verify_client_cert;
+  if (verifies && !client_ca) {
+    in.fail(section + ".client_ca_file", *client_auth_node,
+            "client_auth_type " + std::string(client_auth_type_name(tls.client_auth_type)) +
+                " verifies client certificates: give client_ca_file (or client_ca)");
+  }
+  if (!tls.client_allowed_sans.empty() && tls.client_auth_type == ClientAuthType::no_client_cert) {
+    in.fail(section + ".client_allowed_sans", node,
+            "applies only with a client_auth_type that asks for client certificates");
+  }
+  if (tls.min_version > tls.max_version) {
+    in.fail(section + ".min_version", node,
+            std::string(tls_version_name(tls.min_version)) + " is above max_version " +
+                std::string(tls_version_name(tls.max_version)));
+  }
+}
+
+void read_http(const Reader& in, const YamlNode& node, WebConfig& config) {
+  const std::string section = "http_server_config";
+  for (const auto& [name, value] : in.mapping(node, section, {"http2", "headers"})) {
+    const std::string key = Reader::join(section, name);
+    if (name == "http2") {
+      config.http.http2 = in.boolean(value, key);
+      continue;
+    }
+    std::vector<std::string> allowed;
+    for (const HeaderRule& rule : header_rules()) allowed.emplace_back(rule.name);
+    for (const auto& [header, text_node] : in.mapping(value, key, allowed)) {
+      const std::string header_key = Reader::join(key, header);
+      const std::string text = in.string(text_node, header_key);
+      const auto rule = std::find_if(header_rules().begin(), header_rules().end(),
+                                     [&](const HeaderRule& r) { return header == r.name; });
+      if (!rule->values.empty() &&
+          std::find(rule->values.begin(), rule->values.end(), text) == rule->values.end()) {
+        std::string expected;
+        for (const std::string& allowed_value : rule->values) {
+          expected += (expected.empty() ? "'" : ", '") + allowed_value + "'";
+        }
+        in.fail(header_key, text_node,
+                "invalid value '" + input_excerpt(text) + "' (expected one of " + expected + ")");
+      }
+      if (has_control_character(text)) {
+        in.fail(header_key, text_node, "a header value must not hold control characters");
+      }
+      if (!text.empty()) config.http.headers.emplace_back(header, text);
+    }
+  }
+}
+
+void read_users(const Reader& in, const YamlNode& node, WebConfig& config) {
+  const std::string section = "basic_auth_users";
+  if (node.kind == YamlNode::Kind::null) return;
+  if (node.kind != YamlNode::Kind::mapping) {
+    in.fail(section, node, "must be a mapping of user names to bcrypt hashes");
+  }
+  for (const auto& [user, hash] : node.entries) {
+    const std::string key = Reader::join(section, input_excerpt(user));
+    if (user.find(':') != std::string::npos) {
+      in.fail_key(key, hash, "a user name with ':' can never log in with basic authentication");
+    }
+    if (has_control_character(user)) {
+      in.fail_key(key, hash, "a user name must not hold control characters");
+    }
+    // The value is a secret: described, never quoted.
+    if (hash.kind != YamlNode::Kind::scalar || !bcrypt_hash_cost(hash.value)) {
+      in.fail(key, hash,
+              "must be a bcrypt hash ($2a$, $2b$ or $2y$, a cost from 04 to 31, 60 characters; "
+              "htpasswd -nBC 10 \"\" | tr -d ':\\n' makes one)");
+    }
+    config.basic_auth_users.emplace(user, hash.value);
+  }
+}
+
+void read_rate_limit(const Reader& in, const YamlNode& node, WebConfig& config) {
+  const std::string section = "rate_limit";
+  for (const auto& [name, value] : in.mapping(node, section, {"interval", "burst"})) {
+    const std::string key = Reader::join(section, name);
+    if (value.kind == YamlNode::Kind::null) continue;
+    const bool plain = value.kind == YamlNode::Kind::scalar && !value.quoted;
+    const bool digits = plain && !value.value.empty() && value.value.size() <= 18 &&
+                        std::all_of(value.value.begin(), value.value.end(),
+                                    [](char c) { return c >= '0' && c <= '9'; });
+    if (name == "burst") {
+      if (!digits) in.fail(key, value, "must be a non-negative integer");
+      config.rate_limit.burst = std::stoll(value.value);
+      continue;
+    }
+    // A duration string, or (as Go's YAML reader) an integer of nanoseconds.
+    std::optional<std::chrono::nanoseconds> interval;
+    if (digits) {
+      interval = std::chrono::nanoseconds{std::stoll(value.value)};
+    } else if (value.kind == YamlNode::Kind::scalar) {
+      interval = parse_go_duration(value.value);
+    }
+    if (!interval) {
+      in.fail(key, value,
+              "must be a non-negative duration such as '1s', '100ms' or '1m30s' (0 disables)");
+    }
+    config.rate_limit.interval = *interval;
+  }
+}
+
+}  // namespace
+
+std::optional<int> bcrypt_hash_cost(std::string_view hash) {
+  if (hash.size() != 60 || hash[0] != '$' || hash[1] != '2' ||
+      (hash[2] != 'a' && hash[2] != 'b' && hash[2] != 'y') || hash[3] != '$' || hash[6] != '$') {
+    return std::nullopt;
+  }
+  if (hash[4] < '0' || hash[4] > '9' || hash[5] < '0' || hash[5] > '9') return std::nullopt;
+  const int cost = (hash[4] - '0') * 10 + (hash[5] - '0');
+  if (cost < 4 || cost > 31) return std::nullopt;
+  const bool base64 = std::all_of(hash.begin() + 7, hash.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '/';
+  });
+  if (!base64) return std::nullopt;
+  return cost;
+}
+
+std::string_view client_auth_type_name(ClientAuthType type) {
+  for (const auto& [name, value] : kClientAuthTypes) {
+    if (value == type) return name;
+  }
+  return "NoClientCert";
+}
+
+std::string_view tls_version_name(TlsVersion version) {
+  for (const auto& [name, value] : kTlsVersions) {
+    if (value == version) return name;
+  }
+  return "TLS12";
+}
+
+WebConfig parse_web_config(std::string_view text, const std::string& file) {
+  YamlNode root;
+  try {
+    root = parse_strict_yaml(text);
+  } catch (const StrictYamlError& error) {
+    throw StartupError({{}, file, error.key_path()}, error.what());
+  }
+  const Reader in(file);
+  WebConfig config;
+  config.file = file;
+  if (root.kind != YamlNode::Kind::null && root.kind != YamlNode::Kind::mapping) {
+    in.fail("", root, "the top level of a web configuration must be a mapping");
+  }
+  for (const auto& [name, value] :
+       in.mapping(root, "",
+                  {"tls_server_config", "http_server_config", "basic_auth_users", "rate_limit"})) {
+    if (name == "tls_server_config") {
+      read_tls(in, value, file, config);
+    } else if (name == "http_server_config") {
+      read_http(in, value, config);
+    } else if (name == "basic_auth_users") {
+      read_users(in, value, config);
+    } else {
+      read_rate_limit(in, value, config);
+    }
+  }
+  return config;
+}
+
+WebConfig read_web_config(const std::string& path) {
+  std::string contents;
+  try {
+    contents = read_bounded_file(path, kConfigurationFileLimit);
+  } catch (const FileReadError& error) {
+    throw StartupError({{}, path, {}}, std::string("the web configuration ") + error.what());
+  }
+  return parse_web_config(contents, path);
+}
+
+}  // namespace tokenspeed::metrics

@@ -1,0 +1,84 @@
+// basic_auth_test.cpp — unit tests of host/prometheus/basic_auth: bcrypt
+// hashes made here with libxcrypt, right and wrong passwords, unknown users.
+#include <catch2/catch.hpp>
+
+#include <crypt.h>
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+
+#include "prometheus/basic_auth.hpp"
+
+using namespace tokenspeed::metrics;
+
+namespace {
+
+// A fresh bcrypt hash of password ("$2b$", random salt) at the given cost.
+std::string bcrypt_hash(const std::string& password, int cost, const char* prefix = "$2b$") {
+  char setting[CRYPT_GENSALT_OUTPUT_SIZE];
+  REQUIRE(crypt_gensalt_rn(prefix, cost, nullptr, 0, setting, sizeof setting) != nullptr);
+  crypt_data data{};
+  const char* hash = crypt_r(password.c_str(), setting, &data);
+  REQUIRE(hash != nullptr);
+  REQUIRE(hash[0] == '$');
+  return hash;
+}
+
+// The fastest of three calls, in seconds.
+template <typename F>
+double fastest_of_three(F call) {
+  double best = 1e9;
+  for (int i = 0; i < 3; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    call();
+    best = std::min(
+        best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("the right password of a known user is accepted, a wrong one refused") {
+  const BasicAuthVerifier verifier(
+      {{"alice", bcrypt_hash("s3cret", 4)}, {"bob", bcrypt_hash("hunter2", 4, "$2y$")}});
+  CHECK(verifier.enabled());
+  CHECK(verifier.verify("alice", "s3cret"));
+  CHECK(verifier.verify("bob", "hunter2"));
+  CHECK_FALSE(verifier.verify("alice", "hunter2"));
+  CHECK_FALSE(verifier.verify("alice", "s3cre"));
+  CHECK_FALSE(verifier.verify("alice", ""));
+  CHECK_FALSE(verifier.verify("Alice", "s3cret"));
+}
+
+TEST_CASE("hashes of $2a$ are understood") {
+  const BasicAuthVerifier verifier({{"carol", bcrypt_hash("pw", 4, "$2a$")}});
+  CHECK(verifier.verify("carol", "pw"));
+}
+
+TEST_CASE("an unknown user is refused, also with another user's password") {
+  const BasicAuthVerifier verifier({{"alice", bcrypt_hash("s3cret", 4)}});
+  CHECK_FALSE(verifier.verify("mallory", "s3cret"));
+  CHECK_FALSE(verifier.verify("", ""));
+}
+
+TEST_CASE("a password holding a NUL byte never matches, even when its start does") {
+  const BasicAuthVerifier verifier({{"alice", bcrypt_hash("s3cret", 4)}});
+  CHECK_FALSE(verifier.verify("alice", std::string("s3cret\0x", 8)));
+}
+
+TEST_CASE("no users: authentication is off and nothing matches") {
+  const BasicAuthVerifier verifier({});
+  CHECK_FALSE(verifier.enabled());
+  CHECK_FALSE(verifier.verify("anyone", "anything"));
+}
+
+TEST_CASE("an unknown user costs as much as the slowest known one") {
+  // Cost 10 is about 2^6 times cost 4: a check at cost 4 would be far faster.
+  const BasicAuthVerifier verifier({{"fast", bcrypt_hash("a", 4)}, {"slow", bcrypt_hash("b", 10)}});
+  const double known = fastest_of_three([&] { CHECK_FALSE(verifier.verify("slow", "wrong")); });
+  const double unknown = fastest_of_three([&] { CHECK_FALSE(verifier.verify("nobody", "b")); });
+  CHECK(unknown > known * 0.5);
+  CHECK(unknown < known * 4.0);
+}
