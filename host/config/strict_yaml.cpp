@@ -96,14 +96,14 @@ class Parser {
           const std::string key_path = path.empty() ? name : path + "." + name;
           const std::size_t key_line = line();
           for (const auto& entry : result.entries) {
-            if (entry.first == name) {
+            if (entry.key == name) {
               throw StrictYamlError("duplicate key '" + input_excerpt(name) + "'",
                                     input_excerpt(key_path), line());
             }
           }
           YamlNode value = node(next(), key_path, depth + 1);
           value.key_line = key_line;
-          result.entries.emplace_back(std::move(name), std::move(value));
+          result.entries.push_back({std::move(name), std::move(value)});
         }
         return result;
       }

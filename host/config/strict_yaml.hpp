@@ -17,6 +17,8 @@ namespace tokenspeed::metrics {
 // The deepest nesting of mappings and sequences accepted.
 inline constexpr std::size_t kYamlDepthLimit = 64;
 
+struct YamlEntry;
+
 struct YamlNode {
   enum class Kind { null, scalar, sequence, mapping };
   Kind kind = Kind::null;
@@ -31,7 +33,13 @@ struct YamlNode {
   // A sequence's items.
   std::vector<YamlNode> items;
   // A mapping's entries, in the file's order; keys are unique.
-  std::vector<std::pair<std::string, YamlNode>> entries;
+  std::vector<YamlEntry> entries;
+};
+
+// One entry of a mapping.
+struct YamlEntry {
+  std::string key;
+  YamlNode value;
 };
 
 // A file that is not valid YAML or breaks one of the rules above. key_path is

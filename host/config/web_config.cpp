@@ -122,9 +122,9 @@ class Reader {
 
   // The entries of a mapping, each key checked against known; a null node
   // (the key given without a value) has none.
-  const std::vector<std::pair<std::string, YamlNode>>& mapping(
-      const YamlNode& node, const std::string& key, const std::vector<std::string>& known) const {
-    static const std::vector<std::pair<std::string, YamlNode>> none;
+  const std::vector<YamlEntry>& mapping(const YamlNode& node, const std::string& key,
+                                        const std::vector<std::string>& known) const {
+    static const std::vector<YamlEntry> none;
     if (node.kind == YamlNode::Kind::null) return none;
     if (node.kind != YamlNode::Kind::mapping) fail(key, node, "must be a mapping");
     for (const auto& [name, value] : node.entries) {
@@ -302,7 +302,9 @@ void read_tls(const Reader& in, const YamlNode& node, const std::string& file, W
       }
       (name == "min_version" ? tls.min_version : tls.max_version) = found->second;
     } else if (name == "cipher_suites") {
-      for (const auto& [text, item] : in.strings(value, key)) {
+      for (const auto& listed : in.strings(value, key)) {
+        const std::string& text = listed.first;
+        const YamlNode* item = listed.second;
         const auto found = std::find_if(kCipherSuites.begin(), kCipherSuites.end(),
                                         [&](const CipherName& entry) { return text == entry.go; });
         if (found == kCipherSuites.end()) {
@@ -317,7 +319,9 @@ void read_tls(const Reader& in, const YamlNode& node, const std::string& file, W
     } else if (name == "prefer_server_cipher_suites") {
       tls.prefer_server_cipher_suites = in.boolean(value, key);
     } else if (name == "curve_preferences") {
-      for (const auto& [text, item] : in.strings(value, key)) {
+      for (const auto& listed : in.strings(value, key)) {
+        const std::string& text = listed.first;
+        const YamlNode* item = listed.second;
         const auto found = std::find_if(kCurves.begin(), kCurves.end(),
                                         [&](const auto& entry) { return text == entry.first; });
         if (found == kCurves.end()) {
@@ -328,8 +332,8 @@ void read_tls(const Reader& in, const YamlNode& node, const std::string& file, W
         tls.curve_preferences.push_back({found->first, found->second});
       }
     } else if (name == "client_allowed_sans") {
-      for (const auto& [text, item] : in.strings(value, key)) {
-        tls.client_allowed_sans.push_back(text);
+      for (const auto& listed : in.strings(value, key)) {
+        tls.client_allowed_sans.push_back(listed.first);
       }
     }
   }
@@ -387,7 +391,9 @@ void read_http(const Reader& in, const YamlNode& node, WebConfig& config) {
     }
     std::vector<std::string> allowed;
     for (const HeaderRule& rule : header_rules()) allowed.emplace_back(rule.name);
-    for (const auto& [header, text_node] : in.mapping(value, key, allowed)) {
+    for (const YamlEntry& entry : in.mapping(value, key, allowed)) {
+      const std::string& header = entry.key;
+      const YamlNode& text_node = entry.value;
       const std::string header_key = Reader::join(key, header);
       const std::string text = in.string(text_node, header_key);
       const auto rule = std::find_if(header_rules().begin(), header_rules().end(),

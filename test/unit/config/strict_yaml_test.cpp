@@ -33,18 +33,18 @@ TEST_CASE("a document becomes mappings, sequences and scalars in the file's orde
       "d: \"null\"\n");
   REQUIRE(root.kind == YamlNode::Kind::mapping);
   REQUIRE(root.entries.size() == 4);
-  CHECK(root.entries[0].first == "b");
-  CHECK(root.entries[0].second.value == "1");
-  CHECK(root.entries[0].second.line == 2);
-  CHECK_FALSE(root.entries[0].second.quoted);
-  const YamlNode& list = root.entries[1].second;
+  CHECK(root.entries[0].key == "b");
+  CHECK(root.entries[0].value.value == "1");
+  CHECK(root.entries[0].value.line == 2);
+  CHECK_FALSE(root.entries[0].value.quoted);
+  const YamlNode& list = root.entries[1].value;
   REQUIRE(list.kind == YamlNode::Kind::sequence);
   REQUIRE(list.items.size() == 2);
   CHECK(list.items[1].value == "y");
   CHECK(list.items[1].quoted);
   CHECK(list.items[1].line == 5);
-  CHECK(root.entries[2].second.kind == YamlNode::Kind::null);
-  CHECK(root.entries[3].second.kind == YamlNode::Kind::scalar);
+  CHECK(root.entries[2].value.kind == YamlNode::Kind::null);
+  CHECK(root.entries[3].value.kind == YamlNode::Kind::scalar);
 }
 
 TEST_CASE("an empty document or one of comments only is null") {
