@@ -3,6 +3,11 @@
 // given twice, aliases (and so alias expansion), keys that are not scalars,
 // more than one document, nesting deeper than a bound. Startup only; never
 // resolves tags or types: the reader of each key decides what a scalar means.
+// libyaml rather than yaml-cpp 0.7: it is the reference parser (PyYAML's,
+// fuzzed in OSS-Fuzz), its event stream lets the reader refuse duplicates and
+// aliases before building anything and bound the depth without recursion in
+// the parser, and it reports line and column; yaml-cpp keeps the first of
+// two equal keys silently and recurses on nesting.
 #pragma once
 
 #include <cstddef>
