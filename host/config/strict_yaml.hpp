@@ -6,8 +6,8 @@
 // libyaml rather than yaml-cpp 0.7: it is the reference parser (PyYAML's,
 // fuzzed in OSS-Fuzz), its event stream lets the reader refuse duplicates and
 // aliases before building anything and bound the depth without recursion in
-// the parser, and it reports line and column; yaml-cpp keeps the first of
-// two equal keys silently and recurses on nesting.
+// the parser, and it reports line and column; yaml-cpp accepts two equal
+// keys silently and its parser recurses on nesting (stack overflows reported).
 #pragma once
 
 #include <cstddef>
