@@ -30,6 +30,7 @@ Options options_from(const GivenOptions& given) {
   options.host = given.host;
   if (given.port) options.port = static_cast<int>(*given.port);
   options.multiproc_dir = given.multiproc_dir;
+  options.web_config = given.web_config;
   if (given.max_series_per_family) {
     options.max_series_per_family = static_cast<std::size_t>(*given.max_series_per_family);
   }
@@ -49,6 +50,7 @@ GivenOptions given_options(const Options& options) {
   given.host = options.host;
   if (options.port) given.port = *options.port;
   given.multiproc_dir = options.multiproc_dir;
+  given.web_config = options.web_config;
   if (options.max_series_per_family) {
     // Past what a long long holds it is out of range all the same.
     constexpr auto kLargest = static_cast<std::size_t>(std::numeric_limits<long long>::max());
@@ -116,6 +118,10 @@ std::vector<std::string> Options::to_flags() const {
   if (max_series_per_family) {
     flags.emplace_back("--metrics-max-series-per-family");
     flags.push_back(std::to_string(*max_series_per_family));
+  }
+  if (web_config) {
+    flags.emplace_back("--metrics-web-config");
+    flags.push_back(*web_config);
   }
   return flags;
 }

@@ -89,6 +89,11 @@ MetricsSettings check_options(const GivenOptions& given) {
   check_endpoint(given, settings);
   check_multiproc_dir(given, settings);
   check_series_bound(given, settings);
+  if (given.web_config) {
+    if (given.web_config->empty())
+      throw prometheus_error("--metrics-web-config", "the file name must not be empty");
+    settings.web_config_file = *given.web_config;
+  }
   return settings;
 }
 
@@ -162,6 +167,7 @@ GivenOptions given_options(const po::variables_map& values) {
   given.port = given_value<long long>(values, "metrics-port");
   given.multiproc_dir = given_value<std::string>(values, "metrics-multiproc-dir");
   given.max_series_per_family = given_value<long long>(values, "metrics-max-series-per-family");
+  given.web_config = given_value<std::string>(values, "metrics-web-config");
   return given;
 }
 

@@ -35,6 +35,7 @@ struct GivenOptions {
   std::optional<long long> port;                   // --metrics-port
   std::optional<std::string> multiproc_dir;        // --metrics-multiproc-dir
   std::optional<long long> max_series_per_family;  // --metrics-max-series-per-family
+  std::optional<std::string> web_config;           // --metrics-web-config
 };
 
 // The metrics options of a node, checked, with their defaults: what the
@@ -51,11 +52,15 @@ struct MetricsSettings {
   std::optional<unsigned short> port;
   std::optional<std::filesystem::path> multiproc_base_dir;
   std::size_t max_series_per_family = kDefaultMaxSeriesPerFamily;  // series_bound.hpp
+  // The endpoint's web configuration file; read (and checked) when the
+  // endpoint starts, and by check.
+  std::optional<std::string> web_config_file;
 };
 
 // The one check of the metrics options, from the flags and from code alike:
 // queue size 2-16777216, shutdown timeout 0-3600 s, a host and a base
-// directory that are not empty, port 0-65535, a bound on series 1-16777216.
+// directory that are not empty, port 0-65535, a bound on series 1-16777216,
+// a web configuration file name that is not empty.
 // Throws StartupError naming the flag. The selection, the configuration
 // file and the plugin directories are carried over as given; they are
 // checked with the plugins loaded, at startup (validate_metrics_startup).

@@ -117,7 +117,7 @@ class Reader {
                             const std::string& message) const {
     std::string text = message;
     if (line > 0) text += " (line " + std::to_string(line) + ")";
-    throw StartupError({{}, file_, key}, text);
+    throw StartupError({"prometheus", file_, key}, text);
   }
 
   // The entries of a mapping, each key checked against known; a null node

@@ -104,9 +104,7 @@ std::vector<std::pair<std::string, std::string>> Launcher::worker_environment() 
   return {{kHandoffFileEnv, handoff_file_.string()}};
 }
 
-std::string Launcher::metrics_url() const {
-  return endpoint_ ? "http://" + endpoint_->address() + "/metrics" : std::string();
-}
+std::string Launcher::metrics_url() const { return endpoint_ ? endpoint_->url() : std::string(); }
 
 std::filesystem::path Launcher::run_dir() const {
   return run_dir_ ? run_dir_->path() : std::filesystem::path();

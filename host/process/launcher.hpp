@@ -70,7 +70,8 @@ class Launcher {
 
   // Metrics of this process (its own sinks); null with metrics disabled.
   ProcessMetrics* local_metrics() noexcept { return local_.get(); }
-  // "http://host:port/metrics", or "" when no endpoint runs.
+  // "http://host:port/metrics" ("https://" with TLS), or "" when no
+  // endpoint runs.
   std::string metrics_url() const;
   const ReporterSelection& selection() const noexcept { return startup_.selection; }
   // The per-run directory ("" with metrics disabled). Removed at shutdown.

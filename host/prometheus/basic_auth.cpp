@@ -1,8 +1,12 @@
 // basic_auth.cpp — bcrypt verification with crypt_r, the unknown user's
-// stand-in hash and a constant-time comparison. Never caches a result.
+// stand-in hash, a constant-time comparison and the salted digests of the
+// pairs that verified.
 #include "prometheus/basic_auth.hpp"
 
 #include <crypt.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <string.h>
 
 #include <algorithm>
@@ -48,7 +52,11 @@ bool bcrypt_matches(const std::string& password, const std::string& hash) {
 }  // namespace
 
 BasicAuthVerifier::BasicAuthVerifier(std::map<std::string, std::string> users)
-    : users_(users.begin(), users.end()), unknown_user_hash_(kUnknownUserHash) {
+    : users_(users.begin(), users.end()),
+      unknown_user_hash_(kUnknownUserHash),
+      verified_(std::make_unique<Verified>()) {
+  if (RAND_bytes(verified_->salt.data(), static_cast<int>(verified_->salt.size())) != 1)
+    throw std::runtime_error("no random bytes for the credentials' salt");
   int cost = 0;
   for (const auto& [user, hash] : users_) cost = std::max(cost, bcrypt_hash_cost(hash).value_or(0));
   if (cost == 0) cost = 10;
@@ -56,13 +64,52 @@ BasicAuthVerifier::BasicAuthVerifier(std::map<std::string, std::string> users)
   unknown_user_hash_[5] = static_cast<char>('0' + cost % 10);
 }
 
+BasicAuthVerifier::Digest BasicAuthVerifier::digest_of(std::string_view user,
+                                                       std::string_view password) const {
+  Digest digest{};
+  EVP_MD_CTX* context = EVP_MD_CTX_new();
+  const unsigned char separator = 0;
+  const bool done =
+      context != nullptr && EVP_DigestInit_ex(context, EVP_sha256(), nullptr) == 1 &&
+      EVP_DigestUpdate(context, verified_->salt.data(), verified_->salt.size()) == 1 &&
+      EVP_DigestUpdate(context, user.data(), user.size()) == 1 &&
+      EVP_DigestUpdate(context, &separator, 1) == 1 &&
+      EVP_DigestUpdate(context, password.data(), password.size()) == 1 &&
+      EVP_DigestFinal_ex(context, digest.data(), nullptr) == 1;
+  EVP_MD_CTX_free(context);
+  if (!done) throw std::runtime_error("SHA-256 failed");
+  return digest;
+}
+
+bool BasicAuthVerifier::verified_before(std::string_view user, std::string_view password) const {
+  // The digest is computed for every user, so that an unknown one costs the
+  // same; only a known one's can be among the verified.
+  const Digest digest = digest_of(user, password);
+  if (users_.find(user) == users_.end() || password.find('\0') != std::string_view::npos)
+    return false;
+  std::lock_guard lock(verified_->mutex);
+  const std::size_t remembered = std::min(verified_->count, kRemembered);
+  for (std::size_t i = 0; i < remembered; ++i) {
+    if (CRYPTO_memcmp(verified_->digests[i].data(), digest.data(), digest.size()) == 0) return true;
+  }
+  return false;
+}
+
 bool BasicAuthVerifier::verify(std::string_view user, std::string_view password) const {
+  if (verified_before(user, password)) return true;
   const auto found = users_.find(user);
   const bool known = found != users_.end();
   std::string secret(password);
   const bool matches = bcrypt_matches(secret, known ? found->second : unknown_user_hash_);
   explicit_bzero(secret.data(), secret.size());
-  return known && matches && password.find('\0') == std::string_view::npos;
+  const bool verified = known && matches && password.find('\0') == std::string_view::npos;
+  if (verified) {
+    const Digest digest = digest_of(user, password);
+    std::lock_guard lock(verified_->mutex);
+    verified_->digests[verified_->count % kRemembered] = digest;
+    ++verified_->count;
+  }
+  return verified;
 }
 
 }  // namespace tokenspeed::metrics

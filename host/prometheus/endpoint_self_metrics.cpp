@@ -23,7 +23,8 @@ std::vector<MetricDefinition> build_definitions() {
       MetricDefinition{"tokenspeed_metrics_endpoint_connections_closed",
                        MetricKind::counter,
                        "Connections the /metrics endpoint closed to enforce a limit, by reason "
-                       "(rejected, evicted, idle_timeout, timeout, oversized, bad_request).",
+                       "(rejected, evicted, idle_timeout, timeout, oversized, bad_request, "
+                       "tls_handshake).",
                        "connections",
                        {"reason"},
                        {},
@@ -33,6 +34,22 @@ std::vector<MetricDefinition> build_definitions() {
                        "Complete requests the /metrics endpoint received and answered.",
                        "requests",
                        {},
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_endpoint_requests_refused",
+                       MetricKind::counter,
+                       "Requests the /metrics endpoint refused by the web configuration, by "
+                       "reason (unauthorized: 401, rate_limited: 429).",
+                       "requests",
+                       {"reason"},
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_endpoint_web_config_reloads",
+                       MetricKind::counter,
+                       "Reloads of the /metrics endpoint's web configuration after a change, by "
+                       "result (success, failure: the previous configuration stayed in force).",
+                       "reloads",
+                       {"result"},
                        {},
                        GaugeMode::livesum},
       MetricDefinition{"tokenspeed_metrics_endpoint_connections_open",
@@ -62,16 +79,29 @@ void add_endpoint_self_figures(PrometheusMerge& merge, const EndpointCounters& c
   };
   add(defs[0], {}, counters.connections_accepted);
   const std::pair<std::string_view, std::uint64_t> closed[] = {
-      {"rejected", counters.connections_rejected}, {"evicted", counters.connections_evicted},
-      {"idle_timeout", counters.idle_timeouts},    {"timeout", counters.timeouts},
-      {"oversized", counters.oversized_requests},  {"bad_request", counters.bad_requests},
+      {"rejected", counters.connections_rejected},        {"evicted", counters.connections_evicted},
+      {"idle_timeout", counters.idle_timeouts},           {"timeout", counters.timeouts},
+      {"oversized", counters.oversized_requests},         {"bad_request", counters.bad_requests},
+      {"tls_handshake", counters.tls_handshake_failures},
   };
   for (const auto& [reason, count] : closed) {
     const std::string_view labels[] = {reason};
     add(defs[1], labels, count);
   }
   add(defs[2], {}, counters.requests);
-  add(defs[3], {}, counters.connections_open);
+  const std::pair<std::string_view, std::uint64_t> refused[] = {
+      {"unauthorized", counters.unauthorized}, {"rate_limited", counters.rate_limited}};
+  for (const auto& [reason, count] : refused) {
+    const std::string_view labels[] = {reason};
+    add(defs[3], labels, count);
+  }
+  const std::pair<std::string_view, std::uint64_t> reloads[] = {
+      {"success", counters.web_config_reloads}, {"failure", counters.web_config_reload_failures}};
+  for (const auto& [result, count] : reloads) {
+    const std::string_view labels[] = {result};
+    add(defs[4], labels, count);
+  }
+  add(defs[5], {}, counters.connections_open);
 }
 
 }  // namespace tokenspeed::metrics

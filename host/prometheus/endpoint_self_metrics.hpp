@@ -18,9 +18,13 @@ class PrometheusMerge;
 //   tokenspeed_metrics_endpoint_connections_closed_total{reason}       counter,
 //       reason "rejected" (at max_connections, none could be evicted),
 //       "evicted" (the longest-waiting one, to admit a new connection),
-//       "idle_timeout", "timeout" (read or write), "oversized" (413/431)
-//       and "bad_request" (400)
+//       "idle_timeout", "timeout" (read or write), "oversized" (413/431),
+//       "bad_request" (400) and "tls_handshake" (refused or broken off)
 //   tokenspeed_metrics_endpoint_requests_total                         counter
+//   tokenspeed_metrics_endpoint_requests_refused_total{reason}         counter,
+//       reason "unauthorized" (401) and "rate_limited" (429)
+//   tokenspeed_metrics_endpoint_web_config_reloads_total{result}       counter,
+//       result "success" and "failure"
 //   tokenspeed_metrics_endpoint_connections_open                       gauge
 const std::vector<MetricDefinition>& endpoint_self_metric_definitions();
 

@@ -13,14 +13,22 @@
 #include <optional>
 #include <stdexcept>
 #include <thread>
+#include <variant>
 #include <vector>
 
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
+
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <tokenspeed/kit/gzip.hpp>
 
+#include "prometheus/endpoint_security.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "core/fault_log.hpp"
 #include "core/startup_error.hpp"
@@ -30,6 +38,7 @@ namespace tokenspeed::metrics {
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
+namespace ssl = asio::ssl;
 using tcp = asio::ip::tcp;
 
 namespace {
@@ -109,7 +118,8 @@ struct PrometheusEndpoint::Impl {
   PrometheusEndpointOptions options;
   ScrapeHandler handler;
   std::atomic<std::uint64_t> accepted{0}, rejected{0}, evicted{0}, requests{0}, idle_timeouts{0},
-      timeouts{0}, oversized{0}, bad_requests{0};
+      timeouts{0}, oversized{0}, bad_requests{0}, tls_handshake_failures{0}, unauthorized{0},
+      rate_limited{0};
   std::atomic<std::size_t> open{0};  // sessions alive (evicted ones until they are gone)
 
   // A handler of the I/O threads that threw (the endpoint keeps serving):
@@ -117,6 +127,18 @@ struct PrometheusEndpoint::Impl {
   std::mutex handler_log_mutex;
   FaultLog handler_log{"Prometheus endpoint", std::chrono::seconds(10), {}};
   void log_handler_exception() noexcept;
+  // A request refused for its credentials: the same log, one line per 10 s
+  // with the count (never a user name or password: either may be a secret).
+  void log_unauthorized() noexcept;
+
+  // The web configuration in force (TLS, users, headers, rate limit).
+  std::optional<EndpointSecurityWatch> security;
+  // Under rate_mutex: the token bucket of the web configuration's rate_limit.
+  std::mutex rate_mutex;
+  double rate_tokens = 0;
+  std::chrono::steady_clock::time_point rate_refilled{};
+  // False when the request arriving now is over the rate limit.
+  bool admit_request(const RateLimitConfig& limit);
 
   // The admitted sessions, for eviction at the limit. Guarded by
   // sessions_mutex, as are each session's waiting fields and `admitted`.
@@ -147,6 +169,11 @@ struct PrometheusEndpoint::Impl {
   std::optional<asio::io_context> io{std::in_place};
   std::optional<tcp::acceptor> acceptor{std::in_place, *io};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  // Checks basic-auth passwords, one bcrypt at a time, off the I/O threads
+  // (a flood of wrong passwords costs one core, never the accept loop).
+  // Declared after io: stopped and destroyed before it, with the sessions
+  // its pending checks hold.
+  std::optional<asio::thread_pool> auth_pool;
 
   void do_accept();
   void admit(tcp::socket socket);
@@ -175,12 +202,47 @@ constexpr std::size_t kMaxLingerBytes = std::size_t{1} << 20;
 // One connection. Threading: its handlers run on its own strand; the fields
 // marked "sessions_mutex" are also read by the acceptor when it looks for a
 // connection to evict.
+// A connection's stream: plain TCP, or TLS over it when the web
+// configuration in force at accept time asks for TLS.
+using PlainStream = beast::tcp_stream;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+
+// Decodes the credentials of an "Authorization: Basic ..." header value;
+// false when it is not one.
+bool decode_basic_credentials(std::string_view value, std::string& user, std::string& password) {
+  constexpr std::string_view scheme = "basic ";
+  if (value.size() <= scheme.size()) return false;
+  for (std::size_t i = 0; i < scheme.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(value[i])) != scheme[i]) return false;
+  }
+  value = trim(value.substr(scheme.size()));
+  if (value.empty() || value.size() % 4 != 0 || value.size() > 4096) return false;
+  std::string decoded(value.size() / 4 * 3, '\0');
+  const int length = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
+                                     reinterpret_cast<const unsigned char*>(value.data()),
+                                     static_cast<int>(value.size()));
+  if (length < 0) return false;
+  // EVP_DecodeBlock counts the bytes of the padding as decoded zeros.
+  std::size_t size = static_cast<std::size_t>(length);
+  if (value.back() == '=') --size;
+  if (value.size() >= 2 && value[value.size() - 2] == '=') --size;
+  decoded.resize(size);
+  const std::size_t colon = decoded.find(':');
+  if (colon == std::string::npos) return false;
+  user = decoded.substr(0, colon);
+  password = decoded.substr(colon + 1);
+  OPENSSL_cleanse(decoded.data(), decoded.size());
+  return true;
+}
+
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, PrometheusEndpoint::Impl& server)
-      : stream_(std::move(socket)),
+  Session(tcp::socket socket, PrometheusEndpoint::Impl& server,
+          std::shared_ptr<const EndpointSecurity> security)
+      : stream_(plain_or_tls(std::move(socket), *security)),
         buffer_(server.options.max_request_bytes + 1024),
-        server_(server) {}
+        server_(server),
+        security_(std::move(security)) {}
   ~Session() {
     {
       std::lock_guard lock(server_.sessions_mutex);
@@ -203,17 +265,25 @@ class Session : public std::enable_shared_from_this<Session> {
   Clock::time_point waiting_since_locked() const noexcept { return waiting_since_; }
   void mark_evicted_locked() noexcept { evicted_ = true; }
 
-  void start() { wait_for_request(); }
+  void start() {
+    auto* tls = std::get_if<TlsStream>(&stream_);
+    if (tls == nullptr) return wait_for_request();
+    // A client that never finishes its handshake is a slow client: the same
+    // deadline as a request's, and evictable meanwhile.
+    tcp_layer().expires_after(server_.options.read_timeout);
+    tls->async_handshake(ssl::stream_base::server,
+                         beast::bind_front_handler(&Session::on_handshake, shared_from_this()));
+  }
 
   // Posted to the session's strand by the acceptor: closes the connection,
   // which ends its pending read.
   void evict() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.close();
+    tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    tcp_layer().close();
   }
 
-  beast::tcp_stream::executor_type executor() { return stream_.get_executor(); }
+  beast::tcp_stream::executor_type executor() { return tcp_layer().get_executor(); }
 
   // Posted to the session's strand by a render thread: answers the scrape
   // the session read last.
@@ -245,6 +315,39 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
  private:
+  static std::variant<PlainStream, TlsStream> plain_or_tls(tcp::socket socket,
+                                                           const EndpointSecurity& security) {
+    if (security.tls == nullptr) return PlainStream(std::move(socket));
+    return std::variant<PlainStream, TlsStream>(std::in_place_type<TlsStream>, std::move(socket),
+                                                *security.tls);
+  }
+
+  // The TCP stream under TLS, or the stream itself.
+  beast::tcp_stream& tcp_layer() {
+    return std::visit(
+        [](auto& stream) -> beast::tcp_stream& { return beast::get_lowest_layer(stream); },
+        stream_);
+  }
+
+  void on_handshake(beast::error_code ec) {
+    if (ec == beast::error::timeout) {
+      server_.timeouts.fetch_add(1, std::memory_order_relaxed);
+      return;  // the stream is already closed by the timeout
+    }
+    if (!ec && !security_->client_allowed_sans.empty()) {
+      const X509* peer = SSL_get0_peer_certificate(std::get<TlsStream>(stream_).native_handle());
+      if (!certificate_has_allowed_san(peer, security_->client_allowed_sans))
+        ec = asio::error::access_denied;
+    }
+    if (ec) {
+      // Refused (no or an untrusted client certificate, a plain HTTP
+      // request, no common version or cipher) or broken off.
+      server_.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+      return close();
+    }
+    wait_for_request();
+  }
+
   // Sets whether the connection is without a complete request; false when
   // it was chosen for eviction meanwhile (the caller then stops).
   bool set_waiting(bool waiting) {
@@ -260,10 +363,14 @@ class Session : public std::enable_shared_from_this<Session> {
   void wait_for_request() {
     if (!set_waiting(true)) return;
     if (buffer_.size() > 0) return read_request();
-    stream_.expires_after(server_.options.idle_timeout);
-    stream_.async_read_some(
-        buffer_.prepare(std::min<std::size_t>(4096, buffer_.max_size())),
-        beast::bind_front_handler(&Session::on_first_bytes, shared_from_this()));
+    tcp_layer().expires_after(server_.options.idle_timeout);
+    std::visit(
+        [this](auto& stream) {
+          stream.async_read_some(
+              buffer_.prepare(std::min<std::size_t>(4096, buffer_.max_size())),
+              beast::bind_front_handler(&Session::on_first_bytes, shared_from_this()));
+        },
+        stream_);
   }
 
   void on_first_bytes(beast::error_code ec, std::size_t bytes) {
@@ -281,9 +388,13 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_.emplace();
     parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_request_bytes));
     parser_->body_limit(server_.options.max_request_bytes);
-    stream_.expires_after(server_.options.read_timeout);
-    http::async_read(stream_, buffer_, *parser_,
-                     beast::bind_front_handler(&Session::on_read, shared_from_this()));
+    tcp_layer().expires_after(server_.options.read_timeout);
+    std::visit(
+        [this](auto& stream) {
+          http::async_read(stream, buffer_, *parser_,
+                           beast::bind_front_handler(&Session::on_read, shared_from_this()));
+        },
+        stream_);
   }
 
   void on_read(beast::error_code ec, std::size_t) {
@@ -311,6 +422,60 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (!set_waiting(false)) return;  // chosen for eviction just before
     server_.requests.fetch_add(1, std::memory_order_relaxed);
+    // The configuration in force for this request: a reload since the
+    // connection began applies to it (the TLS of the connection stays).
+    security_ = server_.security->current();
+    const http::request<http::string_body>& request = parser_->get();
+    if (!server_.admit_request(security_->rate_limit)) {
+      server_.rate_limited.fetch_add(1, std::memory_order_relaxed);
+      return send_refusal(http::status::too_many_requests);
+    }
+    if (!security_->users.enabled()) return route();
+    std::string user;
+    std::string password;
+    const auto header = request[http::field::authorization];
+    if (!decode_basic_credentials(std::string_view(header.data(), header.size()), user, password))
+      return unauthorized();
+    if (security_->users.verified_before(user, password)) return route();
+    // bcrypt takes tens of milliseconds: on the check thread, answered back
+    // on this session's strand.
+    asio::post(*server_.auth_pool,
+               [self = shared_from_this(), security = security_, user = std::move(user),
+                password = std::move(password)]() mutable {
+                 const bool verified = security->users.verify(user, password);
+                 OPENSSL_cleanse(password.data(), password.size());
+                 auto executor = self->executor();
+                 asio::post(executor, [self = std::move(self), verified] {
+                   if (verified) return self->route();
+                   self->unauthorized();
+                 });
+               });
+  }
+
+  void unauthorized() {
+    server_.unauthorized.fetch_add(1, std::memory_order_relaxed);
+    server_.log_unauthorized();
+    send_refusal(http::status::unauthorized);
+  }
+
+  // 401 or 429 on a connection that stays open: the client may try again.
+  void send_refusal(http::status status) {
+    const http::request<http::string_body>& request = parser_->get();
+    response_ = {};
+    response_.result(status);
+    response_.version(request.version());
+    response_.keep_alive(request.keep_alive());
+    if (status == http::status::unauthorized)
+      response_.set(http::field::www_authenticate, "Basic realm=\"tokenspeed-metrics\"");
+    response_.set(http::field::content_type, "text/plain; charset=utf-8");
+    response_.body() = std::string(http::obsolete_reason(status)) + "\n";
+    response_.prepare_payload();
+    if (request.method() == http::verb::head) response_.body().clear();
+    write_response();
+  }
+
+  // An admitted request: answered at once, or queued for the next render.
+  void route() {
     const http::request<http::string_body>& request = parser_->get();
     if (auto answer = server_.respond_at_once(request)) {
       response_ = std::move(*answer);
@@ -338,9 +503,14 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void write_response() {
-    stream_.expires_after(server_.options.write_timeout);
-    http::async_write(stream_, response_,
-                      beast::bind_front_handler(&Session::on_write, shared_from_this()));
+    for (const auto& [name, value] : security_->headers) response_.set(name, value);
+    tcp_layer().expires_after(server_.options.write_timeout);
+    std::visit(
+        [this](auto& stream) {
+          http::async_write(stream, response_,
+                            beast::bind_front_handler(&Session::on_write, shared_from_this()));
+        },
+        stream_);
   }
 
   void on_write(beast::error_code ec, std::size_t) {
@@ -357,37 +527,40 @@ class Session : public std::enable_shared_from_this<Session> {
   // kMaxLingerBytes, as nginx's lingering close does. Closing at once would
   // make the kernel answer the unread bytes with a reset, which can destroy
   // the response before the client reads it.
+  // Over TLS the bytes discarded are the encrypted ones, read from under
+  // the TLS layer.
   void linger() {
     response_ = {};
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
     if (!set_waiting(true)) return;  // evictable while it lingers
     buffer_.consume(buffer_.size());
-    stream_.expires_after(server_.options.linger_timeout);
+    tcp_layer().expires_after(server_.options.linger_timeout);
     discard(0);
   }
 
   void discard(std::size_t discarded) {
-    stream_.async_read_some(
+    tcp_layer().async_read_some(
         buffer_.prepare(std::min<std::size_t>(4096, buffer_.max_size())),
         [self = shared_from_this(), discarded](beast::error_code ec, std::size_t bytes) {
           self->buffer_.consume(self->buffer_.size());
-          if (ec || discarded + bytes > kMaxLingerBytes) return self->stream_.close();
+          if (ec || discarded + bytes > kMaxLingerBytes) return self->tcp_layer().close();
           self->discard(discarded + bytes);
         });
   }
 
   void close() {
     beast::error_code ignored;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    stream_.close();
+    tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
+    tcp_layer().close();
   }
 
-  beast::tcp_stream stream_;
+  std::variant<PlainStream, TlsStream> stream_;
   beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
   http::response<http::string_body> response_;
   PrometheusEndpoint::Impl& server_;
+  std::shared_ptr<const EndpointSecurity> security_;  // the web configuration in force
   // sessions_mutex:
   std::list<std::weak_ptr<Session>>::iterator entry_;
   bool registered_ = false;
@@ -491,6 +664,36 @@ void PrometheusEndpoint::Impl::log_handler_exception() noexcept {
   }
 }
 
+void PrometheusEndpoint::Impl::log_unauthorized() noexcept {
+  try {
+    std::lock_guard lock(handler_log_mutex);
+    handler_log.report("requests refused (401): credentials missing or wrong", 1,
+                       FaultLog::Clock::now());
+  } catch (...) {
+    // No memory for the line: the refusal is still counted.
+  }
+}
+
+bool PrometheusEndpoint::Impl::admit_request(const RateLimitConfig& limit) {
+  if (limit.interval.count() <= 0) return true;
+  // A token bucket, as Go's rate.Limiter: one token per interval, at most
+  // burst of them saved up.
+  std::lock_guard lock(rate_mutex);
+  const auto now = std::chrono::steady_clock::now();
+  const double burst = static_cast<double>(limit.burst);
+  if (rate_refilled == std::chrono::steady_clock::time_point{}) {
+    rate_tokens = burst;
+  } else {
+    const double earned = std::chrono::duration<double>(now - rate_refilled).count() /
+                          std::chrono::duration<double>(limit.interval).count();
+    rate_tokens = std::min(burst, rate_tokens + earned);
+  }
+  rate_refilled = now;
+  if (rate_tokens < 1) return false;
+  rate_tokens -= 1;
+  return true;
+}
+
 void PrometheusEndpoint::Impl::thread_finished() {
   std::lock_guard lock(done_mutex);
   ++finished;
@@ -520,6 +723,8 @@ void PrometheusEndpoint::Impl::admit(tcp::socket socket) {
   std::vector<std::shared_ptr<Session>> seen;  // released after the mutex
   std::shared_ptr<Session> victim;
   std::shared_ptr<Session> session;
+  // Looked at before the lock: it may reload the web configuration.
+  std::shared_ptr<const EndpointSecurity> in_force = security->current();
   {
     std::lock_guard lock(sessions_mutex);
     if (admitted >= options.max_connections) {
@@ -532,7 +737,7 @@ void PrometheusEndpoint::Impl::admit(tcp::socket socket) {
       }
     }
     open.fetch_add(1, std::memory_order_relaxed);
-    session = std::make_shared<Session>(std::move(socket), *this);
+    session = std::make_shared<Session>(std::move(socket), *this, std::move(in_force));
     session->register_locked(sessions.insert(sessions.end(), session));
     ++admitted;
   }
@@ -558,6 +763,9 @@ PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, Scrape
   impl.options = std::move(options);
   impl.handler = std::move(handler);
   if (impl.options.threads == 0) impl.options.threads = 1;
+  // Throws StartupError naming the web configuration file and its key.
+  impl.security.emplace(impl.options.web_config_file, impl.options.web_config_check_interval);
+  if (!impl.options.web_config_file.empty()) impl.auth_pool.emplace(1);
   const std::string& host = impl.options.host;
   const unsigned short port = impl.options.port;
   const std::string where = host + ":" + std::to_string(port);
@@ -629,11 +837,24 @@ std::string PrometheusEndpoint::address() const {
   return impl_->bound_host + ":" + std::to_string(impl_->bound_port);
 }
 
+std::string PrometheusEndpoint::url() const {
+  const bool tls = impl_->security && impl_->security->current()->tls != nullptr;
+  return (tls ? "https://" : "http://") + address() + "/metrics";
+}
+
 EndpointCounters PrometheusEndpoint::counters() const noexcept {
   const Impl& impl = *impl_;
-  return EndpointCounters{impl.accepted.load(), impl.rejected.load(),  impl.evicted.load(),
-                          impl.open.load(),     impl.requests.load(),  impl.idle_timeouts.load(),
-                          impl.timeouts.load(), impl.oversized.load(), impl.bad_requests.load()};
+  EndpointCounters counters{impl.accepted.load(), impl.rejected.load(),  impl.evicted.load(),
+                            impl.open.load(),     impl.requests.load(),  impl.idle_timeouts.load(),
+                            impl.timeouts.load(), impl.oversized.load(), impl.bad_requests.load()};
+  counters.tls_handshake_failures = impl.tls_handshake_failures.load();
+  counters.unauthorized = impl.unauthorized.load();
+  counters.rate_limited = impl.rate_limited.load();
+  if (impl.security) {
+    counters.web_config_reloads = impl.security->reloads();
+    counters.web_config_reload_failures = impl.security->failed_reloads();
+  }
+  return counters;
 }
 
 bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
@@ -648,6 +869,8 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
     impl.render_stop = true;
   }
   impl.render_cv.notify_all();
+  // Checks of passwords still queued are dropped with their connections.
+  if (impl.auth_pool) impl.auth_pool->stop();
   impl.work.reset();
   impl.io->stop();
   std::unique_lock lock(impl.done_mutex);
@@ -660,6 +883,10 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   }
   // No server thread runs any more: close the listener, then destroy the
   // pending handlers, which owns and so closes every open connection.
+  if (impl.auth_pool) {
+    impl.auth_pool->join();
+    impl.auth_pool.reset();
+  }
   impl.scrape_waiters.clear();
   impl.acceptor.reset();
   impl.io.reset();

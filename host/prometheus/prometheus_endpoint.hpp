@@ -52,6 +52,13 @@ struct PrometheusEndpointOptions {
   // request, the new one is closed at once (counted as rejected).
   std::size_t max_connections = 64;
   int gzip_level = 1;  // zlib level 1-9
+  // The web configuration file (--metrics-web-config: TLS, basic-auth users,
+  // response headers, rate limit); "" serves plain HTTP to anyone. Its
+  // files are looked at again, at most once per web_config_check_interval,
+  // when a connection arrives or a request is read, and reloaded when one
+  // changed (prometheus/endpoint_security.hpp).
+  std::string web_config_file;
+  std::chrono::milliseconds web_config_check_interval{1'000};
 };
 
 // Renders the exposition body. Called on a render thread, concurrently from
@@ -70,6 +77,11 @@ struct EndpointCounters {
   std::uint64_t timeouts = 0;            // a request or response outlasted read_ or write_timeout
   std::uint64_t oversized_requests = 0;  // answered 413 or 431
   std::uint64_t bad_requests = 0;        // malformed, answered 400
+  std::uint64_t tls_handshake_failures = 0;      // handshake refused or broken off (not timed out)
+  std::uint64_t unauthorized = 0;                // answered 401: credentials missing or wrong
+  std::uint64_t rate_limited = 0;                // answered 429 under the web config's rate_limit
+  std::uint64_t web_config_reloads = 0;          // web configuration reloaded after a change
+  std::uint64_t web_config_reload_failures = 0;  // a change that did not load (old one kept)
 };
 
 // True when an Accept-Encoding header value allows gzip (q > 0 for gzip, or
@@ -83,13 +95,20 @@ bool accepts_gzip(std::string_view accept_encoding) noexcept;
 // a malformed one (an HTTP version other than 1.0 and 1.1 included) 400, then
 // the connection closes. Connections are kept
 // alive as HTTP/1.1 asks; pipelined requests are answered in order.
+// With a web configuration: TLS on every connection (a handshake counts
+// against read_timeout, like a slow request), a request over the rate limit
+// 429, one without valid basic-auth credentials 401 with
+// "WWW-Authenticate: Basic" (checked off the I/O threads, one bcrypt at a
+// time; failures logged at most once per 10 s with their count), and the
+// configured headers on every response.
 //
 // Threading: the constructor binds and starts the server threads; stop and
 // the destructor may be called from any one thread, not from a handler.
 class PrometheusEndpoint {
  public:
   // Throws StartupError naming --metrics-port (for example when the port is
-  // in use) or --metrics-host (when the address cannot be resolved or bound).
+  // in use) or --metrics-host (when the address cannot be resolved or bound),
+  // or the web configuration file and its key.
   PrometheusEndpoint(PrometheusEndpointOptions options, ScrapeHandler handler);
   ~PrometheusEndpoint();
   PrometheusEndpoint(const PrometheusEndpoint&) = delete;
@@ -99,6 +118,9 @@ class PrometheusEndpoint {
   unsigned short port() const noexcept;
   // "host:port" as bound, e.g. "127.0.0.1:9431".
   std::string address() const;
+  // "http://host:port/metrics", or "https://..." when the web configuration
+  // in force serves TLS.
+  std::string url() const;
   EndpointCounters counters() const noexcept;
 
   // Stops the server threads, joins them, closes the listener and every

@@ -26,13 +26,18 @@ void add_prometheus_options(po::options_description& description) {
       "metrics-max-series-per-family",
       po::value<long long>()->default_value(static_cast<long long>(kDefaultMaxSeriesPerFamily)),
       "series one metric family may hold in each process (1-16777216); a new label set past "
-      "it records nothing and is counted in tokenspeed_metrics_series_refused_total");
+      "it records nothing and is counted in tokenspeed_metrics_series_refused_total")(
+      "metrics-web-config", po::value<std::string>(),
+      "web configuration file of the /metrics endpoint (TLS, client certificates, basic-auth "
+      "users, response headers), in the format of Prometheus exporters' --web.config.file; "
+      "reloaded when it changes");
 }
 
 PrometheusEndpointOptions endpoint_options(const MetricsSettings& settings) {
   PrometheusEndpointOptions endpoint;
   if (settings.host) endpoint.host = *settings.host;
   if (settings.port) endpoint.port = *settings.port;
+  if (settings.web_config_file) endpoint.web_config_file = *settings.web_config_file;
   return endpoint;
 }
 

@@ -1,6 +1,6 @@
 // prometheus_options.hpp — the built-in Prometheus output's command-line
 // flags (--metrics-host, --metrics-port, --metrics-multiproc-dir,
-// --metrics-max-series-per-family), declared with the endpoint's defaults in
+// --metrics-max-series-per-family, --metrics-web-config), declared with the endpoint's defaults in
 // their help, and what the checked settings (config/metrics_flags.hpp) say of
 // the endpoint and the run directory, where those defaults apply. Startup
 // only.
@@ -15,8 +15,8 @@
 
 namespace tokenspeed::metrics {
 
-// Adds --metrics-host, --metrics-port, --metrics-multiproc-dir and
-// --metrics-max-series-per-family; given_options reads them and
+// Adds --metrics-host, --metrics-port, --metrics-multiproc-dir,
+// --metrics-max-series-per-family and --metrics-web-config; given_options reads them and
 // check_options checks them.
 void add_prometheus_options(boost::program_options::options_description& description);
 

@@ -82,3 +82,22 @@ TEST_CASE("an unknown user costs as much as the slowest known one") {
   CHECK(unknown > known * 0.5);
   CHECK(unknown < known * 4.0);
 }
+
+TEST_CASE("a pair that verified is remembered; a failed one never is") {
+  const BasicAuthVerifier verifier({{"alice", bcrypt_hash("s3cret", 4)}});
+  CHECK_FALSE(verifier.verified_before("alice", "s3cret"));
+  CHECK_FALSE(verifier.verify("alice", "wrong"));
+  CHECK_FALSE(verifier.verified_before("alice", "wrong"));
+  CHECK(verifier.verify("alice", "s3cret"));
+  CHECK(verifier.verified_before("alice", "s3cret"));
+  CHECK_FALSE(verifier.verified_before("alice", "s3cre"));
+  CHECK_FALSE(verifier.verified_before("bob", "s3cret"));
+}
+
+TEST_CASE("a remembered pair answers without bcrypt") {
+  const BasicAuthVerifier verifier({{"slow", bcrypt_hash("b", 12)}});
+  const double first = fastest_of_three([&] { CHECK_FALSE(verifier.verify("slow", "wrong")); });
+  CHECK(verifier.verify("slow", "b"));
+  const double remembered = fastest_of_three([&] { CHECK(verifier.verify("slow", "b")); });
+  CHECK(remembered < first / 10);
+}

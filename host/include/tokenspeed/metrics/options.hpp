@@ -27,6 +27,9 @@ struct Options {
   // --metrics-max-series-per-family (default 10000, 1-16777216): series one
   // family may hold in each process; labels() past it returns an empty handle.
   std::optional<std::size_t> max_series_per_family;
+  // --metrics-web-config: the /metrics endpoint's TLS, basic-auth users and
+  // headers, in exporter-toolkit's web configuration format.
+  std::optional<std::string> web_config;
 
   // The command-line flags that say the same (what check would be given).
   std::vector<std::string> to_flags() const;
