@@ -1,0 +1,280 @@
+"""endpoint_tls.py — the /metrics endpoint of a running `simulate` behind a
+web configuration (--metrics-web-config), against a real Prometheus 2.42 and
+curl, with certificates and bcrypt hashes made by openssl and htpasswd:
+Prometheus scrapes over HTTPS with basic auth, and with a client certificate
+under RequireAndVerifyClientCert; a wrong password gets 401 and is counted and
+logged; without a trusted client certificate the handshake fails; plain HTTP
+to the TLS port fails cleanly while the endpoint keeps serving; a changed
+file takes effect, a broken one leaves the last good one in force; a bad
+file stops start-up with one line naming the file and the key.
+
+Environment (set by test/integration/meson.build):
+  TSM_BINARY      the tokenspeed-metrics executable
+  TSM_PROMETHEUS  the prometheus executable ("" when not installed: skipped)
+  TSM_TEST_TMPDIR where temporary files go
+"""
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+import unittest
+import urllib.error
+import urllib.parse
+import urllib.request
+
+import simulate_harness as sh
+from tls_material import TlsMaterial, bcrypt_hash
+
+PROMETHEUS = os.environ.get("TSM_PROMETHEUS", "")
+# Hang guards only: conditions are polled until they hold.
+QUERY_TIMEOUT_S = 120
+
+
+def curl(*args):
+    """curl's exit status, response headers and body (no retries, 20 s guard)."""
+    done = subprocess.run(["curl", "-sS", "-m", "20", "-D", "-", *args], capture_output=True)
+    # Decoded by hand: text mode would turn the header block's CRLFs into LFs.
+    return done.returncode, done.stdout.decode(), done.stderr.decode()
+
+
+def status_of(headers):
+    first = headers.split("\r\n", 1)[0].split()
+    return int(first[1]) if len(first) >= 2 and first[1].isdigit() else 0
+
+
+class ScrapingPrometheus:
+    """A real Prometheus that scrapes target every second with the given
+    extra scrape settings (YAML lines of the job); its own API is plain HTTP."""
+
+    def __init__(self, tmp, target, job_settings):
+        self.port = sh.free_port()
+        self.data = os.path.join(tmp, "prometheus")
+        os.makedirs(self.data)
+        config = os.path.join(self.data, "prometheus.yml")
+        with open(config, "w") as file:
+            file.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                       "scrape_configs:\n  - job_name: tokenspeed\n    scheme: https\n"
+                       f"    static_configs:\n      - targets: ['{target}']\n")
+            for line in job_settings:
+                file.write(f"    {line}\n")
+        self.log = []
+        self.process = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={self.data}",
+             f"--web.listen-address=127.0.0.1:{self.port}"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.log.append(line.rstrip("\n"))
+
+    def query(self, promql):
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": promql})
+        try:
+            with urllib.request.urlopen(url, timeout=5) as response:
+                return json.loads(response.read())["data"]["result"]
+        except OSError:
+            return None  # not ready yet
+
+    def value(self, promql):
+        result = self.query(promql)
+        return float(result[0]["value"][1]) if result else None
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@unittest.skipUnless(PROMETHEUS and os.path.exists(PROMETHEUS), "prometheus is not installed")
+class EndpointTls(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.tmp = sh.make_tmp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.tls = TlsMaterial(os.path.join(self.tmp, "tls"))
+        self.web_config = os.path.join(self.tmp, "web.yml")
+        self.run_ = None
+
+    def tearDown(self):
+        if self.run_ is not None:
+            self.run_.kill()
+
+    def write_web_config(self, text):
+        # Written whole under another name, then renamed: the endpoint never
+        # reads half a file.
+        with open(self.web_config + ".new", "w") as file:
+            file.write(text)
+        os.chmod(self.web_config + ".new", 0o600)
+        os.replace(self.web_config + ".new", self.web_config)
+
+    def start(self, web_config_text):
+        self.write_web_config(web_config_text)
+        self.run_ = sh.Simulation(["--enable-metrics", "--metrics-port", "0", "--ranks", "1",
+                                   "--duration", "0", "--metrics-web-config", self.web_config])
+        url = self.run_.metrics_url()
+        self.assertTrue(url.startswith("https://127.0.0.1:"), url)
+        return url
+
+    def tls_server(self, extra=""):
+        return (f"tls_server_config:\n  cert_file: {self.tls.path('server.crt')}\n"
+                f"  key_file: {self.tls.path('server.key')}\n{extra}")
+
+    def curl_tls(self, url, *args):
+        return curl("--cacert", self.tls.path("ca.crt"), *args, url)
+
+    def self_metric(self, url, name, auth=(), **labels):
+        code, out, _ = self.curl_tls(url, *auth)
+        body = out.split("\r\n\r\n", 1)[1] if "\r\n\r\n" in out else ""
+        return sh.sample_sum(body, name, **labels) if code == 0 else None
+
+    def scraped_by_prometheus(self, prometheus):
+        up = sh.poll(lambda: prometheus.value('up{job="tokenspeed"}') == 1, QUERY_TIMEOUT_S, 0.5)
+        tokens = sh.poll(lambda: (prometheus.value(
+            'sum(tokenspeed:generation_tokens_total{job="tokenspeed"})') or 0) > 0,
+            QUERY_TIMEOUT_S, 0.5)
+        return up and tokens
+
+    def test_prometheus_scrapes_over_https_with_basic_auth(self):
+        password = "correct horse battery staple"
+        url = self.start(self.tls_server() +
+                         f"basic_auth_users:\n  prometheus: {bcrypt_hash(password)}\n"
+                         "http_server_config:\n  headers:\n    X-Content-Type-Options: nosniff\n")
+        password_file = os.path.join(self.tmp, "password")
+        with open(password_file, "w") as file:
+            file.write(password)
+        target = url.split("/")[2]
+        prometheus = ScrapingPrometheus(self.tmp, target, [
+            "basic_auth:", "  username: prometheus", f"  password_file: {password_file}",
+            "tls_config:", f"  ca_file: {self.tls.path('ca.crt')}"])
+        self.addCleanup(prometheus.stop)
+        self.assertTrue(self.scraped_by_prometheus(prometheus),
+                        "\n".join(prometheus.log[-20:]) + self.run_.describe())
+
+        # A wrong password, and none: 401 with a Basic challenge, counted and logged.
+        code, headers, _ = self.curl_tls(url, "-u", "prometheus:Tr0ub4dor&3")
+        self.assertEqual(code, 0)
+        self.assertEqual(status_of(headers), 401, headers)
+        self.assertIn("www-authenticate: basic", headers.lower())
+        self.assertIn("x-content-type-options: nosniff", headers.lower())
+        code, headers, _ = self.curl_tls(url)
+        self.assertEqual(status_of(headers), 401, headers)
+        code, headers, _ = self.curl_tls(url, "-u", "nobody:" + password)
+        self.assertEqual(status_of(headers), 401, headers)
+        refused = self.self_metric(url, "tokenspeed_metrics_endpoint_requests_refused_total",
+                                   ("-u", "prometheus:" + password), reason="unauthorized")
+        self.assertGreaterEqual(refused, 3)
+        self.assertTrue(sh.poll(lambda: any("requests refused (401)" in line
+                                            for line in self.run_.stderr_lines), 30),
+                        self.run_.describe())
+        for line in self.run_.stdout_lines + self.run_.stderr_lines:
+            self.assertNotIn(password, line)
+            self.assertNotIn("Tr0ub4dor&3", line)
+
+    def test_prometheus_scrapes_with_a_client_certificate_it_must_present(self):
+        url = self.start(self.tls_server(
+            "  client_auth_type: RequireAndVerifyClientCert\n"
+            f"  client_ca_file: {self.tls.path('ca.crt')}\n"))
+        target = url.split("/")[2]
+        prometheus = ScrapingPrometheus(self.tmp, target, [
+            "tls_config:", f"  ca_file: {self.tls.path('ca.crt')}",
+            f"  cert_file: {self.tls.path('client.crt')}",
+            f"  key_file: {self.tls.path('client.key')}"])
+        self.addCleanup(prometheus.stop)
+        self.assertTrue(self.scraped_by_prometheus(prometheus),
+                        "\n".join(prometheus.log[-20:]) + self.run_.describe())
+
+        client = ("--cert", self.tls.path("client.crt"), "--key", self.tls.path("client.key"))
+        handshakes_before = self.self_metric(
+            url, "tokenspeed_metrics_endpoint_connections_closed_total", client,
+            reason="tls_handshake")
+        # No client certificate, and one of a CA nobody trusts: no handshake.
+        code, headers, err = self.curl_tls(url)
+        self.assertNotEqual(code, 0, headers)
+        self.assertEqual(headers, "")
+        code, headers, err = self.curl_tls(url, "--cert", self.tls.path("stranger.crt"),
+                                           "--key", self.tls.path("stranger.key"))
+        self.assertNotEqual(code, 0, headers)
+        self.assertEqual(headers, "")
+        # Plain HTTP to the TLS port: refused cleanly, no HTTP answer.
+        code, headers, err = curl(url.replace("https://", "http://"))
+        self.assertNotEqual(code, 0)
+        self.assertEqual(headers, "")
+        # The endpoint keeps serving, and counted the three.
+        code, headers, _ = self.curl_tls(url, *client)
+        self.assertEqual((code, status_of(headers)), (0, 200), headers)
+        handshakes_after = self.self_metric(
+            url, "tokenspeed_metrics_endpoint_connections_closed_total", client,
+            reason="tls_handshake")
+        self.assertGreaterEqual(handshakes_after - handshakes_before, 3)
+
+    def test_a_changed_file_takes_effect_and_a_broken_one_keeps_the_last_good(self):
+        url = self.start(self.tls_server() + f"basic_auth_users:\n  alice: {bcrypt_hash('a-pw')}\n")
+        self.assertEqual(status_of(self.curl_tls(url, "-u", "alice:a-pw")[1]), 200)
+        self.assertEqual(status_of(self.curl_tls(url, "-u", "bob:b-pw")[1]), 401)
+
+        self.write_web_config(self.tls_server() + f"basic_auth_users:\n  bob: {bcrypt_hash('b-pw')}\n")
+        self.assertTrue(sh.poll(lambda: status_of(self.curl_tls(url, "-u", "bob:b-pw")[1]) == 200,
+                                60, 0.2), self.run_.describe())
+        self.assertEqual(status_of(self.curl_tls(url, "-u", "alice:a-pw")[1]), 401)
+        self.assertEqual(self.self_metric(url, "tokenspeed_metrics_endpoint_web_config_reloads_total",
+                                          ("-u", "bob:b-pw"), result="success"), 1)
+
+        # A broken file: logged once, counted, the last good configuration serves on.
+        self.write_web_config(self.tls_server() + "basic_auth_users:\n  bob: not-a-bcrypt-hash\n")
+        failures = lambda: self.self_metric(  # noqa: E731
+            url, "tokenspeed_metrics_endpoint_web_config_reloads_total", ("-u", "bob:b-pw"),
+            result="failure")
+        self.assertTrue(sh.poll(lambda: failures() == 1, 60, 0.2), self.run_.describe())
+        self.assertEqual(status_of(self.curl_tls(url, "-u", "bob:b-pw")[1]), 200)
+        not_reloaded = [line for line in self.run_.stderr_lines if "not reloaded" in line]
+        self.assertEqual(len(not_reloaded), 1, self.run_.describe())
+        self.assertIn("basic_auth_users.bob", not_reloaded[0])
+        self.assertNotIn("not-a-bcrypt-hash", not_reloaded[0])
+
+        # A rotated certificate: the next handshake presents the new one.
+        before = subprocess.run(["openssl", "x509", "-noout", "-serial", "-in",
+                                 self.tls.path("server.crt")], capture_output=True, text=True).stdout
+        rotated = TlsMaterial(os.path.join(self.tmp, "rotated"))
+        self.write_web_config(
+            f"tls_server_config:\n  cert_file: {rotated.path('server.crt')}\n"
+            f"  key_file: {rotated.path('server.key')}\n"
+            f"basic_auth_users:\n  bob: {bcrypt_hash('b-pw')}\n")
+        rotated_ok = lambda: status_of(curl("--cacert", rotated.path("ca.crt"), "-u",  # noqa: E731
+                                            "bob:b-pw", url)[1]) == 200
+        self.assertTrue(sh.poll(rotated_ok, 60, 0.2), self.run_.describe())
+        self.assertNotEqual(before, "")
+        code, _, _ = self.curl_tls(url, "-u", "bob:b-pw")  # the old CA no longer verifies it
+        self.assertNotEqual(code, 0)
+
+    def test_a_bad_web_configuration_stops_start_up_with_one_line(self):
+        self.write_web_config(self.tls_server("  client_auth_type: TrustEveryone\n"))
+        for command in (["check"], ["simulate", "--duration", "1"]):
+            done = subprocess.run([os.environ["TSM_BINARY"], *command, "--enable-metrics",
+                                   "--metrics-port", "0", "--metrics-web-config", self.web_config],
+                                  capture_output=True, text=True, timeout=60)
+            self.assertEqual(done.returncode, 2, done.stderr)
+            lines = done.stderr.strip().splitlines()
+            self.assertEqual(len(lines), 1, done.stderr)
+            self.assertIn(f"file '{self.web_config}'", lines[0])
+            self.assertIn("key 'tls_server_config.client_auth_type'", lines[0])
+        hash_text = bcrypt_hash("pw")
+        self.write_web_config(self.tls_server("  key: inline\n") +
+                              f"basic_auth_users:\n  a: {hash_text}\n")
+        done = subprocess.run([os.environ["TSM_BINARY"], "check", "--enable-metrics",
+                               "--metrics-port", "0", "--metrics-web-config", self.web_config],
+                              capture_output=True, text=True, timeout=60)
+        self.assertEqual(done.returncode, 2, done.stderr)
+        self.assertNotIn(hash_text, done.stdout + done.stderr)
+        self.assertIn("tls_server_config.key", done.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
