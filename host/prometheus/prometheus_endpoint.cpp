@@ -341,11 +341,17 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     if (ec) {
       // Refused (no or an untrusted client certificate, a plain HTTP
-      // request, no common version or cipher) or broken off.
-      server_.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+      // request, no common version or cipher) or broken off; a connection
+      // closed by eviction is counted as evicted alone.
+      if (!evicted()) server_.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
       return close();
     }
     wait_for_request();
+  }
+
+  bool evicted() {
+    std::lock_guard lock(server_.sessions_mutex);
+    return evicted_;
   }
 
   // Sets whether the connection is without a complete request; false when

@@ -6,7 +6,10 @@ well-behaved scraper gets a correct 200 exposition on every attempt, the
 launcher's resident memory stays bounded, the endpoint counts what it closed
 (its self-metrics on /metrics), and the engine's record path is unaffected:
 the jsonl output's rows in the shutdown report show every event delivered,
-none dropped.
+none dropped. HostileClientsOverTls runs it all again against the endpoint
+serving TLS (--metrics-web-config), where the thousand idle connections never
+begin their handshake, and adds a client that stops in the middle of its
+handshake and one that speaks plain HTTP to the TLS port.
 
 Environment (set by test/integration/meson.build):
   TSM_BINARY      the tokenspeed-metrics executable
@@ -19,11 +22,13 @@ import resource
 import shutil
 import signal
 import socket
+import ssl
 import threading
 import time
 import unittest
 
 import simulate_harness as sh
+from tls_material import TlsMaterial
 
 IDLE_CONNECTIONS = 1000
 SLOWLORIS_CONNECTIONS = 20
@@ -43,12 +48,15 @@ def raise_fd_limit(wanted):
     return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
 
 
-def connect(port, rcvbuf=None):
+def connect(port, rcvbuf=None, context=None):
+    """A connection to the endpoint; with context, TLS after the handshake."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     if rcvbuf is not None:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
     sock.settimeout(SCRAPE_GUARD_S)
     sock.connect(("127.0.0.1", port))
+    if context is not None:
+        sock = context.wrap_socket(sock, server_hostname="127.0.0.1")
     return sock
 
 
@@ -57,7 +65,7 @@ def read_until_closed(sock):
     while True:
         try:
             chunk = sock.recv(65536)
-        except (ConnectionResetError, socket.timeout):
+        except (ConnectionResetError, socket.timeout, ssl.SSLError):
             break
         if not chunk:
             break
@@ -78,7 +86,7 @@ def closed_by_server(sock):
             chunk = sock.recv(65536)
             if not chunk:
                 return True
-    except ConnectionResetError:
+    except (ConnectionResetError, ssl.SSLError):
         return True
     except socket.timeout:
         return False
@@ -89,9 +97,10 @@ class WellBehavedScraper(threading.Thread):
     answer: status 200 and an exposition whose engine counter never goes
     back. Failures are kept, not raised, for the test to report."""
 
-    def __init__(self, url):
+    def __init__(self, url, context):
         super().__init__(daemon=True)
         self.url = url
+        self.context = context
         self.stop = threading.Event()
         self.answered = 0
         self.failures = []
@@ -100,7 +109,7 @@ class WellBehavedScraper(threading.Thread):
     def run(self):
         while not self.stop.is_set():
             try:
-                status, body = sh.scrape(self.url, timeout=SCRAPE_GUARD_S)
+                status, body = sh.scrape(self.url, timeout=SCRAPE_GUARD_S, context=self.context)
                 tokens = sh.sample_sum(body, "tokenspeed:generation_tokens_total")
                 if status != 200 or "# TYPE tokenspeed:generation_tokens_total counter" not in body:
                     self.failures.append(f"status {status}, body {body[:200]!r}")
@@ -116,6 +125,11 @@ class WellBehavedScraper(threading.Thread):
 
 class HostileClients(unittest.TestCase):
     maxDiff = None
+    context = None  # the client's ssl.SSLContext when the endpoint serves TLS
+
+    def endpoint_args(self):
+        """The flags that configure the endpoint beyond its port."""
+        return []
 
     def setUp(self):
         self.fd_limit = raise_fd_limit(IDLE_CONNECTIONS + SLOWLORIS_CONNECTIONS + 512)
@@ -131,7 +145,7 @@ class HostileClients(unittest.TestCase):
              "--ranks", "1", "--duration", "0",
              # Rings a worker starved of CPU by a busy machine cannot overflow:
              # a drop then means the endpoint's clients held the engine up.
-             "--metrics-reporter-queue-size", "262144"])
+             "--metrics-reporter-queue-size", "262144", *self.endpoint_args()])
         self.sockets = []
 
     def tearDown(self):
@@ -140,13 +154,27 @@ class HostileClients(unittest.TestCase):
         self.run_.kill()
 
     def open(self, port, rcvbuf=None):
-        sock = connect(port, rcvbuf)
+        """A connection that speaks HTTP (over TLS when the endpoint serves it)."""
+        sock = connect(port, rcvbuf, self.context)
         self.sockets.append(sock)
         return sock
 
+    def open_tcp(self, port):
+        """A bare TCP connection: over TLS, one that never begins its handshake."""
+        sock = connect(port)
+        self.sockets.append(sock)
+        return sock
+
+    def scrape(self, url):
+        return sh.scrape(url, context=self.context)
+
     def closed_total(self, url, reason):
-        return sh.sample_sum(sh.scrape(url)[1], "tokenspeed_metrics_endpoint_connections_closed_total",
-                             reason=reason)
+        return sh.sample_sum(self.scrape(url)[1],
+                             "tokenspeed_metrics_endpoint_connections_closed_total", reason=reason)
+
+    def tls_only_clients(self, port):
+        """Over TLS: the clients that only TLS has (see HostileClientsOverTls)."""
+        return {}
 
     def test_well_behaved_scrapes_keep_answering_while_hostile_clients_attack(self):
         self.assertGreaterEqual(self.fd_limit, IDLE_CONNECTIONS + SLOWLORIS_CONNECTIONS + 100)
@@ -154,11 +182,11 @@ class HostileClients(unittest.TestCase):
         port = int(url.split(":")[2].split("/")[0])
         launcher = self.run_.process.pid
         # Warm up: the first scrapes, the producers' files, the rings.
-        self.assertTrue(sh.poll(lambda: sh.sample_sum(sh.scrape(url)[1],
+        self.assertTrue(sh.poll(lambda: sh.sample_sum(self.scrape(url)[1],
                                                       "tokenspeed:generation_tokens_total") > 0,
                                 sh.STARTUP_TIMEOUT_S), self.run_.describe())
         rss_samples = [sh.rss_kib(launcher)]
-        scraper = WellBehavedScraper(url)
+        scraper = WellBehavedScraper(url, self.context)
         scraper.start()
 
         # A slow reader: 400 pipelined requests for the uncompressed exposition,
@@ -236,16 +264,19 @@ class HostileClients(unittest.TestCase):
         self.assertEqual(answers.count(b"# TYPE tokenspeed:generation_tokens_total counter"), 10)
 
         # Half-closed: a request then shutdown(SHUT_WR) is answered and closed;
-        # a shutdown without a request is closed.
-        half = self.open(port)
-        half.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        half.shutdown(socket.SHUT_WR)
-        answer = read_until_closed(half)
-        self.assertEqual(status_of(answer), 200)
-        self.assertIn(b"# TYPE tokenspeed:generation_tokens_total counter", answer)
-        silent = self.open(port)
+        # a shutdown without a request is closed. (TCP's half-close: TLS has
+        # none of its own.)
+        if self.context is None:
+            half = self.open(port)
+            half.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            half.shutdown(socket.SHUT_WR)
+            answer = read_until_closed(half)
+            self.assertEqual(status_of(answer), 200)
+            self.assertIn(b"# TYPE tokenspeed:generation_tokens_total counter", answer)
+        silent = self.open_tcp(port)
         silent.shutdown(socket.SHUT_WR)
         self.assertTrue(closed_by_server(silent))
+        tls_only = self.tls_only_clients(port)
         rss_samples.append(sh.rss_kib(launcher))
 
         # Slowloris ends at the read timeout (10 s from the first byte), or
@@ -259,12 +290,12 @@ class HostileClients(unittest.TestCase):
 
         # A thousand idle connections: each new one at the limit evicts the
         # one idle longest, so the server keeps at most max_connections.
-        idle = [self.open(port) for _ in range(IDLE_CONNECTIONS)]
+        idle = [self.open_tcp(port) for _ in range(IDLE_CONNECTIONS)]
         answered_before = scraper.answered
         self.assertTrue(sh.poll(lambda: scraper.answered >= answered_before + 5, 60),
                         f"scraper: {scraper.answered} answered, failures {scraper.failures}")
         rss_samples.append(sh.rss_kib(launcher))
-        exposition = sh.scrape(url)[1]
+        exposition = self.scrape(url)[1]
         open_now = sh.sample_sum(exposition, "tokenspeed_metrics_endpoint_connections_open")
         self.assertLessEqual(open_now, 64 + 1, "more connections open than max_connections")
         evicted = sh.sample_sum(exposition, "tokenspeed_metrics_endpoint_connections_closed_total",
@@ -287,12 +318,13 @@ class HostileClients(unittest.TestCase):
         self.assertEqual(scraper.failures, [])
         self.assertGreater(scraper.answered, 20)
         self.assertLess(max(rss_samples) - rss_samples[0], RSS_GROWTH_LIMIT_KIB, rss_samples)
-        exposition = sh.scrape(url)[1]
         counted = {reason: self.closed_total(url, reason)
                    for reason in ("rejected", "evicted", "idle_timeout", "timeout", "oversized",
-                                  "bad_request")}
+                                  "bad_request", "tls_handshake")}
         self.assertGreaterEqual(counted["oversized"], 3, counted)
         self.assertGreaterEqual(counted["bad_request"], 6, counted)
+        for what, check in tls_only.items():
+            self.assertTrue(check(counted), f"{what}: {counted}")
         print(f"RSS of the launcher (KiB): {rss_samples}")
         print(f"closed by the endpoint: {counted}; well-behaved scrapes answered: "
               f"{scraper.answered}")
@@ -306,6 +338,39 @@ class HostileClients(unittest.TestCase):
             self.assertEqual((accepted, dropped, discarded, status), (delivered, 0, 0, "ok"),
                              f"{process}\n{self.run_.describe()}")
             self.assertGreater(delivered, 0, process)
+
+
+class HostileClientsOverTls(HostileClients):
+    """The same clients against the endpoint serving TLS."""
+
+    def setUp(self):
+        self.material = TlsMaterial(os.path.join(sh.make_tmp(), "tls"))
+        self.addCleanup(shutil.rmtree, os.path.dirname(self.material.dir), True)
+        self.context = ssl.create_default_context(cafile=self.material.path("ca.crt"))
+        super().setUp()
+
+    def endpoint_args(self):
+        web_config = os.path.join(self.material.dir, "web.yml")
+        with open(web_config, "w") as file:
+            file.write(f"tls_server_config:\n  cert_file: {self.material.path('server.crt')}\n"
+                       f"  key_file: {self.material.path('server.key')}\n")
+        return ["--metrics-web-config", web_config]
+
+    def tls_only_clients(self, port):
+        # Half a ClientHello, then nothing: a slow client, closed at the
+        # read timeout (10 s) like a slow request.
+        stalled = self.open_tcp(port)
+        stalled.settimeout(90)  # hang guard of the wait below
+        stalled.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
+        # Plain HTTP to the TLS port: the handshake fails, no HTTP answer.
+        plain = self.open_tcp(port)
+        plain.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+        self.assertEqual(status_of(read_until_closed(plain)), 0)
+        self.assertTrue(closed_by_server(stalled), "the stalled handshake was never closed")
+        # The idle connections closed during their handshake count as
+        # evicted, not as failed handshakes.
+        return {"stalled handshake closed at the read timeout": lambda c: c["timeout"] >= 1,
+                "plain HTTP refused as a failed handshake": lambda c: 1 <= c["tls_handshake"] < 10}
 
 
 if __name__ == "__main__":

@@ -60,9 +60,10 @@ def rss_kib(pid):
     return 0
 
 
-def scrape(url, timeout=10):
-    """(status, body) of one GET on a fresh connection."""
-    with urllib.request.urlopen(url, timeout=timeout) as response:
+def scrape(url, timeout=10, context=None):
+    """(status, body) of one GET on a fresh connection (context: the
+    ssl.SSLContext of an https URL)."""
+    with urllib.request.urlopen(url, timeout=timeout, context=context) as response:
         return response.status, response.read().decode()
 
 
