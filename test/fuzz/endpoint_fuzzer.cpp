@@ -3,7 +3,11 @@
 // loopback: the input is sent as the bytes of one connection, which is then
 // half-closed. The server must answer with well-formed HTTP/1.1 responses of
 // the statuses it documents and close, within seconds (never hang), and keep
-// answering a well-behaved scrape afterwards.
+// answering a well-behaved scrape afterwards. Each input goes to two servers:
+// one open to all, and one whose web configuration has a basic-auth user, so
+// that the Authorization header's parsing and checking are fuzzed too (only
+// the right credentials may see the exposition there).
+#include <crypt.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -12,6 +16,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
+#include <fstream>
 #include <set>
 #include <string>
 #include <string_view>
@@ -30,29 +36,60 @@ namespace http = boost::beast::http;
 constexpr std::uint32_t kMaxRequestBytes = 4096;  // small, so that the fuzzer reaches the limits
 constexpr std::string_view kExposition = "# TYPE up gauge\nup 1\n";
 
-tsm::PrometheusEndpoint& server() {
-  static tsm::PrometheusEndpoint* endpoint = [] {
-    tsm::PrometheusEndpointOptions options;
-    options.port = 0;
-    options.threads = 1;
-    options.read_timeout = std::chrono::milliseconds(2000);
-    options.write_timeout = std::chrono::milliseconds(2000);
-    options.max_request_bytes = kMaxRequestBytes;
-    // Never destroyed: the process ends with libFuzzer's exit.
-    return new tsm::PrometheusEndpoint(options, [] { return std::string(kExposition); });
-  }();
-  return *endpoint;
+// The user of the server with authentication; the seed corpus holds its
+// Authorization header ("Basic " and base64 of "fuzz:fuzz-password").
+constexpr std::string_view kAuthorization = "Authorization: Basic ZnV6ejpmdXp6LXBhc3N3b3Jk";
+
+tsm::PrometheusEndpointOptions fuzzing_options() {
+  tsm::PrometheusEndpointOptions options;
+  options.port = 0;
+  options.threads = 1;
+  options.read_timeout = std::chrono::milliseconds(2000);
+  options.write_timeout = std::chrono::milliseconds(2000);
+  options.max_request_bytes = kMaxRequestBytes;
+  return options;
 }
 
-// Sends request on a fresh connection, half-closes it and returns what the
-// server sent until it closed. Aborts when the server neither answers nor
-// closes within ten seconds.
-std::string exchange(std::string_view request) {
+// A web configuration with the user fuzz (bcrypt at the lowest cost, 04).
+std::string write_web_config() {
+  char setting[CRYPT_GENSALT_OUTPUT_SIZE];
+  FUZZ_CHECK(crypt_gensalt_rn("$2b$", 4, nullptr, 0, setting, sizeof setting) != nullptr);
+  crypt_data data{};
+  const char* hash = crypt_r("fuzz-password", setting, &data);
+  FUZZ_CHECK(hash != nullptr && hash[0] == '$');
+  char path[] = "/tmp/tsm-endpoint-fuzzer-XXXXXX";
+  const int fd = ::mkstemp(path);
+  FUZZ_CHECK(fd >= 0);
+  ::close(fd);
+  std::ofstream(path) << "basic_auth_users:\n  fuzz: " << hash << "\n";
+  return path;
+}
+
+enum class Server { open, with_auth };
+
+tsm::PrometheusEndpoint& server(Server which) {
+  // Never destroyed: the process ends with libFuzzer's exit.
+  static tsm::PrometheusEndpoint* open =
+      new tsm::PrometheusEndpoint(fuzzing_options(), [] { return std::string(kExposition); });
+  static tsm::PrometheusEndpoint* with_auth = [] {
+    tsm::PrometheusEndpointOptions options = fuzzing_options();
+    options.web_config_file = write_web_config();
+    auto* endpoint = new tsm::PrometheusEndpoint(options, [] { return std::string(kExposition); });
+    std::remove(options.web_config_file.c_str());  // read: the endpoint keeps what it needs
+    return endpoint;
+  }();
+  return which == Server::open ? *open : *with_auth;
+}
+
+// Sends request to server on a fresh connection, half-closes it and returns
+// what the server sent until it closed. Aborts when the server neither
+// answers nor closes within ten seconds.
+std::string exchange(Server which, std::string_view request) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   FUZZ_CHECK(fd >= 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
-  address.sin_port = htons(server().port());
+  address.sin_port = htons(server(which).port());
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   FUZZ_CHECK(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
   std::size_t sent = 0;
@@ -118,10 +155,12 @@ std::vector<bool> head_requests(std::string_view input) {
   return heads;
 }
 
-// Every response in text is complete HTTP/1.1 with a documented status;
-// returns how many there are.
-std::size_t check_responses(std::string_view text, const std::vector<bool>& heads = {}) {
-  static const std::set<unsigned> kStatuses = {200, 400, 404, 405, 413, 431};
+// Every response in text is complete HTTP/1.1 with a documented status (401
+// with its challenge from the server with authentication only); returns how
+// many there are.
+std::size_t check_responses(Server which, std::string_view text,
+                            const std::vector<bool>& heads = {}) {
+  static const std::set<unsigned> kStatuses = {200, 400, 401, 404, 405, 413, 431};
   std::size_t count = 0;
   while (!text.empty()) {
     http::response_parser<http::string_body> parser;
@@ -144,6 +183,10 @@ std::size_t check_responses(std::string_view text, const std::vector<bool>& head
     const auto& response = parser.get();
     FUZZ_CHECK(response.version() == 11 || response.version() == 10);
     FUZZ_CHECK(kStatuses.count(response.result_int()) == 1);
+    if (response.result_int() == 401) {
+      FUZZ_CHECK(which == Server::with_auth);
+      FUZZ_CHECK(response[http::field::www_authenticate].starts_with("Basic"));
+    }
     if (response.result_int() == 200 && !response.body().empty() &&
         response[http::field::content_encoding].empty()) {
       FUZZ_CHECK(response.body() == kExposition);
@@ -159,12 +202,25 @@ std::size_t check_responses(std::string_view text, const std::vector<bool>& head
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static std::size_t runs = 0;
   const std::string_view request(reinterpret_cast<const char*>(data), size);
-  check_responses(exchange(request), head_requests(request));
+  const std::vector<bool> heads = head_requests(request);
+  check_responses(Server::open, exchange(Server::open, request), heads);
+  const std::string answer = exchange(Server::with_auth, request);
+  check_responses(Server::with_auth, answer, heads);
+  // Without the user's credentials, nothing but a refusal or an error.
+  if (request.find(kAuthorization.substr(std::string_view("Authorization: ").size())) ==
+      std::string_view::npos) {
+    FUZZ_CHECK(answer.find("\r\n\r\n" + std::string(kExposition)) == std::string::npos);
+  }
   // Every 16th input (and the first) a well-behaved scrape still answers.
   if (runs++ % 16 == 0) {
-    const std::string answer = exchange("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
-    FUZZ_CHECK(answer.starts_with("HTTP/1.1 200 "));
-    FUZZ_CHECK(check_responses(answer) == 1);
+    const std::string scrape = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+    const std::string open = exchange(Server::open, scrape + "\r\n");
+    FUZZ_CHECK(open.starts_with("HTTP/1.1 200 "));
+    FUZZ_CHECK(check_responses(Server::open, open) == 1);
+    const std::string authorized =
+        exchange(Server::with_auth, scrape + std::string(kAuthorization) + "\r\n\r\n");
+    FUZZ_CHECK(authorized.starts_with("HTTP/1.1 200 "));
+    FUZZ_CHECK(check_responses(Server::with_auth, authorized) == 1);
   }
   return 0;
 }
