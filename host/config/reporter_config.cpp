@@ -68,8 +68,8 @@ std::optional<unsigned> readable_by_others(const std::string& path) {
 // "otlp: /etc/tsm/reporters.json: 'headers.api-key' holds a secret and is
 // readable by other users (mode 0644); restrict it (chmod 600) or use
 // header_files". Names keys, never values.
-std::string secret_file_warning(const std::string& reporter, const std::string& path,
-                                unsigned mode, const std::vector<HeldSecret>& held) {
+std::string secret_file_warning(const std::string& reporter, const std::string& path, unsigned mode,
+                                const std::vector<HeldSecret>& held) {
   constexpr std::size_t kNamedKeys = 5;
   std::string keys;
   std::vector<std::string> file_settings;
@@ -81,7 +81,8 @@ std::string secret_file_warning(const std::string& reporter, const std::string& 
     }
     if (i < kNamedKeys) keys += (i == 0 ? "'" : ", '") + secret.key_path + "'";
   }
-  if (held.size() > kNamedKeys) keys += " and " + std::to_string(held.size() - kNamedKeys) + " more";
+  if (held.size() > kNamedKeys)
+    keys += " and " + std::to_string(held.size() - kNamedKeys) + " more";
   char octal[16];
   std::snprintf(octal, sizeof octal, "%04o", mode);
   std::string line = reporter + ": " + path + ": " + keys +
@@ -214,7 +215,8 @@ ReporterSelection resolve_reporters(const MetricsOptions& options, const Reporte
     if (entry == nullptr) continue;
     const std::vector<HeldSecret> held =
         SecretSettings(output.reporter->settings_description()).held(entry->as_object());
-    if (!held.empty()) result.warnings.push_back(secret_file_warning(output.name, path, *mode, held));
+    if (!held.empty())
+      result.warnings.push_back(secret_file_warning(output.name, path, *mode, held));
   }
   return result;
 }

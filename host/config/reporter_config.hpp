@@ -80,8 +80,9 @@ struct MetricsStartup {
 
 // The complete startup validation: warns about ignored flags, and with
 // metrics enabled loads the plugins (search options from the flags and the
-// environment) and resolves the selection (then says its warnings). With metrics disabled nothing is
-// loaded. Warnings go to warn, one line each. Throws StartupError.
+// environment) and resolves the selection (then says its warnings). With
+// metrics disabled nothing is loaded. Warnings go to warn, one line each.
+// Throws StartupError.
 MetricsStartup validate_metrics_startup(const MetricsOptions& options,
                                         const std::function<void(const std::string&)>& warn);
 

@@ -28,8 +28,8 @@ const boost::json::array* fields_of(const boost::json::object& row) {
 
 // Replaces every value under a secret row by "<secret>" (null and "" stay:
 // nothing is set), recording the key path of each when found is not null.
-void hide(boost::json::value& value, std::vector<std::string>& path, const std::string& file_setting,
-          std::vector<HeldSecret>* found) {
+void hide(boost::json::value& value, std::vector<std::string>& path,
+          const std::string& file_setting, std::vector<HeldSecret>* found) {
   switch (value.kind()) {
     case boost::json::kind::null:
       return;
@@ -105,8 +105,8 @@ void SecretSettings::walk_value(const Row& row, const Rows& siblings, const std:
     std::string file_setting;
     const std::string stem =
         key.size() > 1 && key.back() == 's' ? key.substr(0, key.size() - 1) : key;
-    for (const std::string& candidate :
-         std::array<std::string, 4>{key + "_file", key + "_files", stem + "_file", stem + "_files"}) {
+    for (const std::string& candidate : std::array<std::string, 4>{
+             key + "_file", key + "_files", stem + "_file", stem + "_files"}) {
       if (candidate != key && siblings.count(candidate) != 0) {
         std::vector<std::string> beside(path.begin(), path.end() - 1);
         beside.push_back(candidate);

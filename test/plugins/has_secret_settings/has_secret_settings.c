@@ -56,7 +56,8 @@ static int validate(void *user_data, const char *config, size_t size, tsm_buffer
 
 static int create_sink(void *user_data, const char *config, size_t size, tsm_sink *sink,
                        tsm_buffer *error) {
-  if (redacted(config, size)) return test_plugin_fail(error, "create_sink received a redacted value");
+  if (redacted(config, size))
+    return test_plugin_fail(error, "create_sink received a redacted value");
   return test_plugin_create_null_sink(user_data, config, size, sink, error);
 }
 

@@ -344,10 +344,11 @@ struct SecretFixture : Fixture {
   }
 };
 
-constexpr auto kMode0644 = std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+constexpr auto kMode0644 = std::filesystem::perms::owner_read |
+                           std::filesystem::perms::owner_write |
                            std::filesystem::perms::group_read | std::filesystem::perms::others_read;
-constexpr auto kMode0640 = std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
-                           std::filesystem::perms::group_read;
+constexpr auto kMode0640 = std::filesystem::perms::owner_read |
+                           std::filesystem::perms::owner_write | std::filesystem::perms::group_read;
 constexpr auto kMode0600 = std::filesystem::perms::owner_read | std::filesystem::perms::owner_write;
 
 }  // namespace
@@ -372,7 +373,8 @@ TEST_CASE(
   CHECK(selection.outputs[0].config.at("token") == "tok-VALUE");
 }
 
-TEST_CASE("a secret in a configuration file its group can read is warned about", "[config][secrets]") {
+TEST_CASE("a secret in a configuration file its group can read is warned about",
+          "[config][secrets]") {
   SecretFixture f;
   const std::string file = f.config_with_mode(R"({"vault": {"token": "tok"}})", kMode0640);
   const ReporterSelection selection =

@@ -80,8 +80,7 @@ TEST_CASE("an empty or null secret is shown as it is: nothing is set", "[config]
   CHECK(secrets.held(config).empty());
 }
 
-TEST_CASE("a secret of any JSON type reads <secret>, at any depth inside it",
-          "[config][secrets]") {
+TEST_CASE("a secret of any JSON type reads <secret>, at any depth inside it", "[config][secrets]") {
   const SecretSettings secrets(kDescription);
   CHECK(secrets.redact(object(R"({"token": 1234, "headers": {"a": true, "b": ["x", 2, null],
                                                              "c": {"d": "e"}}})")) ==
@@ -126,9 +125,8 @@ TEST_CASE("only \"secret\": true marks a secret", "[config][secrets]") {
 
 TEST_CASE("a missing or malformed description names no secret", "[config][secrets]") {
   const boost::json::object config = object(R"({"token": "s3cr3t"})");
-  for (const char* description :
-       {"", "not json", R"({"key": "token", "secret": true})", R"([1, "token", null])",
-        R"([{"secret": true}])"}) {
+  for (const char* description : {"", "not json", R"({"key": "token", "secret": true})",
+                                  R"([1, "token", null])", R"([{"secret": true}])"}) {
     const SecretSettings secrets(description);
     CHECK(secrets.empty());
     CHECK(secrets.redact(config) == config);
