@@ -1,7 +1,8 @@
 // check_command.cpp — `tokenspeed-metrics check`: the complete startup validation
 // (flags, plugins, configuration file, validate) and a print of the result.
 // Never creates a sink or a node resource.
-// Tested in test/cli/test_config_file.py and test/cli/test_selection.py.
+// Tested in test/cli/test_config_file.py, test/cli/test_selection.py and
+// test/cli/test_secrets.py.
 #include <chrono>
 #include <cstdio>
 #include <iostream>

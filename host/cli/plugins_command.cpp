@@ -1,7 +1,7 @@
 // plugins_command.cpp — `tokenspeed-metrics plugins`: lists every discovered
 // plugin file with its status and reporters, like gst-inspect. Loads and
 // registers plugins; never calls validate, create_sink or start_node.
-// Tested in test/cli/test_plugins_command.py.
+// Tested in test/cli/test_plugins_command.py and test/cli/test_secrets.py.
 #include <cstdio>
 #include <iostream>
 #include <string>
