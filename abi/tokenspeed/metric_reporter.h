@@ -246,9 +246,13 @@ typedef struct tsm_reporter_descriptor {
    * described). The reporter's settings as a JSON array (UTF-8,
    * NUL-terminated), one object per key: "key", "type", "default" (absent
    * when required), "min" and "max" (numbers), "choices" (strings),
-   * "description". Shown by `tokenspeed-metrics plugins`; copied by the
-   * host during register_metric_reporter. The plugin kit's
-   * SettingsTable::describe() writes it. */
+   * "description"; "secret": true for a key whose value the host must
+   * never print (shown as "<secret>"; every value of an "object of
+   * strings" row, every field of an "object" row); "fields" (rows of the
+   * same form) for a key of "type": "object". Shown by
+   * `tokenspeed-metrics plugins`; copied by the host during
+   * register_metric_reporter. The plugin kit's SettingsTable::describe()
+   * writes it. */
   const char *settings;
 } tsm_reporter_descriptor;
 

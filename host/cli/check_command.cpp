@@ -1,7 +1,8 @@
 // check_command.cpp — `tokenspeed-metrics check`: the complete startup validation
 // (flags, plugins, configuration file, validate) and a print of the result.
 // Never creates a sink or a node resource.
-// Tested in test/cli/test_config_file.py and test/cli/test_selection.py.
+// Tested in test/cli/test_config_file.py, test/cli/test_selection.py and
+// test/cli/test_secrets.py.
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -12,6 +13,7 @@
 
 #include "config/metrics_flags.hpp"
 #include "config/reporter_config.hpp"
+#include "config/secret_redaction.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 #include "prometheus/prometheus_endpoint.hpp"
 #include "prometheus/prometheus_options.hpp"
@@ -52,7 +54,8 @@ int run_check(int argc, char** argv) {
     std::cout << usage("check", kSynopsis, description)
               << "\nRuns the complete startup validation of the metrics flags without creating "
                  "any sink\nor node resource, and prints each selected output with its "
-                 "normalized configuration.\nWith Prometheus selected it also binds "
+                 "normalized configuration\n(a setting the output describes as secret reads "
+                 "\"<secret>\").\nWith Prometheus selected it also binds "
                  "--metrics-host:--metrics-port for a moment\n(a port in use is the same error "
                  "as at startup) and checks --metrics-multiproc-dir.\nExit status 0 when valid, "
                  "2 with a one-line error otherwise.\n";
@@ -76,7 +79,10 @@ int run_check(int argc, char** argv) {
       continue;
     }
     const SelectedOutput& output = selection.outputs.at(next_output++);
-    std::cout << output.name << ": " << boost::json::serialize(output.config) << '\n';
+    // A setting the reporter describes as secret reads "<secret>".
+    const SecretSettings secrets(output.reporter->settings_description());
+    std::cout << output.name << ": " << boost::json::serialize(secrets.redact(output.config))
+              << '\n';
   }
   std::cout.flush();
   return std::cout ? 0 : 1;

@@ -1,7 +1,7 @@
 // plugins_command.cpp — `tokenspeed-metrics plugins`: lists every discovered
 // plugin file with its status and reporters, like gst-inspect. Loads and
 // registers plugins; never calls validate, create_sink or start_node.
-// Tested in test/cli/test_plugins_command.py.
+// Tested in test/cli/test_plugins_command.py and test/cli/test_secrets.py.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -13,6 +13,7 @@
 #include <boost/program_options/options_description.hpp>
 
 #include "config/metrics_flags.hpp"
+#include "config/secret_redaction.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "plugin/plugin_paths.hpp"
 #include "plugin/reporter_registry.hpp"
@@ -44,8 +45,9 @@ std::size_t loaded_count(const PluginLoader& loader) {
   return loaded;
 }
 
-// The reporter's settings description as a JSON array, or null when it has
-// none or it is not a JSON array of objects.
+// The reporter's settings description as a JSON array, the default of a
+// secret setting shown as "<secret>", or null when it has none or it is not
+// a JSON array of objects.
 boost::json::value settings_of(const Reporter& reporter) {
   if (reporter.settings_description().empty()) return nullptr;
   boost::json::error_code error;
@@ -54,7 +56,7 @@ boost::json::value settings_of(const Reporter& reporter) {
   for (const boost::json::value& row : parsed.as_array()) {
     if (!row.is_object() || !row.as_object().contains("key")) return nullptr;
   }
-  return parsed;
+  return redact_settings_description(parsed);
 }
 
 std::string text_of(const boost::json::object& row, const char* key) {
@@ -64,8 +66,30 @@ std::string text_of(const boost::json::object& row, const char* key) {
   return boost::json::serialize(*value);
 }
 
+// One line per row of rows (an object's fields as "tls.ca_file", after it),
+// then its description indented.
+void print_setting_rows(const boost::json::array& rows, const std::string& prefix) {
+  for (const boost::json::value& entry : rows) {
+    if (!entry.is_object()) continue;
+    const boost::json::object& row = entry.as_object();
+    const std::string key = prefix + text_of(row, "key");
+    std::string line = "      " + key + "  " + text_of(row, "type");
+    if (row.contains("choices")) line += " " + text_of(row, "choices");
+    if (row.contains("min")) line += " [" + text_of(row, "min") + ", " + text_of(row, "max") + "]";
+    const boost::json::value* secret = row.if_contains("secret");
+    if (secret != nullptr && secret->is_bool() && secret->get_bool()) line += "  secret";
+    const boost::json::value* fallback = row.if_contains("default");
+    line += fallback != nullptr ? "  default: " + boost::json::serialize(*fallback) : "  required";
+    std::cout << line << '\n';
+    const std::string description = text_of(row, "description");
+    if (!description.empty()) std::cout << "          " << description << '\n';
+    const boost::json::value* fields = row.if_contains("fields");
+    if (fields != nullptr && fields->is_array()) print_setting_rows(fields->get_array(), key + ".");
+  }
+}
+
 // One key per line, then its description indented, as gst-inspect shows an
-// element's properties.
+// element's properties; a secret's default reads "<secret>".
 void print_settings(const Reporter& reporter) {
   const boost::json::value settings = settings_of(reporter);
   if (settings.is_null()) {
@@ -74,17 +98,7 @@ void print_settings(const Reporter& reporter) {
     return;
   }
   std::cout << "    settings:\n";
-  for (const boost::json::value& entry : settings.as_array()) {
-    const boost::json::object& row = entry.as_object();
-    std::string line = "      " + text_of(row, "key") + "  " + text_of(row, "type");
-    if (row.contains("choices")) line += " " + text_of(row, "choices");
-    if (row.contains("min")) line += " [" + text_of(row, "min") + ", " + text_of(row, "max") + "]";
-    const boost::json::value* fallback = row.if_contains("default");
-    line += fallback != nullptr ? "  default: " + boost::json::serialize(*fallback) : "  required";
-    std::cout << line << '\n';
-    const std::string description = text_of(row, "description");
-    if (!description.empty()) std::cout << "          " << description << '\n';
-  }
+  print_setting_rows(settings.as_array(), "");
 }
 
 void print_text(const PluginLoader& loader, const ReporterRegistry& registry) {

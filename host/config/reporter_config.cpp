@@ -2,9 +2,15 @@
 // Calls only validate on plugins; never creates a sink or a node session.
 #include "config/reporter_config.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <iterator>
+#include <optional>
 #include <set>
+
+#include "config/secret_redaction.hpp"
 
 #include "core/bounded_file.hpp"
 #include "core/name_suggestion.hpp"
@@ -47,6 +53,44 @@ std::string unknown_reporter_message(const std::string& name, const ReporterRegi
     message += "; did you mean '" + suggestion + "'?";
   }
   return message;
+}
+
+// The permission bits of path when it is a regular file that users other
+// than its owner may read (the group or the other read bit); nothing for
+// anything else (a pipe, a terminal, a file that is gone).
+std::optional<unsigned> readable_by_others(const std::string& path) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode)) return std::nullopt;
+  if ((status.st_mode & (S_IRGRP | S_IROTH)) == 0) return std::nullopt;
+  return static_cast<unsigned>(status.st_mode & 07777);
+}
+
+// "otlp: /etc/tsm/reporters.json: 'headers.api-key' holds a secret and is
+// readable by other users (mode 0644); restrict it (chmod 600) or use
+// header_files". Names keys, never values.
+std::string secret_file_warning(const std::string& reporter, const std::string& path, unsigned mode,
+                                const std::vector<HeldSecret>& held) {
+  constexpr std::size_t kNamedKeys = 5;
+  std::string keys;
+  std::vector<std::string> file_settings;
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    const HeldSecret& secret = held[i];
+    if (!secret.file_setting.empty() && std::find(file_settings.begin(), file_settings.end(),
+                                                  secret.file_setting) == file_settings.end()) {
+      file_settings.push_back(secret.file_setting);
+    }
+    if (i < kNamedKeys) keys += (i == 0 ? "'" : ", '") + secret.key_path + "'";
+  }
+  if (held.size() > kNamedKeys)
+    keys += " and " + std::to_string(held.size() - kNamedKeys) + " more";
+  char octal[16];
+  std::snprintf(octal, sizeof octal, "%04o", mode);
+  std::string line = reporter + ": " + path + ": " + keys +
+                     (held.size() == 1 ? " holds a secret and is" : " hold secrets and are") +
+                     " readable by other users (mode " + octal + "); restrict it (chmod 600)";
+  for (std::size_t i = 0; i < file_settings.size(); ++i)
+    line += (i == 0 ? " or use " : ", ") + file_settings[i];
+  return line;
 }
 
 }  // namespace
@@ -163,6 +207,17 @@ ReporterSelection resolve_reporters(const MetricsOptions& options, const Reporte
     output.isolation = take_isolation_settings(config, output.name, path);
     output.config = output.reporter->validate(config, path);
   }
+
+  // A secret in a file others can read: said, never an error.
+  const std::optional<unsigned> mode = path.empty() ? std::nullopt : readable_by_others(path);
+  for (const SelectedOutput& output : result.outputs) {
+    const boost::json::value* entry = mode ? file.if_contains(output.name) : nullptr;
+    if (entry == nullptr) continue;
+    const std::vector<HeldSecret> held =
+        SecretSettings(output.reporter->settings_description()).held(entry->as_object());
+    if (!held.empty())
+      result.warnings.push_back(secret_file_warning(output.name, path, *mode, held));
+  }
   return result;
 }
 
@@ -191,6 +246,9 @@ MetricsStartup validate_metrics_startup(const MetricsOptions& options,
   startup.loader = std::make_unique<PluginLoader>(*startup.registry, warn);
   startup.loader->load(search);
   startup.selection = resolve_reporters(options, *startup.registry, startup.loader.get());
+  for (const std::string& line : startup.selection.warnings) {
+    if (warn) warn(line);
+  }
   return startup;
 }
 

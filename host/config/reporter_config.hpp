@@ -40,6 +40,9 @@ struct ReporterSelection {
   bool prometheus = false;              // the built-in output is selected
   std::vector<std::string> order;       // every selected name, "prometheus" included
   std::vector<SelectedOutput> outputs;  // the external outputs, in selection order
+  // Warnings about the configuration file, one line each (a secret in a file
+  // other users can read); said once the whole selection is valid.
+  std::vector<std::string> warnings;
 };
 
 // Splits the --metrics-reporters values at commas, trims blanks and keeps the
@@ -58,7 +61,11 @@ boost::json::object read_reporter_config_file(const std::string& path);
 
 // Applies the selection and file rules against the registered reporters and
 // calls validate for each selected external output. loader (may be null)
-// explains why an unknown name is unavailable. Throws StartupError.
+// explains why an unknown name is unavailable. Throws StartupError. When the
+// file is a regular file with the group or other read bit set and an entry
+// holds a non-empty value for a setting its reporter describes as secret,
+// adds one warning per such output to the result (reporter, file, key paths,
+// mode; never the value).
 ReporterSelection resolve_reporters(const MetricsOptions& options, const ReporterRegistry& registry,
                                     const PluginLoader* loader);
 
@@ -73,8 +80,9 @@ struct MetricsStartup {
 
 // The complete startup validation: warns about ignored flags, and with
 // metrics enabled loads the plugins (search options from the flags and the
-// environment) and resolves the selection. With metrics disabled nothing is
-// loaded. Warnings go to warn, one line each. Throws StartupError.
+// environment) and resolves the selection (then says its warnings). With
+// metrics disabled nothing is loaded. Warnings go to warn, one line each.
+// Throws StartupError.
 MetricsStartup validate_metrics_startup(const MetricsOptions& options,
                                         const std::function<void(const std::string&)>& warn);
 

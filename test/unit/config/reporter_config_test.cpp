@@ -322,6 +322,88 @@ TEST_CASE("a validate result that is not a JSON object fails startup", "[config]
   CHECK(contains(error.message(), "validate did not return a JSON object"));
 }
 
+namespace {
+
+// A registry with "vault" (accepts anything) whose description marks "token"
+// and the values of "headers" secret, with "header_files" beside them.
+struct SecretFixture : Fixture {
+  SecretFixture() {
+    registry.begin("vault", "/plugins/vault.so");
+    auto d = descriptor("vault", echo_validate);
+    d.settings = R"([{"key": "endpoint", "type": "string", "default": ""},
+                     {"key": "token", "type": "string", "default": "", "secret": true},
+                     {"key": "headers", "type": "object of strings", "secret": true},
+                     {"key": "header_files", "type": "object of strings"}])";
+    REQUIRE(registry.add(&d).empty());
+    registry.commit();
+  }
+  std::string config_with_mode(const std::string& text, std::filesystem::perms mode) const {
+    const std::string path = config(text);
+    std::filesystem::permissions(path, mode);
+    return path;
+  }
+};
+
+constexpr auto kMode0644 = std::filesystem::perms::owner_read |
+                           std::filesystem::perms::owner_write |
+                           std::filesystem::perms::group_read | std::filesystem::perms::others_read;
+constexpr auto kMode0640 = std::filesystem::perms::owner_read |
+                           std::filesystem::perms::owner_write | std::filesystem::perms::group_read;
+constexpr auto kMode0600 = std::filesystem::perms::owner_read | std::filesystem::perms::owner_write;
+
+}  // namespace
+
+TEST_CASE(
+    "a secret in a configuration file other users can read is warned about once, naming the "
+    "reporter, the file and the key paths, never the value",
+    "[config][secrets]") {
+  SecretFixture f;
+  const std::string file = f.config_with_mode(
+      R"({"vault": {"endpoint": "https://v", "token": "tok-VALUE", "headers": {"api-key": "hdr-VALUE"}}})",
+      kMode0644);
+  const ReporterSelection selection =
+      resolve_reporters(f.enabled({"vault"}, file), f.registry, nullptr);
+  REQUIRE(selection.warnings.size() == 1);
+  const std::string& line = selection.warnings[0];
+  CHECK(line == "vault: " + file +
+                    ": 'token', 'headers.api-key' hold secrets and are readable by other users "
+                    "(mode 0644); restrict it (chmod 600) or use header_files");
+  CHECK_FALSE(contains(line, "VALUE"));
+  // The plugin still receives the values as given.
+  CHECK(selection.outputs[0].config.at("token") == "tok-VALUE");
+}
+
+TEST_CASE("a secret in a configuration file its group can read is warned about",
+          "[config][secrets]") {
+  SecretFixture f;
+  const std::string file = f.config_with_mode(R"({"vault": {"token": "tok"}})", kMode0640);
+  const ReporterSelection selection =
+      resolve_reporters(f.enabled({"vault"}, file), f.registry, nullptr);
+  REQUIRE(selection.warnings.size() == 1);
+  CHECK(selection.warnings[0] == "vault: " + file +
+                                     ": 'token' holds a secret and is readable by other users "
+                                     "(mode 0640); restrict it (chmod 600)");
+}
+
+TEST_CASE("a secret in a private configuration file (0600) is not warned about",
+          "[config][secrets]") {
+  SecretFixture f;
+  const std::string file = f.config_with_mode(R"({"vault": {"token": "tok"}})", kMode0600);
+  CHECK(resolve_reporters(f.enabled({"vault"}, file), f.registry, nullptr).warnings.empty());
+}
+
+TEST_CASE("a readable configuration file without a secret value is not warned about",
+          "[config][secrets]") {
+  SecretFixture f;
+  for (const std::string text :
+       {R"({"vault": {"endpoint": "https://v", "token": "", "headers": {}}})",
+        R"({"vault": {"header_files": {"api-key": "/run/key"}}})", R"({})"}) {
+    const std::string file = f.config_with_mode(text, kMode0644);
+    CHECK(resolve_reporters(f.enabled({"vault", "alpha"}, file), f.registry, nullptr)
+              .warnings.empty());
+  }
+}
+
 TEST_CASE("a reporter flag without --enable-metrics is reported as ignored", "[config]") {
   MetricsOptions options;
   options.reporters = {"alpha"};
