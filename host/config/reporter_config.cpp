@@ -2,8 +2,6 @@
 // Calls only validate on plugins; never creates a sink or a node session.
 #include "config/reporter_config.hpp"
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
@@ -11,6 +9,7 @@
 #include <set>
 
 #include "config/secret_redaction.hpp"
+#include "core/file_mode.hpp"
 
 #include "core/bounded_file.hpp"
 #include "core/name_suggestion.hpp"
@@ -55,16 +54,6 @@ std::string unknown_reporter_message(const std::string& name, const ReporterRegi
   return message;
 }
 
-// The permission bits of path when it is a regular file that users other
-// than its owner may read (the group or the other read bit); nothing for
-// anything else (a pipe, a terminal, a file that is gone).
-std::optional<unsigned> readable_by_others(const std::string& path) {
-  struct stat status {};
-  if (::stat(path.c_str(), &status) != 0 || !S_ISREG(status.st_mode)) return std::nullopt;
-  if ((status.st_mode & (S_IRGRP | S_IROTH)) == 0) return std::nullopt;
-  return static_cast<unsigned>(status.st_mode & 07777);
-}
-
 // "otlp: /etc/tsm/reporters.json: 'headers.api-key' holds a secret and is
 // readable by other users (mode 0644); restrict it (chmod 600) or use
 // header_files". Names keys, never values.
@@ -83,11 +72,10 @@ std::string secret_file_warning(const std::string& reporter, const std::string& 
   }
   if (held.size() > kNamedKeys)
     keys += " and " + std::to_string(held.size() - kNamedKeys) + " more";
-  char octal[16];
-  std::snprintf(octal, sizeof octal, "%04o", mode);
   std::string line = reporter + ": " + path + ": " + keys +
                      (held.size() == 1 ? " holds a secret and is" : " hold secrets and are") +
-                     " readable by other users (mode " + octal + "); restrict it (chmod 600)";
+                     " readable by other users (mode " + mode_text(mode) +
+                     "); restrict it (chmod 600)";
   for (std::size_t i = 0; i < file_settings.size(); ++i)
     line += (i == 0 ? " or use " : ", ") + file_settings[i];
   return line;

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/fault_log.hpp"
+#include "core/file_mode.hpp"
 #include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics {
@@ -175,6 +176,28 @@ bool same_time(const timespec& a, const timespec& b) noexcept {
   return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
 }
 
+// "prometheus: /etc/tsm/web.yml: 'tls_server_config.key' holds a secret and
+// is readable by other users (mode 0644); ...": the inline private key, or
+// the key file, that users other than the owner may read.
+void warn_of_readable_key(const WebConfig& config) {
+  std::string where;
+  std::string advice;
+  std::optional<unsigned> mode;
+  if (!config.tls.key.empty()) {
+    mode = readable_by_others(config.file);
+    where = config.file + ": 'tls_server_config.key' holds a secret and is";
+    advice = " or use key_file";
+  } else if (!config.tls.key_file.empty()) {
+    mode = readable_by_others(config.tls.key_file);
+    where = config.tls.key_file + " (tls_server_config.key_file of " + config.file +
+            "), a private key, is";
+  }
+  if (!mode) return;
+  write_log_line_to_stderr("tokenspeed-metrics: warning: prometheus: " + where +
+                           " readable by other users (mode " + mode_text(*mode) +
+                           "); restrict it (chmod 600)" + advice);
+}
+
 }  // namespace
 
 std::shared_ptr<const EndpointSecurity> open_endpoint_security() {
@@ -242,6 +265,7 @@ EndpointSecurityWatch::EndpointSecurityWatch(std::string file,
   watched_ = {file_};
   stamps_ = stamp_files();
   current_ = load_endpoint_security(file_);  // throws StartupError
+  warn_of_readable_key(read_web_config(file_));
   watch_files_of(*current_);
   last_look_ = Clock::now();
 }

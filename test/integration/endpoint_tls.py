@@ -275,6 +275,36 @@ class EndpointTls(unittest.TestCase):
         self.assertNotIn(hash_text, done.stdout + done.stderr)
         self.assertIn("tls_server_config.key", done.stderr)
 
+    def check(self):
+        return subprocess.run([os.environ["TSM_BINARY"], "check", "--enable-metrics",
+                               "--metrics-port", "0", "--metrics-web-config", self.web_config],
+                              capture_output=True, text=True, timeout=60)
+
+    def test_a_private_key_others_can_read_is_warned_about(self):
+        self.write_web_config(self.tls_server())
+        done = self.check()
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertNotIn("warning", done.stderr)
+        os.chmod(self.tls.path("server.key"), 0o640)
+        done = self.check()
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn(f"warning: prometheus: {self.tls.path('server.key')} "
+                      "(tls_server_config.key_file of", done.stderr)
+        self.assertIn("readable by other users (mode 0640)", done.stderr)
+        # An inline key in a file others can read: named by its key, never shown.
+        with open(self.tls.path("server.key")) as file:
+            key = file.read()
+        self.write_web_config(f"tls_server_config:\n  cert_file: {self.tls.path('server.crt')}\n"
+                              "  key: |\n" + "".join("    " + line + "\n"
+                                                     for line in key.splitlines()))
+        os.chmod(self.web_config, 0o644)
+        done = self.check()
+        self.assertEqual(done.returncode, 0, done.stderr)
+        self.assertIn(f"{self.web_config}: 'tls_server_config.key' holds a secret", done.stderr)
+        self.assertIn("(mode 0644); restrict it (chmod 600) or use key_file", done.stderr)
+        for line in key.splitlines()[1:-1]:
+            self.assertNotIn(line, done.stdout + done.stderr)
+
 
 if __name__ == "__main__":
     unittest.main()

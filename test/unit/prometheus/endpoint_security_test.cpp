@@ -1,10 +1,14 @@
 // endpoint_security_test.cpp — unit tests of host/prometheus/endpoint_security:
 // a web configuration turned into a TLS context (certificates made here with
 // Debian's openssl command), the errors of files that do not load, the
-// subject alternative names of a client certificate, and the watch that
-// reloads after a change and keeps the old security when the change is bad.
+// subject alternative names of a client certificate, the watch that reloads
+// after a change and keeps the old security when the change is bad; and the
+// endpoint serving with it, over loopback: TLS, 401, 429 and the headers,
+// from several clients at once (so the sanitizer builds see the checks that
+// run off the I/O threads).
 #include <catch2/catch.hpp>
 
+#include <crypt.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 #include <unistd.h>
@@ -16,12 +20,24 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 
 #include "core/startup_error.hpp"
 #include "prometheus/endpoint_security.hpp"
+#include "prometheus/prometheus_endpoint.hpp"
 
 using namespace tokenspeed::metrics;
 namespace fs = std::filesystem;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
 
 namespace {
 
@@ -62,6 +78,41 @@ X509* read_certificate(const fs::path& path) {
   std::fclose(file);
   REQUIRE(certificate != nullptr);
   return certificate;
+}
+
+// A bcrypt hash of password at the lowest cost.
+std::string bcrypt_hash(const std::string& password) {
+  char setting[CRYPT_GENSALT_OUTPUT_SIZE];
+  REQUIRE(crypt_gensalt_rn("$2b$", 4, nullptr, 0, setting, sizeof setting) != nullptr);
+  crypt_data data{};
+  const char* hash = crypt_r(password.c_str(), setting, &data);
+  REQUIRE(hash != nullptr);
+  return hash;
+}
+
+const std::string kBody = "# TYPE up gauge\nup 1\n";
+
+PrometheusEndpointOptions options_with(const fs::path& web_config) {
+  PrometheusEndpointOptions options;
+  options.port = 0;
+  options.web_config_file = web_config.string();
+  return options;
+}
+
+// One GET /metrics on a fresh plain connection, with credentials when given.
+http::response<http::string_body> get(unsigned short port, const std::string& credentials = "") {
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  stream.expires_after(std::chrono::seconds(60));  // hang guard only
+  stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port));
+  http::request<http::empty_body> request{http::verb::get, "/metrics", 11};
+  request.set(http::field::host, "127.0.0.1");
+  if (!credentials.empty()) request.set(http::field::authorization, "Basic " + credentials);
+  http::write(stream, request);
+  beast::flat_buffer buffer;
+  http::response<http::string_body> response;
+  http::read(stream, buffer, response);
+  return response;
 }
 
 std::string startup_error_of(const fs::path& file) {
@@ -186,4 +237,102 @@ TEST_CASE("the watch looks at the files at most once per interval") {
   material.config("http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
   CHECK(watch.current() == first);
   CHECK(watch.reloads() == 0);
+}
+
+TEST_CASE("with users, only the right credentials see the exposition, from many clients at once") {
+  const Material material;
+  // "scraper:right" and "scraper:wrong", base64.
+  const std::string right = "c2NyYXBlcjpyaWdodA==";
+  const std::string wrong = "c2NyYXBlcjp3cm9uZw==";
+  const auto file = material.config("basic_auth_users:\n  scraper: " + bcrypt_hash("right") +
+                                    "\nhttp_server_config:\n  headers:\n"
+                                    "    X-Content-Type-Options: nosniff\n");
+  PrometheusEndpoint endpoint(options_with(file), [] { return kBody; });
+  std::atomic<int> served{0}, refused{0}, unexpected{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t) {
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) {
+        const bool use_right = (t + i) % 2 == 0;
+        const auto response = get(endpoint.port(), use_right ? right : wrong);
+        if (use_right && response.result() == http::status::ok && response.body() == kBody)
+          ++served;
+        else if (!use_right && response.result() == http::status::unauthorized &&
+                 response[http::field::www_authenticate].starts_with("Basic"))
+          ++refused;
+        else
+          ++unexpected;
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  CHECK(unexpected == 0);
+  CHECK(served == 10);
+  CHECK(refused == 10);
+  const auto missing = get(endpoint.port());
+  CHECK(missing.result() == http::status::unauthorized);
+  CHECK(missing["X-Content-Type-Options"] == "nosniff");
+  const auto malformed = get(endpoint.port(), "not base64!");
+  CHECK(malformed.result() == http::status::unauthorized);
+  CHECK(endpoint.counters().unauthorized == 12);
+}
+
+TEST_CASE("over the rate limit a request is answered 429 and counted") {
+  const Material material;
+  const auto file = material.config("rate_limit:\n  interval: 1h\n  burst: 2\n");
+  PrometheusEndpoint endpoint(options_with(file), [] { return kBody; });
+  CHECK(get(endpoint.port()).result() == http::status::ok);
+  CHECK(get(endpoint.port()).result() == http::status::ok);
+  CHECK(get(endpoint.port()).result() == http::status::too_many_requests);
+  CHECK(endpoint.counters().rate_limited == 1);
+}
+
+TEST_CASE("with TLS, a client that trusts the certificate is served; plain HTTP is refused") {
+  const Material material;
+  const auto file =
+      material.config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
+  PrometheusEndpoint endpoint(options_with(file), [] { return kBody; });
+  CHECK(endpoint.url().starts_with("https://127.0.0.1:"));
+
+  std::vector<std::thread> clients;
+  std::atomic<int> served{0};
+  for (int t = 0; t < 3; ++t) {
+    clients.emplace_back([&] {
+      asio::io_context io;
+      asio::ssl::context context(asio::ssl::context::tls_client);
+      context.load_verify_file((material.dir / "server.crt").string());
+      context.set_verify_mode(asio::ssl::verify_peer);
+      beast::ssl_stream<beast::tcp_stream> stream(io, context);
+      beast::get_lowest_layer(stream).expires_after(std::chrono::seconds(60));  // hang guard
+      beast::get_lowest_layer(stream).connect(
+          tcp::endpoint(asio::ip::make_address("127.0.0.1"), endpoint.port()));
+      stream.handshake(asio::ssl::stream_base::client);
+      for (int i = 0; i < 3; ++i) {  // kept alive
+        http::request<http::empty_body> request{http::verb::get, "/metrics", 11};
+        request.set(http::field::host, "127.0.0.1");
+        http::write(stream, request);
+        beast::flat_buffer buffer;
+        http::response<http::string_body> response;
+        http::read(stream, buffer, response);
+        if (response.result() == http::status::ok && response.body() == kBody) ++served;
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  CHECK(served == 9);
+
+  asio::io_context io;
+  tcp::socket plain(io);
+  plain.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), endpoint.port()));
+  timeval guard{60, 0};
+  ::setsockopt(plain.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof guard);
+  const std::string request = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+  asio::write(plain, asio::buffer(request));
+  std::string received(4096, '\0');
+  beast::error_code ec;
+  std::size_t total = 0;
+  while (!ec) total += plain.read_some(asio::buffer(received.data() + total, 4096 - total), ec);
+  received.resize(total);
+  CHECK(received.find("HTTP/1.1") == std::string::npos);  // no HTTP answer, only TLS's alert
+  CHECK(endpoint.counters().tls_handshake_failures == 1);
 }
