@@ -1,8 +1,8 @@
 """test_otlp_settings.py — the otlp output's settings as an operator meets
 them: a bad setting fails startup with exit status 2 and one line naming the
 reporter, the file and the key (a credential file that cannot be read, TLS
-settings with an http:// URL, an unknown key of tls), and quotes no secret; `check` prints the normalized settings with
-every default; `plugins` shows the settings table; docs/plugins/otlp.md
+settings with an http:// URL, an unknown key of tls), and quotes no secret;
+`check` prints the normalized settings with every default; `plugins` shows the settings table; docs/plugins/otlp.md
 carries the same table the plugin describes.
 
 Environment: cli_harness.py's, and TSM_OTLP_DIR (the folder holding otlp.so).
