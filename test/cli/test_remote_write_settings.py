@@ -1,9 +1,10 @@
 """test_remote_write_settings.py — the remote_write output's settings as an
 operator meets them: a bad setting fails startup with exit status 2 and one
-line naming the reporter, the file and the key (a credential file that cannot be read, TLS
-settings with an http:// URL, an unknown key of tls), and quotes no secret;
-`check` prints the normalized settings with every default; docs/plugins/remote_write.md carries
-the same table the plugin describes.
+line naming the reporter, the file and the key (a credential file that
+cannot be read, TLS settings with an http:// URL, an unknown key of tls),
+and quotes no secret; `check` prints the normalized settings with every
+default; docs/plugins/remote_write.md carries the same table the plugin
+describes.
 
 Environment: cli_harness.py's, and TSM_REMOTE_WRITE_DIR (the folder holding
 remote_write.so).
