@@ -425,8 +425,8 @@ class HttpClient {
     };
     ok = ok && get(CURLUPART_HOST, 0, host) && get(CURLUPART_PORT, CURLU_DEFAULT_PORT, port);
     const bool has_port = ok && get(CURLUPART_PORT, 0, explicit_port);
-    ok = ok && curl_url_set(parts, CURLUPART_HOST, options_.tls.server_name.c_str(), 0) ==
-                   CURLUE_OK;
+    ok =
+        ok && curl_url_set(parts, CURLUPART_HOST, options_.tls.server_name.c_str(), 0) == CURLUE_OK;
     ok = ok && get(CURLUPART_URL, 0, url);
     curl_url_cleanup(parts);
     if (!ok) {

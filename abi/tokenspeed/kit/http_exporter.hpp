@@ -217,7 +217,7 @@ inline void check_http_settings(const json::Value& settings, std::string_view ur
   bool authorization = false;
   if (const json::Value* tls = settings.find("tls")) {
     for (const auto& [key, value] : tls->as_object()) {
-      const bool set = value.is_bool()     ? value.as_bool()
+      const bool set = value.is_bool()        ? value.as_bool()
                        : key == "min_version" ? value.as_string() != "TLS12"
                                               : !value.as_string().empty();
       if (set && !https) {
@@ -306,7 +306,8 @@ inline HttpClientOptions http_client_options(const Settings& settings, std::stri
   }
   if (all.find("bearer_token_file") != nullptr)
     options.bearer_token_file = settings.string("bearer_token_file");
-  if (all.find("header_files") != nullptr) options.header_files = settings.string_map("header_files");
+  if (all.find("header_files") != nullptr)
+    options.header_files = settings.string_map("header_files");
   return options;
 }
 

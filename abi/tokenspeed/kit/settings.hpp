@@ -115,7 +115,7 @@ struct Setting {
   double min = 0;  // integers and numbers
   double max = 0;
   std::string_view description;
-  std::string_view choices;  // kChoice: "gzip|none"
+  std::string_view choices;         // kChoice: "gzip|none"
   const Setting* fields = nullptr;  // kObject: its sub-rows, field_count of them
   std::size_t field_count = 0;
   bool is_secret = false;  // see secret()
@@ -249,10 +249,9 @@ class SettingsTable {
         value = &fallback;
       }
       if (row.type == SettingType::kObject) {
-        normalized.emplace_back(std::string(row.key),
-                                normalize(row.fields, row.field_count, *value,
-                                          prefix + std::string(row.key) + ".",
-                                          secret || row.is_secret));
+        normalized.emplace_back(std::string(row.key), normalize(row.fields, row.field_count, *value,
+                                                                prefix + std::string(row.key) + ".",
+                                                                secret || row.is_secret));
       } else {
         normalized.emplace_back(std::string(row.key), *value);
       }

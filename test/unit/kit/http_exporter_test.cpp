@@ -87,7 +87,8 @@ TEST_CASE("the headers are described as secret, tls and basic_auth as objects wi
   const json::Value& tls = rows.as_array()[5];
   CHECK(tls.at("type").as_string() == "object");
   std::string keys;
-  for (const json::Value& field : tls.at("fields").as_array()) keys += field.at("key").as_string() + " ";
+  for (const json::Value& field : tls.at("fields").as_array())
+    keys += field.at("key").as_string() + " ";
   CHECK(keys == "ca_file cert_file key_file server_name insecure_skip_verify min_version ");
   CHECK(json::serialize(tls.at("fields").as_array()[5].at("choices")) ==
         R"(["TLS10","TLS11","TLS12","TLS13"])");
@@ -128,7 +129,8 @@ TEST_CASE("credential files are checked at startup, naming key and path, never t
   CHECK(refusal(basic("/nonexistent/pw")) ==
         "'basic_auth.password_file': cannot read /nonexistent/pw: No such file or directory");
   CHECK(refusal(basic(empty)) == "'basic_auth.password_file': " + empty + " is empty");
-  CHECK(refusal(basic(big)) == "'basic_auth.password_file': " + big + " is larger than 65536 bytes");
+  CHECK(refusal(basic(big)) ==
+        "'basic_auth.password_file': " + big + " is larger than 65536 bytes");
   CHECK(refusal(basic(dir.str())) ==
         "'basic_auth.password_file': " + dir.str() + " is not a regular file");
   const std::string line_break = refusal(basic(broken));
@@ -155,8 +157,8 @@ TEST_CASE("one Authorization: basic_auth, a bearer token or a header, never two"
   CHECK(refusal(R"({"bearer_token_file": ")" + file +
                 R"(", "headers": {"authorization": "Bearer k"}})") ==
         "'authorization' header beside basic_auth or bearer_token_file: keep one");
-  const std::string both = refusal(R"({"headers": {"X-Key": "s3cr3t"}, "header_files": {"x-key": ")" +
-                                   file + "\"}}");
+  const std::string both =
+      refusal(R"({"headers": {"X-Key": "s3cr3t"}, "header_files": {"x-key": ")" + file + "\"}}");
   CHECK(both == "'header_files': 'x-key' is also in 'headers'");
 }
 

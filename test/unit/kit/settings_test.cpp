@@ -182,7 +182,8 @@ TEST_CASE("an object row is filled with the defaults of its fields, in their ord
 }
 
 TEST_CASE("an unknown key of an object is named with its object, listing the object's keys") {
-  CHECK(nested_rejection(R"({"auth": {"username": "u", "password": "a"}, "tls": {"cert_fil": ""}})") ==
+  CHECK(nested_rejection(
+            R"({"auth": {"username": "u", "password": "a"}, "tls": {"cert_fil": ""}})") ==
         "unknown key 'tls.cert_fil'; allowed keys: ca_file, cert_file, min_version");
 }
 
