@@ -38,7 +38,8 @@ namespace tokenspeed::metrics::kit {
 
 struct HttpResponse {
   long status = 0;         // 0: no response (see error)
-  std::string error;       // transport failure, timeout or stop; empty when a response came
+  std::string error;       // transport or TLS failure, timeout, stop, a credential file that cannot
+                           // be read (nothing sent); empty when a response came
   bool timed_out = false;  // the deadline ended the request
   bool stopped = false;    // the stop flag ended the request
   std::string body;        // at most max_body bytes of the response body
@@ -184,9 +185,12 @@ class HttpClient {
 
   const HttpClientOptions& options() const noexcept { return options_; }
 
-  /* POSTs body to the options' URL with the options' headers, then
-   * content_headers (Content-Type, Content-Encoding, ...), keeping at most
-   * max_response_body bytes of the answer; as the post below otherwise. */
+  /* POSTs body to the options' URL with the options' headers, the
+   * credentials (their files read now), then content_headers (Content-Type,
+   * Content-Encoding, ...), keeping at most max_response_body bytes of the
+   * answer; as the post below otherwise. A credential file that cannot be
+   * read: nothing is sent, status 0 and an error naming the setting and the
+   * file. */
   HttpResponse post(std::string_view body, const std::vector<std::string>& content_headers,
                     Clock::time_point deadline, const std::atomic<bool>* stop = nullptr) noexcept {
     HttpRequest request;
@@ -219,8 +223,9 @@ class HttpClient {
     if (multi_ != nullptr) curl_multi_wakeup(multi_);
   }
 
-  /* POSTs request; returns when the response is complete, deadline passes
-   * or *stop turns true (stop may be null). Never throws. */
+  /* POSTs request with the options' TLS; returns when the response is
+   * complete, deadline passes or *stop turns true (stop may be null). Never
+   * throws. */
   HttpResponse post(const HttpRequest& request, Clock::time_point deadline,
                     const std::atomic<bool>* stop = nullptr,
                     std::size_t max_body = std::size_t{64} * 1024) noexcept {
