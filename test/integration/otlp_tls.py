@@ -4,7 +4,8 @@ certificate its CA signed: the agreement tests of otlp_agreement.py pass
 with the CA, the client certificate and its key in the output's settings;
 without a client certificate, or with one of a CA nobody trusts, no request
 gets through and each failure is logged and retried; tls.server_name is the
-name the receiver's certificate is checked against; a bearer token file and
+name the receiver's certificate is checked against; a 401 or 403 is
+dropped, counted and logged once, never retried; a bearer token file and
 header files are read again at every request and never logged.
 """
 import os
@@ -102,6 +103,24 @@ class MutualTlsFaults(MutualTlsMixin, unittest.TestCase):
         self.assertEqual(run.wait(), 0, run.describe())
         host = {r["headers"].get("host") for r in self.receiver.state()["requests"]}
         self.assertEqual(host, {f"127.0.0.1:{self.receiver.port}"})
+
+    def test_a_401_or_403_is_dropped_counted_and_logged_once_not_retried(self):
+        self.receiver.control(responses=[{"status": 401}, {"status": 403}] * 3)
+        run = self.simulate({"tls": self.tls()})
+        self.assertTrue(oc.poll(lambda: len(self.receiver.state()["requests"]) >= 6, 60),
+                        run.describe())
+        self.assertTrue(oc.poll(lambda: self.resources() >= 3, 60), run.describe())
+        refused = [line for line in run.plugin_lines("plugin 'otlp'")
+                   if "HTTP 401" in line or "HTTP 403" in line]
+        self.assertTrue(refused, run.describe())
+        # Rate-limited: the first of each process within the 10 s interval.
+        self.assertLessEqual(len(refused), 3, run.describe())
+        for line in refused:
+            self.assertIn("dropped a request of", line)
+            self.assertIn("data points dropped in total", line)
+        self.assertFalse(run.plugin_lines("retrying"), run.describe())
+        run.process.send_signal(signal.SIGTERM)
+        self.assertEqual(run.wait(), 0, run.describe())
 
     def test_bearer_token_and_header_files_are_read_at_every_request_and_never_logged(self):
         token_file = os.path.join(self.tmp, "token")
