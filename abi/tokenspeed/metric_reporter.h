@@ -246,6 +246,8 @@ typedef struct tsm_reporter_descriptor {
    * described). The reporter's settings as a JSON array (UTF-8,
    * NUL-terminated), one object per key: "key", "type", "default" (absent
    * when required), "min" and "max" (numbers), "choices" (strings),
+   * "secret": true (a value never to be shown: a password, every value of
+   * a header map), "fields" (of "type": "object": its keys, rows alike),
    * "description". Shown by `tokenspeed-metrics plugins`; copied by the
    * host during register_metric_reporter. The plugin kit's
    * SettingsTable::describe() writes it. */
