@@ -47,6 +47,10 @@ const kit::SettingsTable& settings_table() {
        "dropped."},
       kit::initial_backoff_setting("1000"),
       kit::max_backoff_setting("30000"),
+      kit::http_header_files_setting(),
+      kit::http_basic_auth_setting(),
+      kit::http_bearer_token_file_setting(),
+      kit::http_tls_setting(),
   }};
   return table;
 }

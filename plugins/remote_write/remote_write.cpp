@@ -47,6 +47,10 @@ const kit::SettingsTable& settings_table() {
        "Retry a 429 Too Many Requests with backoff (as Prometheus, off: it is dropped)."},
       kit::initial_backoff_setting("30"),
       kit::max_backoff_setting("5000"),
+      kit::http_header_files_setting(),
+      kit::http_basic_auth_setting(),
+      kit::http_bearer_token_file_setting(),
+      kit::http_tls_setting(),
   }};
   return table;
 }

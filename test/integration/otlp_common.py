@@ -40,15 +40,24 @@ def skip_unless_receiver_installed():
 
 class Receiver:
     """The Node OTLP/HTTP receiver on one port; can be stopped and started
-    again on the same port (its state starts empty each time)."""
+    again on the same port (its state starts empty each time). With tls (a
+    tls_material.TlsMaterial) it serves HTTPS with the material's server
+    certificate and requires a client certificate signed by its CA; the
+    tests' own requests present the material's client certificate."""
 
-    def __init__(self, port=0):
+    def __init__(self, port=0, tls=None):
         self.port = port
+        self.tls = tls
         self.process = None
         self.start()
 
     def start(self):
-        self.process = subprocess.Popen([NODE, RECEIVER_JS, "--port", str(self.port)],
+        command = [NODE, RECEIVER_JS, "--port", str(self.port)]
+        if self.tls is not None:
+            command += ["--tls-cert", self.tls.path("server.crt"),
+                        "--tls-key", self.tls.path("server.key"),
+                        "--client-ca", self.tls.path("ca.crt")]
+        self.process = subprocess.Popen(command,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
         if not line.startswith("listening "):
@@ -58,7 +67,15 @@ class Receiver:
 
     @property
     def url(self):
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self.tls is not None else 'http'}://127.0.0.1:{self.port}"
+
+    def _open(self, request):
+        context = None
+        if self.tls is not None:
+            import ssl
+            context = ssl.create_default_context(cafile=self.tls.path("ca.crt"))
+            context.load_cert_chain(self.tls.path("client.crt"), self.tls.path("client.key"))
+        return urllib.request.urlopen(request, timeout=10, context=context)
 
     def stop(self):
         if self.process is not None and self.process.poll() is None:
@@ -72,11 +89,11 @@ class Receiver:
     def control(self, **settings):
         request = urllib.request.Request(self.url + "/control", data=json.dumps(settings).encode(),
                                          method="POST")
-        with urllib.request.urlopen(request, timeout=10) as response:
+        with self._open(request) as response:
             response.read()
 
     def state(self):
-        with urllib.request.urlopen(self.url + "/state", timeout=10) as response:
+        with self._open(self.url + "/state") as response:
             return json.loads(response.read())
 
 

@@ -1,5 +1,6 @@
 """remote_write_common.py — what the remote_write tests share: a real
-Prometheus 2.42 (remote-write receiver on) and a real VictoriaMetrics 1.79,
+Prometheus 2.42 (remote-write receiver on; also behind its own TLS and basic
+auth) and a real VictoriaMetrics 1.79,
 each on its own loopback port with its own data directory; a fault-injecting
 HTTP proxy in front of one (for 503/400/delays/hangs a real server cannot be
 made to answer); one `simulate` run with prometheus and remote_write; the
@@ -82,7 +83,7 @@ class Server:
 
         def ready():
             try:
-                http_get(self.url + self.ready_path, timeout=1)
+                self.get(self.url + self.ready_path, timeout=1)
                 return True
             except OSError:
                 return self.process.poll() is not None
@@ -98,6 +99,10 @@ class Server:
     @property
     def url(self):
         return f"http://127.0.0.1:{self.port}"
+
+    def get(self, url, timeout=10):
+        """A GET of the server's own API (a TLS server's adds its credentials)."""
+        return http_get(url, timeout)
 
     @property
     def write_url(self):
@@ -116,13 +121,13 @@ class Server:
         self.process = None
 
     def label_values(self, label):
-        body = json.loads(http_get(f"{self.url}/api/v1/label/{label}/values"))
+        body = json.loads(self.get(f"{self.url}/api/v1/label/{label}/values"))
         return body.get("data") or []
 
     def series(self, match):
         """The label sets of every stored series matching match."""
         params = urllib.parse.urlencode({"match[]": match, "start": "0"})
-        body = json.loads(http_get(f"{self.url}/api/v1/series?{params}"))
+        body = json.loads(self.get(f"{self.url}/api/v1/series?{params}"))
         return body.get("data") or []
 
     def query(self, promql, at=None):
@@ -130,7 +135,7 @@ class Server:
         params = {"query": promql}
         if at is not None:
             params["time"] = f"{at:.3f}"
-        body = json.loads(http_get(self.url + "/api/v1/query?" + urllib.parse.urlencode(params)))
+        body = json.loads(self.get(self.url + "/api/v1/query?" + urllib.parse.urlencode(params)))
         if body.get("status") != "success":
             raise AssertionError(f"{promql}: {body}")
         return body["data"]["result"]
@@ -148,6 +153,43 @@ class Prometheus(Server):
         """Log lines of refused samples (out of order, duplicate, too old)."""
         words = ("out of order", "out-of-order", "duplicate sample", "out of bounds")
         return [line for line in self.log if any(word in line.lower() for word in words)]
+
+
+class TlsPrometheus(Prometheus):
+    """A Prometheus whose whole web endpoint, the remote-write receiver
+    included, sits behind its own --web.config.file: TLS with the server
+    certificate of material (tls_material.TlsMaterial) and basic auth of one
+    user (a bcrypt hash made by htpasswd)."""
+
+    def __init__(self, tmp, material, username, password, port=0):
+        self.material = material
+        self.username = username
+        self.password = password
+        super().__init__(tmp, port)
+
+    def command(self):
+        from tls_material import bcrypt_hash
+        web_config = os.path.join(self.data, "web.yml")
+        with open(web_config, "w") as file:
+            file.write("tls_server_config:\n"
+                       f"  cert_file: {self.material.path('server.crt')}\n"
+                       f"  key_file: {self.material.path('server.key')}\n"
+                       "basic_auth_users:\n"
+                       f"  {self.username}: '{bcrypt_hash(self.password)}'\n")
+        return super().command() + [f"--web.config.file={web_config}"]
+
+    @property
+    def url(self):
+        return f"https://127.0.0.1:{self.port}"
+
+    def get(self, url, timeout=10):
+        import base64
+        import ssl
+        context = ssl.create_default_context(cafile=self.material.path("ca.crt"))
+        credentials = base64.b64encode(f"{self.username}:{self.password}".encode()).decode()
+        request = urllib.request.Request(url, headers={"Authorization": "Basic " + credentials})
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as response:
+            return response.read().decode()
 
 
 class VictoriaMetrics(Server):

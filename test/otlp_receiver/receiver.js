@@ -1,11 +1,17 @@
 // receiver.js — an OTLP/HTTP metrics receiver for the tests. Every request is
 // decoded with the official OpenTelemetry protobuf decoders
 // (@opentelemetry/otlp-transformer 0.52.1); accepted data points are kept
-// per resource (service.instance.id) and served as JSON on GET /state.
+// per resource (service.instance.id) and served as JSON on GET /state, with
+// a summary of every request (its headers included).
 // Faults a real Collector cannot be made to show are scripted on POST
 // /control. Binds 127.0.0.1 only.
 //
-//   node receiver.js [--port N]        prints "listening PORT" when ready
+//   node receiver.js [--port N] [--tls-cert FILE --tls-key FILE [--client-ca FILE]]
+//                                      prints "listening PORT" when ready
+//
+// With --tls-cert and --tls-key it serves HTTPS with that certificate (PEM);
+// with --client-ca too, every connection must present a client certificate
+// that CA signed, or the handshake fails (/control and /state included).
 //
 // POST /control {"responses": [R, ...], "default": R}: the next requests get
 // the scripted responses in order, then the default. R is
@@ -15,7 +21,9 @@
 // A request that is not answered 200 is not accepted: its points are not kept.
 "use strict";
 
+const fs = require("fs");
 const http = require("http");
+const https = require("https");
 const zlib = require("zlib");
 const root = require("@opentelemetry/otlp-transformer/build/src/generated/root.js");
 
@@ -24,7 +32,11 @@ const Request = v1.ExportMetricsServiceRequest;
 const Response = v1.ExportMetricsServiceResponse;
 
 const args = process.argv.slice(2);
-const port = args.includes("--port") ? Number(args[args.indexOf("--port") + 1]) : 0;
+const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const port = option("--port") !== undefined ? Number(option("--port")) : 0;
+const tlsCert = option("--tls-cert");
+const tlsKey = option("--tls-key");
+const clientCa = option("--client-ca");
 
 let scripted = [];
 let defaultResponse = { status: 200 };
@@ -118,7 +130,10 @@ function readBody(req) {
 async function handleExport(req, res) {
   const raw = await readBody(req);
   const encoding = req.headers["content-encoding"] || "identity";
-  const summary = { encoding, content_type: req.headers["content-type"] || "", bytes: raw.length };
+  const summary = {
+    encoding, content_type: req.headers["content-type"] || "", bytes: raw.length,
+    headers: req.headers,
+  };
   requests.push(summary);
   let decoded;
   try {
@@ -162,7 +177,7 @@ async function handleExport(req, res) {
   if (plan.delay_ms) setTimeout(answer, plan.delay_ms); else answer();
 }
 
-const server = http.createServer(async (req, res) => {
+async function handle(req, res) {
   try {
     if (req.method === "POST" && req.url === "/v1/metrics") return await handleExport(req, res);
     if (req.method === "POST" && req.url === "/control") {
@@ -183,7 +198,20 @@ const server = http.createServer(async (req, res) => {
     res.writeHead(500);
     res.end(String(error));
   }
-});
+}
+
+let server;
+if (tlsCert && tlsKey) {
+  const options = { cert: fs.readFileSync(tlsCert), key: fs.readFileSync(tlsKey) };
+  if (clientCa) {
+    options.ca = fs.readFileSync(clientCa);
+    options.requestCert = true;
+    options.rejectUnauthorized = true;
+  }
+  server = https.createServer(options, handle);
+} else {
+  server = http.createServer(handle);
+}
 server.keepAliveTimeout = 60000;
 server.listen(port, "127.0.0.1", () => {
   process.stdout.write(`listening ${server.address().port}\n`);

@@ -3,18 +3,28 @@
  * network outputs (OTLP/HTTP, remote write): keeps the connection alive
  * between requests, bounds every request by a deadline, ends it at once when
  * a stop flag turns true, and returns the status, Retry-After and a bounded
- * part of the body. Link libcurl (dependency('libcurl')). Delivery thread
- * only, except interrupt.
+ * part of the body. TLS (a CA, a client certificate, the name verified, the
+ * lowest version) and credentials (basic auth, a bearer token, headers whose
+ * values are files), the files read again at each request so that they can
+ * be rotated without a restart. Link libcurl (dependency('libcurl')).
+ * Delivery thread only, except interrupt. Never logs, and no error it
+ * returns quotes a credential.
  */
 #ifndef TOKENSPEED_KIT_HTTP_CLIENT_HPP
 #define TOKENSPEED_KIT_HTTP_CLIENT_HPP
 
 #include <curl/curl.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -28,7 +38,8 @@ namespace tokenspeed::metrics::kit {
 
 struct HttpResponse {
   long status = 0;         // 0: no response (see error)
-  std::string error;       // transport failure, timeout or stop; empty when a response came
+  std::string error;       // transport or TLS failure, timeout, stop, a credential file that cannot
+                           // be read (nothing sent); empty when a response came
   bool timed_out = false;  // the deadline ended the request
   bool stopped = false;    // the stop flag ended the request
   std::string body;        // at most max_body bytes of the response body
@@ -39,17 +50,110 @@ struct HttpResponse {
 struct HttpRequest {
   std::string_view url;
   std::string_view body;
-  std::vector<std::string> headers;  // "Name: value"
+  std::vector<std::string> headers;     // "Name: value"
+  std::vector<std::string> connect_to;  // CURLOPT_CONNECT_TO entries "HOST:PORT:TO_HOST:TO_PORT"
 };
 
+/* The lowest TLS version accepted (Prometheus' names TLS10 ... TLS13). */
+enum class TlsVersion { kTls10 = 10, kTls11 = 11, kTls12 = 12, kTls13 = 13 };
+
+/* TLS of an https:// URL (an http:// URL uses none of it). Files are PEM;
+ * libcurl reads them at each new connection. */
+struct HttpTlsOptions {
+  std::string ca_file;    // CA certificates the server's is verified with; empty: the system's
+  std::string cert_file;  // client certificate presented to the server (with key_file)
+  std::string key_file;   // its private key
+  /* The name the server's certificate must carry, also sent as SNI; empty:
+   * the URL's host. The connection still goes to the URL's host and port,
+   * and the Host header is still the URL's (libcurl's CONNECT_TO). */
+  std::string server_name;
+  bool insecure_skip_verify = false;  // no check of the server's certificate or name
+  TlsVersion min_version = TlsVersion::kTls12;
+};
+
+/* The largest credential file read (a password, a token, a header value). */
+inline constexpr std::size_t kMaxCredentialFileBytes = std::size_t{64} * 1024;
+
+/* Reads the credential in the file at path into out: a regular file of at
+ * most kMaxCredentialFileBytes, its trailing line breaks dropped, not empty
+ * and without a line break left inside (it goes into a header). Returns ""
+ * or why not, naming the path and never the content. */
+inline std::string read_credential_file(const std::string& path, std::string& out) {
+  out.clear();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return "cannot read " + path + ": " + std::strerror(errno);
+  struct stat info {};
+  std::string problem;
+  if (::fstat(fd, &info) != 0) {
+    problem = "cannot read " + path + ": " + std::strerror(errno);
+  } else if (!S_ISREG(info.st_mode)) {
+    problem = path + " is not a regular file";
+  } else if (static_cast<std::size_t>(info.st_size) > kMaxCredentialFileBytes) {
+    problem = path + " is larger than " + std::to_string(kMaxCredentialFileBytes) + " bytes";
+  } else {
+    char buffer[4096];
+    for (;;) {
+      const ssize_t n = ::read(fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        problem = "cannot read " + path + ": " + std::strerror(errno);
+        break;
+      }
+      if (n == 0) break;
+      out.append(buffer, static_cast<std::size_t>(n));
+      if (out.size() > kMaxCredentialFileBytes) {
+        problem = path + " is larger than " + std::to_string(kMaxCredentialFileBytes) + " bytes";
+        break;
+      }
+    }
+  }
+  ::close(fd);
+  while (problem.empty() && !out.empty() && (out.back() == '\n' || out.back() == '\r'))
+    out.pop_back();
+  if (problem.empty() && out.empty()) problem = path + " is empty";
+  if (problem.empty() && out.find_first_of("\r\n") != std::string::npos)
+    problem = path + " has a line break before its end";
+  if (!problem.empty()) {
+    std::fill(out.begin(), out.end(), '\0');
+    out.clear();
+  }
+  return problem;
+}
+
+/* text in base64 (RFC 4648, padded): a Basic credential. */
+inline std::string base64(std::string_view text) {
+  static constexpr char kDigits[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((text.size() + 2) / 3 * 4);
+  for (std::size_t i = 0; i < text.size(); i += 3) {
+    const std::size_t left = text.size() - i;
+    uint32_t bits = static_cast<uint32_t>(static_cast<unsigned char>(text[i])) << 16;
+    if (left > 1) bits |= static_cast<uint32_t>(static_cast<unsigned char>(text[i + 1])) << 8;
+    if (left > 2) bits |= static_cast<uint32_t>(static_cast<unsigned char>(text[i + 2]));
+    out += kDigits[(bits >> 18) & 63];
+    out += kDigits[(bits >> 12) & 63];
+    out += left > 1 ? kDigits[(bits >> 6) & 63] : '=';
+    out += left > 2 ? kDigits[bits & 63] : '=';
+  }
+  return out;
+}
+
 /* What every request of one client shares: where it goes, the operator's
- * headers and how much of an answer is kept. Connection settings to come
- * (TLS options, credentials) belong here too, so that whoever passes this
- * struct through (kit::HttpExporter) needs no change for them. */
+ * headers, TLS, credentials and how much of an answer is kept. Whoever
+ * passes this struct through (kit::HttpExporter) needs no change for a new
+ * connection setting. */
 struct HttpClientOptions {
   std::string url;                   // http:// or https://, the full path included
   std::vector<std::string> headers;  // "Name: value", added to every request
   std::size_t max_response_body = std::size_t{64} * 1024;  // bytes of a response body kept
+  HttpTlsOptions tls;                                      // https:// only
+  /* Credentials, each file read at every request (read_credential_file): a
+   * file that cannot be read fails the request before it is sent. */
+  std::string basic_auth_username;       // with basic_auth_password_file: Authorization: Basic
+  std::string basic_auth_password_file;  // the password
+  std::string bearer_token_file;         // Authorization: Bearer <the file's content>
+  std::vector<std::pair<std::string, std::string>> header_files;  // header name, file of its value
 };
 
 /* Threading: post is called from one thread at a time (the delivery thread);
@@ -67,6 +171,13 @@ class HttpClient {
       release();
       throw std::runtime_error("cannot initialise libcurl");
     }
+    try {
+      if (!options_.tls.server_name.empty() && options_.url.rfind("https://", 0) == 0)
+        route_to_server_name();
+    } catch (...) {
+      release();
+      throw;
+    }
   }
   ~HttpClient() { release(); }
   HttpClient(const HttpClient&) = delete;
@@ -74,24 +185,37 @@ class HttpClient {
 
   const HttpClientOptions& options() const noexcept { return options_; }
 
-  /* POSTs body to the options' URL with the options' headers, then
-   * content_headers (Content-Type, Content-Encoding, ...), keeping at most
-   * max_response_body bytes of the answer; as the post below otherwise. */
+  /* POSTs body to the options' URL with the options' headers, the
+   * credentials (their files read now), then content_headers (Content-Type,
+   * Content-Encoding, ...), keeping at most max_response_body bytes of the
+   * answer; as the post below otherwise. A credential file that cannot be
+   * read: nothing is sent, status 0 and an error naming the setting and the
+   * file. */
   HttpResponse post(std::string_view body, const std::vector<std::string>& content_headers,
                     Clock::time_point deadline, const std::atomic<bool>* stop = nullptr) noexcept {
     HttpRequest request;
+    HttpResponse response;
     try {
-      request.url = options_.url;
+      request.url = effective_url_.empty() ? options_.url : effective_url_;
       request.body = body;
       request.headers = options_.headers;
+      if (!host_header_.empty()) request.headers.push_back(host_header_);
+      if (!connect_to_.empty()) request.connect_to.push_back(connect_to_);
+      response.error = add_credentials(request.headers);
+      if (!response.error.empty()) {
+        forget(request.headers);
+        return response;
+      }
       request.headers.insert(request.headers.end(), content_headers.begin(), content_headers.end());
       request.headers.emplace_back("Expect:");  // no 100-continue round trip
     } catch (...) {
-      HttpResponse response;
+      forget(request.headers);
       response.error = "out of memory";
       return response;
     }
-    return post(request, deadline, stop, options_.max_response_body);
+    response = post(request, deadline, stop, options_.max_response_body);
+    forget(request.headers);
+    return response;
   }
 
   /* Wakes a post in flight so that it looks at its stop flag now. */
@@ -99,14 +223,17 @@ class HttpClient {
     if (multi_ != nullptr) curl_multi_wakeup(multi_);
   }
 
-  /* POSTs request; returns when the response is complete, deadline passes
-   * or *stop turns true (stop may be null). Never throws. */
+  /* POSTs request with the options' TLS; returns when the response is
+   * complete, deadline passes or *stop turns true (stop may be null). Never
+   * throws. */
   HttpResponse post(const HttpRequest& request, Clock::time_point deadline,
                     const std::atomic<bool>* stop = nullptr,
                     std::size_t max_body = std::size_t{64} * 1024) noexcept {
     HttpResponse response;
     Capture capture{&response, max_body};
     curl_slist* headers = nullptr;
+    curl_slist* connect_to = nullptr;
+    char error_text[CURL_ERROR_SIZE] = {};
     bool added = false;
     try {
       if (stop != nullptr && stop->load(std::memory_order_acquire)) {
@@ -125,6 +252,11 @@ class HttpClient {
         if (grown == nullptr) throw std::bad_alloc();
         headers = grown;
       }
+      for (const std::string& entry : request.connect_to) {
+        curl_slist* grown = curl_slist_append(connect_to, entry.c_str());
+        if (grown == nullptr) throw std::bad_alloc();
+        connect_to = grown;
+      }
       const std::string url(request.url);
       curl_easy_reset(easy_);
       curl_easy_setopt(easy_, CURLOPT_URL, url.c_str());
@@ -142,6 +274,9 @@ class HttpClient {
           1, std::chrono::duration_cast<std::chrono::milliseconds>(left).count()));
       curl_easy_setopt(easy_, CURLOPT_TIMEOUT_MS, ms);
       curl_easy_setopt(easy_, CURLOPT_CONNECTTIMEOUT_MS, ms);
+      curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, error_text);
+      if (connect_to != nullptr) curl_easy_setopt(easy_, CURLOPT_CONNECT_TO, connect_to);
+      apply_tls();
       if (curl_multi_add_handle(multi_, easy_) != CURLM_OK)
         throw std::runtime_error("curl_multi_add_handle failed");
       added = true;
@@ -185,6 +320,10 @@ class HttpClient {
         } else {
           response.timed_out = result == CURLE_OPERATION_TIMEDOUT;
           response.error = curl_easy_strerror(result);
+          // libcurl's detail: which certificate check failed, which port refused.
+          error_text[CURL_ERROR_SIZE - 1] = '\0';
+          if (error_text[0] != '\0' && response.error != error_text)
+            response.error += std::string(": ") + error_text;
           response.status = 0;
         }
       }
@@ -194,13 +333,116 @@ class HttpClient {
       response.error = "unknown failure";
     }
     if (added) curl_multi_remove_handle(multi_, easy_);
-    if (easy_ != nullptr) curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
+    if (easy_ != nullptr) {
+      curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
+      curl_easy_setopt(easy_, CURLOPT_CONNECT_TO, nullptr);
+      curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
+    }
     curl_slist_free_all(headers);
+    curl_slist_free_all(connect_to);
     if (!response.error.empty()) response.status = 0;
     return response;
   }
 
  private:
+  /* Adds the credential headers (header_files, then Authorization); returns
+   * "" or why a file could not be read, naming its setting and path. */
+  std::string add_credentials(std::vector<std::string>& headers) const {
+    std::string value;
+    for (const auto& [name, path] : options_.header_files) {
+      std::string problem = read_credential_file(path, value);
+      if (!problem.empty()) return "'header_files': '" + name + "': " + problem;
+      headers.push_back(name + ": " + value);
+      forget(value);
+    }
+    if (!options_.basic_auth_password_file.empty()) {
+      std::string problem = read_credential_file(options_.basic_auth_password_file, value);
+      if (!problem.empty()) return "'basic_auth.password_file': " + problem;
+      std::string pair = options_.basic_auth_username + ":" + value;
+      headers.push_back("Authorization: Basic " + base64(pair));
+      forget(pair);
+      forget(value);
+    }
+    if (!options_.bearer_token_file.empty()) {
+      std::string problem = read_credential_file(options_.bearer_token_file, value);
+      if (!problem.empty()) return "'bearer_token_file': " + problem;
+      headers.push_back("Authorization: Bearer " + value);
+      forget(value);
+    }
+    return {};
+  }
+
+  /* Overwrites what held a credential before it is freed. */
+  static void forget(std::string& text) noexcept {
+    volatile char* bytes = text.data();
+    for (std::size_t i = 0; i < text.size(); ++i) bytes[i] = '\0';
+    text.clear();
+  }
+  static void forget(std::vector<std::string>& lines) noexcept {
+    for (std::string& line : lines) forget(line);
+  }
+
+  /* The options' TLS on the easy handle (after curl_easy_reset). */
+  void apply_tls() noexcept {
+    const HttpTlsOptions& tls = options_.tls;
+    if (!tls.ca_file.empty()) curl_easy_setopt(easy_, CURLOPT_CAINFO, tls.ca_file.c_str());
+    if (!tls.cert_file.empty()) {
+      curl_easy_setopt(easy_, CURLOPT_SSLCERT, tls.cert_file.c_str());
+      curl_easy_setopt(easy_, CURLOPT_SSLCERTTYPE, "PEM");
+    }
+    if (!tls.key_file.empty()) curl_easy_setopt(easy_, CURLOPT_SSLKEY, tls.key_file.c_str());
+    if (tls.insecure_skip_verify) {
+      curl_easy_setopt(easy_, CURLOPT_SSL_VERIFYPEER, 0L);
+      curl_easy_setopt(easy_, CURLOPT_SSL_VERIFYHOST, 0L);
+    }
+    long version = CURL_SSLVERSION_TLSv1_2;
+    switch (tls.min_version) {
+      case TlsVersion::kTls10:
+        version = CURL_SSLVERSION_TLSv1_0;
+        break;
+      case TlsVersion::kTls11:
+        version = CURL_SSLVERSION_TLSv1_1;
+        break;
+      case TlsVersion::kTls12:
+        version = CURL_SSLVERSION_TLSv1_2;
+        break;
+      case TlsVersion::kTls13:
+        version = CURL_SSLVERSION_TLSv1_3;
+        break;
+    }
+    curl_easy_setopt(easy_, CURLOPT_SSLVERSION, version);
+  }
+
+  /* tls.server_name: the URL asked for names server_name (so that SNI and
+   * the certificate check use it), CONNECT_TO sends the connection to the
+   * URL's own host and port, and the Host header stays the URL's. */
+  void route_to_server_name() {
+    CURLU* parts = curl_url();
+    if (parts == nullptr) throw std::bad_alloc();
+    std::string host, port, explicit_port, url;
+    bool ok = curl_url_set(parts, CURLUPART_URL, options_.url.c_str(), 0) == CURLUE_OK;
+    const auto get = [&](CURLUPart part, unsigned flags, std::string& out) {
+      char* text = nullptr;
+      if (curl_url_get(parts, part, &text, flags) != CURLUE_OK) return false;
+      out = text;
+      curl_free(text);
+      return true;
+    };
+    ok = ok && get(CURLUPART_HOST, 0, host) && get(CURLUPART_PORT, CURLU_DEFAULT_PORT, port);
+    const bool has_port = ok && get(CURLUPART_PORT, 0, explicit_port);
+    ok =
+        ok && curl_url_set(parts, CURLUPART_HOST, options_.tls.server_name.c_str(), 0) == CURLUE_OK;
+    ok = ok && get(CURLUPART_URL, 0, url);
+    curl_url_cleanup(parts);
+    if (!ok) {
+      throw std::invalid_argument("cannot address " + options_.url + " as TLS server name " +
+                                  options_.tls.server_name);
+    }
+    effective_url_ = url;
+    connect_to_ = options_.tls.server_name + ":" + port + ":" + host + ":" + port;
+    host_header_ = "Host: " + host + (has_port ? ":" + explicit_port : "");
+  }
+
   struct Capture {
     HttpResponse* response;
     std::size_t max_body;
@@ -253,6 +495,9 @@ class HttpClient {
   }
 
   const HttpClientOptions options_;
+  std::string effective_url_;  // tls.server_name: the URL naming it; else empty
+  std::string connect_to_;     // tls.server_name: where it really goes
+  std::string host_header_;    // tls.server_name: the URL's own host
   CURLM* multi_ = nullptr;
   CURL* easy_ = nullptr;
 };

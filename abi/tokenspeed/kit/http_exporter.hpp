@@ -18,14 +18,17 @@
  *     void delivered(const kit::HttpResponse& response);               // may do nothing
  *   };
  *
- * Also the settings every HTTP exporter has: the URL, header and backoff
- * checks, the HttpClientOptions and DeliveryOptions they make, the host
- * name. Header-only C++17; needs
+ * Also the settings every HTTP exporter has: the rows of the headers, TLS
+ * and credentials (tls, basic_auth, bearer_token_file, header_files), the
+ * URL, header, TLS, credential and backoff checks, the HttpClientOptions and
+ * DeliveryOptions they make, the host name. Header-only C++17; needs
  * libcurl (http_client.hpp).
  */
 #ifndef TOKENSPEED_KIT_HTTP_EXPORTER_HPP
 #define TOKENSPEED_KIT_HTTP_EXPORTER_HPP
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <tokenspeed/kit/aggregation.hpp>
@@ -38,11 +41,15 @@
 #include <tokenspeed/kit/settings.hpp>
 #include <tokenspeed/metric_reporter.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -56,9 +63,10 @@ namespace tokenspeed::metrics::kit {
 
 /* Rows of an HTTP exporter's settings table for the keys the functions below
  * read (headers, timeout_ms, initial_backoff_ms, max_backoff_ms) and the
- * usual series bound; the plugin gives the defaults, as JSON text. */
+ * usual series bound; the plugin gives the defaults, as JSON text. The
+ * headers are secret: operators put API keys there. */
 constexpr Setting http_headers_setting(std::string_view description) {
-  return Setting("headers", SettingType::kStringMap, "{}", 0, 0, description);
+  return Setting("headers", SettingType::kStringMap, "{}", 0, 0, description).secret();
 }
 constexpr Setting http_timeout_setting(std::string_view default_ms, std::string_view description) {
   return Setting("timeout_ms", SettingType::kInteger, default_ms, 1, 600000, description);
@@ -78,10 +86,103 @@ constexpr Setting max_series_setting(std::string_view default_count) {
                  "logged.");
 }
 
+/* The sub-rows of the tls row (http_tls_setting). */
+inline constexpr Setting kHttpTlsFields[] = {
+    {"ca_file", SettingType::kString, R"("")", 0, 0,
+     "CA certificates (PEM) the receiver's certificate is verified with; \"\": the system's."},
+    {"cert_file", SettingType::kString, R"("")", 0, 0,
+     "Client certificate (PEM) presented to the receiver; with key_file."},
+    {"key_file", SettingType::kString, R"("")", 0, 0, "Private key (PEM) of cert_file."},
+    {"server_name", SettingType::kString, R"("")", 0, 0,
+     "Name the receiver's certificate must carry, also sent as SNI (the connection still goes "
+     "to the URL's host); \"\": the URL's host."},
+    {"insecure_skip_verify", SettingType::kBoolean, "false", 0, 0,
+     "Accept any certificate of the receiver, under any name (tests only)."},
+    {"min_version", SettingType::kChoice, R"("TLS12")", 0, 0, "Lowest TLS version accepted.",
+     "TLS10|TLS11|TLS12|TLS13"},
+};
+
+/* The sub-rows of the basic_auth row (http_basic_auth_setting). */
+inline constexpr Setting kHttpBasicAuthFields[] = {
+    {"username", SettingType::kString, R"("")", 0, 0, "User name; with password_file."},
+    {"password_file", SettingType::kString, R"("")", 0, 0,
+     "File holding the password, read at every request (a trailing line break dropped)."},
+};
+
+/* The TLS and credential rows, read by check_http_settings and
+ * http_client_options when the table has them. Each file is checked at
+ * startup and read again at every request (rotation without a restart). */
+constexpr Setting http_tls_setting() {
+  return Setting::object("tls", kHttpTlsFields,
+                         "TLS of an https:// URL: CA, client certificate, server name, lowest "
+                         "version (an http:// URL with any of them set is refused).");
+}
+constexpr Setting http_basic_auth_setting() {
+  return Setting::object("basic_auth", kHttpBasicAuthFields,
+                         "HTTP basic authentication (Authorization: Basic); not with "
+                         "bearer_token_file.");
+}
+constexpr Setting http_bearer_token_file_setting() {
+  return Setting("bearer_token_file", SettingType::kString, R"("")", 0, 0,
+                 "File holding a token sent as Authorization: Bearer, read at every request; "
+                 "not with basic_auth.");
+}
+constexpr Setting http_header_files_setting() {
+  return Setting("header_files", SettingType::kStringMap, "{}", 0, 0,
+                 "HTTP headers whose values are files, read at every request, e.g. "
+                 "{\"api-key\": \"/run/secrets/api-key\"}.");
+}
+
+namespace detail {
+
+inline bool valid_header_name(const std::string& name) {
+  return !name.empty() && name.find_first_of(":\r\n \t") == std::string::npos;
+}
+
+inline bool same_header(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i])))
+      return false;
+  }
+  return true;
+}
+
+/* A file libcurl reads (a certificate, a key): a readable, non-empty
+ * regular file. Throws starting with what ("'tls.ca_file'") and naming the
+ * path, never the content. */
+inline void check_tls_file(const std::string& what, const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    throw std::invalid_argument(what + ": cannot read " + path + ": " + std::strerror(errno));
+  struct stat info {};
+  const bool regular = ::fstat(fd, &info) == 0 && S_ISREG(info.st_mode);
+  ::close(fd);
+  if (!regular) throw std::invalid_argument(what + ": " + path + " is not a regular file");
+  if (info.st_size == 0) throw std::invalid_argument(what + ": " + path + " is empty");
+}
+
+/* A credential file as HttpClient reads it at each request. */
+inline void check_credential_file(const std::string& what, const std::string& path) {
+  std::string content;
+  const std::string problem = read_credential_file(path, content);
+  std::fill(content.begin(), content.end(), '\0');
+  if (!problem.empty()) throw std::invalid_argument(what + ": " + problem);
+}
+
+}  // namespace detail
+
 /* Checks the settings every HTTP exporter has, after SettingsTable::validate:
  * the URL (key url_key) starts with http:// or https://, and every header of
  * the map headers_key has a name without ':', space or line break and a
- * value without a line break. Throws std::invalid_argument naming the key. */
+ * value without a line break. When the table has the rows above: tls only
+ * with an https:// URL, cert_file with key_file, basic_auth's two keys
+ * together and not with bearer_token_file, no Authorization header beside
+ * them, a header not both in headers and header_files, and every file
+ * readable (a credential file: a regular file of at most 64 KiB, not empty).
+ * Throws std::invalid_argument naming the key (and the file), never a
+ * header's value or a file's content. */
 inline void check_http_settings(const json::Value& settings, std::string_view url_key,
                                 std::string_view headers_key = "headers") {
   const std::string& url = settings.at(url_key).as_string();
@@ -89,23 +190,124 @@ inline void check_http_settings(const json::Value& settings, std::string_view ur
     throw std::invalid_argument("'" + std::string(url_key) +
                                 "' must start with http:// or https://, got \"" + url + "\"");
   }
+  const bool https = url.rfind("https://", 0) == 0;
+  std::vector<std::string> names;  // of every header configured
   for (const auto& [name, value] : settings.at(headers_key).as_object()) {
-    if (name.empty() || name.find_first_of(":\r\n ") != std::string::npos ||
+    if (!detail::valid_header_name(name) ||
         value.as_string().find_first_of("\r\n") != std::string::npos) {
       throw std::invalid_argument("'" + std::string(headers_key) + "': '" + name +
                                   "' is not a valid header");
+    }
+    names.push_back(name);
+  }
+  if (const json::Value* files = settings.find("header_files")) {
+    for (const auto& [name, path] : files->as_object()) {
+      if (!detail::valid_header_name(name))
+        throw std::invalid_argument("'header_files': '" + name + "' is not a valid header name");
+      for (const std::string& other : names) {
+        if (detail::same_header(name, other)) {
+          throw std::invalid_argument("'header_files': '" + name + "' is also in '" +
+                                      std::string(headers_key) + "'");
+        }
+      }
+      detail::check_credential_file("'header_files': '" + name + "'", path.as_string());
+      names.push_back(name);
+    }
+  }
+  bool authorization = false;
+  if (const json::Value* tls = settings.find("tls")) {
+    for (const auto& [key, value] : tls->as_object()) {
+      const bool set = value.is_bool()        ? value.as_bool()
+                       : key == "min_version" ? value.as_string() != "TLS12"
+                                              : !value.as_string().empty();
+      if (set && !https) {
+        throw std::invalid_argument("'tls." + key + "' needs an https:// URL, and '" +
+                                    std::string(url_key) + "' is " + url);
+      }
+    }
+    const std::string& cert = tls->at("cert_file").as_string();
+    const std::string& key = tls->at("key_file").as_string();
+    if (cert.empty() != key.empty()) {
+      throw std::invalid_argument(cert.empty() ? "'tls.key_file' needs 'tls.cert_file'"
+                                               : "'tls.cert_file' needs 'tls.key_file'");
+    }
+    for (const char* file : {"ca_file", "cert_file", "key_file"}) {
+      const std::string& path = tls->at(file).as_string();
+      if (!path.empty()) detail::check_tls_file(std::string("'tls.") + file + "'", path);
+    }
+    const std::string& server_name = tls->at("server_name").as_string();
+    if (server_name.find_first_of(":/@ \t\r\n[]") != std::string::npos) {
+      throw std::invalid_argument("'tls.server_name' must be a host name, got \"" + server_name +
+                                  "\"");
+    }
+  }
+  if (const json::Value* basic = settings.find("basic_auth")) {
+    const std::string& username = basic->at("username").as_string();
+    const std::string& password_file = basic->at("password_file").as_string();
+    if (username.empty() != password_file.empty()) {
+      throw std::invalid_argument(username.empty()
+                                      ? "'basic_auth.password_file' needs 'basic_auth.username'"
+                                      : "'basic_auth.username' needs 'basic_auth.password_file'");
+    }
+    if (username.find_first_of(":\r\n") != std::string::npos)
+      throw std::invalid_argument("'basic_auth.username' must not hold ':' or a line break");
+    if (!password_file.empty()) {
+      detail::check_credential_file("'basic_auth.password_file'", password_file);
+      authorization = true;
+    }
+  }
+  if (const json::Value* bearer = settings.find("bearer_token_file")) {
+    if (!bearer->as_string().empty()) {
+      if (authorization) {
+        throw std::invalid_argument(
+            "'basic_auth' and 'bearer_token_file' cannot both be set (one Authorization header)");
+      }
+      detail::check_credential_file("'bearer_token_file'", bearer->as_string());
+      authorization = true;
+    }
+  }
+  if (authorization) {
+    for (const std::string& name : names) {
+      if (detail::same_header(name, "Authorization")) {
+        throw std::invalid_argument("'" + name +
+                                    "' header beside basic_auth or bearer_token_file: keep one");
+      }
     }
   }
 }
 
 /* The HttpClientOptions of checked settings: the URL and the headers as
- * "Name: value" lines. */
+ * "Name: value" lines, and TLS and credentials when the table has their
+ * rows. */
 inline HttpClientOptions http_client_options(const Settings& settings, std::string_view url_key,
                                              std::string_view headers_key = "headers") {
   HttpClientOptions options;
   options.url = settings.string(url_key);
   for (const auto& [name, value] : settings.string_map(headers_key))
     options.headers.push_back(name + ": " + value);
+  const json::Value& all = settings.json();
+  if (all.find("tls") != nullptr) {
+    const Settings tls = settings.object("tls");
+    options.tls.ca_file = tls.string("ca_file");
+    options.tls.cert_file = tls.string("cert_file");
+    options.tls.key_file = tls.string("key_file");
+    options.tls.server_name = tls.string("server_name");
+    options.tls.insecure_skip_verify = tls.boolean("insecure_skip_verify");
+    const std::string& version = tls.string("min_version");
+    options.tls.min_version = version == "TLS10"   ? TlsVersion::kTls10
+                              : version == "TLS11" ? TlsVersion::kTls11
+                              : version == "TLS13" ? TlsVersion::kTls13
+                                                   : TlsVersion::kTls12;
+  }
+  if (all.find("basic_auth") != nullptr) {
+    const Settings basic = settings.object("basic_auth");
+    options.basic_auth_username = basic.string("username");
+    options.basic_auth_password_file = basic.string("password_file");
+  }
+  if (all.find("bearer_token_file") != nullptr)
+    options.bearer_token_file = settings.string("bearer_token_file");
+  if (all.find("header_files") != nullptr)
+    options.header_files = settings.string_map("header_files");
   return options;
 }
 

@@ -14,12 +14,25 @@
  *   }};
  *   reporter.validate = [&](std::string_view c) { return table.validate_text(c); };
  *   ...  const kit::Settings s = table.read(producer_config);  s.integer("timeout_ms");
+ *
+ * A row marked secret (a password file's path, an API key header) is
+ * described with "secret": true, and no error message quotes its value; a
+ * nested object is a kObject row over a static array of rows, described with
+ * "type": "object" and "fields": [...]:
+ *
+ *   inline constexpr kit::Setting kAuthFields[] = {
+ *       {"username", kit::SettingType::kString, R"("")", 0, 0, "User name."},
+ *       kit::Setting("token", kit::SettingType::kString, R"("")", 0, 0, "Token.").secret(),
+ *   };
+ *   ... kit::Setting::object("auth", kAuthFields, "Credentials."),
+ *   ... s.object("auth").string("username");
  */
 #ifndef TOKENSPEED_KIT_SETTINGS_HPP
 #define TOKENSPEED_KIT_SETTINGS_HPP
 
 #include <tokenspeed/kit/json.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <stdexcept>
@@ -37,6 +50,7 @@ enum class SettingType {
   kBoolean,    // true or false
   kChoice,     // one of the strings in choices ("a|b|c")
   kStringMap,  // an object whose values are all strings (headers, attributes)
+  kObject,     // an object of the row's own sub-rows (fields), validated like a table
 };
 
 inline const char* setting_type_name(SettingType type) noexcept {
@@ -53,12 +67,16 @@ inline const char* setting_type_name(SettingType type) noexcept {
       return "choice";
     case SettingType::kStringMap:
       return "object of strings";
+    case SettingType::kObject:
+      return "object";
   }
   return "unknown";
 }
 
 /* One row of the table. default_json is the default as JSON text; empty
- * means the key is required. */
+ * means the key is required. A kObject row's default is "{}" (every sub-row
+ * defaulted; a required sub-row then makes the object required in effect).
+ * A literal type: tables of sub-rows are static constexpr arrays. */
 struct Setting {
   constexpr Setting(std::string_view key_, SettingType type_, std::string_view default_json_,
                     double min_, double max_, std::string_view description_,
@@ -71,13 +89,36 @@ struct Setting {
         description(description_),
         choices(choices_) {}
 
+  /* A kObject row over fields (a static array that outlives the table). */
+  template <std::size_t N>
+  static constexpr Setting object(std::string_view key_, const Setting (&fields_)[N],
+                                  std::string_view description_,
+                                  std::string_view default_json_ = "{}") noexcept {
+    Setting row(key_, SettingType::kObject, default_json_, 0, 0, description_);
+    row.fields = fields_;
+    row.field_count = N;
+    return row;
+  }
+
+  /* This row marked secret: described with "secret": true, its value never
+   * quoted in an error (a kStringMap's every value, a kObject's every
+   * field). */
+  constexpr Setting secret() const noexcept {
+    Setting copy = *this;
+    copy.is_secret = true;
+    return copy;
+  }
+
   std::string_view key;
   SettingType type = SettingType::kString;
   std::string_view default_json;
   double min = 0;  // integers and numbers
   double max = 0;
   std::string_view description;
-  std::string_view choices;  // kChoice: "gzip|none"
+  std::string_view choices;         // kChoice: "gzip|none"
+  const Setting* fields = nullptr;  // kObject: its sub-rows, field_count of them
+  std::size_t field_count = 0;
+  bool is_secret = false;  // see secret()
 };
 
 /* The settings of one sink, after SettingsTable::read: every key present.
@@ -96,6 +137,8 @@ class Settings {
       out.emplace_back(member.first, member.second.as_string());
     return out;
   }
+  /* The nested settings of a kObject row, every sub-key present. */
+  Settings object(std::string_view key) const { return Settings(object_.at(key)); }
   const json::Value& json() const noexcept { return object_; }
 
  private:
@@ -123,25 +166,7 @@ class SettingsTable {
       throw std::invalid_argument(std::string("settings are not valid JSON: ") + e.what());
     }
     if (!parsed.is_object()) throw std::invalid_argument("settings must be a JSON object");
-    for (const json::Member& member : parsed.as_object()) {
-      const Setting* row = find(member.first);
-      if (row == nullptr) {
-        throw std::invalid_argument("unknown key '" + member.first +
-                                    "'; allowed keys: " + allowed_keys());
-      }
-      check(*row, member.second);
-    }
-    json::Object normalized;
-    for (const Setting& row : rows_) {
-      if (const json::Value* given = parsed.find(row.key)) {
-        normalized.emplace_back(std::string(row.key), *given);
-      } else if (row.default_json.empty()) {
-        throw std::invalid_argument("'" + std::string(row.key) + "' is required");
-      } else {
-        normalized.emplace_back(std::string(row.key), json::parse(row.default_json));
-      }
-    }
-    return json::Value(std::move(normalized));
+    return normalize(rows_.data(), rows_.size(), parsed, "", false);
   }
 
   /* validate, as JSON text: what a reporter's validate returns. */
@@ -159,8 +184,85 @@ class SettingsTable {
    * "default" (absent when required), "min"/"max" (numbers), "choices"
    * (choice), "description": what the descriptor's settings field carries. */
   std::string describe() const {
-    json::Array rows;
-    for (const Setting& row : rows_) {
+    return json::serialize(json::Value(describe_rows(rows_.data(), rows_.size())));
+  }
+
+  /* "endpoint, timeout_ms, ..." */
+  std::string allowed_keys() const { return allowed_keys(rows_.data(), rows_.size()); }
+
+  const Setting* find(std::string_view key) const noexcept {
+    return find(rows_.data(), rows_.size(), key);
+  }
+
+  static std::vector<std::string_view> split_choices(std::string_view choices) {
+    std::vector<std::string_view> out;
+    while (!choices.empty()) {
+      const std::size_t bar = choices.find('|');
+      out.push_back(choices.substr(0, bar));
+      if (bar == std::string_view::npos) break;
+      choices.remove_prefix(bar + 1);
+    }
+    return out;
+  }
+
+ private:
+  static std::string allowed_keys(const Setting* rows, std::size_t count) {
+    std::string keys;
+    for (std::size_t i = 0; i < count; ++i) {
+      if (!keys.empty()) keys += ", ";
+      keys += rows[i].key;
+    }
+    return keys;
+  }
+
+  static const Setting* find(const Setting* rows, std::size_t count,
+                             std::string_view key) noexcept {
+    for (std::size_t i = 0; i < count; ++i) {
+      if (rows[i].key == key) return &rows[i];
+    }
+    return nullptr;
+  }
+
+  /* given (an object) checked against rows: unknown keys, each value, the
+   * required ones; every row's key in table order, defaults filled in.
+   * prefix ("tls.") goes before every key an error names; secret: the
+   * enclosing row is secret. */
+  static json::Value normalize(const Setting* rows, std::size_t count, const json::Value& given,
+                               const std::string& prefix, bool secret) {
+    for (const json::Member& member : given.as_object()) {
+      const Setting* row = find(rows, count, member.first);
+      if (row == nullptr) {
+        throw std::invalid_argument("unknown key '" + prefix + member.first +
+                                    "'; allowed keys: " + allowed_keys(rows, count));
+      }
+      check(*row, member.second, prefix, secret);
+    }
+    json::Object normalized;
+    for (std::size_t i = 0; i < count; ++i) {
+      const Setting& row = rows[i];
+      const json::Value* value = given.find(row.key);
+      json::Value fallback;
+      if (value == nullptr) {
+        if (row.default_json.empty())
+          throw std::invalid_argument("'" + prefix + std::string(row.key) + "' is required");
+        fallback = json::parse(row.default_json);
+        value = &fallback;
+      }
+      if (row.type == SettingType::kObject) {
+        normalized.emplace_back(std::string(row.key), normalize(row.fields, row.field_count, *value,
+                                                                prefix + std::string(row.key) + ".",
+                                                                secret || row.is_secret));
+      } else {
+        normalized.emplace_back(std::string(row.key), *value);
+      }
+    }
+    return json::Value(std::move(normalized));
+  }
+
+  static json::Array describe_rows(const Setting* rows, std::size_t count) {
+    json::Array out;
+    for (std::size_t i = 0; i < count; ++i) {
+      const Setting& row = rows[i];
       json::Object entry;
       entry.emplace_back("key", std::string(row.key));
       entry.emplace_back("type", setting_type_name(row.type));
@@ -178,49 +280,28 @@ class SettingsTable {
           choices.emplace_back(choice);
         entry.emplace_back("choices", std::move(choices));
       }
+      if (row.is_secret) entry.emplace_back("secret", true);
+      if (row.type == SettingType::kObject)
+        entry.emplace_back("fields", describe_rows(row.fields, row.field_count));
       entry.emplace_back("description", std::string(row.description));
-      rows.emplace_back(std::move(entry));
-    }
-    return json::serialize(json::Value(std::move(rows)));
-  }
-
-  /* "endpoint, timeout_ms, ..." */
-  std::string allowed_keys() const {
-    std::string keys;
-    for (const Setting& row : rows_) {
-      if (!keys.empty()) keys += ", ";
-      keys += row.key;
-    }
-    return keys;
-  }
-
-  const Setting* find(std::string_view key) const noexcept {
-    for (const Setting& row : rows_) {
-      if (row.key == key) return &row;
-    }
-    return nullptr;
-  }
-
-  static std::vector<std::string_view> split_choices(std::string_view choices) {
-    std::vector<std::string_view> out;
-    while (!choices.empty()) {
-      const std::size_t bar = choices.find('|');
-      out.push_back(choices.substr(0, bar));
-      if (bar == std::string_view::npos) break;
-      choices.remove_prefix(bar + 1);
+      out.emplace_back(std::move(entry));
     }
     return out;
   }
 
- private:
   static std::string number_text(double v) {
     if (v == static_cast<double>(static_cast<int64_t>(v)))
       return std::to_string(static_cast<int64_t>(v));
     return json::serialize(json::Value(v));
   }
 
-  static void check(const Setting& row, const json::Value& value) {
-    const std::string key = "'" + std::string(row.key) + "'";
+  /* Throws naming prefix + the row's key; a secret's value is never quoted
+   * (only its kind). */
+  static void check(const Setting& row, const json::Value& value, const std::string& prefix,
+                    bool enclosing_secret) {
+    const std::string key = "'" + prefix + std::string(row.key) + "'";
+    const bool secret = enclosing_secret || row.is_secret;
+    const std::string got = secret ? std::string(value.kind_name()) : json::serialize(value);
     switch (row.type) {
       case SettingType::kString:
         if (!value.is_string())
@@ -234,15 +315,13 @@ class SettingsTable {
         if (!value.is_integer() || static_cast<double>(value.as_integer()) < row.min ||
             static_cast<double>(value.as_integer()) > row.max) {
           throw std::invalid_argument(key + " must be an integer from " + number_text(row.min) +
-                                      " to " + number_text(row.max) + ", got " +
-                                      json::serialize(value));
+                                      " to " + number_text(row.max) + ", got " + got);
         }
         return;
       case SettingType::kNumber:
         if (!value.is_number() || value.as_number() < row.min || value.as_number() > row.max) {
           throw std::invalid_argument(key + " must be a number from " + number_text(row.min) +
-                                      " to " + number_text(row.max) + ", got " +
-                                      json::serialize(value));
+                                      " to " + number_text(row.max) + ", got " + got);
         }
         return;
       case SettingType::kChoice: {
@@ -256,8 +335,7 @@ class SettingsTable {
           if (!listed.empty()) listed += ", ";
           listed += "\"" + std::string(choice) + "\"";
         }
-        throw std::invalid_argument(key + " must be one of " + listed + ", got " +
-                                    json::serialize(value));
+        throw std::invalid_argument(key + " must be one of " + listed + ", got " + got);
       }
       case SettingType::kStringMap:
         if (!value.is_object())
@@ -269,6 +347,11 @@ class SettingsTable {
                                         member.second.kind_name());
           }
         }
+        return;
+      case SettingType::kObject:
+        // The sub-rows are checked by normalize, each named prefix.key.sub.
+        if (!value.is_object())
+          throw std::invalid_argument(key + " must be an object, got " + value.kind_name());
         return;
     }
   }

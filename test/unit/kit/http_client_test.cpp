@@ -1,6 +1,8 @@
 // http_client_test.cpp — the kit's libcurl helper against a local socket:
 // status and Retry-After read, a deadline ends a request nobody answers, a
-// stop flag ends it at once, a refused connection is an error.
+// stop flag ends it at once, a refused connection is an error; credentials
+// read from their files at every request, and a file that cannot be read
+// fails the request before it is sent, naming the setting, not the secret.
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
@@ -15,6 +17,8 @@
 
 #include <tokenspeed/kit/gzip.hpp>
 #include <tokenspeed/kit/http_client.hpp>
+
+#include "temp_dir.hpp"
 
 namespace kit = tokenspeed::metrics::kit;
 using Clock = std::chrono::steady_clock;
@@ -57,6 +61,11 @@ class LocalServer {
       (void)!::write(client, response.data(), response.size());
       ::close(client);
     });
+  }
+
+  // Waits for the answer given.
+  void join() {
+    if (thread_.joinable()) thread_.join();
   }
 
   std::string received;
@@ -151,4 +160,83 @@ TEST_CASE("gzip output inflates back to the input") {
   CHECK(inflate(&stream, Z_FINISH) == Z_STREAM_END);
   inflateEnd(&stream);
   CHECK(output == input);
+}
+
+TEST_CASE("base64 of a Basic credential pads as RFC 4648 says") {
+  CHECK(kit::base64("") == "");
+  CHECK(kit::base64("f") == "Zg==");
+  CHECK(kit::base64("fo") == "Zm8=");
+  CHECK(kit::base64("foo") == "Zm9v");
+  CHECK(kit::base64("user:pass") == "dXNlcjpwYXNz");
+  CHECK(kit::base64("\xff\xfe") == "//4=");
+}
+
+TEST_CASE("a credential file loses its trailing line breaks and nothing else") {
+  const tokenspeed::metrics::test::TempDir dir("tsm-kit-credential");
+  std::string out;
+  CHECK(kit::read_credential_file(dir.write("a", "  tok en \r\n\n"), out) == "");
+  CHECK(out == "  tok en ");
+  CHECK(kit::read_credential_file(dir.write("b", "tok"), out) == "");
+  CHECK(out == "tok");
+  CHECK_FALSE(kit::read_credential_file(dir.write("c", "a\nb"), out).empty());
+  CHECK(out.empty());
+}
+
+TEST_CASE("credentials are read from their files at every request") {
+  const tokenspeed::metrics::test::TempDir dir("tsm-kit-credentials");
+  LocalServer server;
+  kit::HttpClientOptions options;
+  options.url = server.url();
+  options.basic_auth_username = "user";
+  options.basic_auth_password_file = dir.write("password", "pass\n");
+  options.header_files = {{"X-Api-Key", dir.write("key", "k1\n")}};
+  kit::HttpClient client(options);
+  const std::string ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  server.answer_once(ok);
+  CHECK(client.post("b", {}, Clock::now() + std::chrono::seconds(20)).status == 200);
+  server.join();
+  CHECK(server.received.find("\r\nAuthorization: Basic dXNlcjpwYXNz\r\n") != std::string::npos);
+  CHECK(server.received.find("\r\nX-Api-Key: k1\r\n") != std::string::npos);
+
+  dir.write("key", "k2");  // rotated
+  server.answer_once(ok);
+  CHECK(client.post("b", {}, Clock::now() + std::chrono::seconds(20)).status == 200);
+  server.join();
+  CHECK(server.received.find("\r\nX-Api-Key: k2\r\n") != std::string::npos);
+}
+
+TEST_CASE("a bearer token file is sent as Authorization: Bearer") {
+  const tokenspeed::metrics::test::TempDir dir("tsm-kit-bearer");
+  LocalServer server;
+  kit::HttpClientOptions options;
+  options.url = server.url();
+  options.bearer_token_file = dir.write("token", "t0ken\n");
+  kit::HttpClient client(options);
+  server.answer_once("HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  CHECK(client.post("b", {}, Clock::now() + std::chrono::seconds(20)).status == 401);
+  server.join();
+  CHECK(server.received.find("\r\nAuthorization: Bearer t0ken\r\n") != std::string::npos);
+}
+
+TEST_CASE("a credential file that cannot be read fails the request before it is sent") {
+  const tokenspeed::metrics::test::TempDir dir("tsm-kit-unreadable");
+  LocalServer server;  // listens, never accepts: a request sent would time out
+  kit::HttpClientOptions options;
+  options.url = server.url();
+  options.basic_auth_username = "user";
+  options.basic_auth_password_file = (dir.path() / "gone").string();
+  kit::HttpClient client(options);
+  const kit::HttpResponse response = client.post("b", {}, Clock::now() + milliseconds(5000));
+  CHECK(response.status == 0);
+  CHECK_FALSE(response.timed_out);
+  CHECK(response.error == "'basic_auth.password_file': cannot read " +
+                              options.basic_auth_password_file + ": No such file or directory");
+
+  options.basic_auth_password_file.clear();
+  options.header_files = {{"X-Api-Key", dir.write("key", "s3cret\nsecond line")}};
+  kit::HttpClient headers(options);
+  const kit::HttpResponse refused = headers.post("b", {}, Clock::now() + milliseconds(5000));
+  CHECK(refused.status == 0);
+  CHECK(refused.error.rfind("'header_files': 'X-Api-Key': ", 0) == 0);
+  CHECK(refused.error.find("s3cret") == std::string::npos);
 }

@@ -1,6 +1,7 @@
 // http_exporter_test.cpp — the settings every HTTP exporter shares (URL and
-// header checks with their messages, the client options they make) and the
-// quote of a receiver's answer. The exporter itself runs against real
+// header checks with their messages, the TLS and credential rows and their
+// checks, the client options they make) and the quote of a receiver's
+// answer. The exporter itself runs against real
 // receivers in test/integration (otlp, remote_write).
 #include <catch2/catch.hpp>
 
@@ -8,6 +9,8 @@
 #include <string>
 
 #include <tokenspeed/kit/http_exporter.hpp>
+
+#include "temp_dir.hpp"
 
 namespace kit = tokenspeed::metrics::kit;
 namespace json = tokenspeed::metrics::kit::json;
@@ -49,4 +52,133 @@ TEST_CASE("a receiver's answer is quoted printable, bounded, without its line br
   CHECK(kit::response_snippet("a\x01"
                               "b") == "a.b");
   CHECK(kit::response_snippet(std::string(500, 'x')).size() == kit::kResponseSnippetBytes);
+}
+
+namespace {
+
+// The rows as an exporter lists them.
+const kit::SettingsTable& exporter_table() {
+  static const kit::SettingsTable table{{
+      {"url", kit::SettingType::kString, R"("http://127.0.0.1:9090/w")", 0, 0, "URL."},
+      kit::http_headers_setting("Headers."),
+      kit::http_header_files_setting(),
+      kit::http_basic_auth_setting(),
+      kit::http_bearer_token_file_setting(),
+      kit::http_tls_setting(),
+  }};
+  return table;
+}
+
+// The one-line error of config, or "accepted".
+std::string refusal(const std::string& config) {
+  try {
+    kit::check_http_settings(exporter_table().validate(config), "url");
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+}  // namespace
+
+TEST_CASE("the headers are described as secret, tls and basic_auth as objects with fields") {
+  const json::Value rows = json::parse(exporter_table().describe());
+  CHECK(rows.as_array()[1].at("secret").as_bool());
+  const json::Value& tls = rows.as_array()[5];
+  CHECK(tls.at("type").as_string() == "object");
+  std::string keys;
+  for (const json::Value& field : tls.at("fields").as_array())
+    keys += field.at("key").as_string() + " ";
+  CHECK(keys == "ca_file cert_file key_file server_name insecure_skip_verify min_version ");
+  CHECK(json::serialize(tls.at("fields").as_array()[5].at("choices")) ==
+        R"(["TLS10","TLS11","TLS12","TLS13"])");
+  CHECK(rows.as_array()[3].at("fields").as_array().size() == 2);
+}
+
+TEST_CASE("TLS settings with an http:// URL are refused, naming the key") {
+  const tokenspeed::metrics::test::TempDir dir("tsm-kit-tls");
+  const std::string cert = dir.write("c.pem", "cert");
+  CHECK(refusal(R"({"tls": {"cert_file": ")" + cert + R"(", "key_file": ")" + cert + R"("}})") ==
+        "'tls.cert_file' needs an https:// URL, and 'url' is http://127.0.0.1:9090/w");
+  CHECK(refusal(R"({"tls": {"insecure_skip_verify": true}})") ==
+        "'tls.insecure_skip_verify' needs an https:// URL, and 'url' is http://127.0.0.1:9090/w");
+  CHECK(refusal(R"({"tls": {"min_version": "TLS13"}})").rfind("'tls.min_version' needs", 0) == 0);
+  CHECK(refusal(R"({"tls": {"cert_fil": "x"}})") ==
+        "unknown key 'tls.cert_fil'; allowed keys: ca_file, cert_file, key_file, server_name, "
+        "insecure_skip_verify, min_version");
+  CHECK(refusal(R"({"url": "https://a", "tls": {"cert_file": ")" + cert + R"("}})") ==
+        "'tls.cert_file' needs 'tls.key_file'");
+  CHECK(refusal(R"({"url": "https://a", "tls": {"ca_file": "/nonexistent/ca.pem"}})") ==
+        "'tls.ca_file': cannot read /nonexistent/ca.pem: No such file or directory");
+  CHECK(refusal(R"({"url": "https://a", "tls": {"server_name": "a:1"}})") ==
+        "'tls.server_name' must be a host name, got \"a:1\"");
+  CHECK(refusal(R"({"url": "https://a", "tls": {"cert_file": ")" + cert + R"(", "key_file": ")" +
+                cert + R"(", "server_name": "b", "min_version": "TLS13"}})") == "accepted");
+}
+
+TEST_CASE("credential files are checked at startup, naming key and path, never the content") {
+  const tokenspeed::metrics::test::TempDir dir("tsm-kit-credentials");
+  const std::string good = dir.write("good", "TOPSECRET\n");
+  const std::string empty = dir.write("empty", "\n");
+  const std::string broken = dir.write("broken", "TOPSECRET\nmore\n");
+  const std::string big = dir.write("big", std::string(kit::kMaxCredentialFileBytes + 1, 'x'));
+  const auto basic = [](const std::string& path) {
+    return R"({"basic_auth": {"username": "u", "password_file": ")" + path + R"("}})";
+  };
+  CHECK(refusal(basic(good)) == "accepted");
+  CHECK(refusal(basic("/nonexistent/pw")) ==
+        "'basic_auth.password_file': cannot read /nonexistent/pw: No such file or directory");
+  CHECK(refusal(basic(empty)) == "'basic_auth.password_file': " + empty + " is empty");
+  CHECK(refusal(basic(big)) ==
+        "'basic_auth.password_file': " + big + " is larger than 65536 bytes");
+  CHECK(refusal(basic(dir.str())) ==
+        "'basic_auth.password_file': " + dir.str() + " is not a regular file");
+  const std::string line_break = refusal(basic(broken));
+  CHECK(line_break == "'basic_auth.password_file': " + broken + " has a line break before its end");
+  CHECK(line_break.find("TOPSECRET") == std::string::npos);
+  CHECK(refusal(R"({"bearer_token_file": "/nonexistent/t"})") ==
+        "'bearer_token_file': cannot read /nonexistent/t: No such file or directory");
+  CHECK(refusal(R"({"header_files": {"X-Key": "/nonexistent/k"}})") ==
+        "'header_files': 'X-Key': cannot read /nonexistent/k: No such file or directory");
+  CHECK(refusal(R"({"header_files": {"X Key": ")" + good + R"("}})") ==
+        "'header_files': 'X Key' is not a valid header name");
+}
+
+TEST_CASE("one Authorization: basic_auth, a bearer token or a header, never two") {
+  const tokenspeed::metrics::test::TempDir dir("tsm-kit-authorization");
+  const std::string file = dir.write("f", "x");
+  const std::string basic = R"("basic_auth": {"username": "u", "password_file": ")" + file + "\"}";
+  CHECK(refusal("{" + basic + R"(, "bearer_token_file": ")" + file + "\"}") ==
+        "'basic_auth' and 'bearer_token_file' cannot both be set (one Authorization header)");
+  CHECK(refusal(R"({"basic_auth": {"username": "u"}})") ==
+        "'basic_auth.username' needs 'basic_auth.password_file'");
+  CHECK(refusal(R"({"basic_auth": {"password_file": ")" + file + "\"}}") ==
+        "'basic_auth.password_file' needs 'basic_auth.username'");
+  CHECK(refusal(R"({"bearer_token_file": ")" + file +
+                R"(", "headers": {"authorization": "Bearer k"}})") ==
+        "'authorization' header beside basic_auth or bearer_token_file: keep one");
+  const std::string both =
+      refusal(R"({"headers": {"X-Key": "s3cr3t"}, "header_files": {"x-key": ")" + file + "\"}}");
+  CHECK(both == "'header_files': 'x-key' is also in 'headers'");
+}
+
+TEST_CASE("the client options carry the TLS and credential settings") {
+  const tokenspeed::metrics::test::TempDir dir("tsm-kit-options");
+  const std::string file = dir.write("f", "x");
+  const kit::Settings typed = exporter_table().read(
+      R"({"url": "https://a/w", "headers": {"A": "1"}, "header_files": {"B": ")" + file +
+      R"("}, "bearer_token_file": ")" + file + R"(", "tls": {"ca_file": ")" + file +
+      R"(", "cert_file": "c", "key_file": "k", "server_name": "s", "insecure_skip_verify": true,)"
+      R"( "min_version": "TLS13"}})");
+  const kit::HttpClientOptions options = kit::http_client_options(typed, "url");
+  CHECK(options.headers == std::vector<std::string>{"A: 1"});
+  CHECK(options.header_files == std::vector<std::pair<std::string, std::string>>{{"B", file}});
+  CHECK(options.bearer_token_file == file);
+  CHECK(options.basic_auth_password_file.empty());
+  CHECK(options.tls.ca_file == file);
+  CHECK(options.tls.cert_file == "c");
+  CHECK(options.tls.key_file == "k");
+  CHECK(options.tls.server_name == "s");
+  CHECK(options.tls.insecure_skip_verify);
+  CHECK(options.tls.min_version == kit::TlsVersion::kTls13);
 }

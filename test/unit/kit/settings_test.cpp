@@ -1,6 +1,7 @@
 // settings_test.cpp — the kit's settings table and JSON parser: unknown keys
 // rejected listing the allowed ones, types, ranges and choices checked,
-// defaults filled in, the table describing itself.
+// defaults filled in, the table describing itself; nested object rows
+// checked field by field, secret rows described as such and never quoted.
 #include <catch2/catch.hpp>
 
 #include <stdexcept>
@@ -126,4 +127,104 @@ TEST_CASE("append_string escapes, and replaces invalid UTF-8 only when asked") {
   out.clear();
   json::append_string(out, std::string_view("x\xff", 2));
   CHECK(out == "\"x\xff\"");
+}
+
+namespace {
+
+inline constexpr kit::Setting kTlsFields[] = {
+    {"ca_file", SettingType::kString, R"("")", 0, 0, "CA."},
+    {"cert_file", SettingType::kString, R"("")", 0, 0, "Certificate."},
+    {"min_version", SettingType::kChoice, R"("TLS12")", 0, 0, "Lowest.", "TLS12|TLS13"},
+};
+
+inline constexpr kit::Setting kAuthFields[] = {
+    {"username", SettingType::kString, "", 0, 0, "User."},
+    kit::Setting("password", SettingType::kChoice, "", 0, 0, "Password.", "a|b").secret(),
+};
+
+// A table of object rows, built at compile time.
+constexpr kit::Setting kTlsRow = kit::Setting::object("tls", kTlsFields, "TLS.");
+static_assert(kTlsRow.type == SettingType::kObject && kTlsRow.field_count == 3);
+static_assert(kit::Setting("k", SettingType::kString, "", 0, 0, "K.").secret().is_secret);
+
+const kit::SettingsTable& nested() {
+  static const kit::SettingsTable t{{
+      {"url", SettingType::kString, R"("https://a")", 0, 0, "Where."},
+      kit::Setting("headers", SettingType::kStringMap, "{}", 0, 0, "Headers.").secret(),
+      kit::Setting("retries", SettingType::kInteger, "1", 0, 5, "Retries.").secret(),
+      kTlsRow,
+      kit::Setting::object("auth", kAuthFields, "Credentials.", ""),
+  }};
+  return t;
+}
+
+std::string nested_rejection(const std::string& config) {
+  try {
+    nested().validate(config);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+}  // namespace
+
+TEST_CASE("an object row is filled with the defaults of its fields, in their order") {
+  CHECK(nested().validate_text(R"({"auth": {"username": "u", "password": "a"}})") ==
+        R"({"url":"https://a","headers":{},"retries":1,)"
+        R"("tls":{"ca_file":"","cert_file":"","min_version":"TLS12"},)"
+        R"("auth":{"username":"u","password":"a"}})");
+  const kit::Settings s = nested().read(
+      R"({"tls": {"min_version": "TLS13"}, "auth": {"username": "u", "password": "b"}})");
+  CHECK(s.object("tls").string("min_version") == "TLS13");
+  CHECK(s.object("tls").string("ca_file") == "");
+  CHECK(s.object("auth").string("password") == "b");
+}
+
+TEST_CASE("an unknown key of an object is named with its object, listing the object's keys") {
+  CHECK(nested_rejection(
+            R"({"auth": {"username": "u", "password": "a"}, "tls": {"cert_fil": ""}})") ==
+        "unknown key 'tls.cert_fil'; allowed keys: ca_file, cert_file, min_version");
+}
+
+TEST_CASE("the fields of an object are checked, named with their object") {
+  const std::string auth = R"("auth": {"username": "u", "password": "a"})";
+  CHECK(nested_rejection("{" + auth + R"(, "tls": {"ca_file": 3}})") ==
+        "'tls.ca_file' must be a string, got an integer");
+  CHECK(nested_rejection("{" + auth + R"(, "tls": {"min_version": "TLS11"}})") ==
+        R"('tls.min_version' must be one of "TLS12", "TLS13", got "TLS11")");
+  CHECK(nested_rejection("{" + auth + R"(, "tls": "yes"})") ==
+        "'tls' must be an object, got a string");
+  CHECK(nested_rejection("{}") == "'auth' is required");
+  CHECK(nested_rejection(R"({"auth": {"password": "a"}})") == "'auth.username' is required");
+}
+
+TEST_CASE("no error quotes the value of a secret, only its key and kind") {
+  CHECK(nested_rejection(R"({"auth": {"username": "u", "password": "hunter2"}})") ==
+        R"('auth.password' must be one of "a", "b", got a string)");
+  CHECK(nested_rejection(R"({"auth": {"username": "u", "password": "a"}, "retries": 987654})") ==
+        "'retries' must be an integer from 0 to 5, got an integer");
+  const std::string header = nested_rejection(
+      R"({"auth": {"username": "u", "password": "a"}, "headers": {"api-key": 12345}})");
+  CHECK(header == "'headers': 'api-key' must be a string, got an integer");
+  CHECK(header.find("12345") == std::string::npos);
+}
+
+TEST_CASE("a secret row is described with secret true, an object row with its fields") {
+  const json::Value described = json::parse(nested().describe());
+  const json::Array& rows = described.as_array();
+  REQUIRE(rows.size() == 5);
+  CHECK(rows[0].find("secret") == nullptr);
+  CHECK(json::serialize(rows[1]) ==
+        R"({"key":"headers","type":"object of strings","default":{},"secret":true,)"
+        R"("description":"Headers."})");
+  CHECK(json::serialize(rows[3]) ==
+        R"({"key":"tls","type":"object","default":{},"fields":[)"
+        R"({"key":"ca_file","type":"string","default":"","description":"CA."},)"
+        R"({"key":"cert_file","type":"string","default":"","description":"Certificate."},)"
+        R"({"key":"min_version","type":"choice","default":"TLS12","choices":["TLS12","TLS13"],)"
+        R"("description":"Lowest."}],"description":"TLS."})");
+  const json::Value& auth = rows[4];
+  CHECK(auth.find("default") == nullptr);  // required
+  CHECK(auth.at("fields").as_array()[1].at("secret").as_bool());
 }
