@@ -52,6 +52,9 @@ struct HttpRequest {
   std::string_view body;
   std::vector<std::string> headers;     // "Name: value"
   std::vector<std::string> connect_to;  // CURLOPT_CONNECT_TO entries "HOST:PORT:TO_HOST:TO_PORT"
+  // HTTP basic authentication, encoded by libcurl; none when user is empty.
+  std::string_view basic_auth_user;
+  std::string_view basic_auth_password;
 };
 
 /* The lowest TLS version accepted (Prometheus' names TLS10 ... TLS13). */
@@ -120,25 +123,6 @@ inline std::string read_credential_file(const std::string& path, std::string& ou
   return problem;
 }
 
-/* text in base64 (RFC 4648, padded): a Basic credential. */
-inline std::string base64(std::string_view text) {
-  static constexpr char kDigits[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  out.reserve((text.size() + 2) / 3 * 4);
-  for (std::size_t i = 0; i < text.size(); i += 3) {
-    const std::size_t left = text.size() - i;
-    uint32_t bits = static_cast<uint32_t>(static_cast<unsigned char>(text[i])) << 16;
-    if (left > 1) bits |= static_cast<uint32_t>(static_cast<unsigned char>(text[i + 1])) << 8;
-    if (left > 2) bits |= static_cast<uint32_t>(static_cast<unsigned char>(text[i + 2]));
-    out += kDigits[(bits >> 18) & 63];
-    out += kDigits[(bits >> 12) & 63];
-    out += left > 1 ? kDigits[(bits >> 6) & 63] : '=';
-    out += left > 2 ? kDigits[bits & 63] : '=';
-  }
-  return out;
-}
-
 /* What every request of one client shares: where it goes, the operator's
  * headers, TLS, credentials and how much of an answer is kept. Whoever
  * passes this struct through (kit::HttpExporter) needs no change for a new
@@ -195,26 +179,34 @@ class HttpClient {
                     Clock::time_point deadline, const std::atomic<bool>* stop = nullptr) noexcept {
     HttpRequest request;
     HttpResponse response;
+    std::string password;
     try {
       request.url = effective_url_.empty() ? options_.url : effective_url_;
       request.body = body;
       request.headers = options_.headers;
       if (!host_header_.empty()) request.headers.push_back(host_header_);
       if (!connect_to_.empty()) request.connect_to.push_back(connect_to_);
-      response.error = add_credentials(request.headers);
+      response.error = add_credentials(request.headers, password);
       if (!response.error.empty()) {
         forget(request.headers);
+        forget(password);
         return response;
+      }
+      if (!options_.basic_auth_password_file.empty()) {
+        request.basic_auth_user = options_.basic_auth_username;
+        request.basic_auth_password = password;
       }
       request.headers.insert(request.headers.end(), content_headers.begin(), content_headers.end());
       request.headers.emplace_back("Expect:");  // no 100-continue round trip
     } catch (...) {
       forget(request.headers);
+      forget(password);
       response.error = "out of memory";
       return response;
     }
     response = post(request, deadline, stop, options_.max_response_body);
     forget(request.headers);
+    forget(password);
     return response;
   }
 
@@ -277,6 +269,16 @@ class HttpClient {
       curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, error_text);
       if (connect_to != nullptr) curl_easy_setopt(easy_, CURLOPT_CONNECT_TO, connect_to);
       apply_tls();
+      if (!request.basic_auth_user.empty()) {
+        // libcurl encodes the credentials and keeps its own copies (until
+        // the next reset); ours, NUL-terminated for it, are wiped at once.
+        std::string user(request.basic_auth_user);
+        std::string password(request.basic_auth_password);
+        curl_easy_setopt(easy_, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+        curl_easy_setopt(easy_, CURLOPT_USERNAME, user.c_str());
+        curl_easy_setopt(easy_, CURLOPT_PASSWORD, password.c_str());
+        forget(password);
+      }
       if (curl_multi_add_handle(multi_, easy_) != CURLM_OK)
         throw std::runtime_error("curl_multi_add_handle failed");
       added = true;
@@ -345,9 +347,10 @@ class HttpClient {
   }
 
  private:
-  /* Adds the credential headers (header_files, then Authorization); returns
-   * "" or why a file could not be read, naming its setting and path. */
-  std::string add_credentials(std::vector<std::string>& headers) const {
+  /* Adds the credential headers (header_files, then a bearer token) and
+   * reads the basic-auth password into password; returns "" or why a file
+   * could not be read, naming its setting and path. */
+  std::string add_credentials(std::vector<std::string>& headers, std::string& password) const {
     std::string value;
     for (const auto& [name, path] : options_.header_files) {
       std::string problem = read_credential_file(path, value);
@@ -356,12 +359,8 @@ class HttpClient {
       forget(value);
     }
     if (!options_.basic_auth_password_file.empty()) {
-      std::string problem = read_credential_file(options_.basic_auth_password_file, value);
+      std::string problem = read_credential_file(options_.basic_auth_password_file, password);
       if (!problem.empty()) return "'basic_auth.password_file': " + problem;
-      std::string pair = options_.basic_auth_username + ":" + value;
-      headers.push_back("Authorization: Basic " + base64(pair));
-      forget(pair);
-      forget(value);
     }
     if (!options_.bearer_token_file.empty()) {
       std::string problem = read_credential_file(options_.bearer_token_file, value);
