@@ -14,18 +14,12 @@ import unittest
 
 import otlp_common as oc
 import otlp_agreement
-from tls_material import TlsMaterial
+from tls_material import TlsMaterial, write_secret
 
 TOKEN = "token-one-3f9a"
 ROTATED_TOKEN = "token-two-8c1e"
 API_KEY = "api-key-51d0"
 FAILED = "plugin 'otlp': export to https://"
-
-
-def write_secret(path, text):
-    with open(path, "w") as file:
-        file.write(text + "\n")
-    os.chmod(path, 0o600)
 
 
 class MutualTlsMixin:

@@ -15,18 +15,12 @@ import unittest
 
 import remote_write_common as rw
 from remote_write_agreement import AgreementTest
-from tls_material import TlsMaterial
+from tls_material import TlsMaterial, write_secret
 
 USER = "tokenspeed"
 PASSWORD = "s3cret-pa55word"
 WRONG_PASSWORD = "not-the-password"
 REJECTED = "HTTP 401"
-
-
-def write_secret(path, text):
-    with open(path, "w") as file:
-        file.write(text + "\n")
-    os.chmod(path, 0o600)
 
 
 class TlsServerMixin:

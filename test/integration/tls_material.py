@@ -62,3 +62,11 @@ def bcrypt_hash(password, cost=4):
     out = subprocess.run(["htpasswd", "-nbBC", str(cost), "", password], check=True,
                          capture_output=True, text=True).stdout
     return out.strip().lstrip(":")
+
+
+def write_secret(path, text):
+    """A credential file as an operator keeps one: text and a line break,
+    readable by its owner only."""
+    with open(path, "w") as file:
+        file.write(text + "\n")
+    os.chmod(path, 0o600)
