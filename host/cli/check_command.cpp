@@ -33,12 +33,15 @@ constexpr const char* kSynopsis =
 // What startup does for the built-in output, undone at once: the base
 // directory checks, and binding the endpoint's address (a port in use fails
 // here as it would at startup). Creates no directory and serves nothing.
-void check_prometheus(const MetricsSettings& settings) {
+// Returns what the web configuration, if any, protects the endpoint with.
+std::string check_prometheus(const MetricsSettings& settings) {
   check_multiprocess_base_dir(multiproc_base_dir(settings));
   PrometheusEndpointOptions probe = endpoint_options(settings);
   probe.threads = 1;
   PrometheusEndpoint endpoint(probe, [] { return std::string(); });
+  const std::string security = endpoint.security_summary();
   endpoint.stop(std::chrono::milliseconds(200));
+  return security;
 }
 
 }  // namespace
@@ -71,11 +74,15 @@ int run_check(int argc, char** argv) {
     std::cout << "metrics disabled: no output selected\n";
     return 0;
   }
-  if (selection.prometheus) check_prometheus(settings);
+  std::string security;
+  if (selection.prometheus) security = check_prometheus(settings);
   std::size_t next_output = 0;
   for (const std::string& name : selection.order) {
     if (name == kPrometheusReporterName) {
-      std::cout << "prometheus: built-in\n";
+      std::cout << "prometheus: built-in";
+      if (settings.web_config_file)
+        std::cout << "; web configuration " << *settings.web_config_file << ": " << security;
+      std::cout << '\n';
       continue;
     }
     const SelectedOutput& output = selection.outputs.at(next_output++);

@@ -505,7 +505,7 @@ WebConfig parse_web_config(std::string_view text, const std::string& file) {
   try {
     root = parse_strict_yaml(text);
   } catch (const StrictYamlError& error) {
-    throw StartupError({{}, file, error.key_path()}, error.what());
+    throw StartupError({"prometheus", file, error.key_path()}, error.what());
   }
   const Reader in(file);
   WebConfig config;
@@ -534,7 +534,8 @@ WebConfig read_web_config(const std::string& path) {
   try {
     contents = read_bounded_file(path, kConfigurationFileLimit);
   } catch (const FileReadError& error) {
-    throw StartupError({{}, path, {}}, std::string("the web configuration ") + error.what());
+    throw StartupError({"prometheus", path, "--metrics-web-config"},
+                       std::string("the web configuration ") + error.what());
   }
   return parse_web_config(contents, path);
 }

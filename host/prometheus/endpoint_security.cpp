@@ -198,6 +198,23 @@ void warn_of_readable_key(const WebConfig& config) {
                            "); restrict it (chmod 600)" + advice);
 }
 
+std::string counted(std::size_t count, const std::string& what) {
+  return std::to_string(count) + " " + what + (count == 1 ? "" : "s");
+}
+
+std::string summary_of(const WebConfig& config) {
+  std::string summary = "plain HTTP";
+  if (config.tls_enabled) {
+    summary = "TLS " + std::string(tls_version_name(config.tls.min_version)) + "-" +
+              std::string(tls_version_name(config.tls.max_version)) + " (client certificates: " +
+              std::string(client_auth_type_name(config.tls.client_auth_type)) + ")";
+  }
+  summary += ", " + counted(config.basic_auth_users.size(), "basic-auth user");
+  summary += ", " + counted(config.http.headers.size(), "response header");
+  summary += config.rate_limit.interval.count() > 0 ? ", a rate limit" : ", no rate limit";
+  return summary;
+}
+
 }  // namespace
 
 std::shared_ptr<const EndpointSecurity> open_endpoint_security() {
@@ -211,6 +228,7 @@ std::shared_ptr<const EndpointSecurity> load_endpoint_security(const std::string
   security->source_files = named_files(config);
   if (config.tls_enabled) security->tls = make_tls_context(config);
   security->client_allowed_sans = config.tls.client_allowed_sans;
+  security->summary = summary_of(config);
   security->headers = config.http.headers;
   security->rate_limit = config.rate_limit;
   return security;

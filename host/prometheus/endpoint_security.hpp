@@ -39,6 +39,10 @@ struct EndpointSecurity {
   BasicAuthVerifier users;
   std::vector<std::pair<std::string, std::string>> headers;  // added to every response
   RateLimitConfig rate_limit;
+  // What it protects the endpoint with, for check: "TLS (client
+  // certificates: RequireAndVerifyClientCert), 2 basic-auth users, 1
+  // response header, no rate limit"; never a secret.
+  std::string summary;
 };
 
 // No web configuration: plain HTTP, no users, no headers, no limit.

@@ -848,6 +848,10 @@ std::string PrometheusEndpoint::url() const {
   return (tls ? "https://" : "http://") + address() + "/metrics";
 }
 
+std::string PrometheusEndpoint::security_summary() const {
+  return impl_->security ? impl_->security->current()->summary : std::string();
+}
+
 EndpointCounters PrometheusEndpoint::counters() const noexcept {
   const Impl& impl = *impl_;
   EndpointCounters counters{impl.accepted.load(), impl.rejected.load(),  impl.evicted.load(),

@@ -121,6 +121,9 @@ class PrometheusEndpoint {
   // "http://host:port/metrics", or "https://..." when the web configuration
   // in force serves TLS.
   std::string url() const;
+  // What the web configuration in force protects the endpoint with
+  // (EndpointSecurity::summary); "" without one.
+  std::string security_summary() const;
   EndpointCounters counters() const noexcept;
 
   // Stops the server threads, joins them, closes the listener and every

@@ -285,6 +285,8 @@ class EndpointTls(unittest.TestCase):
         done = self.check()
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertNotIn("warning", done.stderr)
+        self.assertIn(f"prometheus: built-in; web configuration {self.web_config}: TLS TLS12-TLS13 "
+                      "(client certificates: NoClientCert), 0 basic-auth users", done.stdout)
         os.chmod(self.tls.path("server.key"), 0o640)
         done = self.check()
         self.assertEqual(done.returncode, 0, done.stderr)
