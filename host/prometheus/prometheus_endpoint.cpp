@@ -726,6 +726,10 @@ std::shared_ptr<Session> PrometheusEndpoint::Impl::choose_eviction_locked(
 }
 
 void PrometheusEndpoint::Impl::admit(tcp::socket socket) {
+  // No Nagle delay: a TLS response goes out as several records, and the
+  // last would wait for the client's delayed ACK (40 ms) behind the first.
+  beast::error_code ignored;
+  socket.set_option(tcp::no_delay(true), ignored);
   std::vector<std::shared_ptr<Session>> seen;  // released after the mutex
   std::shared_ptr<Session> victim;
   std::shared_ptr<Session> session;
