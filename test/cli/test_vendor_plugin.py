@@ -110,7 +110,8 @@ class VendorPlugin(h.CliTestCase):
 
         template_build = os.path.join(work, "template-build")
         started = time.monotonic()
-        setup = run_tool([MESON, "setup", template_build, TEMPLATE_SOURCE], env=env)
+        setup = run_tool([MESON, "setup", template_build, TEMPLATE_SOURCE, "-Dwerror=true"],
+                         env=env)
         self.assertEqual(setup.returncode, 0, setup.stdout + setup.stderr)
         compile_ = run_tool([MESON, "compile", "-C", template_build], env=env)
         self.assertEqual(compile_.returncode, 0, compile_.stdout + compile_.stderr)
