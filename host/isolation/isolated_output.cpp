@@ -90,7 +90,10 @@ int IsolatedOutput::create_sink(tsm_sink& out, std::string& error) noexcept {
     executable_ = helper_executable();
     supervisor_ = std::thread([this] { supervise(); });
     std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return first_outcome_; });
+    // Not wait(): GCC 12 binds it to GLIBCXX_3.4.30, beyond the build baseline
+    // (plugins/symbol-versions.txt).
+    cv_.wait_until(lock, std::chrono::steady_clock::time_point::max(),
+                   [&] { return first_outcome_; });
     if (!first_error_.empty()) {
       error = first_error_;
       lock.unlock();

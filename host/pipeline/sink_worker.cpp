@@ -410,7 +410,9 @@ void SinkWorker::end_drain(bool rings_emptied) noexcept {
 
 std::int64_t SinkWorker::wait_close_turn() noexcept {
   std::unique_lock lock(mutex_);
-  cv_.wait(lock, [&] {
+  // Not wait(): GCC 12 binds it to GLIBCXX_3.4.30, beyond the build baseline
+  // (plugins/symbol-versions.txt).
+  cv_.wait_until(lock, std::chrono::steady_clock::time_point::max(), [&] {
     return close_state_ == CloseState::close_granted || close_state_ == CloseState::abandoned;
   });
   return close_state_ == CloseState::close_granted ? close_timeout_ns_ : 0;

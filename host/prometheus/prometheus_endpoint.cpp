@@ -622,7 +622,10 @@ void PrometheusEndpoint::Impl::render_loop() {
     std::deque<ScrapeWaiter> batch;
     {
       std::unique_lock lock(render_mutex);
-      render_cv.wait(lock, [this] { return render_stop || !scrape_waiters.empty(); });
+      // Not wait(): GCC 12 binds it to GLIBCXX_3.4.30, beyond the build
+      // baseline (plugins/symbol-versions.txt).
+      render_cv.wait_until(lock, std::chrono::steady_clock::time_point::max(),
+                           [this] { return render_stop || !scrape_waiters.empty(); });
       if (render_stop) break;
       batch.swap(scrape_waiters);
     }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -113,7 +114,12 @@ void run_writer(const std::shared_ptr<JsonlSink::State>& shared) {
     if (s.pending_bytes == 0) {
       if (s.stopping) break;
       s.writer_idle = true;
-      s.wake.wait(lock, [&] { return s.pending_bytes > 0 || s.stopping; });
+      // A timed wait without end rather than wait(): GCC 12's
+      // condition_variable::wait binds GLIBCXX_3.4.30, above the build
+      // baseline (plugins/symbol-versions.txt); a steady-clock wait_until
+      // is inline code over the C library.
+      s.wake.wait_until(lock, std::chrono::steady_clock::time_point::max(),
+                        [&] { return s.pending_bytes > 0 || s.stopping; });
       s.writer_idle = false;
       continue;
     }

@@ -1,7 +1,10 @@
 """The installed tree works for an out-of-tree vendor plugin: after
-`meson install --destdir`, vendor_plugin/ builds with
-dependency('tokenspeed-metrics-plugin') alone, and the installed
-tokenspeed-metrics loads the result.
+`meson install --destdir`, vendor_plugin/ (plain C) and the vendor template
+docs/examples/plugin/ (the kit) build with
+dependency('tokenspeed-metrics-plugin') alone, the installed
+tokenspeed-metrics loads both and runs the template's delivery loop, and
+the template requires no symbol version beyond the build baseline
+(plugins/symbol-versions.txt). One install serves all of it.
 
 Environment (besides cli_harness's): TSM_BUILD_ROOT (this project's build
 directory), TSM_MESON (the meson executable)."""
@@ -16,7 +19,12 @@ import cli_harness as h  # noqa: E402
 
 BUILD_ROOT = os.environ["TSM_BUILD_ROOT"]
 MESON = os.environ.get("TSM_MESON", "meson")
-VENDOR_SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vendor_plugin")
+HERE = os.path.dirname(os.path.abspath(__file__))
+SOURCE_ROOT = os.path.dirname(os.path.dirname(HERE))
+VENDOR_SOURCE = os.path.join(HERE, "vendor_plugin")
+TEMPLATE_SOURCE = os.path.join(SOURCE_ROOT, "docs", "examples", "plugin")
+SYMBOL_CHECKER = os.path.join(SOURCE_ROOT, "test", "build_baseline", "check_symbol_versions.py")
+BASELINE = os.path.join(SOURCE_ROOT, "plugins", "symbol-versions.txt")
 # Hang guards only.
 INSTALL_TIMEOUT_S = 300
 BUILD_TIMEOUT_S = 300
@@ -84,6 +92,61 @@ class VendorPlugin(h.CliTestCase):
         self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
         self.assertEqual(check.stdout.splitlines(),
                          ["vendor_output: {}", "prometheus: built-in"])
+
+        self.assert_template_builds_loads_and_keeps_the_baseline(env, run_env, binaries[0], work)
+
+    def assert_template_builds_loads_and_keeps_the_baseline(self, env, run_env, binary, work):
+        """docs/examples/plugin/, the vendor template on the kit, against the
+        same installed tree: built, checked against the build baseline,
+        validated by `check`, and run by `simulate` (its delivery loop
+        reports through the host's log)."""
+        http = run_tool(["pkg-config", "--print-requires", "tokenspeed-metrics-plugin-http"],
+                        env=env)
+        self.assertEqual(http.returncode, 0, http.stderr)
+        self.assertIn("libcurl >= 7.68.0", http.stdout)
+        plain = run_tool(["pkg-config", "--print-requires", "tokenspeed-metrics-plugin"], env=env)
+        self.assertEqual((plain.returncode, plain.stdout.strip()), (0, ""),
+                         "a plugin of the C header alone needs nothing")
+
+        template_build = os.path.join(work, "template-build")
+        started = time.monotonic()
+        setup = run_tool([MESON, "setup", template_build, TEMPLATE_SOURCE, "-Dwerror=true"],
+                         env=env)
+        self.assertEqual(setup.returncode, 0, setup.stdout + setup.stderr)
+        compile_ = run_tool([MESON, "compile", "-C", template_build], env=env)
+        self.assertEqual(compile_.returncode, 0, compile_.stdout + compile_.stderr)
+        print(f"template setup and build took {time.monotonic() - started:.1f} s",
+              file=sys.stderr)
+        plugin = os.path.join(template_build, "example_output.so")
+        self.assertTrue(os.path.exists(plugin))
+
+        versions = run_tool([sys.executable, SYMBOL_CHECKER, BASELINE, plugin])
+        self.assertEqual(versions.returncode, 0, versions.stdout + versions.stderr)
+
+        os.chmod(template_build, 0o755)
+        plugin_dir = self.make_dir()
+        os.replace(plugin, os.path.join(plugin_dir, "example_output.so"))
+        check = subprocess.run([binary, "check", "--enable-metrics", "--metrics-port", "0",
+                                "--metrics-reporters", "example_output",
+                                "--metrics-plugin-dir", plugin_dir],
+                               env=run_env, capture_output=True, text=True,
+                               timeout=h.COMMAND_TIMEOUT_S, check=False)
+        self.assertEqual(check.returncode, 0, check.stdout + check.stderr)
+        self.assertEqual(check.stdout.splitlines(),
+                         ['example_output: {"interval_ms":10000,"max_series":10000}'])
+
+        config = os.path.join(work, "template.json")
+        with open(config, "w") as file:
+            file.write('{"example_output": {"interval_ms": 200}}')
+        simulate = subprocess.run([binary, "simulate", "--ranks", "1", "--duration", "1",
+                                   "--enable-metrics", "--metrics-port", "0",
+                                   "--metrics-reporters", "example_output",
+                                   "--metrics-reporter-config", config,
+                                   "--metrics-plugin-dir", plugin_dir],
+                                  env=run_env, capture_output=True, text=True,
+                                  timeout=h.COMMAND_TIMEOUT_S, check=False)
+        self.assertEqual(simulate.returncode, 0, simulate.stdout + simulate.stderr)
+        self.assertRegex(simulate.stderr, r"plugin 'example_output': example_output: \d+ series")
 
     def assert_core_kit_headers_need_only_the_standard_library(self, include_dir, work):
         """The installed kit's core headers compile as C++17 with no library

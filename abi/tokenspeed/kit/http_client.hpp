@@ -25,6 +25,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -147,8 +148,7 @@ class HttpClient {
   using Clock = std::chrono::steady_clock;
 
   explicit HttpClient(HttpClientOptions options = {}) : options_(std::move(options)) {
-    static std::once_flag global;
-    std::call_once(global, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
+    global_init();
     multi_ = curl_multi_init();
     easy_ = curl_easy_init();
     if (multi_ == nullptr || easy_ == nullptr) {
@@ -164,6 +164,25 @@ class HttpClient {
     }
   }
   ~HttpClient() { release(); }
+
+  /* curl_global_init, once per plugin, before the first handle. A
+   * function-local static rather than std::call_once: call_once binds
+   * pthread_once, GLIBC_2.34 when built on glibc 2.34 or later
+   * (docs/plugin-authors.md, "Building a portable binary"). Each plugin
+   * has its own copy of this static, and create_sink runs on each output's
+   * own thread: two libcurl plugins may get here at once. libcurl makes
+   * curl_global_init thread-safe from 7.84 (CURL_VERSION_THREADSAFE); for
+   * older ones the call holds stderr's stdio lock, a recursive lock of
+   * the C library that every plugin of the process shares. */
+  static void global_init() noexcept {
+    static const bool initialised = [] {
+      flockfile(stderr);
+      const bool ok = curl_global_init(CURL_GLOBAL_DEFAULT) == CURLE_OK;
+      funlockfile(stderr);
+      return ok;
+    }();
+    (void)initialised;  // a failure shows as curl_multi_init's below
+  }
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
