@@ -82,6 +82,13 @@ extern "C" {
  * support it returns TSM_UNSUPPORTED_API from tsm_register. */
 #define TSM_METRIC_REPORTER_API_VERSION 1u
 
+/* The minor version of this header within its API version: how many times a
+ * field was appended (0: the header of 0.1.0; 1: the descriptor's version;
+ * 2: its settings). It never crosses the boundary: the other side's
+ * struct_size says which fields it filled. For a plugin that builds against
+ * several headers: #if TSM_METRIC_REPORTER_API_MINOR >= 2 ... settings ... */
+#define TSM_METRIC_REPORTER_API_MINOR 2u
+
 /* The name of the one function every plugin exports (type tsm_register_fn). */
 #define TSM_REGISTER_SYMBOL "tsm_register"
 
@@ -256,10 +263,18 @@ typedef struct tsm_reporter_descriptor {
   const char *settings;
 } tsm_reporter_descriptor;
 
-/* The size of a descriptor built against a header before `version` was
- * appended; a host reads `version` only from a larger struct_size. */
+/* The sizes a descriptor had as fields were appended: what struct_size says
+ * when a plugin was built against that header. A host reads an appended
+ * field only from a struct_size that covers it.
+ *   V1: up to user_data, as in 0.1.0 (neither version nor settings)
+ *   V2: up to version (no settings)
+ *   V3: up to settings (sizeof(tsm_reporter_descriptor) of this header) */
 #define TSM_REPORTER_DESCRIPTOR_SIZE_V1 \
   (offsetof(tsm_reporter_descriptor, user_data) + sizeof(void *))
+#define TSM_REPORTER_DESCRIPTOR_SIZE_V2 \
+  (offsetof(tsm_reporter_descriptor, version) + sizeof(const char *))
+#define TSM_REPORTER_DESCRIPTOR_SIZE_V3 \
+  (offsetof(tsm_reporter_descriptor, settings) + sizeof(const char *))
 
 /* Log severities for tsm_host_api.log. */
 typedef enum tsm_log_level {
