@@ -62,6 +62,12 @@ def describe(probe, abidw, out_path):
     if result.returncode != 0:
         sys.exit(f"abidw failed on {probe} (status {result.returncode}):\n{result.stderr}")
     text = re.sub(r"(<abi-instr [^>]*path=')[^']*/([^'/]*')", r"\1\2", result.stdout)
+    symbols = set(re.findall(r"<elf-symbol name='(tsm_abi_probe_\w+)' type='func-type'", text))
+    described = set(re.findall(r"<function-decl name='(tsm_abi_probe_\w+)'", text))
+    if not symbols or symbols != described:
+        sys.exit(f"{probe}: its debug information describes {len(described)} of its "
+                 f"{len(symbols)} functions: build it with -g and without optimization "
+                 "(identical functions folded at -O2 take their types with them)")
     with open(out_path, "w", encoding="utf-8") as out:
         out.write(text)
 
