@@ -15,10 +15,12 @@
  *   sink emit / close       the sink's delivery worker thread
  *   session close           launcher, after its own sinks are closed
  *
- * Versioning rule: TSM_METRIC_REPORTER_API_VERSION changes only when an
- * existing field or function changes meaning. New fields are appended to the
- * end of a struct; every struct starts with uint32_t struct_size so the reader
- * checks the size before touching an appended field.
+ * Versioning rule: TSM_METRIC_REPORTER_API_VERSION (the major) changes only
+ * when an existing field or function changes meaning. New fields are appended
+ * to the end of a struct (TSM_METRIC_REPORTER_API_MINOR counts them); every
+ * struct starts with uint32_t struct_size so the reader checks the size before
+ * touching an appended field. A plugin built against any header of a major
+ * loads in every later host of that major (docs/abi.md).
  *
  * Ownership rule: nothing is freed by a module that did not allocate it.
  * Strings a plugin hands back (normalized configuration, producer
