@@ -15,10 +15,12 @@
  *   sink emit / close       the sink's delivery worker thread
  *   session close           launcher, after its own sinks are closed
  *
- * Versioning rule: TSM_METRIC_REPORTER_API_VERSION changes only when an
- * existing field or function changes meaning. New fields are appended to the
- * end of a struct; every struct starts with uint32_t struct_size so the reader
- * checks the size before touching an appended field.
+ * Versioning rule: TSM_METRIC_REPORTER_API_VERSION (the major) changes only
+ * when an existing field or function changes meaning. New fields are appended
+ * to the end of a struct (TSM_METRIC_REPORTER_API_MINOR counts them); every
+ * struct starts with uint32_t struct_size so the reader checks the size before
+ * touching an appended field. A plugin built against any header of a major
+ * loads in every later host of that major (docs/abi.md).
  *
  * Ownership rule: nothing is freed by a module that did not allocate it.
  * Strings a plugin hands back (normalized configuration, producer
@@ -81,6 +83,13 @@ extern "C" {
  * version it implements in tsm_host_api.api_version; a plugin that does not
  * support it returns TSM_UNSUPPORTED_API from tsm_register. */
 #define TSM_METRIC_REPORTER_API_VERSION 1u
+
+/* The minor version of this header within its API version: how many times a
+ * field was appended (0: the header of 0.1.0; 1: the descriptor's version;
+ * 2: its settings). It never crosses the boundary: the other side's
+ * struct_size says which fields it filled. For a plugin that builds against
+ * several headers: #if TSM_METRIC_REPORTER_API_MINOR >= 2 ... settings ... */
+#define TSM_METRIC_REPORTER_API_MINOR 2u
 
 /* The name of the one function every plugin exports (type tsm_register_fn). */
 #define TSM_REGISTER_SYMBOL "tsm_register"
@@ -256,10 +265,18 @@ typedef struct tsm_reporter_descriptor {
   const char *settings;
 } tsm_reporter_descriptor;
 
-/* The size of a descriptor built against a header before `version` was
- * appended; a host reads `version` only from a larger struct_size. */
+/* The sizes a descriptor had as fields were appended: what struct_size says
+ * when a plugin was built against that header. A host reads an appended
+ * field only from a struct_size that covers it.
+ *   V1: up to user_data, as in 0.1.0 (neither version nor settings)
+ *   V2: up to version (no settings)
+ *   V3: up to settings (sizeof(tsm_reporter_descriptor) of this header) */
 #define TSM_REPORTER_DESCRIPTOR_SIZE_V1 \
   (offsetof(tsm_reporter_descriptor, user_data) + sizeof(void *))
+#define TSM_REPORTER_DESCRIPTOR_SIZE_V2 \
+  (offsetof(tsm_reporter_descriptor, version) + sizeof(const char *))
+#define TSM_REPORTER_DESCRIPTOR_SIZE_V3 \
+  (offsetof(tsm_reporter_descriptor, settings) + sizeof(const char *))
 
 /* Log severities for tsm_host_api.log. */
 typedef enum tsm_log_level {

@@ -1,0 +1,280 @@
+/*
+ * tokenspeed/metric_reporter.h — the stable C ABI between the tokenspeed-metrics
+ * host and a metric output plugin. This header is the only thing a plugin needs.
+ *
+ * A plugin is a shared object that exports one function, tsm_register
+ * (TSM_REGISTER_SYMBOL). The host loads the file, calls tsm_register once per
+ * process with a host-API table, and the plugin declares its outputs
+ * ("reporters") through host->register_metric_reporter. Registration only
+ * declares factories: it must not start threads or acquire external resources.
+ *
+ * Per reporter the host then calls, in this order and on these processes:
+ *   validate(config)        launcher, at startup: check and normalize settings
+ *   start_node(config)      launcher, optional: node-wide shared resources
+ *   create_sink(producer)   every producer, lazily on the first event
+ *   sink emit / close       the sink's delivery worker thread
+ *   session close           launcher, after its own sinks are closed
+ *
+ * Versioning rule: TSM_METRIC_REPORTER_API_VERSION changes only when an
+ * existing field or function changes meaning. New fields are appended to the
+ * end of a struct; every struct starts with uint32_t struct_size so the reader
+ * checks the size before touching an appended field.
+ *
+ * Ownership rule: nothing is freed by a module that did not allocate it.
+ * Strings a plugin hands back (normalized configuration, producer
+ * configuration, error messages) are written into a host-provided tsm_buffer,
+ * which copies them before the call returns.
+ *
+ * A complete minimal plugin, in C:
+ *
+ *   #include <tokenspeed/metric_reporter.h>
+ *   #include <stdio.h>
+ *
+ *   static int validate(void *ud, const char *cfg, size_t n,
+ *                       tsm_buffer *normalized, tsm_buffer *error) {
+ *       (void)ud; (void)error;
+ *       normalized->assign(normalized, cfg, n);   // accept as is
+ *       return TSM_OK;
+ *   }
+ *   static int emit(void *self, const tsm_metric_event *e, tsm_buffer *error) {
+ *       (void)self; (void)error;
+ *       printf("%s %g x%llu\n", e->metric, e->value,
+ *              (unsigned long long)e->weight);
+ *       return TSM_OK;
+ *   }
+ *   static int close_sink(void *self, int64_t timeout_ns, tsm_buffer *error) {
+ *       (void)self; (void)timeout_ns; (void)error;
+ *       return TSM_OK;
+ *   }
+ *   static const tsm_sink_vtable vtable = {
+ *       sizeof(tsm_sink_vtable), emit, close_sink };
+ *   static int create_sink(void *ud, const char *cfg, size_t n,
+ *                          tsm_sink *sink, tsm_buffer *error) {
+ *       (void)ud; (void)cfg; (void)n; (void)error;
+ *       sink->vtable = &vtable;
+ *       sink->self = NULL;
+ *       return TSM_OK;
+ *   }
+ *   TSM_EXPORT int tsm_register(const tsm_host_api *host, tsm_buffer *error) {
+ *       if (host->api_version != TSM_METRIC_REPORTER_API_VERSION)
+ *           return TSM_UNSUPPORTED_API;
+ *       tsm_reporter_descriptor d = {0};
+ *       d.struct_size = sizeof d;
+ *       d.name = "print";
+ *       d.validate = validate;
+ *       d.create_sink = create_sink;
+ *       d.start_node = NULL;          // no node-wide resources
+ *       return host->register_metric_reporter(host->host_data, &d, error);
+ *   }
+ */
+#ifndef TOKENSPEED_METRIC_REPORTER_H
+#define TOKENSPEED_METRIC_REPORTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The metric reporter API version this header describes. The host passes the
+ * version it implements in tsm_host_api.api_version; a plugin that does not
+ * support it returns TSM_UNSUPPORTED_API from tsm_register. */
+#define TSM_METRIC_REPORTER_API_VERSION 1u
+
+/* The name of the one function every plugin exports (type tsm_register_fn). */
+#define TSM_REGISTER_SYMBOL "tsm_register"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define TSM_EXPORT __attribute__((visibility("default")))
+#else
+#define TSM_EXPORT
+#endif
+
+/* Status codes returned by every function of this ABI. */
+typedef enum tsm_status {
+    TSM_OK = 0,              /* success */
+    TSM_ERROR = 1,           /* failure; a message is in the error buffer */
+    TSM_UNSUPPORTED_API = 2  /* tsm_register only: host api_version unsupported */
+} tsm_status;
+
+/* A growable byte buffer owned by the host, handed to the plugin to receive a
+ * string (JSON text or an error message). The plugin calls assign; the host
+ * copies the bytes before assign returns, so the plugin may pass a temporary.
+ * Valid only during the call it is passed to; touched only from that thread. */
+typedef struct tsm_buffer {
+    uint32_t struct_size;   /* sizeof(tsm_buffer) as the host compiled it */
+    void *host_data;        /* host-private; the plugin must not touch it */
+    /* Replace the contents with a copy of size bytes at data (UTF-8, need not
+     * be NUL-terminated). Calling it again replaces the earlier contents. */
+    void (*assign)(struct tsm_buffer *buffer, const char *data, size_t size);
+} tsm_buffer;
+
+/* ---------------------------------------------------------------- metrics */
+
+/* The kind of a metric family. */
+typedef enum tsm_metric_kind {
+    TSM_KIND_COUNTER = 1,    /* monotonically increasing; events are deltas */
+    TSM_KIND_GAUGE = 2,      /* current value; events are assignments */
+    TSM_KIND_HISTOGRAM = 3   /* distribution; events are observations */
+} tsm_metric_kind;
+
+/* The operation an event carries. */
+typedef enum tsm_operation {
+    TSM_OP_INC = 1,      /* counter delta (value >= 0), weight 1 */
+    TSM_OP_SET = 2,      /* gauge assignment, weight 1 */
+    TSM_OP_OBSERVE = 3   /* histogram observation of value, weight times */
+} tsm_operation;
+
+/* Host-owned description of a metric family, so that a plugin can build
+ * typed or cumulative series without private knowledge of the catalog.
+ * Lives (with every string and array it points to) until the sink that
+ * received it is closed. Read-only for the plugin; safe from any thread. */
+typedef struct tsm_metric_info {
+    uint32_t struct_size;              /* sizeof(tsm_metric_info), host build */
+    uint32_t kind;                     /* a tsm_metric_kind */
+    const char *name;                  /* as in events: counters end in _total */
+    const char *help;                  /* one-line description, UTF-8 */
+    const char *unit;                  /* "seconds", "tokens", "" if none */
+    uint32_t label_count;              /* number of label names */
+    const char *const *label_names;    /* label_count names, in event order */
+    uint32_t bucket_count;             /* histograms: number of upper bounds */
+    const double *bucket_bounds;       /* ascending upper bounds, +Inf implied
+                                          and not listed; NULL if none */
+} tsm_metric_info;
+
+/* One observation, before any aggregation. Valid only during emit: a plugin
+ * that keeps anything copies it before returning. Read-only. */
+typedef struct tsm_metric_event {
+    uint32_t struct_size;              /* sizeof(tsm_metric_event), host build */
+    uint32_t operation;                /* a tsm_operation */
+    int64_t timestamp_ns;              /* wall clock of the observation, Unix ns */
+    const char *metric;                /* metric name; counters end in _total */
+    double value;                      /* counter delta, gauge value or
+                                          observation, in the metric's unit */
+    uint64_t weight;                   /* observation multiplicity; 1 for inc
+                                          and set. observe(0.01, weight 3) is
+                                          count += 3, sum += 0.03 */
+    uint32_t label_count;              /* number of labels */
+    const char *const *label_names;    /* label_count names (same order as
+                                          info->label_names) */
+    const char *const *label_values;   /* label_count values, as supplied by
+                                          the collection point */
+    const tsm_metric_info *info;       /* the metric's metadata, see above */
+} tsm_metric_event;
+
+/* ------------------------------------------------------------------ sinks */
+
+/* The operations of a sink. Static storage in the plugin is typical. */
+typedef struct tsm_sink_vtable {
+    uint32_t struct_size;   /* sizeof(tsm_sink_vtable) as the plugin compiled it */
+    /* Deliver one event. Called from the sink's delivery worker thread, one
+     * call at a time. Must return promptly: queue the event in the plugin and
+     * deliver in the background. A nonzero return disables the sink for the
+     * rest of the process (its events are then counted as dropped); the sink
+     * is still closed at shutdown and never rebuilt. */
+    int (*emit)(void *self, const tsm_metric_event *event, tsm_buffer *error);
+    /* Flush what can be flushed within timeout_ns nanoseconds, then release
+     * every resource of the sink. Called once, after the last emit returned,
+     * from a host thread. The host does not wait beyond the timeout plus a
+     * small grace. A nonzero return is logged; it skips nothing. */
+    int (*close)(void *self, int64_t timeout_ns, tsm_buffer *error);
+} tsm_sink_vtable;
+
+/* A process-local sink created by create_sink. No inheritance: a vtable and
+ * the plugin's own object. */
+typedef struct tsm_sink {
+    uint32_t struct_size;            /* set by the host before create_sink */
+    const tsm_sink_vtable *vtable;   /* set by the plugin; lives until close */
+    void *self;                      /* set by the plugin; passed back */
+} tsm_sink;
+
+/* --------------------------------------------------------- node sessions */
+
+typedef struct tsm_node_session_vtable {
+    uint32_t struct_size;   /* sizeof(tsm_node_session_vtable), plugin build */
+    /* Release the node-wide resources within timeout_ns nanoseconds. Called
+     * once, in the launcher, after the launcher's own sinks are closed. */
+    int (*close)(void *self, int64_t timeout_ns, tsm_buffer *error);
+} tsm_node_session_vtable;
+
+/* Launcher-owned resources shared by the node, created by start_node. */
+typedef struct tsm_node_session {
+    uint32_t struct_size;                     /* set by the host */
+    const tsm_node_session_vtable *vtable;    /* set by the plugin */
+    void *self;                               /* set by the plugin */
+} tsm_node_session;
+
+/* -------------------------------------------------------------- reporters */
+
+/* The factories of one output name. Copied by the host during
+ * register_metric_reporter; the name string is copied too. Functions are
+ * called from host threads, never concurrently for the same reporter. */
+typedef struct tsm_reporter_descriptor {
+    uint32_t struct_size;   /* sizeof(tsm_reporter_descriptor), plugin build */
+    /* Output name selected with --metrics-reporters: 1-64 characters of
+     * [a-z0-9_.-]. "prometheus" is reserved for the built-in output. */
+    const char *name;
+    /* Validate and normalize settings without creating resources; reject
+     * unsupported keys. config_json is a JSON object (UTF-8, config_size
+     * bytes, NUL-terminated). On success write a JSON object into normalized
+     * (an empty buffer means the input as given) and return TSM_OK; on
+     * failure write a one-line message into error and return TSM_ERROR.
+     * Required. */
+    int (*validate)(void *user_data, const char *config_json, size_t config_size,
+                    tsm_buffer *normalized, tsm_buffer *error);
+    /* Create one process-local sink from the producer configuration (a JSON
+     * object). Fill sink->vtable and sink->self. Clean up whatever was
+     * allocated before returning an error. Required. */
+    int (*create_sink)(void *user_data, const char *producer_config_json,
+                       size_t producer_config_size, tsm_sink *sink,
+                       tsm_buffer *error);
+    /* Optional (NULL when no shared resource is needed: the normalized
+     * configuration is then the producer configuration). Create launcher-owned
+     * node resources, fill *session, and write the producer configuration
+     * (a JSON object of plain data: never a socket, thread or client) into
+     * producer_config. */
+    int (*start_node)(void *user_data, const char *config_json, size_t config_size,
+                      tsm_node_session *session, tsm_buffer *producer_config,
+                      tsm_buffer *error);
+    uint32_t override;      /* nonzero: replace an existing name (later wins) */
+    void *user_data;        /* passed back to the three functions above */
+} tsm_reporter_descriptor;
+
+/* Log severities for tsm_host_api.log. */
+typedef enum tsm_log_level {
+    TSM_LOG_DEBUG = 0,
+    TSM_LOG_INFO = 1,
+    TSM_LOG_WARNING = 2,
+    TSM_LOG_ERROR = 3
+} tsm_log_level;
+
+/* What the host offers a plugin during tsm_register. The table and what it
+ * points to are valid during tsm_register only, except log, which may be
+ * called from any thread for the life of the process. */
+typedef struct tsm_host_api {
+    uint32_t struct_size;   /* sizeof(tsm_host_api) as the host compiled it */
+    uint32_t api_version;   /* TSM_METRIC_REPORTER_API_VERSION of the host */
+    void *host_data;        /* pass back as the first argument below */
+    const char *host_version; /* e.g. "0.1.0", for messages only */
+    /* Declare one output. Returns TSM_OK, or TSM_ERROR with a message (name
+     * invalid, reserved or taken without override, called after tsm_register
+     * returned). A plugin may register several names. */
+    int (*register_metric_reporter)(void *host_data,
+                                    const tsm_reporter_descriptor *descriptor,
+                                    tsm_buffer *error);
+    /* Write one line to the host log, tagged with the plugin's name. Plugins
+     * rate-limit their own repeated messages. */
+    void (*log)(void *host_data, uint32_t level, const char *message);
+} tsm_host_api;
+
+/* The exported entry point. Return TSM_OK, TSM_UNSUPPORTED_API when
+ * host->api_version is not one the plugin supports, or TSM_ERROR with a
+ * message; on failure every name registered in this call is rolled back. */
+typedef int (*tsm_register_fn)(const tsm_host_api *host, tsm_buffer *error);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* TOKENSPEED_METRIC_REPORTER_H */
