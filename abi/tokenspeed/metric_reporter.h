@@ -86,10 +86,11 @@ extern "C" {
 
 /* The minor version of this header within its API version: how many times a
  * field was appended (0: the header of 0.1.0; 1: the descriptor's version;
- * 2: its settings). It never crosses the boundary: the other side's
- * struct_size says which fields it filled. For a plugin that builds against
- * several headers: #if TSM_METRIC_REPORTER_API_MINOR >= 2 ... settings ... */
-#define TSM_METRIC_REPORTER_API_MINOR 2u
+ * 2: its settings; 3: the sink's process and delivery figures). It never
+ * crosses the boundary: the other side's struct_size says which fields it
+ * filled. For a plugin that builds against several headers:
+ * #if TSM_METRIC_REPORTER_API_MINOR >= 3 ... sink->report_figures ... */
+#define TSM_METRIC_REPORTER_API_MINOR 3u
 
 /* The name of the one function every plugin exports (type tsm_register_fn). */
 #define TSM_REGISTER_SYMBOL "tsm_register"
@@ -190,13 +191,66 @@ typedef struct tsm_sink_vtable {
   int (*close)(void *self, int64_t timeout_ns, tsm_buffer *error);
 } tsm_sink_vtable;
 
+/* The process a sink serves, as the host names it in its own reports (the
+ * summary table, /metrics, log lines). A push output uses it to keep the
+ * streams of two processes apart at the back end. Host-owned, read-only;
+ * lives (with its strings) until the sink's close returns. Appended
+ * (minor 3). */
+typedef struct tsm_process_identity {
+  uint32_t struct_size; /* sizeof(tsm_process_identity), host build */
+  int32_t rank;         /* rank within the role (data-parallel rank); -1: none */
+  const char *name;     /* unique within the node: "scheduler-0", "frontend" */
+  const char *role;     /* "launcher", "scheduler", "frontend", "worker", ... */
+  const char *node;     /* the node (--metrics-node-name, else the host name) */
+  int64_t pid;          /* the process whose events the sink receives (for a
+                           sink isolated in a helper process: the producer) */
+} tsm_process_identity;
+
+/* What became of the events a sink accepted (emit returned TSM_OK), as only
+ * the plugin can see it: whether they reached its back end. Counters count
+ * events since the sink was created and never go down; an output that
+ * aggregates counts an event as sent once a request holding its effect was
+ * accepted. pending is a current value, not a counter. Filled by the plugin
+ * for report_figures below. Appended (minor 3). */
+typedef struct tsm_delivery_figures {
+  uint32_t struct_size; /* sizeof(tsm_delivery_figures), plugin build */
+  uint32_t reserved;    /* 0 */
+  uint64_t sent;        /* events whose data the back end accepted */
+  uint64_t refused;     /* events the plugin refused itself: over one of its
+                           limits (series, size) or not representable */
+  uint64_t lost;        /* events whose data was given up: rejected by the
+                           back end, a full queue, close's deadline */
+  uint64_t retries;     /* failed send attempts tried again (attempts) */
+  uint64_t pending;     /* events held now, not yet sent or given up */
+} tsm_delivery_figures;
+
 /* A process-local sink created by create_sink. No inheritance: a vtable and
  * the plugin's own object. */
 typedef struct tsm_sink {
   uint32_t struct_size;          /* set by the host before create_sink */
   const tsm_sink_vtable *vtable; /* set by the plugin; lives until close */
   void *self;                    /* set by the plugin; passed back */
+  /* ---- appended fields (minor 3): set by the host before create_sink; a
+   * plugin reads them only when struct_size covers them */
+  /* The process this sink serves; valid until close returns. */
+  const tsm_process_identity *process;
+  /* Pass back as the first argument of report_figures. */
+  void *host_sink_data;
+  /* Optional for the plugin: report the sink's delivery figures (totals, not
+   * increments). Callable from any thread, any number of times, until close
+   * returns; lock-free and cheap (the host keeps the latest of each
+   * counter). Call it after each send and once inside close, after the last
+   * send. The host shows the figures per output and process in its summary,
+   * its shutdown report and on /metrics; a sink that never calls it shows
+   * none. */
+  void (*report_figures)(void *host_sink_data, const tsm_delivery_figures *figures);
 } tsm_sink;
+
+/* The sizes a sink had as fields were appended: V1 up to self (0.1.0 to
+ * minor 2), V2 up to report_figures (sizeof(tsm_sink) of this header). */
+#define TSM_SINK_SIZE_V1 (offsetof(tsm_sink, self) + sizeof(void *))
+#define TSM_SINK_SIZE_V2 \
+  (offsetof(tsm_sink, report_figures) + sizeof(void (*)(void *, const tsm_delivery_figures *)))
 
 /* --------------------------------------------------------- node sessions */
 

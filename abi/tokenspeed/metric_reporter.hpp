@@ -65,6 +65,8 @@
 
 #include <tokenspeed/metric_reporter.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -101,11 +103,41 @@ inline const char* operation_name(uint32_t operation) noexcept {
   }
 }
 
+/* The process a sink serves (tsm_process_identity), copied. */
+struct ProcessIdentity {
+  std::string name;   // unique within the node: "scheduler-0"
+  std::string role;   // "scheduler"; "" when the host did not say
+  int32_t rank = -1;  // -1: none
+  int64_t pid = 0;
+  std::string node;        // the node's name
+  bool from_host = false;  // false: the host is older than minor 3; the fields
+                           // above are this process's pid ("pid-<pid>") and
+                           // the host name
+};
+
+/* What became of the events a sink accepted (tsm_delivery_figures). */
+struct DeliveryFigures {
+  uint64_t sent = 0;     // accepted by the back end
+  uint64_t refused = 0;  // over a limit of the plugin, or not representable
+  uint64_t lost = 0;     // given up: rejected, queue full, close deadline
+  uint64_t retries = 0;  // failed attempts tried again
+  uint64_t pending = 0;  // held now, not yet sent (not a counter)
+};
+
+/* This machine's host name; "localhost" when it has none. */
+inline std::string this_host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
 /* What of the host outlives tsm_register: its log function. Copied from the
- * tsm_host_api during registration and handed to every create_sink and
- * start_node call; the reference stays valid for the life of the process.
- * log() may be called from any thread; the plugin rate-limits repeated
- * messages itself. */
+ * tsm_host_api during registration and handed to every start_node call; the
+ * reference stays valid for the life of the process. The Host handed to
+ * create_sink also carries the sink's process and its figures callback
+ * (tsm_sink's appended fields); copies keep them. log() and
+ * report_figures() may be called from any thread; the plugin rate-limits
+ * repeated messages itself. */
 class Host {
  public:
   Host() noexcept = default;
@@ -115,16 +147,77 @@ class Host {
         // log is read only if the host's table is large enough to hold it.
         log_(api.struct_size >= offsetof(tsm_host_api, log) + sizeof api.log ? api.log : nullptr) {}
 
+  /* This Host with the fields the host set in sink before create_sink
+   * (read only when the sink's struct_size covers them). */
+  Host for_sink(const tsm_sink& sink) const {
+    Host copy = *this;
+    auto process = std::make_shared<ProcessIdentity>();
+    if (sink.struct_size >= TSM_SINK_SIZE_V2 && sink.process != nullptr &&
+        sink.process->struct_size >= offsetof(tsm_process_identity, pid) + sizeof(int64_t)) {
+      const tsm_process_identity& p = *sink.process;
+      process->name = p.name != nullptr ? p.name : "";
+      process->role = p.role != nullptr ? p.role : "";
+      process->node = p.node != nullptr ? p.node : "";
+      process->rank = p.rank;
+      process->pid = p.pid;
+      process->from_host = !process->name.empty();
+    }
+    if (!process->from_host) {
+      process->pid = static_cast<int64_t>(::getpid());
+      process->name = "pid-" + std::to_string(process->pid);
+      process->role.clear();
+      process->rank = -1;
+    }
+    if (process->node.empty()) process->node = this_host_name();
+    copy.process_ = std::move(process);
+    if (sink.struct_size >= TSM_SINK_SIZE_V2) {
+      copy.sink_data_ = sink.host_sink_data;
+      copy.report_figures_ = sink.report_figures;
+    }
+    return copy;
+  }
+
   uint32_t api_version() const noexcept { return api_version_; }
 
   void log(tsm_log_level level, const std::string& message) const noexcept {
     if (log_ != nullptr) log_(host_data_, static_cast<uint32_t>(level), message.c_str());
   }
 
+  /* The process the sink serves (only in the Host of create_sink; a Host
+   * without a sink gives this process's pid and host name). */
+  ProcessIdentity process() const {
+    if (process_) return *process_;
+    ProcessIdentity own;
+    own.pid = static_cast<int64_t>(::getpid());
+    own.name = "pid-" + std::to_string(own.pid);
+    own.node = this_host_name();
+    return own;
+  }
+
+  /* Whether report_figures reaches the host (a host of minor 3 or later). */
+  bool takes_figures() const noexcept { return report_figures_ != nullptr; }
+
+  /* Reports the sink's figures (totals); nothing when the host takes none.
+   * From any thread, until the sink's close returns. */
+  void report_figures(const DeliveryFigures& figures) const noexcept {
+    if (report_figures_ == nullptr) return;
+    tsm_delivery_figures out{};
+    out.struct_size = sizeof out;
+    out.sent = figures.sent;
+    out.refused = figures.refused;
+    out.lost = figures.lost;
+    out.retries = figures.retries;
+    out.pending = figures.pending;
+    report_figures_(sink_data_, &out);
+  }
+
  private:
   void* host_data_ = nullptr;
   uint32_t api_version_ = 0;
   void (*log_)(void*, uint32_t, const char*) = nullptr;
+  std::shared_ptr<const ProcessIdentity> process_;
+  void* sink_data_ = nullptr;
+  void (*report_figures_)(void*, const tsm_delivery_figures*) = nullptr;
 };
 
 /* The node-session type of a reporter without start_node. */
@@ -267,7 +360,7 @@ struct ReporterHolder final : ReporterHolderBase {
     return guarded(error, [&] {
       const ReporterHolder& self = from(user_data);
       std::unique_ptr<Sink> created =
-          self.reporter.create_sink(std::string_view(config, size), self.host);
+          self.reporter.create_sink(std::string_view(config, size), self.host.for_sink(*sink));
       if (!created) throw std::runtime_error("create_sink returned no sink");
       sink->vtable = &SinkTrampolines<Sink>::vtable;
       sink->self = created.release();

@@ -22,6 +22,12 @@ ShutdownReport shutdown_report_from(const std::vector<ProcessSummary>& summaries
       output.discarded_at_close = stats.discarded_at_deadline;
       output.lost_in_helper = stats.lost_in_helper;
       output.failed = output_failed(stats);
+      output.plugin_reported = stats.plugin.reported;
+      output.plugin_sent = stats.plugin.sent;
+      output.plugin_refused = stats.plugin.refused;
+      output.plugin_lost = stats.plugin.lost;
+      output.plugin_retries = stats.plugin.retries;
+      output.plugin_pending = stats.plugin.pending;
       report.outputs.push_back(std::move(output));
     }
   }

@@ -31,7 +31,7 @@ std::string events_text(std::uint64_t n) {
 
 std::string subject_of(const IsolatedOutputOptions& options) {
   std::string subject = "output '" + options.output + "'";
-  if (!options.process_name.empty()) subject += " in " + options.process_name;
+  if (!options.process.name.empty()) subject += " in " + options.process.name;
   if (!options.plugin_path.empty()) subject += " (plugin file '" + options.plugin_path + "')";
   return subject;
 }
@@ -72,6 +72,24 @@ void IsolatedOutput::stop_supervisor() noexcept {
   }
 }
 
+namespace {
+
+// The producer's identity, for the helper's sink (strings cut to fit).
+void write_identity(ControlBlock& control, const NamedProcess& identity) noexcept {
+  const auto copy = [](char(&to)[kIdentityTextBytes], const std::string& from) {
+    const std::size_t n = std::min(from.size(), kIdentityTextBytes - 1);
+    std::memcpy(to, from.data(), n);
+    to[n] = '\0';
+  };
+  control.identity_rank = identity.rank;
+  control.identity_pid = identity.pid;
+  copy(control.identity_name, identity.name);
+  copy(control.identity_role, identity.role);
+  copy(control.identity_node, identity.node);
+}
+
+}  // namespace
+
 // ------------------------------------------------------------- the sink
 
 int IsolatedOutput::create_sink(tsm_sink& out, std::string& error) noexcept {
@@ -86,6 +104,7 @@ int IsolatedOutput::create_sink(tsm_sink& out, std::string& error) noexcept {
     ControlBlock& control = channel_.control();
     std::memcpy(control.config, options_.producer_config.data(), options_.producer_config.size());
     control.config_size = static_cast<std::uint32_t>(options_.producer_config.size());
+    write_identity(control, options_.process);
     writer_ = std::make_unique<ChannelWriter>(channel_);
     executable_ = helper_executable();
     supervisor_ = std::thread([this] { supervise(); });
@@ -233,6 +252,7 @@ void IsolatedOutput::adjust(SinkStats& stats) const noexcept {
   stats.queue_depth += handed > resolved ? handed - resolved : 0;  // in the channel, or in emit
   stats.helper_restarts = f.helper_restarts;
   stats.isolated = true;
+  stats.plugin = channel_.control().plugin_figures.load();
 }
 
 // ------------------------------------------------------------ supervisor

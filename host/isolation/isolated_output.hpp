@@ -24,6 +24,7 @@
 #include "config/isolation_settings.hpp"
 #include "isolation/shared_channel.hpp"
 #include "core/fault_log.hpp"
+#include "core/named_process.hpp"
 #include "pipeline/sink_worker.hpp"
 
 namespace tokenspeed::metrics::isolation {
@@ -32,7 +33,8 @@ struct IsolatedOutputOptions {
   std::string output;           // the output's name
   std::string plugin_path;      // the plugin file the helper loads
   std::string reporter;         // the reporter name it registers (the output's name)
-  std::string process_name;     // "scheduler-0" in log lines; "" omits it
+  NamedProcess process;         // the producer: its name ("scheduler-0") in log lines
+                                // ("" omits it) and the helper's tsm_sink.process
   std::string producer_config;  // the producer configuration, JSON text
   IsolationSettings settings;
   std::chrono::milliseconds log_interval{10'000};

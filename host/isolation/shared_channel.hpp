@@ -15,10 +15,12 @@
 
 #include <tokenspeed/metric_reporter.h>
 
+#include "pipeline/plugin_figures.hpp"
+
 namespace tokenspeed::metrics::isolation {
 
 inline constexpr std::uint32_t kChannelMagic = 0x54534d49;  // "TSMI"
-inline constexpr std::uint32_t kChannelVersion = 1;
+inline constexpr std::uint32_t kChannelVersion = 2;
 
 // Sizes of the three regions (bytes). The ring's capacity is a power of two.
 inline constexpr std::size_t kControlBytes = 16 * 1024;
@@ -28,6 +30,7 @@ inline constexpr std::size_t kChannelBytes = kControlBytes + kDefinitionBytes + 
 inline constexpr std::size_t kConfigBytes =
     12 * 1024;                                      // producer configuration, in the control block
 inline constexpr std::size_t kMessageBytes = 1024;  // the helper's last error message
+inline constexpr std::size_t kIdentityTextBytes = 256;  // each string of the producer's identity
 
 // The helper's lifecycle as it publishes it.
 enum class HelperState : std::uint32_t {
@@ -54,6 +57,13 @@ struct alignas(64) ControlBlock {
   // host, before each helper starts
   std::uint32_t config_size;
   char config[kConfigBytes];
+  // host, before each helper starts: the producer the sink serves (its
+  // tsm_sink.process), each string NUL-terminated
+  std::int32_t identity_rank;
+  std::int64_t identity_pid;
+  char identity_name[kIdentityTextBytes];
+  char identity_role[kIdentityTextBytes];
+  char identity_node[kIdentityTextBytes];
 
   // host (producer): the ring's write position and the table's published extent
   alignas(64) std::atomic<std::uint64_t> write_pos;
@@ -70,6 +80,9 @@ struct alignas(64) ControlBlock {
   std::atomic<std::uint64_t> delivered;
   std::atomic<std::uint64_t> dropped_sink_disabled;
   std::atomic<std::uint64_t> heartbeat;  // grows while the helper makes progress
+  // helper: what its plugin reported of its events (tsm_sink.report_figures),
+  // added onto what the earlier helpers' plugins had reported
+  alignas(64) PluginFiguresCell plugin_figures;
   // helper: the futex word it sleeps on (1 while parked)
   alignas(64) std::atomic<std::uint32_t> parked;
   // helper: rarely written

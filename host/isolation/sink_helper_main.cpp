@@ -9,6 +9,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include <boost/json/parse.hpp>
 
 #include "core/abi_buffer.hpp"
+#include "core/named_process.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "plugin/reporter.hpp"
 #include "plugin/reporter_registry.hpp"
@@ -110,6 +112,59 @@ boost::json::object read_config(iso::ControlBlock& control) {
   return std::move(value.as_object());
 }
 
+// The producer the sink serves, as the host wrote it into the channel; lives
+// for the rest of this process.
+const tsm_process_identity* producer_identity(const iso::ControlBlock& control) {
+  static const tsm::NamedProcessView identity([&] {
+    const auto text = [](const char(&field)[iso::kIdentityTextBytes]) {
+      return std::string(field, ::strnlen(field, iso::kIdentityTextBytes));
+    };
+    tsm::NamedProcess out;
+    out.name = text(control.identity_name);
+    out.role = text(control.identity_role);
+    out.node = text(control.identity_node);
+    out.rank = control.identity_rank;
+    out.pid = static_cast<pid_t>(control.identity_pid);
+    return out;
+  }());
+  return identity.get();
+}
+
+// The plugin's figures of this helper, added onto those of the helpers
+// before it (a restarted helper's plugin starts again from zero).
+struct RestartedFigures {
+  tsm::PluginFigures earlier;
+  tsm::PluginFiguresCell* cell = nullptr;
+};
+
+RestartedFigures& restarted_state() {
+  static RestartedFigures state;
+  return state;
+}
+
+tsm::PluginFiguresCell& restarted_figures(iso::ControlBlock& control) {
+  RestartedFigures& state = restarted_state();
+  state.cell = &control.plugin_figures;
+  state.earlier = control.plugin_figures.load();
+  return control.plugin_figures;
+}
+
+void report_onto_earlier_helpers(void* /*host_sink_data*/,
+                                 const tsm_delivery_figures* figures) noexcept {
+  const RestartedFigures& state = restarted_state();
+  if (figures == nullptr || state.cell == nullptr || figures->struct_size < sizeof(std::uint32_t))
+    return;
+  tsm_delivery_figures total{};
+  const std::size_t size = std::min<std::size_t>(figures->struct_size, sizeof total);
+  std::memcpy(&total, figures, size);
+  total.struct_size = static_cast<std::uint32_t>(size);
+  total.sent += state.earlier.sent;
+  total.refused += state.earlier.refused;
+  total.lost += state.earlier.lost;
+  total.retries += state.earlier.retries;
+  state.cell->store(total);
+}
+
 // Loads the plugin and creates the output's sink; exits the process with the
 // reason in the channel when either fails.
 tsm_sink create_output_sink(iso::ControlBlock& control, const Arguments& args,
@@ -121,7 +176,10 @@ tsm_sink create_output_sink(iso::ControlBlock& control, const Arguments& args,
   }
   const boost::json::object config = read_config(control);
   beat(control);  // loaded; create_sink next
-  tsm::CreateSinkResult created = reporter->create_sink(config);
+  tsm_sink prepared{};
+  tsm::prepare_sink(prepared, producer_identity(control), &restarted_figures(control));
+  prepared.report_figures = &report_onto_earlier_helpers;
+  tsm::CreateSinkResult created = reporter->create_sink(config, prepared);
   if (!created.ok) {
     fail(control, iso::HelperState::create_failed, iso::kHelperExitCreateFailed, created.error);
   }

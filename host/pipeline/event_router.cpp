@@ -68,6 +68,7 @@ EventRouter::EventRouter(std::vector<OutputDefinition> outputs, RouterOptions op
       series_table_(std::make_shared<SeriesTable>()) {
   SinkWorkerOptions worker_options;
   worker_options.series_table = series_table_;
+  worker_options.process = std::make_shared<const NamedProcessView>(options_.process);
   worker_options.queue_size = std::max<std::size_t>(options_.queue_size, 1);
   worker_options.idle_park_timeout = options_.idle_park_timeout;
   worker_options.log_interval = options_.log_interval;
@@ -81,7 +82,7 @@ EventRouter::EventRouter(std::vector<OutputDefinition> outputs, RouterOptions op
   // arrives, so no plugin resource exists before an event does.
   for (auto& worker : workers_) worker->start();
   StallReporterOptions stall;
-  stall.process_name = options_.process_name;
+  stall.process_name = options_.process.name;
   stall.check_interval = options_.stall_check_interval;
   stall.stall_threshold = options_.stall_threshold;
   stall.line_interval = options_.log_interval;
@@ -187,7 +188,7 @@ bool EventRouter::close(std::chrono::nanoseconds budget) noexcept {
       if (s.discarded_at_deadline > 0 || s.abandoned) {
         LogWriter write = options_.log ? options_.log : LogWriter(&write_log_line_to_stderr);
         write("tokenspeed-metrics: output '" + s.name + "'" +
-              (options_.process_name.empty() ? std::string() : " in " + options_.process_name) +
+              (options_.process.name.empty() ? std::string() : " in " + options_.process.name) +
               ": close: " + std::to_string(s.discarded_at_deadline) +
               " events discarded at the deadline" +
               (s.abandoned ? "; the sink did not finish in time and was left running" : ""));

@@ -37,8 +37,9 @@ struct RouterOptions {
   std::chrono::milliseconds close_grace{50};
   // Destination of the rate-limited log lines; stderr when empty.
   LogWriter log;
-  // The process named in drop and stall lines ("scheduler-0"); "" omits it.
-  std::string process_name;
+  // The process named in drop and stall lines ("scheduler-0"; an empty name
+  // omits it) and given to every sink as its tsm_sink.process.
+  NamedProcess process;
   // How often the stall reporter reads the counters, and how long a plugin
   // call runs before it is reported as not returning.
   std::chrono::milliseconds stall_check_interval{1000};

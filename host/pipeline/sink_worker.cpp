@@ -198,7 +198,7 @@ bool SinkWorker::ensure_sink() noexcept {
   if (created_.load(std::memory_order_relaxed)) return true;
   if (create_failed_.load(std::memory_order_relaxed)) return false;
   tsm_sink out{};
-  out.struct_size = sizeof(tsm_sink);
+  prepare_sink(out, options_.process ? options_.process->get() : nullptr, &plugin_figures_);
   std::string error;
   int rc = TSM_ERROR;
   enter_plugin(PluginCall::create_sink);
@@ -529,6 +529,7 @@ SinkStats SinkWorker::stats() const {
   s.close_failed = close_failed_.load(std::memory_order_acquire);
   s.wakeups = wakeups_.load(std::memory_order_relaxed);
   s.parks = parks_.load(std::memory_order_relaxed);
+  s.plugin = plugin_figures_.load();
   std::lock_guard lock(mutex_);
   s.closed = thread_ended_locked();
   s.abandoned =

@@ -24,8 +24,10 @@
 #include "core/abi_buffer.hpp"
 #include "core/delivery_defaults.hpp"
 #include "core/fault_log.hpp"
+#include "core/named_process.hpp"
 #include "pipeline/event_clock.hpp"
 #include "pipeline/event_ring.hpp"
+#include "pipeline/plugin_figures.hpp"
 #include "pipeline/series_table.hpp"
 
 namespace tokenspeed::metrics {
@@ -84,6 +86,10 @@ struct SinkStats {
                                             // ("emit", "create_sink", "close"), or ""
   std::uint64_t wakeups = 0;                // futex wake calls (collector threads; one by close)
   std::uint64_t parks = 0;                  // times the worker went to sleep
+  // What the plugin reported of the events it accepted (sent to its back
+  // end, refused by its own limits, lost, retries, pending); not part of the
+  // host's accounting above, which ends where the plugin's emit returned.
+  PluginFigures plugin;
 };
 
 struct SinkWorkerOptions {
@@ -93,6 +99,8 @@ struct SinkWorkerOptions {
   LogWriter log;  // where rate-limited lines go
   // The router's series numbering, to turn a ring event back into its series.
   std::shared_ptr<const SeriesTable> series_table;
+  // The process every sink is told it serves (tsm_sink.process); null: none.
+  std::shared_ptr<const NamedProcessView> process;
 };
 
 // Threading: the worker thread owns the plugin sink. Collector threads call
@@ -195,6 +203,7 @@ class SinkWorker : public std::enable_shared_from_this<SinkWorker> {
 
   // plugin sink, owned by the worker thread
   tsm_sink sink_{};
+  PluginFiguresCell plugin_figures_;  // the sink's report_figures writes here
   std::atomic<bool> created_{false};
   std::atomic<bool> create_failed_{false};
   std::atomic<bool> close_failed_{false};

@@ -138,13 +138,16 @@ boost::json::object Reporter::validate(const boost::json::object& config,
   return result;
 }
 
-CreateSinkResult Reporter::create_sink(const boost::json::object& producer_config) const noexcept {
+CreateSinkResult Reporter::create_sink(const boost::json::object& producer_config,
+                                       tsm_sink prepared) const noexcept {
   CreateSinkResult result;
   try {
     const std::string text = boost::json::serialize(producer_config);
     AbiBuffer error;
-    tsm_sink sink{};
+    tsm_sink sink = prepared;
     sink.struct_size = sizeof(tsm_sink);
+    sink.vtable = nullptr;
+    sink.self = nullptr;
     int status = TSM_ERROR;
     const std::string call = call_text("create_sink");
     try {

@@ -68,7 +68,10 @@ class Reporter {
                                const std::string& config_file = {}) const;
 
   // Creates one process-local sink from the producer configuration.
-  CreateSinkResult create_sink(const boost::json::object& producer_config) const noexcept;
+  // prepared carries the host's fields the plugin reads (its process and
+  // figures callback, set by prepare_sink); left empty, the sink has none.
+  CreateSinkResult create_sink(const boost::json::object& producer_config,
+                               tsm_sink prepared = {}) const noexcept;
 
   // Runs start_node with the normalized configuration. A session that was
   // returned together with an unusable producer configuration is closed

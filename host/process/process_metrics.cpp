@@ -19,7 +19,7 @@ OutputDefinition isolated_definition(const Reporter& reporter, const ProducerOut
   options.output = output.name;
   options.plugin_path = reporter.plugin_path();
   options.reporter = output.name;
-  options.process_name = router.process_name;
+  options.process = router.process;
   options.producer_config = boost::json::serialize(output.producer_config);
   options.settings = output.isolation;
   options.log_interval = router.log_interval;
@@ -54,7 +54,7 @@ std::vector<OutputDefinition> output_definitions(const ReporterRegistry& registr
                              error = "reporter '" + name + "' is not registered in this process";
                              return TSM_ERROR;
                            }
-                           CreateSinkResult result = reporter->create_sink(config);
+                           CreateSinkResult result = reporter->create_sink(config, sink);
                            if (!result.ok) {
                              error = std::move(result.error);
                              return TSM_ERROR;
@@ -117,7 +117,10 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
     file_store_ = file_store.get();
     store_ = std::move(file_store);
   }
-  if (options.router.process_name.empty()) options.router.process_name = options.file_prefix;
+  if (options.router.process.name.empty())
+    options.router.process = make_named_process(options.file_prefix, ::getpid());
+  process_name_ = options.router.process.name;
+  plugin_slots_.resize(options.outputs.size());
   if (!options.outputs.empty()) {
     router_ = std::make_unique<EventRouter>(
         output_definitions(registry, options.outputs, options.router), options.router);
@@ -172,10 +175,32 @@ void ProcessMetrics::publish_self_figures() noexcept {
       store_slot(slots[kDiscardedAtDeadlineSlot],
                  static_cast<double>(figures.discarded_at_deadline));
       store_slot(slots[kSinksAbandonedSlot], static_cast<double>(figures.sinks_abandoned));
+      publish_plugin_figures(i, stats[i]);
     }
   } catch (...) {
     // Figures are best-effort; the next publication catches up.
   }
+}
+
+void ProcessMetrics::publish_plugin_figures(std::size_t output, const SinkStats& stats) {
+  if (!stats.plugin.reported || output >= plugin_slots_.size()) return;
+  std::vector<double*>& slots = plugin_slots_[output];
+  if (slots.empty()) {  // the first report: the series appear now
+    const auto& defs = reporter_self_metric_definitions();
+    for (const char* fate : {"sent", "refused", "lost"}) {
+      const std::string labels[] = {stats.name, process_name_, fate};
+      slots.push_back(store_->allocate_series(defs[kSelfPluginEvents], labels));
+    }
+    const std::string labels[] = {stats.name, process_name_};
+    slots.push_back(store_->allocate_series(defs[kSelfPluginRetries], labels));
+    slots.push_back(store_->allocate_series(defs[kSelfPluginPending], labels));
+  }
+  const PluginFigures& figures = stats.plugin;
+  store_slot(slots[0], static_cast<double>(figures.sent));
+  store_slot(slots[1], static_cast<double>(figures.refused));
+  store_slot(slots[2], static_cast<double>(figures.lost));
+  store_slot(slots[3], static_cast<double>(figures.retries));
+  store_slot(slots[4], static_cast<double>(figures.pending));
 }
 
 void ProcessMetrics::count_producer_crash(const std::string& process,

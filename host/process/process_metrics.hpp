@@ -77,7 +77,14 @@ class ProcessMetrics {
   std::unique_ptr<Collector> collector_;
   std::map<std::pair<std::string, std::string>, double*> crash_slots_;  // (process, signal)
   std::vector<double*> self_slots_;  // per output, in the order of SelfSlot (process_metrics.cpp)
+  // Per output, once its plugin reported figures: sent, refused, lost,
+  // retries, pending (empty until then).
+  std::vector<std::vector<double*>> plugin_slots_;
+  std::string process_name_;  // the process label of the plugin figures
   bool closed_ = false;
+  // Writes what output's plugin reported (control thread; allocates its
+  // series on the first report).
+  void publish_plugin_figures(std::size_t output, const SinkStats& stats);
   bool close_result_ = false;
 };
 

@@ -33,7 +33,7 @@ std::uint64_t number(const boost::json::object& json, const char* key,
 namespace {
 
 boost::json::object summary_json(const SinkStats& s) {
-  return boost::json::object{
+  boost::json::object json{
       {"name", s.name},
       {"accepted", s.accepted},
       {"delivered", s.delivered},
@@ -51,6 +51,13 @@ boost::json::object summary_json(const SinkStats& s) {
       {"abandoned", s.abandoned},
       {"abandoned_in", s.abandoned_in},
   };
+  if (s.plugin.reported) {
+    json["plugin"] = boost::json::object{
+        {"sent", s.plugin.sent},       {"refused", s.plugin.refused}, {"lost", s.plugin.lost},
+        {"retries", s.plugin.retries}, {"pending", s.plugin.pending},
+    };
+  }
+  return json;
 }
 
 // One line on stderr through the rate-limited log: the launcher's table then
@@ -139,6 +146,15 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
         s.isolated = flag("isolated");
         if (const auto* in = o.if_contains("abandoned_in"); in && in->is_string())
           s.abandoned_in = std::string(in->get_string());
+        if (const auto* plugin = o.if_contains("plugin"); plugin && plugin->is_object()) {
+          const boost::json::object& p = plugin->get_object();
+          s.plugin.reported = true;
+          s.plugin.sent = number(p, "sent");
+          s.plugin.refused = number(p, "refused");
+          s.plugin.lost = number(p, "lost");
+          s.plugin.retries = number(p, "retries");
+          s.plugin.pending = number(p, "pending");
+        }
         // A file without the detail (an older writer): "failed" alone.
         if (flag("failed") && !output_failed(s)) s.disabled = true;
         summary.outputs.push_back(std::move(s));
@@ -178,6 +194,10 @@ std::string output_status(const SinkStats& s) {
               (s.helper_restarts == 1 ? " time, " : " times, ") + std::to_string(s.lost_in_helper) +
               (s.lost_in_helper == 1 ? " event" : " events") + " lost in it)";
   }
+  if (s.plugin.reported && (s.plugin.refused != 0 || s.plugin.lost != 0)) {
+    status += " (plugin: " + std::to_string(s.plugin.refused) + " refused, " +
+              std::to_string(s.plugin.lost) + " lost)";
+  }
   return status;
 }
 
@@ -203,6 +223,32 @@ std::string process_legend(const std::vector<ProcessSummary>& summaries,
   if (scheduler) legend += "  scheduler-N: the scheduler producer of data-parallel rank N\n";
   if (frontend) legend += "  frontend: the frontend producer (requests and their latencies)\n";
   return legend;
+}
+
+// What the plugins said of the events delivered to them, one line per
+// process and output whose plugin reports its figures ("" when none does):
+// "  scheduler-0 otlp: 1200 sent, 0 refused, 0 lost, 2 retries, 0 pending".
+// Not in the table's columns: a row of it never reads as a row above.
+std::string plugin_figures_lines(const std::vector<ProcessSummary>& summaries) {
+  std::string lines;
+  for (const ProcessSummary& summary : summaries) {
+    for (const SinkStats& s : summary.outputs) {
+      if (!s.plugin.reported) continue;
+      if (lines.empty())
+        lines += "what the outputs' plugins report of the events delivered to them:\n";
+      lines += "  " + summary.process + " " + s.name + ": " + std::to_string(s.plugin.sent) +
+               " sent, " + std::to_string(s.plugin.refused) + " refused, " +
+               std::to_string(s.plugin.lost) + " lost, " + std::to_string(s.plugin.retries) +
+               " retries, " + std::to_string(s.plugin.pending) + " pending\n";
+    }
+  }
+  if (!lines.empty()) {
+    lines +=
+        "  sent: accepted by the back end; refused: over a limit of the plugin (max_series) or "
+        "not representable; lost: given up (rejected by the back end, queue full, close "
+        "deadline); retries: failed attempts tried again; pending: not yet sent\n";
+  }
+  return lines;
 }
 
 }  // namespace
@@ -257,6 +303,7 @@ std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
   table +=
       "  accepted = delivered + dropped + discarded; dropped: ring full, output disabled or "
       "offered after close began; discarded: still queued when the shutdown budget ran out\n";
+  table += plugin_figures_lines(summaries);
   const bool any_isolated = std::any_of(summaries.begin(), summaries.end(), [](const auto& s) {
     return std::any_of(s.outputs.begin(), s.outputs.end(),
                        [](const SinkStats& o) { return o.isolated; });

@@ -63,6 +63,31 @@ std::vector<MetricDefinition> build_definitions() {
                        {"process", "signal"},
                        {},
                        GaugeMode::livesum},
+      // What an output's plugin reports itself (tsm_sink.report_figures),
+      // per process: whether the events reached the back end.
+      MetricDefinition{"tokenspeed_metrics_reporter_plugin_events",
+                       MetricKind::counter,
+                       "Events an output's plugin accounted for, by fate as the plugin reports "
+                       "it: sent (accepted by the back end), refused (over a limit of the "
+                       "plugin), lost (given up).",
+                       "events",
+                       {"reporter", "process", "fate"},
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_reporter_plugin_retries",
+                       MetricKind::counter,
+                       "Failed send attempts an output's plugin tried again.",
+                       "attempts",
+                       {"reporter", "process"},
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_reporter_plugin_pending_events",
+                       MetricKind::gauge,
+                       "Events an output's plugin holds, not yet sent to its back end.",
+                       "events",
+                       {"reporter", "process"},
+                       {},
+                       GaugeMode::livesum},
   };
 }
 

@@ -42,6 +42,11 @@ using OutputFiguresSource = std::function<std::vector<OutputSelfFigures>()>;
 //   tokenspeed_metrics_reporter_sinks_abandoned_total{reporter}      counter
 //   tokenspeed_metrics_reporter_producer_crashes_total{process,signal} counter
 //       (the launcher's: producers that died by a signal it did not send)
+//   tokenspeed_metrics_reporter_plugin_events_total{reporter,process,fate} counter,
+//       fate "sent", "refused" or "lost", as the output's plugin reports them
+//   tokenspeed_metrics_reporter_plugin_retries_total{reporter,process}  counter
+//   tokenspeed_metrics_reporter_plugin_pending_events{reporter,process} gauge (livesum)
+//       (the last three only for an output whose plugin reports its figures)
 // Producer processes may intern series of these families in their own
 // MetricStore; the merge then sums them over processes.
 const std::vector<MetricDefinition>& reporter_self_metric_definitions();
@@ -55,6 +60,9 @@ enum ReporterSelfMetric : std::size_t {
   kSelfEventsDiscarded = 4,
   kSelfSinksAbandoned = 5,
   kSelfProducerCrashes = 6,
+  kSelfPluginEvents = 7,
+  kSelfPluginRetries = 8,
+  kSelfPluginPending = 9,
 };
 
 // Adds one process's figures to a scrape's merge (as a live process).

@@ -96,6 +96,23 @@ PyObject* report_to_python(const ShutdownReport& report) {
         static_cast<unsigned long long>(output.dropped_after_close), "discarded_at_close",
         static_cast<unsigned long long>(output.discarded_at_close), "failed",
         output.failed ? Py_True : Py_False);
+    // The plugin's own figures, or None when its plugin reports none.
+    PyObject* plugin = Py_None;
+    Py_INCREF(plugin);
+    if (output.plugin_reported) {
+      Py_DECREF(plugin);
+      plugin = Py_BuildValue("{s:K,s:K,s:K,s:K,s:K}", "sent",
+                             static_cast<unsigned long long>(output.plugin_sent), "refused",
+                             static_cast<unsigned long long>(output.plugin_refused), "lost",
+                             static_cast<unsigned long long>(output.plugin_lost), "retries",
+                             static_cast<unsigned long long>(output.plugin_retries), "pending",
+                             static_cast<unsigned long long>(output.plugin_pending));
+    }
+    if (row != nullptr && (plugin == nullptr || PyDict_SetItemString(row, "plugin", plugin) != 0)) {
+      Py_DECREF(row);
+      row = nullptr;
+    }
+    Py_XDECREF(plugin);
     if (row == nullptr || PyList_Append(outputs, row) != 0) {
       Py_XDECREF(row);
       Py_DECREF(outputs);

@@ -92,13 +92,14 @@ std::unique_ptr<OtlpSink> create_sink(const kit::Settings& settings, const plugi
     options.encoder.resource_attributes.emplace_back(key, value);
   }
   if (!service_name) options.encoder.resource_attributes.emplace_back("service.name", "tokenspeed");
-  const std::string host_id = kit::host_name();
-  const auto pid = static_cast<int64_t>(::getpid());
-  // One resource per producer process: streams of two processes never collide.
+  // One resource per process, named as the host names it (node and process):
+  // streams of two processes never collide, and a restarted process
+  // continues its own.
+  const plugin::ProcessIdentity process = host.process();
   options.encoder.resource_attributes.emplace_back("service.instance.id",
-                                                   host_id + "-" + std::to_string(pid));
-  options.encoder.resource_attributes.emplace_back("host.name", host_id);
-  options.encoder.process_id = pid;
+                                                   process.node + "/" + process.name);
+  options.encoder.resource_attributes.emplace_back("host.name", process.node);
+  options.encoder.process_id = process.pid;
   options.encoder.scope_version = TSM_PLUGIN_VERSION;
   options.encoder.max_points_per_request = exporter.aggregation.batch_points;
   return std::make_unique<OtlpSink>(std::move(options), host);

@@ -38,8 +38,11 @@ const kit::SettingsTable& settings_table() {
        "Labels added to every series, e.g. {\"cluster\": \"eu-1\"}; a label of the metric "
        "of the same name wins."},
       {"process_label", SettingType::kString, R"("process")", 0, 0,
-       "Label that tells producer processes apart (value <host>-<pid>); sum it away with "
-       "sum without (process) (...)."},
+       "Label that tells the processes of a node apart (value: the host's name of the process, "
+       "e.g. scheduler-0); sum it away with sum without (process) (...)."},
+      {"node_label", SettingType::kString, R"("node")", 0, 0,
+       "Label that tells nodes apart (value: --metrics-node-name, else the host name); \"\": "
+       "none (then external_labels must tell nodes apart)."},
       {"max_samples_per_request", SettingType::kInteger, "2000", 1, 1000000,
        "Samples in one request; more are split."},
       kit::max_series_setting("100000"),
@@ -64,6 +67,14 @@ void check(kit::json::Value& settings) {
         "'process_label': \"" + process_label +
         "\" is not a label name ([a-zA-Z_][a-zA-Z0-9_]*, no \"__\" prefix)");
   }
+  const std::string& node_label = settings.at("node_label").as_string();
+  if (!node_label.empty() && !valid_label_name(node_label)) {
+    throw std::invalid_argument(
+        "'node_label': \"" + node_label +
+        "\" is not a label name ([a-zA-Z_][a-zA-Z0-9_]*, no \"__\" prefix)");
+  }
+  if (node_label == process_label)
+    throw std::invalid_argument("'node_label' and 'process_label' must differ");
   for (const auto& member : settings.at("external_labels").as_object()) {
     if (!valid_label_name(member.first)) {
       throw std::invalid_argument("'external_labels': '" + member.first +
@@ -73,6 +84,10 @@ void check(kit::json::Value& settings) {
     if (member.first == process_label) {
       throw std::invalid_argument("'external_labels': '" + member.first +
                                   "' is the process_label, set per producer process");
+    }
+    if (member.first == node_label) {
+      throw std::invalid_argument("'external_labels': '" + member.first +
+                                  "' is the node_label, set per node (--metrics-node-name)");
     }
   }
   kit::check_backoff_settings(settings);
@@ -94,9 +109,13 @@ std::unique_ptr<RemoteWriteSink> create_sink(const kit::Settings& settings,
 
   for (auto& [name, value] : settings.string_map("external_labels"))
     options.encoder.constant_labels.emplace_back(name, value);
-  // One label value per producer process: two processes never push the same series.
-  options.encoder.process_label = {settings.string("process_label"),
-                                   kit::host_name() + "-" + std::to_string(::getpid())};
+  // One label value per process and node (the host names both): two
+  // processes never push the same series, and a restarted process continues
+  // its own series rather than leaving a stale copy beside a new one.
+  const plugin::ProcessIdentity process = host.process();
+  if (const std::string& node_label = settings.string("node_label"); !node_label.empty())
+    options.encoder.constant_labels.emplace_back(node_label, process.node);
+  options.encoder.process_label = {settings.string("process_label"), process.name};
   options.encoder.max_samples_per_request =
       static_cast<std::size_t>(settings.integer("max_samples_per_request"));
   return std::make_unique<RemoteWriteSink>(std::move(options), host);

@@ -48,12 +48,18 @@ const kit::SettingsTable& settings_table() {
       {"max_series", SettingType::kInteger, "100000", 1, 10000000,
        "Counter and gauge series aggregated per process; events of further series are "
        "dropped, counted and logged."},
+      {"process_tags", SettingType::kBoolean, "false", 0, 0,
+       "dogstatsd only: add the tags process:<name> and node:<node> (as the host names them) "
+       "to every line, so that the gauges of several processes stay apart."},
   }};
   return table;
 }
 
 // The checks across keys, after the table's.
 void check(kit::json::Value& settings) {
+  if (settings.at("process_tags").as_bool() && settings.at("flavour").as_string() != "dogstatsd")
+    throw std::invalid_argument(
+        "'process_tags' needs \"flavour\": \"dogstatsd\" (plain StatsD has no tags)");
   const Address address = parse_address(settings.at("address").as_string());
   const int64_t max_datagram = settings.at("max_datagram_bytes").as_integer();
   if (max_datagram != 0 && max_datagram < 64)
@@ -76,6 +82,10 @@ std::unique_ptr<StatsdSink> create_sink(const kit::Settings& settings, const plu
   options.format.flavour =
       settings.string("flavour") == "dogstatsd" ? Flavour::kDogstatsd : Flavour::kStatsd;
   options.format.prefix = settings.string("prefix");
+  if (settings.boolean("process_tags")) {
+    const plugin::ProcessIdentity process = host.process();
+    options.format.constant_tags = identity_tags(process.name, process.node);
+  }
   int64_t max_datagram = settings.integer("max_datagram_bytes");
   if (max_datagram == 0)
     max_datagram = options.address.unix_socket ? kUnixDatagramDefault : kUdpDatagramDefault;

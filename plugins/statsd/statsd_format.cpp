@@ -69,12 +69,16 @@ void append_name(std::string& out, const FormatOptions& options, std::string_vie
   }
 }
 
-void append_tags(std::string& out, const LabelView& labels) {
+void append_tags(std::string& out, const LabelView& labels, const std::string& constant_tags) {
   for (uint32_t i = 0; i < labels.count; ++i) {
     out += i == 0 ? "|#" : ",";
     append_tag_text(out, labels.name(i), true);
     out += ':';
     append_tag_text(out, labels.value(i), false);
+  }
+  if (!constant_tags.empty()) {
+    out += labels.count == 0 ? "|#" : ",";
+    out += constant_tags;
   }
 }
 
@@ -106,7 +110,15 @@ void append_line(std::string& out, const FormatOptions& options, std::string_vie
     out += "|@";
     append_number(out, sample_rate_for_weight(weight));
   }
-  append_tags(out, labels);
+  append_tags(out, labels, options.constant_tags);
+}
+
+std::string identity_tags(std::string_view process, std::string_view node) {
+  std::string out = "process:";
+  append_tag_text(out, process, false);
+  out += ",node:";
+  append_tag_text(out, node, false);
+  return out;
 }
 
 }  // namespace tokenspeed::metrics::statsd

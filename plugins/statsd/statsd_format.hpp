@@ -40,7 +40,13 @@ struct LabelView {
 struct FormatOptions {
   Flavour flavour = Flavour::kStatsd;
   std::string prefix;  // prepended to every name; a '.' follows unless it ends in one
+  // DogStatsD: tags added to every line after the event's own, as written
+  // ("process:scheduler-0,node:gpu-3"); "" none. Ignored by plain StatsD.
+  std::string constant_tags;
 };
+
+// The constant tags naming a process and its node, sanitized as tag text.
+std::string identity_tags(std::string_view process, std::string_view node);
 
 // Appends v printed in the shortest text that reads back as v (std::to_chars).
 void append_number(std::string& out, double v);
@@ -57,9 +63,10 @@ double sample_rate_for_weight(uint64_t weight) noexcept;
 void append_name(std::string& out, const FormatOptions& options, std::string_view metric,
                  const LabelView& labels);
 
-// Appends "|#name:value,..." (DogStatsD only; nothing without labels).
-// ',', '|', '#', newlines and control characters become '_'; ':' too in names.
-void append_tags(std::string& out, const LabelView& labels);
+// Appends "|#name:value,..." and then constant_tags as written (DogStatsD
+// only; nothing without either). ',', '|', '#', newlines and control
+// characters of a label become '_'; ':' too in names.
+void append_tags(std::string& out, const LabelView& labels, const std::string& constant_tags = {});
 
 // Appends one complete line without its trailing newline. value is in the
 // unit to send (the caller converts seconds to milliseconds for timers).

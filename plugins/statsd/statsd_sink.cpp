@@ -41,6 +41,7 @@ kit::DeliveryOptions delivery_options(const StatsdOptions& options) {
 StatsdSink::StatsdSink(StatsdOptions options, const plugin::Host& host)
     : options_(std::move(options)),
       log_(host, options_.log_interval),
+      account_(host),
       aggregator_(aggregation_options(options_)),
       socket_(options_.address, options_.dns_refresh),
       packer_(options_.max_datagram_bytes),
@@ -125,6 +126,11 @@ void StatsdSink::collect(std::vector<DatagramBatch>& out, bool /*final*/) {
     text_.swap(spare_);
   }
   DatagramBatch batch;
+  // The events of this flush: every line swapped out above was counted
+  // before its emit returned (one counted late goes with the next flush).
+  const uint64_t events = events_.load(std::memory_order_acquire);
+  batch.events = events - collected_events_;
+  collected_events_ = events;
   if (options_.aggregate) {
     const kit::Snapshot snapshot = aggregator_.collect(kit::unix_time_ns());
     for (const kit::Point& point : snapshot.points) {
@@ -144,13 +150,18 @@ void StatsdSink::collect(std::vector<DatagramBatch>& out, bool /*final*/) {
   packer_.finish(batch.datagrams);
   spare_.clear();
   lines_oversized_.store(packer_.oversized_lines(), std::memory_order_relaxed);
-  if (!batch.datagrams.empty()) out.push_back(std::move(batch));
+  if (!batch.datagrams.empty())
+    out.push_back(std::move(batch));
+  else
+    account_.figures().lost += batch.events;  // every line was longer than a datagram
   report();
+  report_figures();
 }
 
 kit::SendResult StatsdSink::send(const DatagramBatch& batch) {
   std::string why;
   uint64_t dropped = 0;
+  std::vector<bool> sent(batch.datagrams.size(), false);
   if (!socket_.prepare(DatagramSocket::Clock::now(), why)) {
     dropped = batch.datagrams.size();
   } else {
@@ -158,6 +169,7 @@ kit::SendResult StatsdSink::send(const DatagramBatch& batch) {
       const std::string& datagram = batch.datagrams[i];
       const DatagramSocket::Outcome outcome = socket_.send(datagram, why);
       if (outcome == DatagramSocket::Outcome::kSent) {
+        sent[i] = true;
         datagrams_sent_.fetch_add(1, std::memory_order_relaxed);
         bytes_sent_.fetch_add(datagram.size(), std::memory_order_relaxed);
       } else if (outcome == DatagramSocket::Outcome::kDropped) {
@@ -168,6 +180,14 @@ kit::SendResult StatsdSink::send(const DatagramBatch& batch) {
       }
     }
   }
+  // The flush's events, shared among its datagrams by size.
+  std::vector<std::size_t> sizes;
+  for (const std::string& datagram : batch.datagrams) sizes.push_back(datagram.size());
+  const std::vector<uint64_t> shares = kit::share_events(batch.events, sizes);
+  plugin::DeliveryFigures& figures = account_.figures();
+  for (std::size_t i = 0; i < shares.size(); ++i)
+    (sent[i] ? figures.sent : figures.lost) += shares[i];
+  report_figures();
   if (dropped > 0) {
     last_failure_ = why;
     const uint64_t total =
@@ -178,6 +198,15 @@ kit::SendResult StatsdSink::send(const DatagramBatch& batch) {
                     " dropped in total)");
   }
   return kit::SendResult::delivered();  // datagrams are never retried
+}
+
+void StatsdSink::report_figures() {
+  const StatsdStats now = stats();
+  plugin::DeliveryFigures& figures = account_.figures();
+  figures.refused = now.events_buffer_full + now.events_over_series + now.events_invalid;
+  const uint64_t settled = figures.sent + figures.lost;
+  figures.pending = now.events > settled ? now.events - settled : 0;
+  account_.report();
 }
 
 void StatsdSink::report() {
@@ -235,7 +264,17 @@ void StatsdSink::close(std::chrono::nanoseconds timeout) {
   closed_ = true;
   loop_.close(timeout);
   report();
+  {  // what never went out (a flush dropped at close's deadline) is lost
+    plugin::DeliveryFigures& figures = account_.figures();
+    const uint64_t events = events_.load(std::memory_order_acquire);
+    if (events > figures.sent + figures.lost) figures.lost = events - figures.sent;
+    report_figures();
+  }
   log_.flush(TSM_LOG_WARNING, "at close");
+  const std::string summary = account_.close_summary(
+      options_.address.text, "invalid, over max_series or over max_buffer_bytes",
+      "datagrams not sent, or lines longer than a datagram");
+  if (!summary.empty()) log_.report(TSM_LOG_WARNING, "close summary", summary);
   const std::string lost = loss_summary();
   if (!lost.empty()) {
     throw std::runtime_error("data lost on the way to " + options_.address.text + ": " + lost +

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <tokenspeed/kit/aggregation.hpp>
+#include <tokenspeed/kit/delivery_figures.hpp>
 #include <tokenspeed/kit/delivery_loop.hpp>
 #include <tokenspeed/kit/rate_limited_log.hpp>
 #include <tokenspeed/kit/refused_events.hpp>
@@ -40,6 +41,7 @@ struct StatsdOptions {
 // One flush's datagrams.
 struct DatagramBatch {
   std::vector<std::string> datagrams;
+  uint64_t events = 0;  // the events of the flush, for the delivery figures
 };
 
 // Totals since the sink was made; readable from any thread.
@@ -78,6 +80,7 @@ class StatsdSink {
   void collect(std::vector<DatagramBatch>& out, bool final);
   kit::SendResult send(const DatagramBatch& batch);
   void report();
+  void report_figures();  // delivery thread, then close
   std::string loss_summary() const;
 
   const StatsdOptions options_;
@@ -101,6 +104,8 @@ class StatsdSink {
       "NaN or infinite, a negative counter delta, weight 0 or an operation that does not fit "
       "the metric's kind"};
   StatsdStats reported_;                   // delivery thread only: what the log already said
+  kit::DeliveryAccount account_;           // delivery thread, then close
+  uint64_t collected_events_ = 0;          // delivery thread only: events of earlier flushes
   std::string last_failure_;               // delivery thread only, read after the loop ended
   kit::DeliveryLoop<DatagramBatch> loop_;  // last: its thread uses everything above
   bool closed_ = false;

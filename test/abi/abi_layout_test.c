@@ -15,7 +15,7 @@
 #if defined(__x86_64__) && defined(__LP64__)
 
 _Static_assert(TSM_METRIC_REPORTER_API_VERSION == 1u, "the API major changed");
-_Static_assert(TSM_METRIC_REPORTER_API_MINOR >= 2u, "the API minor went back");
+_Static_assert(TSM_METRIC_REPORTER_API_MINOR >= 3u, "the API minor went back");
 _Static_assert(TSM_OK == 0 && TSM_ERROR == 1 && TSM_UNSUPPORTED_API == 2, "tsm_status");
 _Static_assert(TSM_KIND_COUNTER == 1 && TSM_KIND_GAUGE == 2 && TSM_KIND_HISTOGRAM == 3,
                "tsm_metric_kind");
@@ -60,10 +60,32 @@ TSM_ASSERT_OFFSET(tsm_sink_vtable, struct_size, 0);
 TSM_ASSERT_OFFSET(tsm_sink_vtable, emit, 8);
 TSM_ASSERT_OFFSET(tsm_sink_vtable, close, 16);
 
-TSM_ASSERT_SIZE(tsm_sink, 24);
+TSM_ASSERT_SIZE(tsm_process_identity, 40); /* new type (minor 3) */
+TSM_ASSERT_OFFSET(tsm_process_identity, struct_size, 0);
+TSM_ASSERT_OFFSET(tsm_process_identity, rank, 4);
+TSM_ASSERT_OFFSET(tsm_process_identity, name, 8);
+TSM_ASSERT_OFFSET(tsm_process_identity, role, 16);
+TSM_ASSERT_OFFSET(tsm_process_identity, node, 24);
+TSM_ASSERT_OFFSET(tsm_process_identity, pid, 32);
+
+TSM_ASSERT_SIZE(tsm_delivery_figures, 48); /* new type (minor 3) */
+TSM_ASSERT_OFFSET(tsm_delivery_figures, struct_size, 0);
+TSM_ASSERT_OFFSET(tsm_delivery_figures, reserved, 4);
+TSM_ASSERT_OFFSET(tsm_delivery_figures, sent, 8);
+TSM_ASSERT_OFFSET(tsm_delivery_figures, refused, 16);
+TSM_ASSERT_OFFSET(tsm_delivery_figures, lost, 24);
+TSM_ASSERT_OFFSET(tsm_delivery_figures, retries, 32);
+TSM_ASSERT_OFFSET(tsm_delivery_figures, pending, 40);
+
+TSM_ASSERT_SIZE(tsm_sink, 48);
 TSM_ASSERT_OFFSET(tsm_sink, struct_size, 0);
 TSM_ASSERT_OFFSET(tsm_sink, vtable, 8);
 TSM_ASSERT_OFFSET(tsm_sink, self, 16);
+TSM_ASSERT_OFFSET(tsm_sink, process, 24);        /* appended (minor 3) */
+TSM_ASSERT_OFFSET(tsm_sink, host_sink_data, 32); /* appended (minor 3) */
+TSM_ASSERT_OFFSET(tsm_sink, report_figures, 40); /* appended (minor 3) */
+_Static_assert(TSM_SINK_SIZE_V1 == 24, "size of a sink up to minor 2");
+_Static_assert(TSM_SINK_SIZE_V2 == 48, "size of a sink up to report_figures");
 
 TSM_ASSERT_SIZE(tsm_node_session_vtable, 16);
 TSM_ASSERT_OFFSET(tsm_node_session_vtable, struct_size, 0);

@@ -77,6 +77,10 @@ struct Snapshot {
   int64_t collected_ns = 0;
   std::vector<Point> points;
   std::vector<uint64_t> buckets;
+  // Events folded in since the Aggregator began, up to this snapshot: the
+  // events a delivered cumulative snapshot carries to the back end (a delta
+  // snapshot carries those since the previous one).
+  uint64_t events = 0;
 };
 
 struct AggregationOptions {
@@ -178,7 +182,15 @@ class Aggregator {
       }
     }
     touched_ = 0;
+    snapshot.events = stats_.accepted;
+    collected_events_ = stats_.accepted;
     return snapshot;
+  }
+
+  /* Snapshot::events of the last collect (0 before the first). */
+  uint64_t collected_events() const {
+    std::lock_guard lock(mutex_);
+    return collected_events_;
   }
 
   AggregationStats stats() const {
@@ -333,6 +345,7 @@ class Aggregator {
   std::unordered_map<const tsm_metric_info*, const SeriesFamily*> families_by_info_;
   std::size_t touched_ = 0;
   AggregationStats stats_;
+  uint64_t collected_events_ = 0;  // Snapshot::events of the last collect
 };
 
 }  // namespace tokenspeed::metrics::kit

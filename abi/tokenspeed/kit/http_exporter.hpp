@@ -33,6 +33,7 @@
 
 #include <tokenspeed/kit/aggregation.hpp>
 #include <tokenspeed/kit/backoff.hpp>
+#include <tokenspeed/kit/delivery_figures.hpp>
 #include <tokenspeed/kit/delivery_loop.hpp>
 #include <tokenspeed/kit/http_client.hpp>
 #include <tokenspeed/kit/json.hpp>
@@ -356,6 +357,12 @@ inline std::string response_snippet(std::string_view body) {
 struct ExportRequest {
   std::string body;
   std::size_t items = 0;  // data points, samples: counted when dropped
+  // Set by the base after the derived collect (the delivery figures):
+  uint64_t events = 0;  // delta: this request's share of its collect's events
+  // Cumulative: on the last request of a collect, Snapshot::events of that
+  // collect (once every request of the collect was delivered, the back end
+  // holds the effect of that many events); 0 on the others.
+  uint64_t events_through = 0;
 };
 
 /* Everything the base needs; each plugin fills it from its settings table
@@ -401,6 +408,12 @@ class HttpExporter {
     const bool complete = loop_.close(timeout);
     report_refused_events();
     log_.flush(TSM_LOG_WARNING, "at close");
+    settle_figures();
+    const std::string summary =
+        account_.close_summary(url(), "over max_series or invalid",
+                               "rejected by the receiver, a full queue or close's "
+                               "deadline");
+    if (!summary.empty()) log_.report(TSM_LOG_WARNING, "close summary", summary);
     if (!complete) {
       throw std::runtime_error(
           "data not delivered to " + url() + " within close's budget (" +
@@ -414,6 +427,7 @@ class HttpExporter {
       : options_(std::move(options)),
         words_(words),
         log_(host, options_.log_interval),
+        account_(host),
         aggregator_(options_.aggregation),
         http_(options_.http),
         loop_(options_.delivery, callbacks()) {}
@@ -439,7 +453,10 @@ class HttpExporter {
     return {
         [this](std::vector<ExportRequest>& out, bool final) {
           report_refused_events();
+          const std::size_t before = out.size();
           derived().collect(out, final);
+          attribute_events(out, before);
+          report_figures();
         },
         [this](const ExportRequest& request, HttpClient::Clock::time_point deadline,
                const std::atomic<bool>* stop) { return send(request, deadline, stop); },
@@ -461,6 +478,7 @@ class HttpExporter {
     }
     if (response.status >= 200 && response.status < 300) {
       derived().delivered(response);
+      count_delivered(request);
       return SendResult::delivered();
     }
     const std::string answer = response_snippet(response.body);
@@ -477,6 +495,11 @@ class HttpExporter {
   // Delivery thread: a request given up.
   void dropped(const ExportRequest& request, DropReason reason, const std::string& why) {
     items_dropped_ += request.items;
+    if (cumulative())
+      collect_intact_ = false;  // its data is sent again with the next collect
+    else
+      account_.figures().lost += request.events;
+    report_figures();
     const char* topic = reason == DropReason::kRejected    ? words_.rejected_topic
                         : reason == DropReason::kQueueFull ? "queue full"
                                                            : "close deadline";
@@ -488,6 +511,8 @@ class HttpExporter {
 
   // Delivery thread: an attempt that will be retried.
   void retrying(const std::string& why, std::chrono::milliseconds delay) {
+    ++account_.figures().retries;
+    report_figures();
     last_failure_ = why;
     log_.report(TSM_LOG_WARNING, words_.failed_topic,
                 std::string(words_.attempt) + " to " + url() + " failed: " + why +
@@ -498,11 +523,64 @@ class HttpExporter {
     refused_.report(aggregator_.stats(), options_.aggregation.max_series, log_);
   }
 
+  bool cumulative() const noexcept { return options_.delivery.recollect_on_retry; }
+
+  // Delivery thread, after a collect: gives the requests it made (from
+  // index first) the events they carry.
+  void attribute_events(std::vector<ExportRequest>& out, std::size_t first) {
+    const uint64_t through = aggregator_.collected_events();
+    const uint64_t fresh = through - collected_through_;
+    collected_through_ = through;
+    collect_intact_ = true;
+    if (out.size() <= first) {
+      // Nothing to send: a delta collect of no change; cumulative, no series.
+      if (cumulative()) account_.figures().sent = std::max(account_.figures().sent, through);
+      return;
+    }
+    std::vector<std::size_t> items;
+    for (std::size_t i = first; i < out.size(); ++i) items.push_back(out[i].items);
+    const std::vector<uint64_t> shares = share_events(fresh, items);
+    for (std::size_t i = first; i < out.size(); ++i) out[i].events = shares[i - first];
+    out.back().events_through = through;
+  }
+
+  // Delivery thread: a request the back end accepted.
+  void count_delivered(const ExportRequest& request) {
+    plugin::DeliveryFigures& figures = account_.figures();
+    if (!cumulative()) {
+      figures.sent += request.events;
+    } else if (request.events_through != 0 && collect_intact_) {
+      figures.sent = std::max(figures.sent, request.events_through);
+    }
+    report_figures();
+  }
+
+  // The counters not kept event by event, then the report to the host.
+  void report_figures() {
+    const AggregationStats stats = aggregator_.stats();
+    plugin::DeliveryFigures& figures = account_.figures();
+    figures.refused = stats.over_series_limit + stats.invalid;
+    const uint64_t settled = figures.sent + figures.lost;
+    figures.pending = stats.accepted > settled ? stats.accepted - settled : 0;
+    account_.report();
+  }
+
+  // close, after the delivery thread ended: what was not sent is lost.
+  void settle_figures() {
+    const AggregationStats stats = aggregator_.stats();
+    plugin::DeliveryFigures& figures = account_.figures();
+    if (stats.accepted > figures.sent + figures.lost) figures.lost = stats.accepted - figures.sent;
+    report_figures();
+  }
+
   const HttpExporterOptions options_;
   const HttpExporterWords words_;
   RateLimitedLog log_;
   Aggregator aggregator_;
   HttpClient http_;
+  DeliveryAccount account_;           // delivery thread, then close
+  uint64_t collected_through_ = 0;    // delivery thread only: events of the last collect
+  bool collect_intact_ = true;        // delivery thread only: no request of it dropped
   RefusedEventsReport refused_;       // delivery thread only
   uint64_t items_dropped_ = 0;        // delivery thread only
   std::string last_failure_;          // delivery thread only, read after the loop ended

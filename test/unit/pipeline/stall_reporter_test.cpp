@@ -45,7 +45,7 @@ TEST_CASE(
   Lines log;
   RouterOptions options;
   options.queue_size = 8;
-  options.process_name = "scheduler-0";
+  options.process.name = "scheduler-0";
   options.stall_check_interval = 20ms;
   options.stall_threshold = 100ms;
   options.log_interval = 1h;  // one line, then nothing until close

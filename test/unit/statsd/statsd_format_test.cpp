@@ -105,6 +105,25 @@ TEST_CASE("tag text that would break the grammar is replaced", "[statsd]") {
   CHECK(out == "|#a_b_c:x_y_z__:ok");
 }
 
+TEST_CASE("process tags follow the event's own tags, sanitized like them", "[statsd]") {
+  FormatOptions options;
+  options.flavour = Flavour::kDogstatsd;
+  options.constant_tags = identity_tags("scheduler-0", "gpu|7,a");
+  CHECK(options.constant_tags == "process:scheduler-0,node:gpu_7_a");
+  const char* const names[] = {"model"};
+  const char* const values[] = {"llama"};
+  LabelView labels;
+  labels.count = 1;
+  labels.names = names;
+  labels.values = values;
+  std::string out;
+  append_line(out, options, "requests", labels, LineType::kCounter, 2, 1);
+  CHECK(out == "requests:2|c|#model:llama,process:scheduler-0,node:gpu_7_a");
+  out.clear();
+  append_line(out, options, "requests", LabelView{}, LineType::kCounter, 2, 1);
+  CHECK(out == "requests:2|c|#process:scheduler-0,node:gpu_7_a");
+}
+
 TEST_CASE("numbers are printed to read back exactly", "[statsd]") {
   for (const double v : {0.1, 1e-9, 123456789.123, 1.0 / 3.0, 5e300}) {
     std::string text;

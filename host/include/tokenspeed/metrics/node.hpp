@@ -60,6 +60,14 @@ struct OutputReport {
   std::uint64_t discarded_at_close = 0;   // still queued when the budget ran out
   std::uint64_t lost_in_helper = 0;       // "isolation": "process": inside a crashed helper
   bool failed = false;                    // disabled, not created, close failed or abandoned
+  // What the output's plugin reported of the events delivered to it (false:
+  // its plugin reports no figures, and the five below stay 0).
+  bool plugin_reported = false;
+  std::uint64_t plugin_sent = 0;     // accepted by the back end
+  std::uint64_t plugin_refused = 0;  // over a limit of the plugin, or not representable
+  std::uint64_t plugin_lost = 0;     // given up: rejected, queue full, close deadline
+  std::uint64_t plugin_retries = 0;  // failed attempts tried again
+  std::uint64_t plugin_pending = 0;  // still held by the plugin when it closed
 };
 
 struct ShutdownReport {

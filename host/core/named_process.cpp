@@ -1,0 +1,41 @@
+// named_process.cpp — names, roles and ranks of processes, and their C view.
+#include "core/named_process.hpp"
+
+#include <climits>
+#include <unistd.h>
+
+namespace tokenspeed::metrics {
+
+std::string this_host_name() {
+  char name[HOST_NAME_MAX + 1] = {};
+  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
+  return name;
+}
+
+NamedProcess make_named_process(const std::string& name, pid_t pid, const std::string& node) {
+  NamedProcess identity;
+  identity.name = name;
+  identity.role = name;
+  identity.pid = pid;
+  identity.node = node.empty() ? this_host_name() : node;
+  const std::size_t dash = name.rfind('-');
+  if (dash == std::string::npos || dash == 0 || dash + 1 == name.size()) return identity;
+  const std::string digits = name.substr(dash + 1);
+  // At most 9 digits: the rank fits an int32 of the C view.
+  if (digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos)
+    return identity;
+  identity.role = name.substr(0, dash);
+  identity.rank = std::stoi(digits);
+  return identity;
+}
+
+NamedProcessView::NamedProcessView(NamedProcess identity) : identity_(std::move(identity)) {
+  view_.struct_size = sizeof(tsm_process_identity);
+  view_.rank = identity_.rank;
+  view_.name = identity_.name.c_str();
+  view_.role = identity_.role.c_str();
+  view_.node = identity_.node.c_str();
+  view_.pid = identity_.pid;
+}
+
+}  // namespace tokenspeed::metrics
