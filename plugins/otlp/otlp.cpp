@@ -24,8 +24,8 @@ using kit::SettingType;
 
 const kit::SettingsTable& settings_table() {
   static const kit::SettingsTable table{{
-      {"endpoint", SettingType::kString, R"("http://127.0.0.1:4318/v1/metrics")", 0, 0,
-       "OTLP/HTTP metrics URL (http:// or https://), the full path included."},
+      kit::http_url_setting("endpoint", R"("http://127.0.0.1:4318/v1/metrics")",
+                            "OTLP/HTTP metrics URL (http:// or https://), the full path included."),
       kit::http_headers_setting(
           "HTTP headers added to every request, e.g. {\"api-key\": \"...\"}."),
       kit::http_timeout_setting(

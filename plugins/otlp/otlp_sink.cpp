@@ -1,7 +1,8 @@
 // otlp_sink.cpp — the OTLP/HTTP rules on the kit's HTTP exporter: retry only
-// 429, 502, 503, 504 and a dropped connection (honouring Retry-After, which
-// the kit does), never another 4xx, protobuf bodies gzip-compressed or not,
-// a partial_success logged. Network I/O only on the delivery thread.
+// 408, 429, 502, 503, 504 and a dropped connection (kit::HttpRetryPolicy's
+// default; the kit honours Retry-After), never 500 or another 4xx, protobuf
+// bodies gzip-compressed or not, a partial_success logged. Network I/O only
+// on the delivery thread.
 #include "otlp_sink.hpp"
 
 #include <tokenspeed/kit/gzip.hpp>
@@ -31,10 +32,6 @@ OtlpSink::OtlpSink(OtlpOptions options, const plugin::Host& host)
 }
 
 OtlpSink::~OtlpSink() { stop(); }
-
-bool OtlpSink::retryable(long status) noexcept {
-  return status == 429 || status == 502 || status == 503 || status == 504;
-}
 
 void OtlpSink::collect(std::vector<kit::ExportRequest>& out, bool /*final*/) {
   const kit::Snapshot snapshot = aggregator().collect(kit::unix_time_ns());

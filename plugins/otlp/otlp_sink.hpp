@@ -21,7 +21,7 @@ struct OtlpOptions {
   EncoderOptions encoder;
 };
 
-// Threading: as kit::HttpExporter; collect, content_headers, retryable and
+// Threading: as kit::HttpExporter; collect, content_headers, retry_policy and
 // delivered run on the delivery thread only.
 class OtlpSink : public kit::HttpExporter<OtlpSink> {
  public:
@@ -31,8 +31,9 @@ class OtlpSink : public kit::HttpExporter<OtlpSink> {
   // kit::HttpExporter's delivery thread:
   void collect(std::vector<kit::ExportRequest>& out, bool final);
   const std::vector<std::string>& content_headers() const noexcept { return content_headers_; }
-  // Only 429, 502, 503 and 504 (and a dropped connection) are retried.
-  static bool retryable(long status) noexcept;
+  // The OTLP/HTTP rule, the kit's default: 408, 429, 502, 503 and 504 (and
+  // a dropped connection) are retried, never 500 or another 4xx.
+  static kit::HttpRetryPolicy retry_policy() noexcept { return {}; }
   // Logs a partial_success.
   void delivered(const kit::HttpResponse& response);
 

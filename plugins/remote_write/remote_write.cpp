@@ -26,8 +26,8 @@ using kit::SettingType;
 
 const kit::SettingsTable& settings_table() {
   static const kit::SettingsTable table{{
-      {"url", SettingType::kString, R"("http://127.0.0.1:9090/api/v1/write")", 0, 0,
-       "Remote-write URL (http:// or https://), the full path included."},
+      kit::http_url_setting("url", R"("http://127.0.0.1:9090/api/v1/write")",
+                            "Remote-write URL (http:// or https://), the full path included."),
       kit::http_headers_setting(
           "HTTP headers added to every request, e.g. {\"Authorization\": \"Bearer ...\"}."),
       kit::http_timeout_setting(

@@ -1,5 +1,5 @@
 // remote_write_sink.cpp — the remote-write rules on the kit's HTTP exporter:
-// retry 5xx and a dropped connection with backoff (honouring Retry-After,
+// retry 5xx, 408 and a dropped connection with backoff (honouring Retry-After,
 // which the kit does), a 429 only with retry_on_429, never another 4xx
 // (whose message the kit logs); snappy, one increasing timestamp per flush,
 // stale markers at close. Network I/O only on the delivery thread.
@@ -36,8 +36,11 @@ const std::vector<std::string>& RemoteWriteSink::content_headers() const noexcep
   return headers;
 }
 
-bool RemoteWriteSink::retryable(long status) const noexcept {
-  return status >= 500 || (status == 429 && retry_on_429_);
+kit::HttpRetryPolicy RemoteWriteSink::retry_policy() const noexcept {
+  kit::HttpRetryPolicy policy;
+  policy.retry_5xx = true;  // the remote-write specification: every 5xx
+  policy.retry_429 = retry_on_429_;
+  return policy;
 }
 
 int64_t RemoteWriteSink::next_timestamp_ms(bool final) {

@@ -22,7 +22,7 @@ struct RemoteWriteOptions {
   EncoderOptions encoder;
 };
 
-// Threading: as kit::HttpExporter; collect, content_headers, retryable and
+// Threading: as kit::HttpExporter; collect, content_headers, retry_policy and
 // delivered run on the delivery thread only.
 class RemoteWriteSink : public kit::HttpExporter<RemoteWriteSink> {
  public:
@@ -33,8 +33,8 @@ class RemoteWriteSink : public kit::HttpExporter<RemoteWriteSink> {
   // stale markers.
   void collect(std::vector<kit::ExportRequest>& out, bool final);
   const std::vector<std::string>& content_headers() const noexcept;
-  // 5xx (and a dropped connection); a 429 only with retry_on_429.
-  bool retryable(long status) const noexcept;
+  // Every 5xx, 408 (and a dropped connection); a 429 only with retry_on_429.
+  kit::HttpRetryPolicy retry_policy() const noexcept;
   void delivered(const kit::HttpResponse& /*response*/) noexcept {}
 
  private:

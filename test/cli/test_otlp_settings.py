@@ -74,6 +74,22 @@ class OtlpSettings(HttpCredentialSettings, unittest.TestCase):
     def test_a_header_with_a_line_break_fails_startup(self):
         self.assert_startup_error({"headers": {"a": "b\r\nInjected: 1"}}, "'headers': 'a'")
 
+    def test_a_header_name_that_is_not_a_token_fails_startup(self):
+        self.assert_startup_error({"headers": {"a b": "1"}},
+                                  "'headers': 'a b' is not a valid header name")
+
+    def test_an_endpoint_with_a_password_fails_startup_without_quoting_it(self):
+        path, result = self.check({"endpoint": "https://user:S3CRETPW@collector:4318/v1/metrics"})
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("'endpoint' must not hold a user name or password", result.stderr)
+        self.assertIn("basic_auth", result.stderr)
+        self.assertNotIn("S3CRETPW", result.stderr + result.stdout)
+
+    def test_an_endpoint_without_a_host_or_with_a_bad_port_fails_startup(self):
+        self.assert_startup_error({"endpoint": "http:///v1/metrics"}, "'endpoint' must name a host")
+        self.assert_startup_error({"endpoint": "http://collector:0/v1/metrics"},
+                                  "'endpoint' must have a port from 1 to 65535")
+
     def test_max_backoff_below_the_initial_backoff_fails_startup(self):
         self.assert_startup_error({"initial_backoff_ms": 500, "max_backoff_ms": 100},
                                   "'max_backoff_ms' must be at least 'initial_backoff_ms'")
@@ -93,7 +109,7 @@ class OtlpSettings(HttpCredentialSettings, unittest.TestCase):
         result = run("plugins", "--metrics-plugin-dir", OTLP_DIR)
         self.assertEqual(result.returncode, 0, result.stderr)
         self.assertIn("    settings:\n", result.stdout)
-        self.assertIn('      endpoint  string  default: "http://127.0.0.1:4318/v1/metrics"\n',
+        self.assertIn('      endpoint  url  default: "http://127.0.0.1:4318/v1/metrics"\n',
                       result.stdout)
         self.assertIn('      temporality  choice ["cumulative","delta"]  default: "cumulative"\n',
                       result.stdout)

@@ -81,6 +81,17 @@ class RemoteWriteSettings(HttpCredentialSettings, unittest.TestCase):
     def test_a_header_with_a_line_break_fails_startup(self):
         self.assert_startup_error({"headers": {"a": "b\r\nInjected: 1"}}, "'headers': 'a'")
 
+    def test_a_header_file_name_that_is_not_a_token_fails_startup(self):
+        self.assert_startup_error({"header_files": {"X:Scope": "/run/secrets/tenant"}},
+                                  "'header_files': 'X:Scope' is not a valid header name")
+
+    def test_a_url_with_a_password_fails_startup_without_quoting_it(self):
+        path, result = self.check({"url": "https://user:S3CRETPW@prometheus:9090/api/v1/write"})
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("'url' must not hold a user name or password", result.stderr)
+        self.assertIn("basic_auth", result.stderr)
+        self.assertNotIn("S3CRETPW", result.stderr + result.stdout)
+
     def test_max_backoff_below_the_initial_backoff_fails_startup(self):
         self.assert_startup_error({"initial_backoff_ms": 500, "max_backoff_ms": 100},
                                   "'max_backoff_ms' must be at least 'initial_backoff_ms'")

@@ -4,7 +4,7 @@
  * emit folds into, the DeliveryLoop wired to an HttpClient, the log lines
  * of a request dropped or retried (quoting the receiver's answer), the
  * refused-events report and close's verdict. The derived class (CRTP) only
- * encodes and says which statuses to retry:
+ * encodes and says which statuses to retry (http_response.hpp):
  *
  *   class MySink : public kit::HttpExporter<MySink> {
  *    public:
@@ -14,15 +14,16 @@
  *     // delivery thread:
  *     void collect(std::vector<kit::ExportRequest>& out, bool final);  // encode
  *     const std::vector<std::string>& content_headers() const;          // Content-Type, ...
- *     bool retryable(long status) const;                               // e.g. 429, 5xx
+ *     kit::HttpRetryPolicy retry_policy() const;                       // e.g. every 5xx
  *     void delivered(const kit::HttpResponse& response);               // may do nothing
  *   };
  *
- * Also the settings every HTTP exporter has: the rows of the headers, TLS
- * and credentials (tls, basic_auth, bearer_token_file, header_files), the
+ * Also the settings every HTTP exporter has: the rows of the URL, headers,
+ * TLS and credentials (tls, basic_auth, bearer_token_file, header_files), the
  * URL, header, TLS, credential and backoff checks, the HttpClientOptions and
- * DeliveryOptions they make, the host name. Header-only C++17; needs
- * libcurl (http_client.hpp).
+ * DeliveryOptions they make; and the delivery figures of every request
+ * (sent, refused, lost, retries, pending), reported to the host and summed
+ * up at close. Header-only C++17; needs libcurl (http_client.hpp).
  */
 #ifndef TOKENSPEED_KIT_HTTP_EXPORTER_HPP
 #define TOKENSPEED_KIT_HTTP_EXPORTER_HPP
@@ -36,6 +37,7 @@
 #include <tokenspeed/kit/delivery_figures.hpp>
 #include <tokenspeed/kit/delivery_loop.hpp>
 #include <tokenspeed/kit/http_client.hpp>
+#include <tokenspeed/kit/http_response.hpp>
 #include <tokenspeed/kit/json.hpp>
 #include <tokenspeed/kit/rate_limited_log.hpp>
 #include <tokenspeed/kit/refused_events.hpp>
@@ -63,11 +65,16 @@ namespace tokenspeed::metrics::kit {
 // ------------------------------------------------------------------ settings
 
 /* Rows of an HTTP exporter's settings table for the keys the functions below
- * read (headers, timeout_ms, initial_backoff_ms, max_backoff_ms) and the
+ * read (url, headers, timeout_ms, initial_backoff_ms, max_backoff_ms) and the
  * usual series bound; the plugin gives the defaults, as JSON text. The
- * headers are secret: operators put API keys there. */
+ * headers are a kHeaderMap (names and values checked by validate) and
+ * secret: operators put API keys there. */
+constexpr Setting http_url_setting(std::string_view key, std::string_view default_url,
+                                   std::string_view description) {
+  return Setting(key, SettingType::kUrl, default_url, 0, 0, description);
+}
 constexpr Setting http_headers_setting(std::string_view description) {
-  return Setting("headers", SettingType::kStringMap, "{}", 0, 0, description).secret();
+  return Setting("headers", SettingType::kHeaderMap, "{}", 0, 0, description).secret();
 }
 constexpr Setting http_timeout_setting(std::string_view default_ms, std::string_view description) {
   return Setting("timeout_ms", SettingType::kInteger, default_ms, 1, 600000, description);
@@ -129,16 +136,12 @@ constexpr Setting http_bearer_token_file_setting() {
                  "not with basic_auth.");
 }
 constexpr Setting http_header_files_setting() {
-  return Setting("header_files", SettingType::kStringMap, "{}", 0, 0,
+  return Setting("header_files", SettingType::kHeaderMap, "{}", 0, 0,
                  "HTTP headers whose values are files, read at every request, e.g. "
                  "{\"api-key\": \"/run/secrets/api-key\"}.");
 }
 
 namespace detail {
-
-inline bool valid_header_name(const std::string& name) {
-  return !name.empty() && name.find_first_of(":\r\n \t") == std::string::npos;
-}
 
 inline bool same_header(std::string_view a, std::string_view b) {
   if (a.size() != b.size()) return false;
@@ -174,10 +177,12 @@ inline void check_credential_file(const std::string& what, const std::string& pa
 
 }  // namespace detail
 
-/* Checks the settings every HTTP exporter has, after SettingsTable::validate:
- * the URL (key url_key) starts with http:// or https://, and every header of
- * the map headers_key has a name without ':', space or line break and a
- * value without a line break. When the table has the rows above: tls only
+/* Checks the settings every HTTP exporter has, after SettingsTable::validate.
+ * The URL (key url_key) and the headers (headers_key, header_files) follow
+ * the rules of their row types, kUrl and kHeaderMap (check_http_url,
+ * check_header_map), which validate applied already; they are applied again
+ * here, so that a table that still declares them kString or kStringMap is
+ * held to them too. When the table has the rows above: tls only
  * with an https:// URL, cert_file with key_file, basic_auth's two keys
  * together and not with bearer_token_file, no Authorization header beside
  * them, a header not both in headers and header_files, and every file
@@ -187,24 +192,14 @@ inline void check_credential_file(const std::string& what, const std::string& pa
 inline void check_http_settings(const json::Value& settings, std::string_view url_key,
                                 std::string_view headers_key = "headers") {
   const std::string& url = settings.at(url_key).as_string();
-  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0) {
-    throw std::invalid_argument("'" + std::string(url_key) +
-                                "' must start with http:// or https://, got \"" + url + "\"");
-  }
+  check_http_url("'" + std::string(url_key) + "'", url);
   const bool https = url.rfind("https://", 0) == 0;
   std::vector<std::string> names;  // of every header configured
-  for (const auto& [name, value] : settings.at(headers_key).as_object()) {
-    if (!detail::valid_header_name(name) ||
-        value.as_string().find_first_of("\r\n") != std::string::npos) {
-      throw std::invalid_argument("'" + std::string(headers_key) + "': '" + name +
-                                  "' is not a valid header");
-    }
-    names.push_back(name);
-  }
+  check_header_map("'" + std::string(headers_key) + "'", settings.at(headers_key));
+  for (const auto& member : settings.at(headers_key).as_object()) names.push_back(member.first);
   if (const json::Value* files = settings.find("header_files")) {
+    check_header_map("'header_files'", *files);
     for (const auto& [name, path] : files->as_object()) {
-      if (!detail::valid_header_name(name))
-        throw std::invalid_argument("'header_files': '" + name + "' is not a valid header name");
       for (const std::string& other : names) {
         if (detail::same_header(name, other)) {
           throw std::invalid_argument("'header_files': '" + name + "' is also in '" +
@@ -330,28 +325,7 @@ inline DeliveryOptions delivery_options(const Settings& settings, std::string_vi
   return options;
 }
 
-/* This machine's host name, "localhost" when it has none. */
-inline std::string host_name() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(name, sizeof name - 1) != 0) return "localhost";
-  return name;
-}
-
 // ----------------------------------------------------------------- the base
-
-/* The longest part of a receiver's answer a log line quotes. */
-inline constexpr std::size_t kResponseSnippetBytes = 200;
-
-/* A printable prefix of a response body for the log: its first
- * kResponseSnippetBytes bytes, trailing line breaks and spaces dropped, any
- * other byte outside printable ASCII written as '.'. */
-inline std::string response_snippet(std::string_view body) {
-  body = body.substr(0, kResponseSnippetBytes);
-  while (!body.empty() && static_cast<unsigned char>(body.back()) <= 0x20) body.remove_suffix(1);
-  std::string out;
-  for (const char c : body) out += (c >= 0x20 && c < 0x7f) ? c : '.';
-  return out;
-}
 
 /* One request body ready to POST, and how many data items it carries. */
 struct ExportRequest {
@@ -385,7 +359,7 @@ struct HttpExporterWords {
 /* Threading: emit is called by one host thread at a time; close once, after
  * the last emit, from a host thread. The delivery loop's thread, started by
  * start(), is the only one that calls the derived class's collect,
- * content_headers, retryable and delivered, and talks to the network; it
+ * content_headers, retry_policy and delivered, and talks to the network; it
  * ends inside close (or stop). */
 template <class Derived>
 class HttpExporter {
@@ -472,24 +446,12 @@ class HttpExporter {
                   const std::atomic<bool>* stop) {
     const HttpResponse response =
         http_.post(request.body, derived().content_headers(), deadline, stop);
-    if (response.status == 0) {
-      if (response.stopped) return SendResult::retry("interrupted by close");
-      return SendResult::retry(response.error);  // refused, dropped, timed out
-    }
-    if (response.status >= 200 && response.status < 300) {
+    SendResult result = classify_http_response(response, derived().retry_policy());
+    if (result.outcome == SendResult::Outcome::kDelivered) {
       derived().delivered(response);
       count_delivered(request);
-      return SendResult::delivered();
     }
-    const std::string answer = response_snippet(response.body);
-    const std::string why =
-        "HTTP " + std::to_string(response.status) + (answer.empty() ? "" : ": " + answer);
-    if (derived().retryable(response.status)) {
-      std::optional<std::chrono::milliseconds> after;
-      if (response.retry_after) after = parse_retry_after(*response.retry_after);
-      return SendResult::retry(why, after);
-    }
-    return SendResult::rejected(why);
+    return result;
   }
 
   // Delivery thread: a request given up.
@@ -506,7 +468,8 @@ class HttpExporter {
     log_.report(TSM_LOG_WARNING, topic,
                 "dropped a request of " + std::to_string(request.items) + " " + words_.items +
                     " for " + url() + ": " + why + " (" + std::to_string(items_dropped_) + " " +
-                    words_.items + " dropped in total)");
+                    words_.items + " dropped in total)",
+                request.items);
   }
 
   // Delivery thread: an attempt that will be retried.

@@ -3,7 +3,8 @@
  * Aggregator refused (series beyond max_series, invalid events) since it
  * last said so: call report from the delivery thread before each collect;
  * the lines go through a RateLimitedLog under the topics "series limit" and
- * "invalid events".
+ * "invalid events", each report carrying its count of events (so a line after
+ * suppressed ones, and flush, say how many events those were about).
  */
 #ifndef TOKENSPEED_KIT_REFUSED_EVENTS_HPP
 #define TOKENSPEED_KIT_REFUSED_EVENTS_HPP
@@ -34,13 +35,15 @@ class RefusedEventsReport {
                  std::to_string(stats.over_series_limit - reported_over_limit_) +
                      " events dropped: their series would exceed max_series=" +
                      std::to_string(max_series) + " (" + std::to_string(stats.over_series_limit) +
-                     " in total)");
+                     " in total)",
+                 stats.over_series_limit - reported_over_limit_);
       reported_over_limit_ = stats.over_series_limit;
     }
     if (stats.invalid > reported_invalid_) {
       log.report(TSM_LOG_WARNING, "invalid events",
                  std::to_string(stats.invalid - reported_invalid_) + " events ignored: " +
-                     invalid_reasons_ + " (" + std::to_string(stats.invalid) + " in total)");
+                     invalid_reasons_ + " (" + std::to_string(stats.invalid) + " in total)",
+                 stats.invalid - reported_invalid_);
       reported_invalid_ = stats.invalid;
     }
   }

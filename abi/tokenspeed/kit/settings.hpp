@@ -6,7 +6,7 @@
  * Header-only C++17; needs no JSON library. Never used on the event path.
  *
  *   const kit::SettingsTable table{{
- *       {"endpoint", kit::SettingType::kString, R"("http://127.0.0.1:4318")", 0, 0,
+ *       {"endpoint", kit::SettingType::kUrl, R"("http://127.0.0.1:4318")", 0, 0,
  *        "Where to send."},
  *       {"timeout_ms", kit::SettingType::kInteger, "10000", 1, 600000, "Per request."},
  *       {"compression", kit::SettingType::kChoice, R"("gzip")", 0, 0, "Body encoding.",
@@ -49,8 +49,11 @@ enum class SettingType {
   kNumber,     // a number in [min, max]
   kBoolean,    // true or false
   kChoice,     // one of the strings in choices ("a|b|c")
-  kStringMap,  // an object whose values are all strings (headers, attributes)
+  kStringMap,  // an object whose values are all strings (attributes, labels): any string
   kObject,     // an object of the row's own sub-rows (fields), validated like a table
+  kUrl,        // an absolute http:// or https:// URL with a host (see check_http_url)
+  kHeaderMap,  // an object of HTTP headers: token names, values without control characters
+               // (see check_header_map); never quotes a value
 };
 
 inline const char* setting_type_name(SettingType type) noexcept {
@@ -69,8 +72,163 @@ inline const char* setting_type_name(SettingType type) noexcept {
       return "object of strings";
     case SettingType::kObject:
       return "object";
+    case SettingType::kUrl:
+      return "url";
+    case SettingType::kHeaderMap:
+      return "object of headers";
   }
   return "unknown";
+}
+
+namespace detail {
+
+/* text with every byte outside printable ASCII written as \xNN: a name
+ * quoted in a one-line message. */
+inline std::string printable(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && c != '\\') {
+      out += c;
+    } else {
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    }
+  }
+  return out;
+}
+
+inline bool is_digit(char c) noexcept { return c >= '0' && c <= '9'; }
+inline bool is_alpha(char c) noexcept { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+inline bool is_hex(char c) noexcept {
+  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* The authority of a URL ("user@host:port"): after "scheme://" up to the
+ * first '/', '?' or '#'; from the start when there is no "://". */
+inline std::string_view url_authority(std::string_view url) noexcept {
+  const std::size_t scheme = url.find("://");
+  if (scheme != std::string_view::npos) url.remove_prefix(scheme + 3);
+  return url.substr(0, url.find_first_of("/?#"));
+}
+
+}  // namespace detail
+
+/* RFC 9110's token, the form of a header (field) name: one or more of
+ * letters, digits and !#$%&'*+-.^_`|~; no space, ':', control character or
+ * non-ASCII byte. */
+inline bool is_http_token(std::string_view name) noexcept {
+  if (name.empty()) return false;
+  for (const char c : name) {
+    if (detail::is_alpha(c) || detail::is_digit(c)) continue;
+    if (std::string_view("!#$%&'*+-.^_`|~").find(c) == std::string_view::npos) return false;
+  }
+  return true;
+}
+
+/* A header (field) value as it may go on the wire: no control character
+ * (CR, LF, NUL, ...) but horizontal tab; obs-text (bytes >= 0x80) is
+ * allowed. */
+inline bool is_http_header_value(std::string_view value) noexcept {
+  for (const char c : value) {
+    const auto byte = static_cast<unsigned char>(c);
+    if ((byte < 0x20 && c != '\t') || byte == 0x7f) return false;
+  }
+  return true;
+}
+
+/* Checks that url is an absolute http:// or https:// URL: a non-empty host
+ * (a name, an IPv4 address or an IPv6 address in brackets), an optional port
+ * from 1 to 65535, no space, control character or line break anywhere, and
+ * no user name or password (user:password@: basic_auth carries those).
+ * Throws std::invalid_argument starting with what ("'url'"); quotes the URL
+ * only when quote is true and it holds no user information. */
+inline void check_http_url(const std::string& what, std::string_view url, bool quote = true) {
+  const std::string_view authority = detail::url_authority(url);
+  const std::size_t at = authority.rfind('@');
+  // Never quoted with user information: it may hold a password.
+  const std::string got = quote && at == std::string_view::npos
+                              ? ", got " + json::serialize(json::Value(std::string(url)))
+                              : std::string();
+  if (url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+    throw std::invalid_argument(what + " must start with http:// or https://" + got);
+  if (at != std::string_view::npos) {
+    throw std::invalid_argument(what +
+                                " must not hold a user name or password (user:password@); set "
+                                "them with basic_auth");
+  }
+  for (const char c : url) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte <= 0x20 || byte == 0x7f) {
+      throw std::invalid_argument(what +
+                                  " must not hold a space, a control character or a line "
+                                  "break" +
+                                  got);
+    }
+  }
+  std::string_view host = authority;
+  std::string_view port;
+  bool has_port = false;
+  if (!host.empty() && host.front() == '[') {
+    const std::size_t close = host.find(']');
+    const std::string_view address =
+        close == std::string_view::npos ? std::string_view() : host.substr(1, close - 1);
+    bool ipv6 = !address.empty() && address.find(':') != std::string_view::npos;
+    for (const char c : address) ipv6 = ipv6 && (detail::is_hex(c) || c == ':' || c == '.');
+    const std::string_view rest =
+        close == std::string_view::npos ? std::string_view() : host.substr(close + 1);
+    if (!ipv6 || (!rest.empty() && rest.front() != ':'))
+      throw std::invalid_argument(what + " must have an IPv6 address in brackets" + got);
+    has_port = !rest.empty();
+    if (has_port) port = rest.substr(1);
+    host = host.substr(0, close + 1);
+  } else {
+    const std::size_t colon = host.find(':');
+    if (colon != std::string_view::npos) {
+      has_port = true;
+      port = host.substr(colon + 1);
+      host = host.substr(0, colon);
+    }
+    // A DNS name or an IPv4 address (a byte >= 0x80: an internationalized name).
+    for (const char c : host) {
+      if (!detail::is_alpha(c) && !detail::is_digit(c) && c != '-' && c != '.' && c != '_' &&
+          c != '~' && c != '%' && static_cast<unsigned char>(c) < 0x80)
+        throw std::invalid_argument(what + " must name a host" + got);
+    }
+  }
+  if (host.empty()) throw std::invalid_argument(what + " must name a host" + got);
+  if (has_port) {
+    bool valid = !port.empty() && port.size() <= 5;
+    long number = 0;
+    for (const char c : port) {
+      valid = valid && detail::is_digit(c);
+      if (valid) number = number * 10 + (c - '0');
+    }
+    if (!valid || number < 1 || number > 65535)
+      throw std::invalid_argument(what + " must have a port from 1 to 65535" + got);
+  }
+}
+
+/* Checks an object of HTTP headers (a kHeaderMap's value, already known to
+ * be an object of strings): every name an RFC 9110 token, every value
+ * without a control character but horizontal tab (a CR or LF would inject a
+ * header). Throws std::invalid_argument starting with what ("'headers'"),
+ * naming the header, never quoting a value (headers carry API keys). */
+inline void check_header_map(const std::string& what, const json::Value& headers) {
+  for (const json::Member& member : headers.as_object()) {
+    if (!is_http_token(member.first)) {
+      throw std::invalid_argument(what + ": '" + detail::printable(member.first) +
+                                  "' is not a valid header name (letters, digits and "
+                                  "!#$%&'*+-.^_`|~; no space or ':')");
+    }
+    if (member.second.is_string() && !is_http_header_value(member.second.as_string())) {
+      throw std::invalid_argument(what + ": '" + member.first +
+                                  "' must not hold a line break, NUL or another control "
+                                  "character (but tab) in its value");
+    }
+  }
 }
 
 /* One row of the table. default_json is the default as JSON text; empty
@@ -337,16 +495,26 @@ class SettingsTable {
         }
         throw std::invalid_argument(key + " must be one of " + listed + ", got " + got);
       }
-      case SettingType::kStringMap:
-        if (!value.is_object())
-          throw std::invalid_argument(key + " must be an object of strings, got " +
+      case SettingType::kUrl:
+        if (!value.is_string()) {
+          throw std::invalid_argument(key + " must be an http:// or https:// URL, got " +
                                       value.kind_name());
+        }
+        check_http_url(key, value.as_string(), !secret);
+        return;
+      case SettingType::kStringMap:
+      case SettingType::kHeaderMap:
+        if (!value.is_object()) {
+          throw std::invalid_argument(key + " must be an " + setting_type_name(row.type) +
+                                      ", got " + value.kind_name());
+        }
         for (const json::Member& member : value.as_object()) {
           if (!member.second.is_string()) {
             throw std::invalid_argument(key + ": '" + member.first + "' must be a string, got " +
                                         member.second.kind_name());
           }
         }
+        if (row.type == SettingType::kHeaderMap) check_header_map(key, value);
         return;
       case SettingType::kObject:
         // The sub-rows are checked by normalize, each named prefix.key.sub.

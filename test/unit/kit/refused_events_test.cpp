@@ -43,3 +43,25 @@ TEST_CASE("refused events are reported as the count since the last report, with 
   REQUIRE(lines.size() == 3);
   CHECK_THAT(lines[2], Catch::Contains("7 events dropped") && Catch::Contains("(12 in total)"));
 }
+
+TEST_CASE("suppressed refused-event lines are counted by events, and flush says how many") {
+  lines.clear();
+  kit::RateLimitedLog log(capturing_host(), std::chrono::hours(1));
+  kit::RefusedEventsReport refused;
+  kit::AggregationStats stats;
+  stats.over_series_limit = 5;
+  refused.report(stats, 100, log);  // written at once
+  stats.over_series_limit = 105;
+  refused.report(stats, 100, log);  // 100 more, suppressed
+  stats.over_series_limit = 1293;
+  stats.invalid = 3;
+  refused.report(stats, 100, log);  // 1188 more, suppressed; 3 invalid, written
+  stats.invalid = 10;
+  refused.report(stats, 100, log);  // 7 invalid, suppressed
+  log.flush(TSM_LOG_WARNING, "at close");
+  REQUIRE(lines.size() == 4);
+  CHECK_THAT(lines[0], Catch::StartsWith("5 events dropped"));
+  CHECK_THAT(lines[1], Catch::StartsWith("3 events ignored"));
+  CHECK(lines[2] == "at close: 7 events in 1 more 'invalid events' report since the last line");
+  CHECK(lines[3] == "at close: 1288 events in 2 more 'series limit' reports since the last line");
+}

@@ -228,3 +228,143 @@ TEST_CASE("a secret row is described with secret true, an object row with its fi
   CHECK(auth.find("default") == nullptr);  // required
   CHECK(auth.at("fields").as_array()[1].at("secret").as_bool());
 }
+
+namespace {
+
+const kit::SettingsTable& http_table() {
+  static const kit::SettingsTable t{{
+      {"url", SettingType::kUrl, R"("http://127.0.0.1:9090/w")", 0, 0, "Where."},
+      kit::Setting("secret_url", SettingType::kUrl, R"("http://a")", 0, 0, "Where.").secret(),
+      kit::Setting("headers", SettingType::kHeaderMap, "{}", 0, 0, "Headers.").secret(),
+      {"labels", SettingType::kStringMap, "{}", 0, 0, "Labels."},
+  }};
+  return t;
+}
+
+// The one-line error of {key: value} (value as JSON text), or "accepted".
+std::string http_rejection(const std::string& key, const std::string& value) {
+  try {
+    http_table().validate("{\"" + key + "\": " + value + "}");
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+std::string url_rejection(const std::string& url) {
+  return http_rejection("url", json::serialize(json::Value(url)));
+}
+
+}  // namespace
+
+TEST_CASE("a url setting is an absolute http or https URL with a host and an optional port") {
+  for (const char* url :
+       {"http://a", "https://example.com/v1/metrics?x=1#f", "http://127.0.0.1:9090/api/v1/write",
+        "https://[::1]:4318/v1/metrics", "http://[2001:db8::7]", "http://host-1.example_x:1",
+        "https://h:65535/", "http://a/p@th", "http://xn--bcher-kva.example/"}) {
+    CAPTURE(url);
+    CHECK(url_rejection(url) == "accepted");
+  }
+  CHECK(url_rejection("ftp://example.com") ==
+        R"('url' must start with http:// or https://, got "ftp://example.com")");
+  CHECK(url_rejection("127.0.0.1:9090/w") ==
+        R"('url' must start with http:// or https://, got "127.0.0.1:9090/w")");
+  CHECK(url_rejection("HTTP://a").rfind("'url' must start with http:// or https://", 0) == 0);
+  CHECK(url_rejection("http://") == R"('url' must name a host, got "http://")");
+  CHECK(url_rejection("http:///w") == R"('url' must name a host, got "http:///w")");
+  CHECK(url_rejection("http://:80/w") == R"('url' must name a host, got "http://:80/w")");
+  CHECK(url_rejection("http://a,b/") == R"('url' must name a host, got "http://a,b/")");
+  CHECK(url_rejection("http://a:0") ==
+        R"('url' must have a port from 1 to 65535, got "http://a:0")");
+  CHECK(url_rejection("http://a:65536/").rfind("'url' must have a port from 1 to 65535", 0) == 0);
+  CHECK(url_rejection("http://a:/").rfind("'url' must have a port from 1 to 65535", 0) == 0);
+  CHECK(url_rejection("http://a:8x").rfind("'url' must have a port from 1 to 65535", 0) == 0);
+  CHECK(url_rejection("http://::1/") == R"('url' must name a host, got "http://::1/")");
+  CHECK(url_rejection("http://[::1/") ==
+        R"('url' must have an IPv6 address in brackets, got "http://[::1/")");
+  CHECK(url_rejection("http://[a.b]/").rfind("'url' must have an IPv6 address in brackets", 0) ==
+        0);
+  CHECK(url_rejection("http://[::1]x/").rfind("'url' must have an IPv6 address", 0) == 0);
+  CHECK(http_rejection("url", "3") == "'url' must be an http:// or https:// URL, got an integer");
+}
+
+TEST_CASE("a url with a space, a control character or a line break is refused, quoted escaped") {
+  CHECK(url_rejection("http://a/b c") ==
+        R"('url' must not hold a space, a control character or a line break, got "http://a/b c")");
+  const std::string line_break = url_rejection("http://a/\r\nX-Injected: 1");
+  CHECK(line_break ==
+        "'url' must not hold a space, a control character or a line break, got "
+        R"("http://a/\r\nX-Injected: 1")");
+  CHECK(line_break.find_first_of("\r\n") == std::string::npos);
+  CHECK(url_rejection(std::string("http://a/\0", 10)).rfind("'url' must not hold a space", 0) == 0);
+  CHECK(url_rejection("http://a/\x7f").rfind("'url' must not hold a space", 0) == 0);
+  CHECK(url_rejection(" http://a").rfind("'url' must start with http://", 0) == 0);
+}
+
+TEST_CASE("a url with user:password@ is refused pointing to basic_auth, never quoting it") {
+  const std::string expected =
+      "'url' must not hold a user name or password (user:password@); set them with basic_auth";
+  CHECK(url_rejection("https://user:hunter2@example.com/w") == expected);
+  CHECK(url_rejection("https://hunter2@example.com/w") == expected);
+  CHECK(url_rejection("http://u:hunter2@[::1]:80") == expected);
+  // Other faults of such a URL are not quoted either.
+  const std::string scheme = url_rejection("ftp://u:hunter2@example.com");
+  CHECK(scheme == "'url' must start with http:// or https://");
+  const std::string space = url_rejection("http://u:hunt er2@example.com");
+  CHECK(space == expected);
+  for (const std::string& message : {scheme, space})
+    CHECK(message.find("hunter2") == std::string::npos);
+  // An '@' after the host is part of the path, not user information.
+  CHECK(url_rejection("http://a/x@y") == "accepted");
+}
+
+TEST_CASE("a secret url setting is never quoted") {
+  CHECK(http_rejection("secret_url", R"("http://tok3n.example.com:0")") ==
+        "'secret_url' must have a port from 1 to 65535");
+}
+
+TEST_CASE("a url setting is described with the type url") {
+  const json::Value described = json::parse(http_table().describe());
+  CHECK(described.as_array()[0].at("type").as_string() == "url");
+  CHECK(described.as_array()[2].at("type").as_string() == "object of headers");
+  CHECK(described.as_array()[3].at("type").as_string() == "object of strings");
+  CHECK(std::string(kit::setting_type_name(SettingType::kUrl)) == "url");
+  CHECK(std::string(kit::setting_type_name(SettingType::kHeaderMap)) == "object of headers");
+}
+
+TEST_CASE("a header name must be an RFC 9110 token") {
+  CHECK(http_rejection("headers", R"({"X-Api-Key": "k", "a!#$%&'*+-.^_`|~9": "v"})") == "accepted");
+  const std::string rule =
+      " is not a valid header name (letters, digits and !#$%&'*+-.^_`|~; no "
+      "space or ':')";
+  CHECK(http_rejection("headers", R"({"": "v"})") == "'headers': ''" + rule);
+  CHECK(http_rejection("headers", R"({"a b": "v"})") == "'headers': 'a b'" + rule);
+  CHECK(http_rejection("headers", R"({"a:b": "v"})") == "'headers': 'a:b'" + rule);
+  CHECK(http_rejection("headers", "{\"a(b)\": \"v\"}") == "'headers': 'a(b)'" + rule);
+  CHECK(http_rejection("headers", R"({"a\nInjected": "v"})") ==
+        "'headers': 'a\\x0aInjected'" + rule);
+  CHECK(http_rejection("headers", R"({"a\u0000": "v"})") == "'headers': 'a\\x00'" + rule);
+  CHECK(http_rejection("headers", R"({"caf\u00e9": "v"})") == "'headers': 'caf\\xc3\\xa9'" + rule);
+}
+
+TEST_CASE("a header value must hold no CR, LF, NUL or other control character but tab") {
+  CHECK(http_rejection("headers", R"({"a": "Bearer x\ty z \u00e9"})") == "accepted");
+  const std::string expected =
+      "'headers': 'api-key' must not hold a line break, NUL or another control character (but "
+      "tab) in its value";
+  for (const char* value : {R"("s3cr3t\r\nInjected: 1")", R"("s3cr3t\n")", R"("s3cr3t\r")",
+                            R"("s3cr3t\u0000")", R"("s3cr3t\u001b")", R"("s3cr3t\u007f")"}) {
+    CAPTURE(value);
+    const std::string message =
+        http_rejection("headers", std::string(R"({"api-key": )") + value + "}");
+    CHECK(message == expected);
+    CHECK(message.find("s3cr3t") == std::string::npos);
+  }
+  CHECK(http_rejection("headers", R"({"a": 1})") ==
+        "'headers': 'a' must be a string, got an integer");
+  CHECK(http_rejection("headers", "[]") == "'headers' must be an object of headers, got an array");
+}
+
+TEST_CASE("a plain string map takes any string: a label or attribute may hold a line break") {
+  CHECK(http_rejection("labels", R"({"note": "two\nlines", "a b": "\u0000"})") == "accepted");
+}
