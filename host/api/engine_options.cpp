@@ -31,6 +31,7 @@ Options options_from(const GivenOptions& given) {
   if (given.port) options.port = static_cast<int>(*given.port);
   options.multiproc_dir = given.multiproc_dir;
   options.web_config = given.web_config;
+  options.node_name = given.node_name;
   if (given.max_series_per_family) {
     options.max_series_per_family = static_cast<std::size_t>(*given.max_series_per_family);
   }
@@ -51,6 +52,7 @@ GivenOptions given_options(const Options& options) {
   if (options.port) given.port = *options.port;
   given.multiproc_dir = options.multiproc_dir;
   given.web_config = options.web_config;
+  given.node_name = options.node_name;
   if (options.max_series_per_family) {
     // Past what a long long holds it is out of range all the same.
     constexpr auto kLargest = static_cast<std::size_t>(std::numeric_limits<long long>::max());
@@ -122,6 +124,10 @@ std::vector<std::string> Options::to_flags() const {
   if (web_config) {
     flags.emplace_back("--metrics-web-config");
     flags.push_back(*web_config);
+  }
+  if (node_name) {
+    flags.emplace_back("--metrics-node-name");
+    flags.push_back(*node_name);
   }
   return flags;
 }

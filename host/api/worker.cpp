@@ -55,7 +55,7 @@ class WorkerImpl {
     router.queue_size = handoff_.queue_size;
     metrics_ = std::make_unique<ProcessMetrics>(
         registry_, ProcessMetricsOptions{handoff_.outputs, handoff_.run_dir, name_, router,
-                                         handoff_.max_series_per_family});
+                                         handoff_.max_series_per_family, handoff_.node_name});
     recorder_ = Recorder(&metrics_->collector());
     // The host's own figures reach /metrics once a second; the thread sleeps
     // in between and never touches a plugin.

@@ -96,7 +96,7 @@ int run_producer(int argc, char** argv) {
   RouterOptions router;
   router.queue_size = handoff.queue_size;
   ProcessMetrics metrics(registry, {handoff.outputs, handoff.run_dir, process_name, router,
-                                    handoff.max_series_per_family});
+                                    handoff.max_series_per_family, handoff.node_name});
 
   std::atomic<bool> stop{false};
   Recorder recorder(&metrics.collector());

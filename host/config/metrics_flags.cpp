@@ -68,6 +68,23 @@ void check_multiproc_dir(const GivenOptions& given, MetricsSettings& settings) {
   settings.multiproc_base_dir = *given.multiproc_dir;
 }
 
+// A label value, a resource attribute and a tag alike: printable ASCII,
+// none of the characters that a back end's syntax would take apart.
+std::string checked_node_name(const std::string& name) {
+  if (name.empty() || name.size() > 253) {
+    throw StartupError({"", "", "--metrics-node-name"},
+                       "must be 1-253 characters, got " + std::to_string(name.size()));
+  }
+  for (const char c : name) {
+    if (c <= ' ' || c > '~' || c == '/' || c == ',' || c == '"' || c == '\'' || c == '\\') {
+      throw StartupError({"", "", "--metrics-node-name"},
+                         "may hold printable ASCII characters but no space, '/', ',', quote or "
+                         "backslash");
+    }
+  }
+  return name;
+}
+
 void check_series_bound(const GivenOptions& given, MetricsSettings& settings) {
   if (!given.max_series_per_family) return;
   const long long bound = *given.max_series_per_family;
@@ -94,6 +111,7 @@ MetricsSettings check_options(const GivenOptions& given) {
       throw prometheus_error("--metrics-web-config", "the file name must not be empty");
     settings.web_config_file = *given.web_config;
   }
+  if (given.node_name) settings.node_name = checked_node_name(*given.node_name);
   return settings;
 }
 
@@ -128,7 +146,10 @@ void add_delivery_options(po::options_description& description) {
       "metrics-reporter-queue-size", po::value<std::size_t>()->default_value(kDefaultQueueSize),
       "events each collector thread may queue per output before dropping (and counting) them")(
       "metrics-shutdown-timeout", po::value<double>()->default_value(kDefaultShutdownSeconds),
-      "seconds the whole node has to drain and close its outputs at shutdown");
+      "seconds the whole node has to drain and close its outputs at shutdown")(
+      "metrics-node-name", po::value<std::string>(),
+      "the node's name in what the outputs push (remote_write's node label, OTLP's "
+      "service.instance.id); default: the host name");
 }
 
 namespace {
@@ -168,6 +189,7 @@ GivenOptions given_options(const po::variables_map& values) {
   given.multiproc_dir = given_value<std::string>(values, "metrics-multiproc-dir");
   given.max_series_per_family = given_value<long long>(values, "metrics-max-series-per-family");
   given.web_config = given_value<std::string>(values, "metrics-web-config");
+  given.node_name = given_value<std::string>(values, "metrics-node-name");
   return given;
 }
 

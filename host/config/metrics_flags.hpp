@@ -36,6 +36,7 @@ struct GivenOptions {
   std::optional<std::string> multiproc_dir;        // --metrics-multiproc-dir
   std::optional<long long> max_series_per_family;  // --metrics-max-series-per-family
   std::optional<std::string> web_config;           // --metrics-web-config
+  std::optional<std::string> node_name;            // --metrics-node-name
 };
 
 // The metrics options of a node, checked, with their defaults: what the
@@ -55,12 +56,16 @@ struct MetricsSettings {
   // The endpoint's web configuration file; read (and checked) when the
   // endpoint starts, and by check.
   std::optional<std::string> web_config_file;
+  // The node's name in the outputs' process identity (--metrics-node-name);
+  // "" means the host name.
+  std::string node_name;
 };
 
 // The one check of the metrics options, from the flags and from code alike:
 // queue size 2-16777216, shutdown timeout 0-3600 s, a host and a base
 // directory that are not empty, port 0-65535, a bound on series 1-16777216,
-// a web configuration file name that is not empty.
+// a web configuration file name that is not empty, a node name of 1-253
+// printable ASCII characters without space, '/', ',' or quotes.
 // Throws StartupError naming the flag. The selection, the configuration
 // file and the plugin directories are carried over as given; they are
 // checked with the plugins loaded, at startup (validate_metrics_startup).
@@ -75,8 +80,9 @@ void add_metrics_options(boost::program_options::options_description& descriptio
 // plugin search flags, for commands that list plugins).
 void add_plugin_search_options(boost::program_options::options_description& description);
 
-// Adds --metrics-reporter-queue-size and --metrics-shutdown-timeout, with
-// their defaults (core/delivery_defaults.hpp) in the help.
+// Adds --metrics-reporter-queue-size, --metrics-shutdown-timeout, with
+// their defaults (core/delivery_defaults.hpp) in the help, and
+// --metrics-node-name.
 void add_delivery_options(boost::program_options::options_description& description);
 
 // The metrics flags of a parsed command line, as given: every metrics flag

@@ -56,7 +56,7 @@ void Launcher::start() {
     local_ = std::make_unique<ProcessMetrics>(
         *startup_.registry,
         ProcessMetricsOptions{producer_outputs_, run_dir_->path().string(), "launcher", router,
-                              settings.max_series_per_family});
+                              settings.max_series_per_family, settings.node_name});
 
     if (selection.prometheus) {
       endpoint_ = std::make_unique<PrometheusEndpoint>(endpoint_options(settings),
@@ -72,6 +72,7 @@ void Launcher::start() {
   }
   handoff.queue_size = settings.queue_size;
   handoff.max_series_per_family = settings.max_series_per_family;
+  handoff.node_name = settings.node_name;
   handoff.shutdown_budget = std::chrono::duration_cast<std::chrono::nanoseconds>(
       settings.shutdown_timeout * kProducerShare);
   handoff_ = handoff;

@@ -118,7 +118,7 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
     store_ = std::move(file_store);
   }
   if (options.router.process.name.empty())
-    options.router.process = make_named_process(options.file_prefix, ::getpid());
+    options.router.process = make_named_process(options.file_prefix, ::getpid(), options.node_name);
   process_name_ = options.router.process.name;
   plugin_slots_.resize(options.outputs.size());
   if (!options.outputs.empty()) {

@@ -34,6 +34,8 @@ struct ProcessMetricsOptions {
   RouterOptions router;
   // Series one family may hold in this process (--metrics-max-series-per-family).
   std::size_t max_series_per_family = kDefaultMaxSeriesPerFamily;
+  // The node in this process's identity (--metrics-node-name); "" the host name.
+  std::string node_name;
 };
 
 // Threading: construct, publish_self_figures and close from one control

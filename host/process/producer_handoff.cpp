@@ -68,6 +68,7 @@ boost::json::object handoff_to_json(const ProducerHandoff& handoff) {
       {"shutdown_budget_ns", static_cast<std::int64_t>(handoff.shutdown_budget.count())},
       {"max_series_per_family", static_cast<std::uint64_t>(handoff.max_series_per_family)},
       {"launcher_pid", static_cast<std::int64_t>(handoff.launcher_pid)},
+      {"node_name", handoff.node_name},
   };
 }
 
@@ -113,6 +114,7 @@ ProducerHandoff handoff_from_json(const boost::json::object& json) {
     }
     handoff.max_series_per_family = static_cast<std::size_t>(bound);
   }
+  if (json.contains("node_name")) handoff.node_name = string_member(json, "node_name");
   if (json.contains("launcher_pid")) {
     const std::int64_t launcher = int_member(json, "launcher_pid");
     if (launcher < 0 || launcher > std::numeric_limits<pid_t>::max()) {

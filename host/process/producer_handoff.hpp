@@ -45,6 +45,8 @@ struct ProducerHandoff {
   std::chrono::nanoseconds shutdown_budget{0};  // the producer's share of the budget
   // --metrics-max-series-per-family: series one family may hold in a process.
   std::size_t max_series_per_family = kDefaultMaxSeriesPerFamily;
+  // --metrics-node-name ("" the host name): the node of every process's identity.
+  std::string node_name;
   // The launcher as its producers see it (its pid in the PID namespace they
   // share with it): a producer follows this process, not "parent is 1",
   // which is a live launcher in a container without an init process. 0 in

@@ -113,6 +113,7 @@ TEST_CASE("options built in code say the same as their flags") {
   options.host = "127.0.0.2";
   options.port = 0;
   options.max_series_per_family = 500;
+  options.node_name = "gpu-node-7";
   const ExtractedOptions round_trip = extract_metrics_options(options.to_flags());
   CHECK(round_trip.rest.empty());
   CHECK(round_trip.options.reporters == options.reporters);
@@ -121,11 +122,13 @@ TEST_CASE("options built in code say the same as their flags") {
   CHECK(round_trip.options.host == options.host);
   CHECK(round_trip.options.port == options.port);
   CHECK(round_trip.options.max_series_per_family == options.max_series_per_family);
+  CHECK(round_trip.options.node_name == options.node_name);
   const LauncherOptions launcher = launcher_options_from(options);
   CHECK(launcher.settings.queue_size == 1024);
   CHECK(launcher.settings.shutdown_timeout == std::chrono::milliseconds(250));
   CHECK(endpoint_options(launcher.settings).host == "127.0.0.2");
   CHECK(launcher.settings.max_series_per_family == 500);
+  CHECK(launcher.settings.node_name == "gpu-node-7");
 }
 
 TEST_CASE("a bound on series built in code is checked as --metrics-max-series-per-family") {
@@ -156,6 +159,8 @@ TEST_CASE("options built in code and their flags are refused alike: the same fla
       {[](Options& o) { o.max_series_per_family = 0; }, {"--metrics-max-series-per-family", "0"}},
       {[](Options& o) { o.max_series_per_family = 16777217; },
        {"--metrics-max-series-per-family", "16777217"}},
+      {[](Options& o) { o.node_name = ""; }, {"--metrics-node-name", ""}},
+      {[](Options& o) { o.node_name = "gpu node"; }, {"--metrics-node-name", "gpu node"}},
   };
   for (const Case& each : cases) {
     Options options;
@@ -189,6 +194,7 @@ TEST_CASE("options left unset keep the command line's defaults") {
     CHECK(endpoint_options(*settings).host == "127.0.0.1");
     CHECK(endpoint_options(*settings).port == kDefaultMetricsPort);
     CHECK_FALSE(settings->multiproc_base_dir);
+    CHECK(settings->node_name.empty());  // the host name
   }
 }
 
@@ -198,7 +204,7 @@ TEST_CASE("the metrics flags' help lists every flag") {
        {"--enable-metrics", "--metrics-reporters", "--metrics-reporter-config",
         "--metrics-plugin-dir", "--metrics-allow-insecure-plugins", "--metrics-reporter-queue-size",
         "--metrics-shutdown-timeout", "--metrics-host", "--metrics-port", "--metrics-multiproc-dir",
-        "--metrics-max-series-per-family"}) {
+        "--metrics-max-series-per-family", "--metrics-node-name"}) {
     CHECK_THAT(help, Catch::Contains(flag));
   }
 }

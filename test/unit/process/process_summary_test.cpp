@@ -164,3 +164,47 @@ TEST_CASE("a summary file with the older keys dropped_full and dropped_disabled 
   CHECK(summaries[0].outputs[0].dropped_sink_disabled == 2);
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("what a plugin reports of its events crosses the summary file into the table") {
+  char pattern[] = "/tmp/tsm-summary-XXXXXX";
+  const std::filesystem::path dir = ::mkdtemp(pattern);
+  SinkStats reporting;
+  reporting.name = "remote_write";
+  reporting.accepted = 5000;
+  reporting.delivered = 5000;
+  reporting.plugin = PluginFigures{true, 3800, 1188, 12, 3, 0};
+  SinkStats quiet;
+  quiet.name = "jsonl";
+  quiet.accepted = 10;
+  quiet.delivered = 10;
+  REQUIRE(write_process_summary(dir, {"scheduler-0", 41, {reporting, quiet}}));
+  const auto summaries = read_process_summaries(dir);
+  REQUIRE(summaries.size() == 1);
+  REQUIRE(summaries[0].outputs.size() == 2);
+  const PluginFigures& read = summaries[0].outputs[0].plugin;
+  CHECK(read.reported);
+  CHECK(read.sent == 3800);
+  CHECK(read.refused == 1188);
+  CHECK(read.lost == 12);
+  CHECK(read.retries == 3);
+  CHECK_FALSE(summaries[0].outputs[1].plugin.reported);
+
+  const std::string table = format_summary_table(summaries);
+  // The host's row says it delivered everything; its status says what the plugin did not send.
+  CHECK_THAT(table, Catch::Matches("(.|\n)*scheduler-0 +41 +remote_write +5000 +5000 +0 +0 +ok "
+                                   "\\(plugin: 1188 refused, 12 lost\\)\n(.|\n)*"));
+  CHECK_THAT(table, Catch::Contains("  scheduler-0 remote_write: 3800 sent, 1188 refused, 12 lost, "
+                                    "3 retries, 0 pending\n"));
+  CHECK_THAT(table, Catch::Matches("(.|\n)*scheduler-0 +41 +jsonl +10 +10 +0 +0 +ok\n(.|\n)*"));
+  CHECK_THAT(table, !Catch::Contains("scheduler-0 jsonl:"));  // it reports nothing
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("no plugin reporting figures: no figures lines") {
+  SinkStats quiet;
+  quiet.name = "jsonl";
+  quiet.accepted = 1;
+  quiet.delivered = 1;
+  const std::string table = format_summary_table({{"launcher", 7, {quiet}}});
+  CHECK_THAT(table, !Catch::Contains("what the outputs' plugins report"));
+}

@@ -146,6 +146,14 @@ TEST_CASE("the handoff names the launcher that wrote it, which its producers fol
   named.launcher_pid = 1;
   CHECK(handoff_from_json(handoff_to_json(named)).launcher_pid == 1);
 
+  // --metrics-node-name reaches the producers; a launcher that wrote none: the host name.
+  ProducerHandoff node = sample_handoff();
+  node.node_name = "gpu-node-7";
+  CHECK(handoff_from_json(handoff_to_json(node)).node_name == "gpu-node-7");
+  boost::json::object unnamed = handoff_to_json(sample_handoff());
+  unnamed.erase("node_name");
+  CHECK(handoff_from_json(unnamed).node_name.empty());
+
   boost::json::object without = handoff_to_json(sample_handoff());
   without.erase("launcher_pid");
   CHECK(handoff_from_json(without).launcher_pid == 0);  // unknown: the parent at start

@@ -30,6 +30,9 @@ struct Options {
   // --metrics-web-config: the /metrics endpoint's TLS, basic-auth users and
   // headers, in exporter-toolkit's web configuration format.
   std::optional<std::string> web_config;
+  // --metrics-node-name: the node's name in what the outputs push (the node
+  // label of remote_write, OTLP's service.instance.id); default the host name.
+  std::optional<std::string> node_name;
 
   // The command-line flags that say the same (what check would be given).
   std::vector<std::string> to_flags() const;
