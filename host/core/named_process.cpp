@@ -1,7 +1,9 @@
 // named_process.cpp — names, roles and ranks of processes, and their C view.
 #include "core/named_process.hpp"
 
+#include <atomic>
 #include <climits>
+#include <cstring>
 #include <unistd.h>
 
 namespace tokenspeed::metrics {
@@ -10,6 +12,21 @@ std::string this_host_name() {
   char name[HOST_NAME_MAX + 1] = {};
   if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
   return name;
+}
+
+namespace {
+// Never freed: a plugin thread may be reading the previous name.
+std::atomic<const char*> g_log_process_name{""};
+}  // namespace
+
+void set_log_process_name(const std::string& name) {
+  char* copy = new char[name.size() + 1];
+  std::memcpy(copy, name.c_str(), name.size() + 1);
+  g_log_process_name.store(copy, std::memory_order_release);
+}
+
+const char* log_process_name() noexcept {
+  return g_log_process_name.load(std::memory_order_acquire);
 }
 
 NamedProcess make_named_process(const std::string& name, pid_t pid, const std::string& node) {

@@ -27,6 +27,12 @@ NamedProcess make_named_process(const std::string& name, pid_t pid, const std::s
 // This machine's host name; "localhost" when it has none.
 std::string this_host_name();
 
+// The name of this process in the lines plugins log through the host
+// ("scheduler-0: plugin 'otlp': ..."): set once its metrics start; "" until
+// then. Readable from any thread; a later call replaces it.
+void set_log_process_name(const std::string& name);
+const char* log_process_name() noexcept;
+
 // The C view of an identity, pointing into a copy it owns: stable for the
 // life of the object (it is neither copied nor moved once a sink holds it).
 class NamedProcessView {

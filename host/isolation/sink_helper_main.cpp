@@ -125,6 +125,7 @@ const tsm_process_identity* producer_identity(const iso::ControlBlock& control) 
     out.node = text(control.identity_node);
     out.rank = control.identity_rank;
     out.pid = static_cast<pid_t>(control.identity_pid);
+    tsm::set_log_process_name(out.name);  // the plugin's lines name the producer
     return out;
   }());
   return identity.get();

@@ -11,6 +11,7 @@
 
 #include "core/abi_buffer.hpp"
 #include "core/host_version.hpp"
+#include "core/named_process.hpp"
 
 namespace tokenspeed::metrics {
 namespace {
@@ -203,7 +204,10 @@ void ReporterRegistry::log_trampoline(void* host_data, uint32_t level,
   const char* severity = level >= TSM_LOG_ERROR     ? "error"
                          : level >= TSM_LOG_WARNING ? "warning"
                                                     : "info";
-  std::fprintf(stderr, "tokenspeed-metrics: %s: plugin '%s': %s\n", severity,
+  // Which process wrote it: every producer runs the same plugin.
+  const char* process = log_process_name();
+  std::fprintf(stderr, "tokenspeed-metrics: %s: %s%splugin '%s': %s\n", severity, process,
+               process[0] != '\0' ? ": " : "",
                context == nullptr ? "?" : context->plugin_name.c_str(),
                message == nullptr ? "" : message);
 }

@@ -120,6 +120,7 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
   if (options.router.process.name.empty())
     options.router.process = make_named_process(options.file_prefix, ::getpid(), options.node_name);
   process_name_ = options.router.process.name;
+  set_log_process_name(process_name_);
   plugin_slots_.resize(options.outputs.size());
   if (!options.outputs.empty()) {
     router_ = std::make_unique<EventRouter>(

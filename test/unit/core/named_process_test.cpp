@@ -42,3 +42,11 @@ TEST_CASE("the C view holds every field and a struct_size that covers them") {
   CHECK(c.rank == 0);
   CHECK(c.pid == 99);
 }
+
+TEST_CASE("the process name of the plugins' log lines is empty until set, then the latest") {
+  const std::string before = log_process_name();
+  set_log_process_name("scheduler-4");
+  CHECK(std::string(log_process_name()) == "scheduler-4");
+  set_log_process_name(before);
+  CHECK(std::string(log_process_name()) == before);
+}
