@@ -10,6 +10,7 @@ Environment (besides cli_harness's): TSM_BUILD_ROOT (this project's build
 directory), TSM_MESON (the meson executable)."""
 import glob
 import os
+import re
 import subprocess
 import sys
 import time
@@ -147,6 +148,18 @@ class VendorPlugin(h.CliTestCase):
                                   timeout=h.COMMAND_TIMEOUT_S, check=False)
         self.assertEqual(simulate.returncode, 0, simulate.stdout + simulate.stderr)
         self.assertRegex(simulate.stderr, r"plugin 'example_output': example_output: \d+ series")
+        # The template reports what it sent: the host's exit summary shows it per
+        # process, everything it was handed sent, nothing refused, lost or pending.
+        delivered = {}
+        for line in simulate.stdout.splitlines():
+            fields = line.split()
+            if len(fields) >= 8 and fields[2] == "example_output" and fields[1].isdigit():
+                delivered[fields[0]] = int(fields[4])
+        figures = dict(re.findall(r"^  (\S+) example_output: (\d+) sent, 0 refused, 0 lost, "
+                                  r"\d+ retries, 0 pending$", simulate.stdout, re.MULTILINE))
+        self.assertEqual(set(figures), set(delivered), simulate.stdout)
+        for process, sent in figures.items():
+            self.assertEqual(int(sent), delivered[process], simulate.stdout)
 
     def assert_core_kit_headers_need_only_the_standard_library(self, include_dir, work):
         """The installed kit's core headers compile as C++17 with no library
