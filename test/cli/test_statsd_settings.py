@@ -64,6 +64,16 @@ class StatsdSettings(unittest.TestCase):
     def test_a_prefix_that_would_break_the_grammar_fails_startup(self):
         self.assert_startup_error({"prefix": "a:b"}, "'prefix' may hold only")
 
+    def test_process_tags_need_the_dogstatsd_flavour(self):
+        self.assert_startup_error({"process_tags": True}, "'process_tags' needs",
+                                  '"flavour": "dogstatsd"')
+        self.assert_startup_error({"process_tags": True, "flavour": "statsd"},
+                                  "'process_tags' needs")
+        self.assert_startup_error({"process_tags": "yes", "flavour": "dogstatsd"},
+                                  "'process_tags' must be true or false")
+        _, result = self.check({"process_tags": True, "flavour": "dogstatsd"})
+        self.assertEqual(result.returncode, 0, result.stderr)
+
     def test_check_prints_the_settings_with_every_default_filled_in(self):
         _, result = self.check({"flavour": "dogstatsd"})
         self.assertEqual(result.returncode, 0, result.stderr)
@@ -73,6 +83,7 @@ class StatsdSettings(unittest.TestCase):
         self.assertEqual(normalized["address"], "127.0.0.1:8125")
         self.assertEqual(normalized["aggregation"], True)
         self.assertEqual(normalized["max_datagram_bytes"], 0)
+        self.assertEqual(normalized["process_tags"], False)
 
     def test_the_docs_page_carries_the_settings_table_the_plugin_describes(self):
         expected = plugin_settings_doc.markdown_table(

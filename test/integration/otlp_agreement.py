@@ -2,12 +2,16 @@
 data points the official OpenTelemetry decoders read from the otlp requests
 equal the Prometheus scrape: every counter total, histogram bucket count,
 count and sum (weights included) summed over the producers' resources, and
-each gauge's last value.
+each gauge's last value. Each resource is named after the host's node and
+process (service.instance.id "<node>/<process>"); the plugin reports every
+event delivered to it as sent.
 """
 import signal
+import socket
 import unittest
 
 import otlp_common as oc
+import simulate_harness
 
 
 class OtlpAgreesWithPrometheus(unittest.TestCase):
@@ -42,10 +46,23 @@ class OtlpAgreesWithPrometheus(unittest.TestCase):
         self.assertEqual(len(table), 4, run.describe())
         for process, row in table.items():
             self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}")
+        # The plugin's own figures: every event delivered to it was sent, and
+        # /metrics showed them per process before the exit.
+        delivered = {process: int(row[1]) for process, row in table.items()}
+        simulate_harness.assert_clean_plugin_figures(self, run, "otlp", delivered, run.describe())
+        simulate_harness.assert_plugin_series_for_every_process(
+            self, exposition, "otlp", run.plugin_figures("otlp"), run.describe())
         state = self.receiver.state()
-        # Each producer process is its own resource.
-        self.assertEqual(len(state["resources"]), 4, state["resources"])
-        self.assertEqual(len({r["process.pid"] for r in state["resources"].values()}), 4)
+        # Each producer process is its own resource, named "<node>/<process>"
+        # after the host's names, with the producer's pid.
+        node = socket.gethostname()
+        pids = run.process_pids("otlp")
+        self.assertEqual(set(state["resources"]), {f"{node}/{process}" for process in table},
+                         state["resources"])
+        for process, pid in pids.items():
+            resource = state["resources"][f"{node}/{process}"]
+            self.assertEqual(resource["host.name"], node, resource)
+            self.assertEqual(int(resource["process.pid"]), pid, resource)
         oc.assert_otlp_equals_prometheus(self, state, exposition)
         return state
 

@@ -4,11 +4,14 @@ remote_write, PromQL on a real Prometheus 2.42 and a real VictoriaMetrics
 total, histogram bucket count, count and sum, and `max without (process)` of
 each gauge (the engine's livemax gauges). Prometheus logs no out-of-order or
 duplicate sample; every series of a stopped process ends in a stale marker.
+The series carry the host's process names (process label) and its node (node
+label); the plugin reports every event delivered to it as sent.
 """
 import signal
 import unittest
 
 import remote_write_common as rw
+import simulate_harness
 
 
 class AgreementTest:
@@ -45,6 +48,14 @@ class AgreementTest:
         for process, row in table.items():
             self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}")
         self.assertFalse(run.plugin_lines("plugin 'remote_write'"), run.describe())
+        # The plugin's own figures: every event delivered to it was sent, and
+        # /metrics showed them per process before the exit.
+        delivered = {process: int(row[1]) for process, row in table.items()}
+        simulate_harness.assert_clean_plugin_figures(self, run, "remote_write", delivered,
+                                                     run.describe())
+        simulate_harness.assert_plugin_series_for_every_process(
+            self, exposition, "remote_write", run.plugin_figures("remote_write"), run.describe())
+        self.table_processes = set(table)
         return exposition
 
     def assert_agrees(self, exposition):
@@ -56,9 +67,13 @@ class AgreementTest:
         names = {name for name, _ in pushed}
         self.assertIn("tokenspeed:generation_tokens_total", names)  # _total kept
         self.assertIn("tokenspeed:time_to_first_token_seconds_bucket", names)
-        # Four producer processes, each its own process label value.
+        # Four producer processes, each its own process label value: the
+        # process names of the summary table; the node label names the node.
         processes = self.server.label_values("process")
-        self.assertEqual(len(processes), 4, processes)
+        self.assertEqual(sorted(processes), sorted(self.table_processes), processes)
+        self.assertEqual(self.server.label_values("node"), [rw.NODE])
+        for labels in self.server.series('{__name__=~"tokenspeed:.+"}'):
+            self.assertEqual(labels.get("node"), rw.NODE, labels)
 
     def test_small_requests_split_the_samples_and_still_sum_to_the_scrape(self):
         exposition = self.run_to_the_end({"max_samples_per_request": 7})

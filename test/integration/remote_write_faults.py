@@ -7,7 +7,9 @@ the engine never blocks (no event of the host's queues is dropped, /metrics
 keeps counting), the failures are counted in rate-limited log lines,
 delivery resumes (PromQL equals the final /metrics) and close returns within
 its budget. The faults a real Prometheus cannot be made to show come from a
-proxy in front of it.
+proxy in front of it. The plugin's own figures account for every event
+the host delivered to it: refused over max_series, lost when the receiver
+never came up.
 """
 import signal
 import time
@@ -189,6 +191,34 @@ class RemoteWriteFaults(unittest.TestCase):
         self.assertLess(elapsed, SHUTDOWN_BUDGET_S + SHUTDOWN_GRACE_S, run.describe())
         self.assertTrue(run.plugin_lines("not delivered to http://127.0.0.1:"), run.describe())
 
+    def test_a_receiver_down_until_close_loses_what_was_not_sent_and_says_so(self):
+        url = f"http://127.0.0.1:{rw.free_port()}/api/v1/write"
+        run = self.simulate(url, "--duration", "1")
+        # Undelivered data makes close fail: simulate exits 3.
+        self.assertEqual(run.wait(), 3, run.describe())
+        table = run.output_table()
+        figures = run.plugin_figures("remote_write")
+        self.assertEqual(len(table), 3, run.describe())
+        self.assertEqual(set(figures), set(table), run.describe())
+        for process, row in table.items():
+            counts = figures[process]
+            delivered = int(row[1])
+            self.assertEqual(row[0], row[1], f"{process}: {row}")
+            self.assertGreater(delivered, 0, f"{process}: {row}")
+            # Nothing reached the receiver: every event delivered is lost.
+            self.assertEqual(counts["sent"] + counts["refused"] + counts["lost"], delivered,
+                             f"{process}: {counts}, delivered {delivered}")
+            self.assertEqual(counts["lost"], delivered - counts["sent"] - counts["refused"])
+            self.assertGreater(counts["lost"], 0, f"{process}: {counts}")
+            self.assertEqual((counts["sent"], counts["refused"], counts["pending"]), (0, 0, 0),
+                             f"{process}: {counts}")
+            self.assertGreater(counts["retries"], 0, f"{process}: {counts}")
+            self.assertEqual(row[2:], ["0", "0", f"failed: close failed (plugin: 0 refused, "
+                                                 f"{counts['lost']} lost)"], f"{process}: {row}")
+            summary = (f"at close: {counts['lost']} of {delivered} events did not reach {url}: "
+                       f"0 refused (over max_series or invalid), {counts['lost']} lost")
+            self.assertTrue(run.plugin_lines(summary), f"{summary}\n{run.describe()}")
+
     def test_series_beyond_max_series_are_dropped_counted_and_logged(self):
         self.prometheus = rw.Prometheus(self.tmp)
         run = self.simulate(self.prometheus.write_url, "--duration", "2", max_series=5)
@@ -196,8 +226,30 @@ class RemoteWriteFaults(unittest.TestCase):
         lines = run.plugin_lines("would exceed max_series=5")
         self.assertTrue(lines, run.describe())
         self.assertTrue(all("events dropped" in line and "in total" in line for line in lines))
-        for process, row in run.output_table().items():  # the host's worker was never held up
-            self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}")
+        # The plugin accounts for every event the host delivered to it; those
+        # over max_series it refused, the rest reached Prometheus; the status
+        # and a line at close say so.
+        table = run.output_table()
+        figures = run.plugin_figures("remote_write")
+        self.assertEqual(set(figures), set(table), run.describe())
+        for process, row in table.items():  # the host's worker was never held up
+            counts = figures[process]
+            delivered = int(row[1])
+            self.assertEqual(row[0], row[1], f"{process}: {row}")
+            self.assertEqual(sum(counts[fate] for fate in ("sent", "refused", "lost", "pending")),
+                             delivered, f"{process}: {counts}, delivered {delivered}")
+            self.assertEqual((counts["lost"], counts["pending"]), (0, 0), f"{process}: {counts}")
+            if counts["refused"] == 0:
+                self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}")
+                continue
+            status = f"ok (plugin: {counts['refused']} refused, 0 lost)"
+            self.assertEqual(row[2:], ["0", "0", status], f"{process}: {row}")
+            summary = (f"at close: {counts['refused']} of {delivered} events did not reach "
+                       f"{self.prometheus.write_url}: {counts['refused']} refused (over max_series "
+                       f"or invalid), 0 lost")
+            self.assertTrue(run.plugin_lines(summary), f"{summary}\n{run.describe()}")
+        # The schedulers record more than five series.
+        self.assertGreater(figures["scheduler-0"]["refused"], 0, run.describe())
         # An engine series is at most two series without le (a histogram's _sum, _count).
         per_process = {}
         for labels in self.prometheus.series('{__name__=~"tokenspeed:.+", le=""}'):

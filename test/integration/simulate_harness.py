@@ -7,6 +7,7 @@ Starts only processes it stops again; everything binds 127.0.0.1.
 """
 import json
 import os
+import re
 import socket
 import subprocess
 import tempfile
@@ -82,6 +83,74 @@ def sample_sum(exposition, name, **labels):
     """The sum of the samples called name whose labels include labels."""
     wanted = set(labels.items())
     return sum(value for key, value in sample_values(exposition, name).items() if wanted <= key)
+
+
+PLUGIN_FIGURES_HEADING = "what the outputs' plugins report of the events delivered to them:"
+PLUGIN_FIGURES_LINE = re.compile(
+    r"^  (?P<process>\S+) (?P<output>\S+): (?P<sent>[0-9]+) sent, (?P<refused>[0-9]+) refused, "
+    r"(?P<lost>[0-9]+) lost, (?P<retries>[0-9]+) retries, (?P<pending>[0-9]+) pending$")
+PLUGIN_FIGURES = ("sent", "refused", "lost", "retries", "pending")
+
+
+def plugin_figures(lines, output):
+    """{process: {"sent", "refused", "lost", "retries", "pending"}} of one
+    output from the summary's plugin figures lines (which follow the heading
+    PLUGIN_FIGURES_HEADING); {} when no plugin of it reported any."""
+    figures = {}
+    inside = False
+    for line in lines:
+        if line == PLUGIN_FIGURES_HEADING:
+            inside = True
+            continue
+        match = PLUGIN_FIGURES_LINE.match(line) if inside else None
+        if match is None:
+            inside = inside and line.startswith("  ")
+            continue
+        if match["output"] == output:
+            figures[match["process"]] = {key: int(match[key]) for key in PLUGIN_FIGURES}
+    return figures
+
+
+def assert_clean_plugin_figures(test, run, output, delivered, describe=""):
+    """After a clean run, the plugin of output reported, for every process of
+    the table, every event the host delivered to it as sent and none refused,
+    lost or pending. delivered: {process: the host's delivered count}."""
+    figures = run.plugin_figures(output)
+    test.assertEqual(set(figures), set(delivered), describe)
+    for process, counts in figures.items():
+        test.assertEqual(counts["sent"], delivered[process], f"{process}: {counts}\n{describe}")
+        test.assertEqual((counts["refused"], counts["lost"], counts["pending"]), (0, 0, 0),
+                         f"{process}: {counts}\n{describe}")
+
+
+def assert_plugin_series_for_every_process(test, exposition, output, figures, describe=""):
+    """/metrics, scraped once the producers stopped (before the launcher's
+    exit), holds tokenspeed_metrics_reporter_plugin_events_total of output
+    with fate="sent" and the retries counter for each process of figures
+    (run.plugin_figures(output)), the process label its name: a producer's
+    equal to its final figures (it published them after its close), the
+    launcher's (its sink still open then) at most its final ones. The
+    pending gauge is live: it leaves with its process."""
+    sent = {}
+    for labels, value in sample_values(exposition,
+                                       "tokenspeed_metrics_reporter_plugin_events_total").items():
+        labels = dict(labels)
+        if labels.get("reporter") == output and labels.get("fate") == "sent":
+            sent[labels["process"]] = value
+    retries = {}
+    for labels, value in sample_values(exposition,
+                                       "tokenspeed_metrics_reporter_plugin_retries_total").items():
+        labels = dict(labels)
+        if labels.get("reporter") == output:
+            retries[labels["process"]] = value
+    test.assertEqual(set(sent), set(figures), describe)
+    test.assertEqual(set(retries), set(figures), describe)
+    for process, counts in figures.items():
+        if process == "launcher":
+            test.assertLessEqual(sent[process], counts["sent"], describe)
+        else:
+            test.assertEqual((sent[process], retries[process]), (counts["sent"], counts["retries"]),
+                             f"{process}: {counts}\n{describe}")
 
 
 def assert_engine_kept_going(test, url, during, describe=""):
@@ -165,6 +234,16 @@ class Simulation:
                 numbers = [int(f) if f.isdigit() else f for f in fields[3:7]]
                 rows[fields[0]] = (int(fields[1]), *numbers, fields[7])
         return rows
+
+    def process_pids(self, output):
+        """{process: pid} of the rows of one output in the summary table."""
+        return {process: row[0] for process, row in Simulation.output_table(self, output).items()}
+
+    def plugin_figures(self, output):
+        """{process: {"sent", "refused", "lost", "retries", "pending"}} of one
+        output, as its plugin reported them in the lines after the summary
+        table ({} when its plugin reports none)."""
+        return plugin_figures(self.stdout_lines, output)
 
     def plugin_lines(self, text):
         """The stderr lines that contain text."""

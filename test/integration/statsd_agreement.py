@@ -3,11 +3,13 @@
 through its admin port, equals the Prometheus scrape: every counter total,
 every histogram's count as the number of timer values (weights sent as
 repeated values), their sum in milliseconds, and each gauge's last value.
+The plugin reports every event delivered to it as sent.
 """
 import math
 import signal
 import unittest
 
+import simulate_harness
 import statsd_common as sc
 
 
@@ -42,6 +44,13 @@ class StatsdAgreesWithPrometheus(unittest.TestCase):
         self.assertEqual(len(rows), 4, run.describe())
         for process, row in rows.items():
             self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}")
+        # The plugin's own figures: every event delivered to it was sent, and
+        # /metrics showed them per process before the exit.
+        delivered = {process: int(row[1]) for process, row in rows.items()}
+        simulate_harness.assert_clean_plugin_figures(self, run, "statsd", delivered,
+                                                     run.describe())
+        simulate_harness.assert_plugin_series_for_every_process(
+            self, exposition, "statsd", run.plugin_figures("statsd"), run.describe())
 
         prometheus = {(name, sc.sanitized(labels)): value
                       for (name, labels), value in sc.prometheus_samples(exposition).items()}

@@ -2,13 +2,17 @@
 a receiver of the test's own (UDP and unixgram) parses every datagram and
 checks the grammar, the tags (the metric's labels), the datagram size bound,
 and the weights (the agent counts int(1/rate) per distribution line): counter
-totals, distribution counts and sums equal the Prometheus scrape.
+totals, distribution counts and sums equal the Prometheus scrape; with
+process_tags every line also carries process:<name> and node:<node>, the
+host's names; the plugin reports every event delivered to it as sent.
 """
 import math
 import os
 import signal
+import socket
 import unittest
 
+import simulate_harness
 import statsd_common as sc
 
 
@@ -26,7 +30,7 @@ class DogstatsdAgreesWithPrometheus(unittest.TestCase):
         if self.receiver is not None:
             self.receiver.close()
 
-    def check(self, receiver, settings, max_bytes):
+    def check(self, receiver, settings, max_bytes, process_tags=False):
         self.receiver = receiver
         run = sc.Simulation(self.tmp, dict({"address": receiver.address, "flavour": "dogstatsd",
                                             "flush_interval_ms": 20}, **settings),
@@ -38,8 +42,12 @@ class DogstatsdAgreesWithPrometheus(unittest.TestCase):
         exposition = sc.scrape(url)
         run.process.send_signal(signal.SIGTERM)
         self.assertEqual(run.wait(), 0, run.describe())
-        for process, row in run.output_rows().items():
+        rows = run.output_rows()
+        for process, row in rows.items():
             self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}")
+        delivered = {process: int(row[1]) for process, row in rows.items()}
+        simulate_harness.assert_clean_plugin_figures(self, run, "statsd", delivered,
+                                                     run.describe())
         # The last flush was sent before close returned; give the thread time to read it.
         before = -1
         while True:
@@ -52,8 +60,13 @@ class DogstatsdAgreesWithPrometheus(unittest.TestCase):
         self.assertLessEqual(receiver.largest, max_bytes)
 
         got = {}
+        identities = set()
         for name, value, kind, weight, tags in lines:
             self.assertTrue(name.startswith("tokenspeed."), name)
+            if process_tags:  # the host's names, not labels of the metric
+                identities.add((tags.pop("process", None), tags.pop("node", None)))
+            else:
+                self.assertNotIn("process", tags)
             self.assertIn("model_name", tags)
             series = "tokenspeed:" + name[len("tokenspeed."):]
             labels = frozenset(tags.items())
@@ -75,6 +88,12 @@ class DogstatsdAgreesWithPrometheus(unittest.TestCase):
         self.assertLessEqual(set(got) - set(prometheus), set())
         weights = [weight for _, _, kind, weight, _ in lines if kind == "d"]
         self.assertTrue(weights and max(weights) > 1, "no weighted observation was sent")
+        if process_tags:
+            # Every line names its process and node; every process that sent
+            # lines (by its plugin's figures) is among them.
+            senders = {process for process, counts in run.plugin_figures("statsd").items()
+                       if counts["sent"] > 0}
+            self.assertEqual(identities, {(process, socket.gethostname()) for process in senders})
         return lines
 
     def test_udp_datagrams_parse_carry_tags_and_weights_and_stay_within_the_bound(self):
@@ -84,6 +103,9 @@ class DogstatsdAgreesWithPrometheus(unittest.TestCase):
         path = os.path.join(self.tmp, "dsd.sock")
         lines = self.check(sc.DogstatsdReceiver(unix_path=path), {"aggregation": False}, 8192)
         self.assertIn("g", {kind for _, _, kind, _, _ in lines})
+
+    def test_process_tags_name_the_process_and_node_of_every_line(self):
+        self.check(sc.DogstatsdReceiver(), {"process_tags": True}, 8192, process_tags=True)
 
 
 if __name__ == "__main__":
