@@ -9,6 +9,7 @@ Runs `tokenspeed-metrics plugins`, `check` and `simulate` as an operator would.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import unittest
@@ -109,6 +110,14 @@ class PluginBuiltAgainstTheFirstRelease(AbiTestCase):
         self.assertIn({"log": log, "normalized_by": "0.1.0"}, created)
         # host->log, copied during tsm_register, used later from the sink's thread.
         self.assertIn("0.1.0 sink closed: events=", result.stderr, result.describe())
+        # Its tsm_sink ends at self (TSM_SINK_SIZE_V1): it reports no delivery
+        # figures, so the summary shows none and the rows' status is plain.
+        self.assertNotIn("what the outputs' plugins report", result.stdout, result.describe())
+        rows = [line for line in result.stdout_lines
+                if re.match(r"^\S+ +[0-9]+ +header_0_1_0(_direct)? ", line)]
+        self.assertEqual(len(rows), 6, result.describe())
+        for row in rows:
+            self.assertTrue(row.endswith("  ok"), result.describe())
 
 
 class PluginBuiltAgainstALaterMinor(AbiTestCase):
