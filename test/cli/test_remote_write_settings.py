@@ -78,6 +78,17 @@ class RemoteWriteSettings(HttpCredentialSettings, unittest.TestCase):
         self.assert_startup_error({"external_labels": {"process": "x"}},
                                   "'external_labels': 'process' is the process_label")
 
+    def test_the_node_label_is_a_label_name_other_than_the_process_label_or_an_external_one(self):
+        self.assert_startup_error({"node_label": "1node"},
+                                  "'node_label': \"1node\" is not a label name")
+        self.assert_startup_error({"node_label": "process"},
+                                  "'node_label' and 'process_label' must differ")
+        self.assert_startup_error({"external_labels": {"node": "x"}},
+                                  "'external_labels': 'node' is the node_label")
+        # "" adds no node label: then external_labels may name the node.
+        _, result = self.check({"node_label": "", "external_labels": {"node": "gpu-17"}})
+        self.assertEqual(result.returncode, 0, result.stderr)
+
     def test_a_header_with_a_line_break_fails_startup(self):
         self.assert_startup_error({"headers": {"a": "b\r\nInjected: 1"}}, "'headers': 'a'")
 
@@ -106,6 +117,7 @@ class RemoteWriteSettings(HttpCredentialSettings, unittest.TestCase):
         self.assertEqual(normalized["url"], "http://127.0.0.1:9090/api/v1/write")
         self.assertEqual(normalized["retry_on_429"], False)
         self.assertEqual(normalized["process_label"], "process")
+        self.assertEqual(normalized["node_label"], "node")
         self.assertEqual(normalized["external_labels"], {})
 
     def test_the_docs_page_carries_the_settings_table_the_plugin_describes(self):
