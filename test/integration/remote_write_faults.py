@@ -229,25 +229,8 @@ class RemoteWriteFaults(unittest.TestCase):
         # The plugin accounts for every event the host delivered to it; those
         # over max_series it refused, the rest reached Prometheus; the status
         # and a line at close say so.
-        table = run.output_table()
-        figures = run.plugin_figures("remote_write")
-        self.assertEqual(set(figures), set(table), run.describe())
-        for process, row in table.items():  # the host's worker was never held up
-            counts = figures[process]
-            delivered = int(row[1])
-            self.assertEqual(row[0], row[1], f"{process}: {row}")
-            self.assertEqual(sum(counts[fate] for fate in ("sent", "refused", "lost", "pending")),
-                             delivered, f"{process}: {counts}, delivered {delivered}")
-            self.assertEqual((counts["lost"], counts["pending"]), (0, 0), f"{process}: {counts}")
-            if counts["refused"] == 0:
-                self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}")
-                continue
-            status = f"ok (plugin: {counts['refused']} refused, 0 lost)"
-            self.assertEqual(row[2:], ["0", "0", status], f"{process}: {row}")
-            summary = (f"at close: {counts['refused']} of {delivered} events did not reach "
-                       f"{self.prometheus.write_url}: {counts['refused']} refused (over max_series "
-                       f"or invalid), 0 lost")
-            self.assertTrue(run.plugin_lines(summary), f"{summary}\n{run.describe()}")
+        figures = simulate_harness.assert_refused_over_max_series(
+            self, run, "remote_write", self.prometheus.write_url, run.describe())
         # The schedulers record more than five series.
         self.assertGreater(figures["scheduler-0"]["refused"], 0, run.describe())
         # An engine series is at most two series without le (a histogram's _sum, _count).

@@ -153,6 +153,35 @@ def assert_plugin_series_for_every_process(test, exposition, output, figures, de
                              f"{process}: {counts}\n{describe}")
 
 
+def assert_refused_over_max_series(test, run, output, destination, describe=""):
+    """After a run whose output (an HTTP exporter of the kit) held fewer
+    series than the engine records: its host rows delivered everything; its
+    plugin accounted for each event delivered to it (sent + refused + lost +
+    pending), refused those over max_series and lost none; a process whose
+    plugin refused some has the status "ok (plugin: N refused, 0 lost)" and
+    its close summary line on stderr, the others "ok". Returns the figures."""
+    table = Simulation.output_table(run, output)
+    figures = run.plugin_figures(output)
+    test.assertEqual(set(figures), set(table), describe)
+    for process, (_, accepted, delivered, dropped, discarded, status) in table.items():
+        counts = figures[process]
+        test.assertEqual((delivered, dropped, discarded), (accepted, 0, 0),
+                         f"{process}\n{describe}")
+        test.assertEqual(sum(counts[fate] for fate in ("sent", "refused", "lost", "pending")),
+                         delivered, f"{process}: {counts}, delivered {delivered}\n{describe}")
+        test.assertEqual((counts["lost"], counts["pending"]), (0, 0), f"{process}: {counts}")
+        if counts["refused"] == 0:
+            test.assertEqual(status, "ok", f"{process}\n{describe}")
+            continue
+        test.assertEqual(status, f"ok (plugin: {counts['refused']} refused, 0 lost)",
+                         f"{process}\n{describe}")
+        summary = (f"at close: {counts['refused']} of {delivered} events did not reach "
+                   f"{destination}: {counts['refused']} refused (over max_series or invalid), "
+                   f"0 lost")
+        test.assertTrue(run.plugin_lines(summary), f"{summary}\n{describe}")
+    return figures
+
+
 def assert_engine_kept_going(test, url, during, describe=""):
     """/metrics kept counting while a fault lasted: tokenspeed's generated
     tokens grow after the fault has lasted at least during seconds."""
