@@ -107,6 +107,8 @@ if __name__ == "__main__":
         sys.stdout.write(r.read().decode())
     report = tokenspeed_metrics.close()
     sys.stderr.write(report["table"])
+    # jsonl reports no delivery figures of its own: each row's "plugin" is None.
+    assert report["outputs"] and all(row["plugin"] is None for row in report["outputs"]), report
 """
     with open(os.path.join(workdir, "m.json"), "w") as config:
         json.dump({"jsonl": {"path": os.path.join(workdir, "events-{pid}.jsonl")}}, config)
