@@ -5,13 +5,15 @@ tsm_sink.process, with the real test plugin test/plugins/reports_figures
 `tokenspeed-metrics simulate`: the summary's plugin figures lines and the
 output's status, the tokenspeed_metrics_reporter_plugin_* series on /metrics
 per process, and the identity the plugin saw, in process and with
-"isolation": "process" (the figures cross the sink helper's shared channel).
+"isolation": "process" (the figures cross the sink helper's shared channel,
+and a restarted helper's add onto those of the helper that crashed).
 
 Environment: as test_launcher.py.
 """
 import json
 import os
 import re
+import resource
 import signal
 import socket
 import sys
@@ -23,6 +25,9 @@ from test_launcher import EXIT_TIMEOUT_S, Simulation, samples, scrape
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from simulate_harness import PLUGIN_FIGURES_HEADING, plugin_figures  # noqa: E402
+
+# The helpers' crashes are part of a test: no core files from them.
+resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
 OUTPUT = "reports_figures"
 PROCESSES = {"launcher", "scheduler-0", "scheduler-1", "frontend"}
@@ -174,6 +179,34 @@ class PluginFigures(unittest.TestCase):
                          sum(f["sent"] for f in figures.values()), calls)
         self.assertEqual(sum(int(c["refused"]) for c in closes),
                          sum(f["refused"] for f in figures.values()), calls)
+
+    def test_a_restarted_helpers_figures_add_onto_the_crashed_ones(self):
+        # Each producer's first helper dies at its 20th event, having
+        # reported the figures of 19; its successor reports its own.
+        run, _ = self.run_to_the_end(isolation="process", crash_at=20)
+        rows = table_rows(run, OUTPUT)
+        figures = plugin_figures(run.stdout_lines, OUTPUT)
+        calls = read_calls(self.log)
+        crashed = {detail["name"]: int(detail["events"]) for call, _, detail in calls
+                   if call == "crash"}
+        self.assertEqual(set(crashed), PROCESSES - {"launcher"}, calls)  # one event only
+        closes = {detail["name"]: detail for call, _, detail in calls if call == "sink_close"}
+        self.assertEqual(set(closes), PROCESSES, calls)
+        for process, before in crashed.items():
+            self.assertEqual(before, 19, calls)
+            after = closes[process]
+            expected = {"sent": before - before // 3 + int(after["sent"]),
+                        "refused": before // 3 + int(after["refused"]), "lost": 0,
+                        "retries": before // 5 + int(after["retries"]), "pending": 0}
+            self.assertEqual(figures[process], expected, f"{process}\n{calls}\n{run.describe()}")
+            # Both helpers together account for what the host delivered.
+            delivered = rows[process][2]
+            self.assertEqual(expected["sent"] + expected["refused"], delivered, run.describe())
+            status = rows[process][5]
+            self.assertTrue(status.startswith("ok (isolated: sink helper restarted 1 time, "),
+                            run.describe())
+            self.assertTrue(status.endswith(f" (plugin: {expected['refused']} refused, 0 lost)"),
+                            run.describe())
 
 
 if __name__ == "__main__":
