@@ -67,9 +67,9 @@ class PluginFigures(unittest.TestCase):
         for simulation in self.simulations:
             simulation.kill()
 
-    def run_to_the_end(self, **extra_settings):
-        """A run of two ranks; returns it and /metrics scraped once the
-        producers stopped, before the launcher's exit."""
+    def run_to_the_end(self, *args, **extra_settings):
+        """A run of two ranks (args: more flags); returns it and /metrics
+        scraped once the producers stopped, before the launcher's exit."""
         config = os.path.join(self.tmp, "metrics.json")
         with open(config, "w") as out:
             json.dump({OUTPUT: {"log": self.log, **extra_settings}}, out)
@@ -77,7 +77,7 @@ class PluginFigures(unittest.TestCase):
                          "--metrics-reporter-config", config,
                          "--metrics-plugin-dir", h.plugin_dir(OUTPUT),
                          "--ranks", "2", "--request-rate", "50", "--duration", "2",
-                         "--linger", "60")
+                         "--linger", "60", *args)
         self.simulations.append(run)
         url = run.metrics_url()
         run.wait_for_line("producers stopped", timeout=EXIT_TIMEOUT_S)
@@ -136,8 +136,9 @@ class PluginFigures(unittest.TestCase):
             other[("tokenspeed_metrics_reporter_plugin_pending_events", "launcher")], 0)
         return rows, figures
 
-    def assert_identities(self, rows, isolated):
-        """The plugin saw each producer's process as the table names it."""
+    def assert_identities(self, rows, isolated, node):
+        """The plugin saw each producer's process as the table names it, on
+        node."""
         calls = read_calls(self.log)
         created = [(pid, detail) for call, pid, detail in calls if call == "create_sink"]
         self.assertEqual(len(created), len(PROCESSES), calls)
@@ -147,7 +148,7 @@ class PluginFigures(unittest.TestCase):
             pid = rows[process][0]
             role, _, rank = process.rpartition("-")
             expected = {"name": process, "role": role or process, "rank": rank if role else "-1",
-                        "node": socket.gethostname(), "pid": str(pid)}
+                        "node": node, "pid": str(pid)}
             self.assertEqual(detail, expected, calls)
             # In process the sink runs in the producer; isolated, in its
             # helper, while the identity still names the producer.
@@ -160,7 +161,8 @@ class PluginFigures(unittest.TestCase):
     def test_figures_reach_the_summary_and_metrics_with_the_process_the_plugin_saw(self):
         run, exposition = self.run_to_the_end()
         rows, figures = self.assert_figures(run, exposition)
-        calls = self.assert_identities(rows, isolated=False)
+        # Without --metrics-node-name the node is the host name.
+        calls = self.assert_identities(rows, isolated=False, node=socket.gethostname())
         # What each sink said in close is what the summary shows for its process.
         by_pid = {pid: process for process, (pid, *_) in rows.items()}
         for call, pid, detail in calls:
@@ -170,9 +172,10 @@ class PluginFigures(unittest.TestCase):
                                  (counts["sent"], counts["refused"]), calls)
 
     def test_figures_of_an_isolated_output_cross_the_sink_helper(self):
-        run, exposition = self.run_to_the_end(isolation="process")
+        run, exposition = self.run_to_the_end("--metrics-node-name", "gpu-node-7",
+                                              isolation="process")
         rows, figures = self.assert_figures(run, exposition)
-        calls = self.assert_identities(rows, isolated=True)
+        calls = self.assert_identities(rows, isolated=True, node="gpu-node-7")
         closes = [detail for call, _, detail in calls if call == "sink_close"]
         self.assertEqual(len(closes), len(PROCESSES), calls)
         self.assertEqual(sum(int(c["sent"]) for c in closes),

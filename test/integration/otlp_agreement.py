@@ -33,9 +33,11 @@ class OtlpAgreesWithPrometheus(unittest.TestCase):
         self.runs.append(run)
         return run
 
-    def check_totals(self, settings):
+    def check_totals(self, settings, node=None):
+        """node: --metrics-node-name (None: the host name names the node)."""
         run = self.simulate(settings, "--ranks", "2", "--request-rate", "200", "--duration", "2",
-                            "--linger", "60", "--metrics-reporter-queue-size", "1048576")
+                            "--linger", "60", "--metrics-reporter-queue-size", "1048576",
+                            *(["--metrics-node-name", node] if node else []))
         url = run.metrics_url()
         run.wait_for_line("producers stopped", timeout=oc.EXIT_TIMEOUT_S)
         exposition = oc.scrape(url)
@@ -55,7 +57,7 @@ class OtlpAgreesWithPrometheus(unittest.TestCase):
         state = self.receiver.state()
         # Each producer process is its own resource, named "<node>/<process>"
         # after the host's names, with the producer's pid.
-        node = socket.gethostname()
+        node = node or socket.gethostname()
         pids = run.process_pids("otlp")
         self.assertEqual(set(state["resources"]), {f"{node}/{process}" for process in table},
                          state["resources"])
@@ -81,7 +83,8 @@ class OtlpAgreesWithPrometheus(unittest.TestCase):
         self.assertTrue(all(r["encoding"] == "gzip" for r in state["requests"]))
 
     def test_delta_temporality_without_compression_sums_to_the_same_totals(self):
-        state = self.check_totals({"temporality": "delta", "compression": "none"})
+        state = self.check_totals({"temporality": "delta", "compression": "none"},
+                                  node="gpu-node-7")
         self.assertTrue(all(r["encoding"] == "identity" for r in state["requests"]))
         for point in state["series"]:
             if point["type"] in ("sum", "histogram"):
