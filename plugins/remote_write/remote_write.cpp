@@ -5,6 +5,7 @@
 // only declares factories: no thread, no connection before create_sink.
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -41,8 +42,8 @@ const kit::SettingsTable& settings_table() {
        "Label that tells the processes of a node apart (value: the host's name of the process, "
        "e.g. scheduler-0); sum it away with sum without (process) (...)."},
       {"node_label", SettingType::kString, R"("node")", 0, 0,
-       "Label that tells nodes apart (value: --metrics-node-name, else the host name); \"\": "
-       "none (then external_labels must tell nodes apart)."},
+       "Label that tells nodes apart (value: --metrics-node-name, else the host name); an "
+       "external_labels entry of the same name replaces it; \"\": none."},
       {"max_samples_per_request", SettingType::kInteger, "2000", 1, 1000000,
        "Samples in one request; more are split."},
       kit::max_series_setting("100000"),
@@ -85,10 +86,6 @@ void check(kit::json::Value& settings) {
       throw std::invalid_argument("'external_labels': '" + member.first +
                                   "' is the process_label, set per producer process");
     }
-    if (member.first == node_label) {
-      throw std::invalid_argument("'external_labels': '" + member.first +
-                                  "' is the node_label, set per node (--metrics-node-name)");
-    }
   }
   kit::check_backoff_settings(settings);
 }
@@ -113,7 +110,12 @@ std::unique_ptr<RemoteWriteSink> create_sink(const kit::Settings& settings,
   // processes never push the same series, and a restarted process continues
   // its own series rather than leaving a stale copy beside a new one.
   const plugin::ProcessIdentity process = host.process();
-  if (const std::string& node_label = settings.string("node_label"); !node_label.empty())
+  // An external label of the same name names the node as the operator wants.
+  const std::string& node_label = settings.string("node_label");
+  const bool named_by_operator =
+      std::any_of(options.encoder.constant_labels.begin(), options.encoder.constant_labels.end(),
+                  [&](const auto& label) { return label.first == node_label; });
+  if (!node_label.empty() && !named_by_operator)
     options.encoder.constant_labels.emplace_back(node_label, process.node);
   options.encoder.process_label = {settings.string("process_label"), process.name};
   options.encoder.max_samples_per_request =
