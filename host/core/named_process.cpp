@@ -4,6 +4,9 @@
 #include <atomic>
 #include <climits>
 #include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
 #include <unistd.h>
 
 namespace tokenspeed::metrics {
@@ -15,14 +18,19 @@ std::string this_host_name() {
 }
 
 namespace {
-// Never freed: a plugin thread may be reading the previous name.
+// Every name ever set stays allocated and reachable: a plugin thread may be
+// reading the previous one.
 std::atomic<const char*> g_log_process_name{""};
+std::mutex g_names_mutex;
+std::vector<std::unique_ptr<char[]>>* const g_names = new std::vector<std::unique_ptr<char[]>>();
 }  // namespace
 
 void set_log_process_name(const std::string& name) {
-  char* copy = new char[name.size() + 1];
-  std::memcpy(copy, name.c_str(), name.size() + 1);
-  g_log_process_name.store(copy, std::memory_order_release);
+  auto copy = std::make_unique<char[]>(name.size() + 1);
+  std::memcpy(copy.get(), name.c_str(), name.size() + 1);
+  std::lock_guard lock(g_names_mutex);
+  g_names->push_back(std::move(copy));
+  g_log_process_name.store(g_names->back().get(), std::memory_order_release);
 }
 
 const char* log_process_name() noexcept {
