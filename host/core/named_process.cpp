@@ -1,21 +1,18 @@
 // named_process.cpp — names, roles and ranks of processes, and their C view.
 #include "core/named_process.hpp"
 
+#include <tokenspeed/metric_reporter.hpp>
+
 #include <atomic>
-#include <climits>
 #include <cstring>
 #include <memory>
 #include <mutex>
 #include <vector>
-#include <unistd.h>
 
 namespace tokenspeed::metrics {
 
-std::string this_host_name() {
-  char name[HOST_NAME_MAX + 1] = {};
-  if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') return "localhost";
-  return name;
-}
+// The kit's, so that the host and its plugins name a machine alike.
+std::string this_host_name() { return plugin::this_host_name(); }
 
 namespace {
 // Every name ever set stays allocated and reachable: a plugin thread may be

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "test_plugin_common.h"
+#include "test_plugin_log.h"
 
 /* Never to be followed by this host: not a valid address. */
 #define FUTURE_POISON ((void *)(uintptr_t)0x10)
@@ -53,18 +54,6 @@ static void log_path(const char *config, size_t size, char *out, size_t out_size
   out[close - open - 1] = '\0';
 }
 
-static void append_line(const char *path, const char *call, const char *detail) {
-  char line[2048];
-  const int n = snprintf(line, sizeof line, "%s %ld %s\n", call, (long)getpid(), detail);
-  int fd;
-  if (path[0] == '\0' || n < 0 || (size_t)n >= sizeof line) return;
-  fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  if (write(fd, line, (size_t)n) < 0) { /* best effort */
-  }
-  close(fd);
-}
-
 typedef struct future_sink {
   char log[1024];
   unsigned long events;
@@ -86,7 +75,7 @@ static int close_sink(void *self, int64_t timeout_ns, tsm_buffer *error) {
   (void)error;
   snprintf(detail, sizeof detail, "events=%lu events_with_future_field=%lu host_future_field=%s",
            sink->events, sink->events_with_future_field, host_has_future_field);
-  append_line(sink->log, "sink_close", detail);
+  test_plugin_append_line(sink->log, "sink_close", detail);
   free(sink);
   return TSM_OK;
 }
@@ -106,7 +95,7 @@ static int create_sink(void *user_data, const char *config, size_t size, tsm_sin
   (void)user_data;
   if (state == NULL) return test_plugin_fail(error, "out of memory");
   log_path(config, size, state->log, sizeof state->log);
-  append_line(state->log, "create_sink", "-");
+  test_plugin_append_line(state->log, "create_sink", "-");
   sink->vtable = &sink_vtable.today;
   sink->self = state;
   return TSM_OK;

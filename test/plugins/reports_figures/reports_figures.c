@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "test_plugin_common.h"
+#include "test_plugin_log.h"
 
 typedef struct figures_sink {
   char log[1024];
@@ -32,18 +33,6 @@ typedef struct figures_sink {
   uint64_t events;
   tsm_delivery_figures figures;
 } figures_sink;
-
-static void append_line(const char *path, const char *call, const char *detail) {
-  char line[2048];
-  const int n = snprintf(line, sizeof line, "%s %ld %s\n", call, (long)getpid(), detail);
-  int fd;
-  if (path[0] == '\0' || n < 0 || (size_t)n >= sizeof line) return;
-  fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  if (write(fd, line, (size_t)n) < 0) { /* best effort */
-  }
-  close(fd);
-}
 
 static void report(figures_sink *sink) {
   if (sink->report_figures != NULL) sink->report_figures(sink->host_sink_data, &sink->figures);
@@ -61,7 +50,7 @@ static void crash_once(const figures_sink *sink) {
   close(fd);
   snprintf(detail, sizeof detail, "name=%s events=%llu", sink->name,
            (unsigned long long)(sink->events - 1));
-  append_line(sink->log, "crash", detail);
+  test_plugin_append_line(sink->log, "crash", detail);
   raise(SIGSEGV);
 }
 
@@ -89,7 +78,7 @@ static int close_sink(void *self, int64_t timeout_ns, tsm_buffer *error) {
   snprintf(detail, sizeof detail, "name=%s events=%llu sent=%llu refused=%llu retries=%llu",
            sink->name, (unsigned long long)sink->events, (unsigned long long)sink->figures.sent,
            (unsigned long long)sink->figures.refused, (unsigned long long)sink->figures.retries);
-  append_line(sink->log, "sink_close", detail);
+  test_plugin_append_line(sink->log, "sink_close", detail);
   free(sink);
   return TSM_OK;
 }
@@ -122,7 +111,7 @@ static int create_sink(void *user_data, const char *config, size_t size, tsm_sin
   } else {
     snprintf(detail, sizeof detail, "identity=none");
   }
-  append_line(state->log, "create_sink", detail);
+  test_plugin_append_line(state->log, "create_sink", detail);
   sink->vtable = &sink_vtable;
   sink->self = state;
   return TSM_OK;
