@@ -13,10 +13,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <string>
@@ -85,14 +88,34 @@ tsm::PrometheusEndpoint& server(Server which) {
 // Sends request to server on a fresh connection, half-closes it and returns
 // what the server sent until it closed. Aborts when the server neither
 // answers nor closes within ten seconds.
-std::string exchange(Server which, std::string_view request) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  FUZZ_CHECK(fd >= 0);
+// A connection to the server. A busy machine can refuse one for a while
+// (a full accept queue, ports still being released), which says nothing
+// about the server: such failures are retried for up to ten seconds.
+int connect_to(Server which) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(server(which).port());
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  FUZZ_CHECK(::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    FUZZ_CHECK(fd >= 0);
+    if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) return fd;
+    const int error = errno;
+    ::close(fd);
+    const bool transient = error == ECONNREFUSED || error == EADDRNOTAVAIL || error == EAGAIN ||
+                           error == ETIMEDOUT || error == EINTR;
+    if (!transient || std::chrono::steady_clock::now() > deadline) {
+      std::fprintf(stderr, "connect to 127.0.0.1:%u: %s\n", unsigned{server(which).port()},
+                   std::strerror(error));
+      FUZZ_CHECK(!"the server accepts connections");
+    }
+    ::poll(nullptr, 0, 10);  // back off before the next attempt
+  }
+}
+
+std::string exchange(Server which, std::string_view request) {
+  const int fd = connect_to(which);
   std::size_t sent = 0;
   std::string received;
   char buffer[65536];

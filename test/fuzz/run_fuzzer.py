@@ -19,7 +19,10 @@ for old in glob.glob(os.path.join(work, "crash-*")) + glob.glob(os.path.join(wor
 env = dict(os.environ)
 env.setdefault("ASAN_OPTIONS", "detect_leaks=1")
 env.setdefault("UBSAN_OPTIONS", "halt_on_error=1:print_stacktrace=1")
+# libFuzzer ends a failed run with 77 by default, which meson reads as a
+# skipped test: every failure must exit 1 to be seen as one.
 command = [fuzzer, f"-max_total_time={seconds}", "-timeout=10", "-rss_limit_mb=2048",
+           "-error_exitcode=1", "-timeout_exitcode=1",
            "-print_final_stats=1", f"-artifact_prefix={work}/", os.path.join(work, "corpus"), corpus]
 # The target's scratch files live under a directory of this run, removed
 # whichever way the fuzzer ends (a timed run leaves with _Exit).
