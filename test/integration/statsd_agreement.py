@@ -60,7 +60,7 @@ class StatsdAgreesWithPrometheus(unittest.TestCase):
         sent = 0
         for (name, labels), value in prometheus.items():
             if name.endswith("_total"):
-                key = self.key(name, labels)
+                key = sc.plain_key(name, labels)
                 got = counters.get(key, 0)
                 sent += key in counters
                 if not math.isclose(got, value, rel_tol=1e-9, abs_tol=1e-9):
@@ -86,17 +86,9 @@ class StatsdAgreesWithPrometheus(unittest.TestCase):
                     mismatches.append(f"{key}: /metrics sum {want}, StatsD {total}")
         for (name, labels), value in prometheus.items():
             if name.endswith("_count") and value > 0:
-                self.assertIn(self.key(name[:-len("_count")], labels), timers,
+                self.assertIn(sc.plain_key(name[:-len("_count")], labels), timers,
                               f"{name} {dict(labels)} never reached the StatsD server")
         self.assertEqual(mismatches, [])
-
-    @staticmethod
-    def key(name, labels):
-        order = {"model_name": 0, "app_key": 1, "dp_rank": 2}
-        parts = [name.replace(":", ".")]
-        for label, value in sorted(labels, key=lambda item: order.get(item[0], 9)):
-            parts += [label, value]
-        return ".".join(parts)
 
     def test_counter_totals_and_timer_counts_and_sums_equal_the_scrape(self):
         self.check_totals({})

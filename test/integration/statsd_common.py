@@ -60,6 +60,16 @@ def statsd_key_to_series(key):
     return "tokenspeed:" + parts[1], labels
 
 
+def plain_key(name, labels):
+    """The plain flavour's key of an engine series: the name with ':' as '.',
+    then its (sanitized) labels as segments in the catalog's label order."""
+    order = {"model_name": 0, "app_key": 1, "dp_rank": 2}
+    parts = [name.replace(":", ".")]
+    for label, value in sorted(labels, key=lambda item: order.get(item[0], 9)):
+        parts += [label, value]
+    return ".".join(parts)
+
+
 def sanitized(labels):
     return frozenset((name, segment(value)) for name, value in labels)
 
