@@ -24,6 +24,7 @@ import json
 import math
 import os
 import signal
+import subprocess
 import time
 import unittest
 
@@ -276,6 +277,33 @@ class FleetTest:
                 interval=0.5)
         self.assertTrue(any(value > 0 for value in totals.values()), totals)
         self.assertEqual(last[-1], [])
+
+
+class DocumentedConfiguration(unittest.TestCase):
+    """The configuration "Running a fleet" in docs/operators.md gives for
+    every output passes `check` with the flags it gives."""
+
+    def test_the_fleet_configuration_of_the_operators_guide_passes_check(self):
+        guide = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "operators.md")
+        with open(guide) as file:
+            text = file.read()
+        section = text[text.index("## Running a fleet"):]
+        section = section[:section.index("\n## ", 1)]
+        config_text = section[section.index("<<'JSON'\n") + len("<<'JSON'\n"):
+                              section.index("\nJSON\n")]
+        config = os.path.join(rw.make_tmp(), "metrics.json")
+        with open(config, "w") as file:
+            file.write(config_text)
+        self.assertEqual(set(json.loads(config_text)), {"remote_write", "otlp", "statsd"})
+        self.assertIn("--metrics-reporters prometheus,remote_write,otlp,statsd", section)
+        checked = subprocess.run(
+            [os.environ["TSM_BINARY"], "check", "--enable-metrics",
+             "--metrics-reporters", "prometheus,remote_write,otlp,statsd",
+             "--metrics-reporter-config", config, "--metrics-node-name", "gpu-node-7",
+             "--metrics-plugin-dir", rw.PLUGIN_DIR, "--metrics-plugin-dir", oc.OTLP_DIR,
+             "--metrics-plugin-dir", sc.STATSD_DIR],
+            capture_output=True, text=True, timeout=rw.STARTUP_TIMEOUT_S)
+        self.assertEqual(checked.returncode, 0, checked.stderr)
 
 
 class PrometheusFleet(FleetTest, unittest.TestCase):
