@@ -31,6 +31,7 @@ void DatagramPacker::add_line(std::string_view line, std::vector<std::string>& o
   if (colon == std::string_view::npos || pipe == std::string_view::npos || pipe < colon ||
       line.find('#') != std::string_view::npos) {
     ++oversized_;
+    oversized_bytes_ += line.size();
     return;
   }
   const std::string_view name = line.substr(0, colon);
@@ -41,6 +42,7 @@ void DatagramPacker::add_line(std::string_view line, std::vector<std::string>& o
     const std::string_view value = values.substr(0, end);
     if (name.size() + 1 + value.size() > max_bytes_) {
       ++oversized_;
+      oversized_bytes_ += name.size() + 1 + value.size();
     } else {
       if (!piece.empty() && piece.size() + 1 + value.size() > max_bytes_) {
         append(piece, out);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tokenspeed::metrics::statsd {
@@ -26,6 +27,9 @@ class DatagramPacker {
   void finish(std::vector<std::string>& out);
 
   uint64_t oversized_lines() const noexcept { return oversized_; }
+  // The bytes of the lines (or values) left out since the last call: the
+  // part of a flush's events that no datagram holds.
+  std::size_t take_oversized_bytes() noexcept { return std::exchange(oversized_bytes_, 0); }
   std::size_t max_bytes() const noexcept { return max_bytes_; }
 
  private:
@@ -34,6 +38,7 @@ class DatagramPacker {
   const std::size_t max_bytes_;
   std::string current_;
   uint64_t oversized_ = 0;
+  std::size_t oversized_bytes_ = 0;
 };
 
 }  // namespace tokenspeed::metrics::statsd

@@ -41,10 +41,10 @@ kit::DeliveryOptions delivery_options(const StatsdOptions& options) {
 StatsdSink::StatsdSink(StatsdOptions options, const plugin::Host& host)
     : options_(std::move(options)),
       log_(host, options_.log_interval),
-      account_(host),
       aggregator_(aggregation_options(options_)),
       socket_(options_.address, options_.dns_refresh),
       packer_(options_.max_datagram_bytes),
+      account_(host),
       loop_(delivery_options(options_),
             kit::DeliveryLoop<DatagramBatch>::Callbacks{
                 [this](std::vector<DatagramBatch>& out, bool final) { collect(out, final); },
@@ -150,10 +150,13 @@ void StatsdSink::collect(std::vector<DatagramBatch>& out, bool /*final*/) {
   packer_.finish(batch.datagrams);
   spare_.clear();
   lines_oversized_.store(packer_.oversized_lines(), std::memory_order_relaxed);
+  batch.oversized_bytes = packer_.take_oversized_bytes();
   if (!batch.datagrams.empty())
     out.push_back(std::move(batch));
+  else if (batch.oversized_bytes > 0)
+    events_oversized_ += batch.events;  // every line was longer than a datagram
   else
-    account_.figures().lost += batch.events;  // every line was longer than a datagram
+    account_.figures().lost += batch.events;
   report();
   report_figures();
 }
@@ -180,13 +183,16 @@ kit::SendResult StatsdSink::send(const DatagramBatch& batch) {
       }
     }
   }
-  // The flush's events, shared among its datagrams by size.
+  // The flush's events, shared by size among its datagrams and the lines
+  // left out for being longer than a datagram (those are refused).
   std::vector<std::size_t> sizes;
   for (const std::string& datagram : batch.datagrams) sizes.push_back(datagram.size());
+  if (batch.oversized_bytes > 0) sizes.push_back(batch.oversized_bytes);
   const std::vector<uint64_t> shares = kit::share_events(batch.events, sizes);
   plugin::DeliveryFigures& figures = account_.figures();
-  for (std::size_t i = 0; i < shares.size(); ++i)
+  for (std::size_t i = 0; i < batch.datagrams.size(); ++i)
     (sent[i] ? figures.sent : figures.lost) += shares[i];
+  if (batch.oversized_bytes > 0) events_oversized_ += shares.back();
   report_figures();
   if (dropped > 0) {
     last_failure_ = why;
@@ -203,8 +209,9 @@ kit::SendResult StatsdSink::send(const DatagramBatch& batch) {
 void StatsdSink::report_figures() {
   const StatsdStats now = stats();
   plugin::DeliveryFigures& figures = account_.figures();
-  figures.refused = now.events_buffer_full + now.events_over_series + now.events_invalid;
-  const uint64_t settled = figures.sent + figures.lost;
+  figures.refused =
+      now.events_buffer_full + now.events_over_series + now.events_invalid + events_oversized_;
+  const uint64_t settled = figures.sent + figures.lost + events_oversized_;
   figures.pending = now.events > settled ? now.events - settled : 0;
   account_.report();
 }
@@ -267,13 +274,15 @@ void StatsdSink::close(std::chrono::nanoseconds timeout) {
   {  // what never went out (a flush dropped at close's deadline) is lost
     plugin::DeliveryFigures& figures = account_.figures();
     const uint64_t events = events_.load(std::memory_order_acquire);
-    if (events > figures.sent + figures.lost) figures.lost = events - figures.sent;
+    const uint64_t settled = figures.sent + figures.lost + events_oversized_;
+    if (events > settled) figures.lost += events - settled;
     report_figures();
   }
   log_.flush(TSM_LOG_WARNING, "at close");
   const std::string summary = account_.close_summary(
-      options_.address.text, "invalid, over max_series or over max_buffer_bytes",
-      "datagrams not sent, or lines longer than a datagram");
+      options_.address.text,
+      "invalid, over max_series, over max_buffer_bytes or lines longer than a datagram",
+      "datagrams not sent");
   if (!summary.empty()) log_.report(TSM_LOG_WARNING, "close summary", summary);
   const std::string lost = loss_summary();
   if (!lost.empty()) {

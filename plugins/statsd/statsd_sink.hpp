@@ -41,7 +41,8 @@ struct StatsdOptions {
 // One flush's datagrams.
 struct DatagramBatch {
   std::vector<std::string> datagrams;
-  uint64_t events = 0;  // the events of the flush, for the delivery figures
+  uint64_t events = 0;              // the events of the flush, for the delivery figures
+  std::size_t oversized_bytes = 0;  // of lines no datagram could hold (their events' share)
 };
 
 // Totals since the sink was made; readable from any thread.
@@ -106,6 +107,7 @@ class StatsdSink {
   StatsdStats reported_;                   // delivery thread only: what the log already said
   kit::DeliveryAccount account_;           // delivery thread, then close
   uint64_t collected_events_ = 0;          // delivery thread only: events of earlier flushes
+  uint64_t events_oversized_ = 0;          // delivery thread only: events of left-out lines
   std::string last_failure_;               // delivery thread only, read after the loop ended
   kit::DeliveryLoop<DatagramBatch> loop_;  // last: its thread uses everything above
   bool closed_ = false;

@@ -73,6 +73,27 @@ class StatsdFaults(unittest.TestCase):
         self.assert_lost_and_reported(run)
         self.assertTrue(run.plugin_lines("Resource temporarily unavailable"), run.describe())
 
+    def test_lines_longer_than_a_datagram_are_refused_never_counted_as_sent(self):
+        # 64 bytes hold no tagged line of the engine: every event is left out.
+        receiver = sc.DogstatsdReceiver()
+        self.receivers.append(receiver)
+        run = self.simulate({"address": receiver.address, "flush_interval_ms": 50,
+                             "max_datagram_bytes": 64}, "--duration", "2")
+        self.assertEqual(run.wait(), 3, run.describe())
+        self.assertTrue(run.plugin_lines("oversized lines"), run.describe())
+        figures = run.plugin_figures("statsd")
+        rows = run.output_rows()
+        self.assertEqual(set(figures), set(rows), run.describe())
+        for process, row in rows.items():
+            counts = figures[process]
+            delivered = int(row[1])
+            self.assertEqual(counts["sent"] + counts["refused"] + counts["lost"] +
+                             counts["pending"], delivered, f"{process}: {counts}")
+            self.assertEqual((counts["sent"], counts["lost"], counts["pending"]), (0, 0, 0),
+                             f"{process}: {counts}")
+            self.assertEqual(counts["refused"], delivered, f"{process}: {counts}")
+        self.assertEqual(receiver.snapshot()[2], 0, "a datagram arrived")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -401,9 +401,9 @@ class HttpExporter {
       : options_(std::move(options)),
         words_(words),
         log_(host, options_.log_interval),
-        account_(host),
         aggregator_(options_.aggregation),
         http_(options_.http),
+        account_(host),
         loop_(options_.delivery, callbacks()) {}
   ~HttpExporter() { stop(); }
 

@@ -162,6 +162,19 @@ TEST_CASE("a line that cannot fit any datagram is counted, never truncated", "[s
   CHECK(packer.oversized_lines() == 1);
 }
 
+TEST_CASE("the packer says how many bytes it left out since it was last asked", "[statsd]") {
+  DatagramPacker packer(10);
+  std::vector<std::string> out;
+  packer.add_line("long.name:1|d|#tag:value", out);  // 24 bytes, no datagram holds it
+  packer.add_line("a:1|c", out);
+  packer.add_line("t:1|ms:22222222|ms", out);  // split: "t:22222222|ms" (13) left out
+  packer.finish(out);
+  CHECK(out == std::vector<std::string>{"a:1|c", "t:1|ms"});
+  CHECK(packer.take_oversized_bytes() == 24 + 13);
+  CHECK(packer.take_oversized_bytes() == 0);
+  CHECK(packer.oversized_lines() == 2);
+}
+
 TEST_CASE("addresses are host:port, [v6]:port or unix:///path", "[statsd]") {
   CHECK(parse_address("localhost:8125").host == "localhost");
   CHECK(parse_address("[::1]:8125").host == "::1");
