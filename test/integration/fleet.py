@@ -8,7 +8,9 @@ node records for a while, stops, and starts again under the same name while
 the others run.
 
 - Gauges agree per node: `max without (process)` of each node's series
-  equals that node's /metrics, and each OTLP resource's last values do too.
+  equals that node's /metrics, and each OTLP resource's last values do too;
+  the fleet's gauge queries (nodes summed, or their largest) equal the
+  nodes' values combined.
 - The fleet-wide sums (`sum without (process, node)` of every counter total,
   histogram bucket count, count and sum, over the samples since the restart)
   equal the sum of the nodes' own /metrics, and the OTLP points summed over
@@ -147,8 +149,8 @@ class FleetTest:
 
         # While every producer runs, each node's gauges (set once, in the
         # first of 60 s scheduler iterations) agree with its own /metrics.
-        for node in nodes:
-            self.assert_gauges_agree(node)
+        gauges = [self.assert_gauges_agree(node) for node in nodes]
+        self.assert_fleet_gauges(gauges)
 
         expositions = {}
         for node in nodes:
@@ -210,6 +212,39 @@ class FleetTest:
         agreed, scraped, pushed, exported = last[-1]
         self.assertTrue(agreed, f"{node.name}: /metrics {scraped}\nPromQL {pushed}\n"
                                 f"OTLP {exported}\n{node.describe()}")
+        return scraped
+
+    def assert_fleet_gauges(self, per_node):
+        """The fleet's gauge queries of docs/operators.md: each node's value
+        (the largest over its processes), then the nodes summed (requests
+        running) or their largest (KV-cache usage). per_node: each node's
+        scraped gauges."""
+        queries = {
+            "tokenspeed:num_requests_running":
+                ("sum without (node) (max without (process) ({name}))", sum),
+            "tokenspeed:kv_cache_usage_perc": ("max without (process, node) ({name})", max),
+        }
+        for name, (query, combine) in queries.items():
+            expected = {}
+            for scraped in per_node:
+                for (sample, labels), value in scraped.items():
+                    if sample == name:
+                        expected.setdefault(labels, []).append(value)
+            expected = {labels: combine(values) for labels, values in expected.items()}
+
+            def got():
+                out = {}
+                for result in self.server.query(query.format(name=name)):
+                    labels = dict(result["metric"])
+                    labels.pop("__name__", None)
+                    out[frozenset(labels.items())] = float(result["value"][1])
+                return out
+
+            last = []
+            rw.poll(lambda: last.append(got()) or last[-1] == expected, rw.AGREEMENT_TIMEOUT_S,
+                    interval=0.5)
+            self.assertEqual(len(expected), RANKS, expected)
+            self.assertEqual(last[-1], expected, f"{query.format(name=name)}")
 
     def assert_promql_fleet_sums(self, fleet, since):
         """`sum without (process, node) (last_over_time(x[w]))` over the
