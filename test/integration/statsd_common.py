@@ -146,6 +146,16 @@ class StatsdServer:
             out[key] = (count, None if more else sum(values))
         return out
 
+    def kernel_drops(self):
+        """Datagrams the kernel dropped on the server's socket (its receive
+        buffer was full: the server fell behind), from /proc/net/udp."""
+        with open("/proc/net/udp") as table:
+            for line in table.readlines()[1:]:
+                fields = line.split()
+                if int(fields[1].split(":")[1], 16) == self.port:
+                    return int(fields[-1])
+        return 0
+
     def stop(self):
         if self.process.poll() is None:
             self.process.kill()
