@@ -15,6 +15,9 @@ import unittest
 import simulate_harness
 import statsd_common as sc
 
+# How long the receiver may take to read what was sent: a hang guard only.
+AGREEMENT_TIMEOUT_S = 60
+
 
 class DogstatsdAgreesWithPrometheus(unittest.TestCase):
     maxDiff = None
@@ -48,42 +51,49 @@ class DogstatsdAgreesWithPrometheus(unittest.TestCase):
         delivered = {process: int(row[1]) for process, row in rows.items()}
         simulate_harness.assert_clean_plugin_figures(self, run, "statsd", delivered,
                                                      run.describe())
-        # The last flush was sent before close returned; give the thread time to read it.
-        before = -1
-        while True:
-            lines, errors, datagrams = receiver.snapshot()
-            if datagrams == before:
-                break
-            before = datagrams
-            sc.poll(lambda: receiver.snapshot()[2] != before, 0.5)
+        prometheus = sc.prometheus_samples(exposition)
+
+        def compare():
+            """(mismatches, got, identities, lines, errors) of what the
+            receiver read so far."""
+            lines, errors, _ = receiver.snapshot()
+            got = {}
+            identities = set()
+            for name, value, kind, weight, tags in lines:
+                tags = dict(tags)
+                if process_tags:  # the host's names, not labels of the metric
+                    identities.add((tags.pop("process", None), tags.pop("node", None)))
+                series = "tokenspeed:" + name[len("tokenspeed."):]
+                labels = frozenset(tags.items())
+                if kind == "c":
+                    key = (series, labels)
+                    got[key] = got.get(key, 0) + value
+                elif kind == "d":
+                    for suffix, amount in (("_count", weight), ("_sum", value * weight)):
+                        key = (series + suffix, labels)
+                        got[key] = got.get(key, 0) + amount
+            mismatches = []
+            for (name, labels), value in prometheus.items():
+                if name.endswith(("_total", "_count", "_sum")):
+                    have = got.get((name, labels), 0)
+                    if not math.isclose(have, value, rel_tol=1e-9, abs_tol=1e-9):
+                        mismatches.append(f"{name} {dict(labels)}: /metrics {value}, "
+                                          f"DogStatsD {have}")
+            return mismatches, got, identities, lines, errors
+
+        # The last flush was sent before close returned; the receiver's thread
+        # reads it on its own time (later on a busy machine).
+        last = []
+        sc.poll(lambda: last.append(compare()) or not last[-1][0], AGREEMENT_TIMEOUT_S,
+                interval=0.2)
+        mismatches, got, identities, lines, errors = last[-1]
         self.assertEqual(errors, [])
         self.assertLessEqual(receiver.largest, max_bytes)
-
-        got = {}
-        identities = set()
         for name, value, kind, weight, tags in lines:
             self.assertTrue(name.startswith("tokenspeed."), name)
-            if process_tags:  # the host's names, not labels of the metric
-                identities.add((tags.pop("process", None), tags.pop("node", None)))
-            else:
-                self.assertNotIn("process", tags)
             self.assertIn("model_name", tags)
-            series = "tokenspeed:" + name[len("tokenspeed."):]
-            labels = frozenset(tags.items())
-            if kind == "c":
-                key = (series, labels)
-                got[key] = got.get(key, 0) + value
-            elif kind == "d":
-                for suffix, amount in (("_count", weight), ("_sum", value * weight)):
-                    key = (series + suffix, labels)
-                    got[key] = got.get(key, 0) + amount
-        prometheus = sc.prometheus_samples(exposition)
-        mismatches = []
-        for (name, labels), value in prometheus.items():
-            if name.endswith(("_total", "_count", "_sum")):
-                have = got.get((name, labels), 0)
-                if not math.isclose(have, value, rel_tol=1e-9, abs_tol=1e-9):
-                    mismatches.append(f"{name} {dict(labels)}: /metrics {value}, DogStatsD {have}")
+            if not process_tags:
+                self.assertNotIn("process", tags)
         self.assertEqual(mismatches, [])
         self.assertLessEqual(set(got) - set(prometheus), set())
         weights = [weight for _, _, kind, weight, _ in lines if kind == "d"]
