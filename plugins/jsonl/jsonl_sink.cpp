@@ -20,6 +20,7 @@
 #include <vector>
 
 #include <tokenspeed/kit/background_thread.hpp>
+#include <tokenspeed/kit/delivery_figures.hpp>
 
 #include "jsonl_record.hpp"
 
@@ -30,7 +31,7 @@ using Clock = std::chrono::steady_clock;
 // Everything the sink and its writer thread share. The writer holds its own
 // reference, so an abandoned writer (close timed out) can finish safely.
 struct JsonlSink::State {
-  State(SinkOptions o, const plugin::Host& h) : options(std::move(o)), host(h) {}
+  State(SinkOptions o, const plugin::Host& h) : options(std::move(o)), host(h), account(h) {}
   ~State() {
     if (fd >= 0) ::close(fd);
   }
@@ -56,6 +57,12 @@ struct JsonlSink::State {
   uint64_t dropped_unlogged = 0;  // drops not yet reported in the log
   uint64_t dropped_total = 0;
   Clock::time_point last_drop_log;
+  // The delivery figures: written when in the file, refused over
+  // max_pending_bytes, lost when a write failed or close timed out. Changed
+  // and reported under the mutex, and never once close gave up the writer.
+  kit::DeliveryAccount account;
+  uint64_t pending_events = 0;    // events in pending
+  uint64_t in_flight_events = 0;  // events the writer is writing
 };
 
 namespace {
@@ -101,6 +108,14 @@ std::string write_batch(JsonlSink::State& state, const std::vector<std::string>&
   return write_all(state.fd, text, state.options.path);
 }
 
+// Reports the figures, pending included. The caller holds the mutex.
+void report_figures(JsonlSink::State& s) {
+  plugin::DeliveryFigures& figures = s.account.figures();
+  figures.refused = s.dropped_total;
+  figures.pending = s.pending_events + s.in_flight_events;
+  s.account.report();
+}
+
 // The writer thread: waits for the first pending record, then for the flush
 // interval to pass since it arrived, for the buffer to fill, or for close;
 // takes the whole pending buffer and writes it without holding the lock.
@@ -128,6 +143,8 @@ void run_writer(const std::shared_ptr<JsonlSink::State>& shared) {
     batch.swap(s.pending);
     s.in_flight = s.pending_bytes;
     s.pending_bytes = 0;
+    s.in_flight_events = s.pending_events;
+    s.pending_events = 0;
     const bool write = !s.failed && !s.abandon.load();
     lock.unlock();
 
@@ -143,6 +160,14 @@ void run_writer(const std::shared_ptr<JsonlSink::State>& shared) {
 
     lock.lock();
     s.in_flight = 0;
+    if (!s.abandon.load()) {  // else close has counted them, and reports no more
+      plugin::DeliveryFigures& figures = s.account.figures();
+      // A batch whose write failed is lost, though some of its lines may
+      // have reached the file.
+      (write && error.empty() ? figures.sent : figures.lost) += s.in_flight_events;
+      s.in_flight_events = 0;
+      report_figures(s);
+    }
     for (std::string& chunk : batch) {
       if (s.spare.size() >= max_spare) break;
       chunk.clear();
@@ -235,6 +260,7 @@ void JsonlSink::emit(const tsm_metric_event& event) {
   const std::size_t before = s.pending_bytes;
   if (before == 0) s.first_pending_at = Clock::now();
   s.pending_bytes += chunk.size() - chunk_before;
+  ++s.pending_events;
   const bool wake = (before == 0 && s.writer_idle) ||
                     (before < s.options.buffer_bytes && s.pending_bytes >= s.options.buffer_bytes);
   lock.unlock();
@@ -255,6 +281,12 @@ void JsonlSink::close(std::chrono::nanoseconds timeout) {
   const bool drained = s.finished.wait_until(lock, deadline, [&] { return s.writer_done; });
   if (!drained) s.abandon = true;
   const std::size_t unwritten = s.pending_bytes + s.in_flight;
+  // What the writer did not finish is lost; the last report the host gets.
+  s.account.figures().lost += s.pending_events + s.in_flight_events;
+  s.pending_events = s.in_flight_events = 0;
+  report_figures(s);
+  const std::string summary = s.account.close_summary(
+      s.options.path, "over max_pending_bytes", "a write failed or close timed out");
   lock.unlock();
   // The thread is released before anything below may throw.
   if (drained) {
@@ -277,6 +309,7 @@ void JsonlSink::close(std::chrono::nanoseconds timeout) {
         " ms; " + std::to_string(unwritten) + " bytes of events not written to " + s.options.path;
   }
   if (!drops.empty()) s.host.log(TSM_LOG_WARNING, drops);
+  if (!summary.empty()) s.host.log(TSM_LOG_WARNING, summary);
   if (!problem.empty()) throw std::runtime_error(problem);
 }
 

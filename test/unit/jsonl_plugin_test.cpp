@@ -176,10 +176,29 @@ struct Event {
   tsm_metric_event event{};
 };
 
+// The delivery figures a sink last reported through tsm_sink.report_figures.
+struct Figures {
+  static void report(void* host_sink_data, const tsm_delivery_figures* figures) {
+    auto* self = static_cast<Figures*>(host_sink_data);
+    const std::lock_guard<std::mutex> lock(self->mutex);
+    self->last = *figures;
+    ++self->reports;
+  }
+  tsm_delivery_figures get() {
+    const std::lock_guard<std::mutex> lock(mutex);
+    return last;
+  }
+  std::mutex mutex;
+  tsm_delivery_figures last{};
+  uint64_t reports = 0;
+};
+
 // A sink created through the descriptor, closed at the end if still open.
 struct Sink {
   Sink(const tsm_reporter_descriptor& d, const std::string& producer_config) {
     sink.struct_size = sizeof sink;
+    sink.host_sink_data = &figures;
+    sink.report_figures = &Figures::report;
     Buffer error;
     const int status = d.create_sink(d.user_data, producer_config.c_str(), producer_config.size(),
                                      &sink, &error.buffer);
@@ -204,6 +223,7 @@ struct Sink {
     if (message != nullptr) *message = error.text;
     return status;
   }
+  Figures figures;  // before sink: the plugin reports into it until close returns
   tsm_sink sink{};
   bool open = true;
 };
@@ -491,6 +511,23 @@ TEST_CASE("jsonl keeps events in memory until close, which writes them all", "[j
   CHECK(fs::file_size(file) == 0);  // neither the interval nor the buffer was reached
   REQUIRE(sink.close(5s) == TSM_OK);
   CHECK(read_lines(file).size() == 100);
+  // Every event is in the file: all sent, nothing else.
+  const tsm_delivery_figures figures = sink.figures.get();
+  CHECK(figures.sent == 100);
+  CHECK(figures.refused + figures.lost + figures.pending + figures.retries == 0);
+}
+
+TEST_CASE("jsonl reports events held as pending and written ones as sent while it runs",
+          "[jsonl]") {
+  Jsonl jsonl;
+  TempDir dir;
+  const fs::path file = dir.path / "m.jsonl";
+  Sink sink(jsonl.descriptor, jsonl.normalized(config_for(file, R"(,"flush_interval_ms":20)")));
+  Event event("c_total", TSM_OP_INC, 1);
+  for (int i = 0; i < 3; ++i) REQUIRE(sink.emit(event) == TSM_OK);
+  CHECK(eventually([&] { return sink.figures.get().sent == 3; }));
+  CHECK(read_lines(file).size() == 3);
+  CHECK(sink.figures.get().pending == 0);
 }
 
 TEST_CASE("jsonl flushes pending events on the interval without close", "[jsonl]") {
@@ -546,13 +583,20 @@ TEST_CASE("jsonl: a write error makes the next emit fail with a message naming t
   std::string close_message;
   CHECK(sink.close(5s, &close_message) == TSM_ERROR);
   CHECK_THAT(close_message, Catch::Contains("/dev/full"));
+  // Nothing reached the file: every accepted event is lost, none sent.
+  const tsm_delivery_figures figures = sink.figures.get();
+  CHECK(figures.sent == 0);
+  CHECK(figures.lost >= 1);
+  CHECK(figures.pending == 0);
+  CHECK_THAT(jsonl.host.log_lines().back(), Catch::Contains("events did not reach /dev/full"));
 }
 
 TEST_CASE("jsonl: a file that cannot be opened fails create_sink, naming the file", "[jsonl]") {
   Jsonl jsonl;
   TempDir dir;
   const std::string config = jsonl.normalized(config_for(dir.path / "{pid}" / "m.jsonl"));
-  tsm_sink sink{sizeof(tsm_sink), nullptr, nullptr};
+  tsm_sink sink{};
+  sink.struct_size = sizeof sink;
   Buffer error;
   CHECK(jsonl.descriptor.create_sink(jsonl.descriptor.user_data, config.c_str(), config.size(),
                                      &sink, &error.buffer) == TSM_ERROR);
@@ -597,6 +641,12 @@ TEST_CASE(
   CHECK(sink.close(100ms, &message) == TSM_ERROR);
   CHECK_THAT(message, Catch::Contains("close timed out"));
   CHECK_THAT(message, Catch::Contains(fifo.string()));
+  // Every event has its fate: the drops refused, the unwritten ones lost.
+  const tsm_delivery_figures figures = sink.figures.get();
+  CHECK(figures.sent + figures.refused + figures.lost == 50'000);
+  CHECK(figures.refused > 40'000);
+  CHECK(figures.lost > 0);
+  CHECK(figures.pending == 0);
 
   // Reading unblocks the abandoned writer, which then closes the file: EOF.
   bool eof = false;
@@ -691,7 +741,8 @@ TEST_CASE(
   CHECK(d.validate(d.user_data, R"({"x":1})", 7, &out.buffer, &message.buffer) == TSM_ERROR);
   CHECK(message.text == "key 'x' is not allowed");
 
-  tsm_sink sink{sizeof(tsm_sink), nullptr, nullptr};
+  tsm_sink sink{};
+  sink.struct_size = sizeof sink;
   CHECK(d.create_sink(d.user_data, "[]", 2, &sink, &message.buffer) == TSM_ERROR);
   CHECK(message.text == "cannot connect to []");
   CHECK(sink.vtable == nullptr);

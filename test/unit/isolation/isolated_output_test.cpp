@@ -126,7 +126,7 @@ IsolatedOutputOptions fault_options(const std::string& plugin, Lines& lines,
 
 // Emits through the sink's vtable, as the delivery worker does.
 struct Driver {
-  tsm_sink sink{sizeof(tsm_sink), nullptr, nullptr};
+  tsm_sink sink{sizeof(tsm_sink), nullptr, nullptr, nullptr, nullptr, nullptr};
   AbiBuffer error;
   int emit(const tsm_metric_event& e) { return sink.vtable->emit(sink.self, &e, error.get()); }
   int close(std::chrono::nanoseconds timeout) {
