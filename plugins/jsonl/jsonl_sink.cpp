@@ -285,8 +285,8 @@ void JsonlSink::close(std::chrono::nanoseconds timeout) {
   s.account.figures().lost += s.pending_events + s.in_flight_events;
   s.pending_events = s.in_flight_events = 0;
   report_figures(s);
-  const std::string summary = s.account.close_summary(
-      s.options.path, "over max_pending_bytes", "a write failed or close timed out");
+  const std::string summary = s.account.close_summary(s.options.path, "over max_pending_bytes",
+                                                      "a write failed or close timed out");
   lock.unlock();
   // The thread is released before anything below may throw.
   if (drained) {
