@@ -1,6 +1,7 @@
 """otlp_faults.py — the otlp output when its receiver misbehaves: down at
 start; down mid-run and back; 503 with Retry-After; 400 (dropped, not
-retried); slower than the timeout; close while a request hangs; a partial
+retried; with delta temporality its increments are lost, counted so by the
+plugin and missing at the receiver); slower than the timeout; close while a request hangs; a partial
 success; and more series than max_series. In each the engine never blocks
 (no event of the host's queues is dropped, /metrics keeps counting), memory
 stays bounded, the failures are counted in rate-limited log lines, delivery
@@ -138,6 +139,45 @@ class OtlpFaults(unittest.TestCase):
         self.assertTrue(all("dropped a request of" in line for line in dropped), dropped)
         self.assertFalse([line for line in dropped if "retrying" in line], dropped)
         self.assertFalse(run.plugin_lines("close failed"), run.describe())
+
+    def test_400_with_delta_temporality_loses_those_deltas_and_says_so(self):
+        # A delta request is the only copy of its increments: refused by the
+        # receiver, they are gone. The plugin counts them lost, the output's
+        # status says so, and the receiver's totals fall short by them.
+        self.receiver = oc.Receiver()
+        self.receiver.control(responses=[{"status": 400}] * 2)
+        run = self.simulate(self.receiver.port, "--duration", "3", "--linger", "60",
+                            temporality="delta")
+        url = run.metrics_url()
+        run.wait_for_line("producers stopped", timeout=oc.EXIT_TIMEOUT_S)
+        exposition = oc.scrape(url)
+        run.process.send_signal(signal.SIGTERM)
+        status = run.wait()
+        statuses = [r.get("status") for r in self.receiver.state()["requests"]]
+        self.assertEqual(statuses[:2], [400, 400], statuses)
+        self.assertNotIn(400, statuses[2:], statuses)  # never retried
+        table = run.output_table()
+        figures = run.plugin_figures("otlp")
+        self.assertEqual(set(figures), set(table), run.describe())
+        lost = 0
+        for process, row in table.items():
+            counts = figures[process]
+            self.assertEqual(row[0], row[1], f"{process}: {row}")  # the host dropped nothing
+            self.assertEqual(sum(counts[fate] for fate in ("sent", "refused", "lost", "pending")),
+                             int(row[1]), f"{process}: {counts} {row}")
+            if counts["lost"]:
+                self.assertEqual(row[4], f"ok (plugin: 0 refused, {counts['lost']} lost)",
+                                 f"{process}: {row}")
+            lost += counts["lost"]
+        self.assertGreater(lost, 0, run.describe())
+        self.assertEqual(status, 0, run.describe())
+        # What the receiver holds is /metrics less the refused deltas.
+        prometheus = {key: value for key, value in oc.prometheus_series(exposition).items()
+                      if key[0].endswith(("_total", "_count"))}
+        exported = oc.otlp_series(self.receiver.state())
+        short = [key for key, value in prometheus.items() if exported.get(key, 0) < value]
+        self.assertTrue(short, "the receiver's totals miss nothing")
+        self.assertFalse([key for key, value in prometheus.items() if exported.get(key, 0) > value])
 
     def test_a_receiver_slower_than_the_timeout_is_given_up_on_and_retried(self):
         self.receiver = oc.Receiver()
