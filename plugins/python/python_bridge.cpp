@@ -86,12 +86,12 @@ PythonReporter forwarding_reporter(PyObject* reporter, std::string name, std::st
       return text;
     });
   };
-  out.create_sink = [reporter](std::string_view config, const plugin::Host&) {
+  out.create_sink = [reporter](std::string_view config, const plugin::Host& host) {
     return with_gil("create_sink", [&] {
       PyObject* result = call_with_text(reporter, "create_sink", config);
       if (result == nullptr) throw_python_error("create_sink()");
       try {
-        auto sink = std::make_unique<PythonSink>(result, event_type);
+        auto sink = std::make_unique<PythonSink>(result, event_type, host);
         Py_DECREF(result);
         return sink;
       } catch (...) {

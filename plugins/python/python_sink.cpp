@@ -10,15 +10,22 @@
 
 namespace tokenspeed::metrics::python_bridge {
 
-PythonSink::PythonSink(PyObject* sink_tuple, PyObject* event_type) {
+// How often emit reads a sink's figures: /metrics is scraped every few
+// seconds, and each read is a Python call.
+constexpr std::chrono::seconds kFiguresInterval{1};
+
+PythonSink::PythonSink(PyObject* sink_tuple, PyObject* event_type, const plugin::Host& host)
+    : host_(host) {
   PyObject* object = nullptr;
   PyObject* emit = nullptr;
   PyObject* close = nullptr;
-  if (!PyArg_ParseTuple(sink_tuple, "OOO", &object, &emit, &close))
+  PyObject* figures = nullptr;
+  if (!PyArg_ParseTuple(sink_tuple, "OOOO", &object, &emit, &close, &figures))
     throw_python_error("create_sink");
   sink_ = Py_NewRef(object);
   emit_ = Py_NewRef(emit);
   close_ = Py_NewRef(close);
+  if (figures != Py_None && host_.takes_figures()) figures_ = Py_NewRef(figures);
   event_type_ = Py_NewRef(event_type);
   operations_[TSM_OP_INC] = PyUnicode_InternFromString("inc");
   operations_[TSM_OP_SET] = PyUnicode_InternFromString("set");
@@ -34,6 +41,7 @@ PythonSink::~PythonSink() {
   for (PyObject* operation : operations_) Py_XDECREF(operation);
   Py_XDECREF(emit_);
   Py_XDECREF(close_);
+  Py_XDECREF(figures_);
   Py_XDECREF(sink_);
   Py_XDECREF(event_type_);
 }
@@ -122,6 +130,10 @@ void PythonSink::emit(const tsm_metric_event& event) {
     Py_DECREF(python_event);
     if (result == nullptr) throw_python_error("emit() raised");
     Py_DECREF(result);
+    if (figures_ != nullptr && std::chrono::steady_clock::now() >= next_figures_) {
+      report_figures();
+      next_figures_ = std::chrono::steady_clock::now() + kFiguresInterval;
+    }
   });
 }
 
@@ -130,6 +142,29 @@ void PythonSink::close(std::chrono::nanoseconds timeout) {
   PyObject* result = PyObject_CallFunction(close_, "d", seconds(timeout));
   if (result == nullptr) throw_python_error("close() raised");
   Py_DECREF(result);
+  report_figures();  // the last word, while the host still takes it
+}
+
+void PythonSink::report_figures() {
+  if (figures_ == nullptr) return;
+  PyObject* result = PyObject_CallNoArgs(figures_);
+  plugin::DeliveryFigures figures;
+  unsigned long long counts[5] = {};
+  const bool read = result != nullptr && PyArg_ParseTuple(result, "KKKKK", &counts[0], &counts[1],
+                                                          &counts[2], &counts[3], &counts[4]);
+  Py_XDECREF(result);
+  if (!read) {
+    host_.log(TSM_LOG_WARNING,
+              "figures() of the sink failed, and is not asked again: " + take_exception());
+    Py_CLEAR(figures_);
+    return;
+  }
+  figures.sent = counts[0];
+  figures.refused = counts[1];
+  figures.lost = counts[2];
+  figures.retries = counts[3];
+  figures.pending = counts[4];
+  host_.report_figures(figures);
 }
 
 }  // namespace tokenspeed::metrics::python_bridge

@@ -1,6 +1,7 @@
 """test_bridge_module.py — the Python half of python.so on its own: what
-counts as plain JSON for validate and start_node results, the read-only
-MetricEvent, and register_metric_reporter outside a register() call.
+counts as plain JSON for validate and start_node results, a sink's
+figures() as the bridge reads them, the read-only MetricEvent, and
+register_metric_reporter outside a register() call.
 
 Environment: TSM_PYTHON_BRIDGE_DIR (plugins/python/python in the source tree).
 """
@@ -36,6 +37,34 @@ class PlainJson(unittest.TestCase):
             bridge.plain_json({"a": float("inf")}, "producer_config")
         with self.assertRaisesRegex(ValueError, "not a string"):
             bridge.plain_json({1: "a"}, "producer_config")
+
+
+class Figures(unittest.TestCase):
+    """A sink's figures() as the bridge reads it."""
+
+    class Sink:
+        def __init__(self, figures):
+            self._figures = figures
+
+        def figures(self):
+            return self._figures
+
+    def test_a_sink_without_figures_has_no_reader(self):
+        self.assertIsNone(bridge.figures_reader(object()))
+
+    def test_the_counts_come_in_order_and_a_missing_one_is_zero(self):
+        read = bridge.figures_reader(self.Sink({"sent": 7, "lost": 2, "pending": 1}))
+        self.assertEqual(read(), (7, 0, 2, 0, 1))
+
+    def test_what_is_not_a_mapping_of_counts_is_refused_saying_what(self):
+        for figures, error in (([1, 2], "returned list, not a mapping"),
+                               ({"sent": 1, "delivered": 2}, "unknown keys delivered"),
+                               ({"sent": -1}, r"figures\(\)\['sent'\] is -1, not a count"),
+                               ({"lost": 1.5}, r"\['lost'\] is 1.5"),
+                               ({"refused": True}, r"\['refused'\] is True"),
+                               ({"retries": 2**64}, r"\['retries'\] is")):
+            with self.assertRaisesRegex((TypeError, ValueError), error):
+                bridge.figures_reader(self.Sink(figures))()
 
 
 class Events(unittest.TestCase):

@@ -24,6 +24,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "cli"))
 import cli_harness  # noqa: E402
 import test_launcher  # noqa: E402
 from plugin_venv import make_venv, venv_environment  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "..", "integration"))
+from simulate_harness import plugin_figures  # noqa: E402
 
 JSONL_DIR = os.environ["TSM_JSONL_PLUGIN_DIR"]
 PYTHON_DIR = os.environ["TSM_PYTHON_PLUGIN_DIR"]
@@ -34,7 +36,7 @@ COMMAND_TIMEOUT_S = 60  # hang guard only
 MAIN_PACKAGES = ["example_metrics", "fault_raises_in_register", "fault_registers_prometheus",
                  "fault_raising_validate", "fault_validate_not_object",
                  "fault_live_producer_config", "fault_raising_emit", "fault_blocking_emit",
-                 "fault_close_ignores_timeout"]
+                 "fault_close_ignores_timeout", "reports_figures"]
 VENVS = {}
 
 
@@ -317,6 +319,36 @@ class PythonPluginTest(unittest.TestCase):
             with open(path) as file:
                 emitted.append(json.load(file)["emitted"])
         self.assertIn(10, emitted, run.describe())
+
+    def test_a_sinks_figures_reach_the_summary_and_a_broken_figures_is_logged_once(self):
+        run = self.simulate("main", "--metrics-reporters",
+                            "prometheus,figures_output,broken_figures_output",
+                            *plugin_dir_flags(PYTHON_DIR), "--ranks", "1", "--request-rate", "100",
+                            "--duration", "2", "--metrics-reporter-queue-size", "1048576")
+        self.assertEqual(run.wait(), 0, run.describe())
+        rows = {(row[0], row[2]): row for row in
+                (line.split() for line in run.stdout_lines)
+                if len(row) >= 8 and row[2] in ("figures_output", "broken_figures_output")}
+        figures = plugin_figures(run.stdout_lines, "figures_output")
+        processes = {process for process, output in rows if output == "figures_output"}
+        self.assertEqual(set(figures), processes, run.describe())
+        for process in processes:
+            delivered = int(rows[(process, "figures_output")][4])
+            counts = figures[process]
+            # The sink's own word: every third event refused, the rest sent.
+            self.assertEqual((counts["sent"], counts["refused"]),
+                             (delivered - delivered // 3, delivered // 3), f"{process}: {counts}")
+            self.assertEqual((counts["lost"], counts["retries"], counts["pending"]), (0, 0, 0))
+            status = " ".join(rows[(process, "figures_output")][7:])
+            self.assertEqual(status, "ok" if delivered < 3 else
+                             f"ok (plugin: {delivered // 3} refused, 0 lost)", run.describe())
+            # A figures() that breaks the rules costs its figures, not its events.
+            self.assertEqual(" ".join(rows[(process, "broken_figures_output")][5:]), "0 0 ok")
+        self.assertEqual(plugin_figures(run.stdout_lines, "broken_figures_output"), {})
+        broken = [line for line in run.stderr_text.splitlines()
+                  if "figures() of the sink failed" in line]
+        self.assertEqual(len(broken), len(processes), run.stderr_text)
+        self.assertTrue(all("figures()['sent'] is -" in line for line in broken), broken)
 
     def shutdown_within_budget(self, reporter):
         budget_s = 2.0

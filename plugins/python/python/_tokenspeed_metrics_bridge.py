@@ -3,6 +3,7 @@ discovers tokenspeed.plugins entry points, calls each register() once, checks
 what it declared, and turns validate / start_node / create_sink results into
 plain JSON for the host. Called by python.so with the GIL held; never called
 on a collector thread and never starts a thread of its own."""
+import collections.abc
 import importlib.metadata
 import importlib.util
 import json
@@ -126,7 +127,7 @@ class Reporter:
             raise
 
     def create_sink(self, producer_config_text):
-        """(sink, sink.emit, sink.close)."""
+        """(sink, sink.emit, sink.close, its figures reader or None)."""
         sink = self.create_sink_factory(json.loads(producer_config_text))
         emit = getattr(sink, "emit", None)
         close = getattr(sink, "close", None)
@@ -135,7 +136,40 @@ class Reporter:
                 close_quietly(sink, 1.0)
             raise TypeError("create_sink() returned an object without emit(event) and "
                             "close(timeout)")
-        return sink, emit, close
+        return sink, emit, close, figures_reader(sink)
+
+
+# The delivery figures a sink may report (docs/python-plugins.md), in the
+# order the bridge hands them to the host.
+FIGURES = ("sent", "refused", "lost", "retries", "pending")
+
+
+def figures_reader(sink):
+    """A function returning sink.figures() as a tuple of the FIGURES counts
+    (a missing key is 0), raising with what is wrong; None when the sink has
+    no figures()."""
+    figures = getattr(sink, "figures", None)
+    if not callable(figures):
+        return None
+
+    def read():
+        result = figures()
+        if not isinstance(result, collections.abc.Mapping):
+            raise TypeError(f"figures() returned {type(result).__name__}, not a mapping of "
+                            f"{', '.join(FIGURES)}")
+        unknown = sorted(str(key) for key in result if key not in FIGURES)
+        if unknown:
+            raise ValueError(f"figures() returned unknown keys {', '.join(unknown)} "
+                             f"(known: {', '.join(FIGURES)})")
+        counts = []
+        for key in FIGURES:
+            value = result.get(key, 0)
+            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**64:
+                raise ValueError(f"figures()['{key}'] is {value!r}, not a count (an int from 0)")
+            counts.append(value)
+        return tuple(counts)
+
+    return read
 
 
 class Package:
