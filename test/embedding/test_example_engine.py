@@ -184,7 +184,7 @@ class ExampleEngine(unittest.TestCase):
         run = subprocess.run(
             [binary, "simulate", "--enable-metrics", "--metrics-port", "0",
              "--metrics-reporters", "prometheus,jsonl", "--metrics-reporter-config", config,
-             "--metrics-plugin-dir", os.path.dirname(jsonl), "--ranks", "1", "--duration", "1"],
+             "--metrics-plugin-dir", os.path.dirname(jsonl), "--ranks", "1", "--duration", "2"],
             env=clean, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
         self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
         self.assertNotIn("sink helper", run.stderr)  # found, never restarted
@@ -200,8 +200,13 @@ class ExampleEngine(unittest.TestCase):
                 pid = int(os.path.basename(path)[len("events-"):-len(".jsonl")])
                 lines_by_pid[pid] = sum(1 for _ in lines)
         recording_pids = {int(row[1]) for row in rows}
-        # Every file was written by a helper, none by a recording process.
-        self.assertEqual(len(lines_by_pid), 3, lines_by_pid)
+        # Every file was written by a helper, one per process that delivered
+        # an event (a sink and its helper start with the first event: on a
+        # busy machine the scheduler may have none in its two seconds), none
+        # by a recording process.
+        delivering = [row for row in rows if int(row[4]) > 0]
+        self.assertGreaterEqual(len(delivering), 2, run.stdout)  # the launcher and the frontend
+        self.assertEqual(len(lines_by_pid), len(delivering), (lines_by_pid, run.stdout))
         self.assertFalse(recording_pids & set(lines_by_pid), (recording_pids, lines_by_pid))
         for row in rows:
             self.assertEqual(row[3], row[4], run.stdout)  # accepted == delivered
