@@ -143,7 +143,11 @@ class NodeFaults(unittest.TestCase):
         self.assertEqual(run.wait(), 3, run.describe())
         rows = [line for line in run.stdout_lines if " fails_in_emit " in line]
         self.assertEqual(len(rows), 3, run.describe())  # launcher, scheduler-0, frontend
-        for row in rows:
+        # Every process that recorded an event failed at its first emit (a
+        # busy machine may leave the scheduler none in its second).
+        failed = [row for row in rows if row.split()[3] != "0"]
+        self.assertGreaterEqual(len(failed), 2, run.describe())
+        for row in failed:
             self.assertTrue(row.endswith("failed: disabled (emit failed)"), row)
         self.assertIn("exit status 3: an output or a producer failed", run.stderr_text)
 

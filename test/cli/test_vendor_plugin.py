@@ -157,7 +157,12 @@ class VendorPlugin(h.CliTestCase):
                 delivered[fields[0]] = int(fields[4])
         figures = dict(re.findall(r"^  (\S+) example_output: (\d+) sent, 0 refused, 0 lost, "
                                   r"\d+ retries, 0 pending$", simulate.stdout, re.MULTILINE))
-        self.assertEqual(set(figures), set(delivered), simulate.stdout)
+        # Every process that was handed events reported (a sink starts with
+        # its first event: a busy machine may leave the scheduler none).
+        handed = {process for process, count in delivered.items() if count > 0}
+        self.assertGreaterEqual(len(handed), 2, simulate.stdout)
+        self.assertLessEqual(handed, set(figures), simulate.stdout)
+        self.assertLessEqual(set(figures), set(delivered), simulate.stdout)
         for process, sent in figures.items():
             self.assertEqual(int(sent), delivered[process], simulate.stdout)
 
