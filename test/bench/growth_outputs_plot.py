@@ -1,0 +1,198 @@
+"""growth_outputs_plot.py — runs the benchmarks of "how costs grow with
+outputs, threads and series per export" (docs/performance.md) and writes
+their figures as JSON, markdown tables and PNG plots:
+
+- growth-outputs-bench: the record path against the number of external
+  outputs (0, 1, 2, 4, 8) and of producer threads (1, 2, 4);
+- BM_ExportCpu of otlp-bench, remote-write-bench and statsd-bench: the CPU
+  one export costs in the plugin at 1,000 / 10,000 / 100,000 series.
+
+    /usr/bin/python3 test/bench/growth_outputs_plot.py build-bench \\
+        --repetitions 3 --out docs/performance
+
+Medians over the repetitions. Writes OUT/growth-outputs.json,
+OUT/growth-outputs-record.png, OUT/growth-outputs-throughput.png and
+OUT/growth-plugins-export-cpu.png, and prints the tables. --from-json
+redraws the plots and tables from a JSON written before.
+"""
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import tempfile
+
+PLUGINS = (("otlp", "otlp-bench", "collect, encode, gzip"),
+           ("remote_write", "remote-write-bench", "collect, encode, snappy"),
+           ("statsd", "statsd-bench", "collect, format, pack"))
+
+
+def run(binary, bench_filter, args, out):
+    subprocess.run([binary, f"--benchmark_filter={bench_filter}",
+                    f"--benchmark_min_time={args.min_time}",
+                    f"--benchmark_repetitions={args.repetitions}",
+                    "--benchmark_format=json", f"--benchmark_out={out}"],
+                   stdout=subprocess.DEVNULL, check=True)
+    with open(out) as file:
+        data = json.load(file)
+    runs = {}
+    for b in data["benchmarks"]:
+        if b.get("run_type") == "iteration" and "error_occurred" not in b:
+            runs.setdefault(b["run_name"], []).append(b)
+    return runs, data["context"]
+
+
+def median(runs, key):
+    return statistics.median(b[key] for b in runs)
+
+
+def record_rows(runs):
+    rows = []
+    for name, reps in runs.items():
+        kind = "counter inc" if "Counter" in name else "histogram observe"
+        outputs = int(re.search(r"outputs:(\d+)", name).group(1))
+        threads = int(re.search(r"threads:(\d+)", name).group(1))
+        worker = []
+        for b in reps:
+            producers_s = b["cpu_time"] * b["iterations"] * 1e-9
+            if b.get("delivered", 0) > 0:
+                worker.append((b["process_cpu_s"] - producers_s) * 1e9 / b["delivered"])
+        rows.append({
+            "kind": kind, "outputs": outputs, "threads": threads,
+            # the producer's own CPU per event (every thread's CPU over every event)
+            "cpu_ns_per_event": median(reps, "cpu_time"),
+            # wall time per event of one producer thread
+            "wall_ns_per_event_per_thread": median(reps, "thread0_wall_ns_per_event"),
+            "events_per_s": median(reps, "items_per_second"),
+            "drop_ratio": median(reps, "drop_ratio") if "drop_ratio" in reps[0] else 0.0,
+            "worker_cpu_ns_per_delivered": statistics.median(worker) if worker else None,
+            "ring_bytes": reps[0].get("ring_bytes", 0.0),
+        })
+    rows.sort(key=lambda r: (r["kind"], r["threads"], r["outputs"]))
+    return rows
+
+
+def plugin_rows(build, args, tmp):
+    rows = []
+    for plugin, program, steps in PLUGINS:
+        binary = os.path.join(build, "test", "bench", program)
+        if not os.path.exists(binary):
+            continue
+        runs, _ = run(binary, "BM_ExportCpu", args, os.path.join(tmp, plugin + ".json"))
+        for name, reps in runs.items():
+            series = int(re.search(r"series:(\d+)", name).group(1))
+            unit = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[reps[0]["time_unit"]]
+            row = {"plugin": plugin, "steps": steps, "series": series,
+                   "cpu_ms_per_export": median(reps, "cpu_time") * unit,
+                   "wall_ms_per_export": median(reps, "real_time") * unit}
+            row["cpu_us_per_series"] = row["cpu_ms_per_export"] * 1e3 / series
+            for extra in ("gzip_bytes", "snappy_bytes", "bytes", "requests", "datagrams",
+                          "samples_per_push"):
+                if extra in reps[0]:
+                    row[extra] = reps[0][extra]
+            rows.append(row)
+    rows.sort(key=lambda r: (r["plugin"], r["series"]))
+    return rows
+
+
+def tables(result):
+    lines = ["| event | threads | outputs | producer CPU ns/event | wall ns/event per thread "
+             "| events/s, all threads | drop | worker CPU ns/delivered | ring memory |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for r in result["record"]:
+        worker = r["worker_cpu_ns_per_delivered"]
+        lines.append(
+            f"| {r['kind']} | {r['threads']} | {r['outputs']} | {r['cpu_ns_per_event']:.1f} "
+            f"| {r['wall_ns_per_event_per_thread']:.1f} | {r['events_per_s'] / 1e6:.1f} M "
+            f"| {r['drop_ratio'] * 100:.1f} % "
+            f"| {'-' if worker is None else f'{worker:.1f}'} "
+            f"| {r['ring_bytes'] / 2**20:.2f} MiB |")
+    lines += ["", "| plugin | what | series | CPU ms per export | CPU us per series | wall ms |",
+              "|---|---|---|---|---|---|"]
+    for r in result["plugins"]:
+        lines.append(f"| {r['plugin']} | {r['steps']} | {r['series']:,} "
+                     f"| {r['cpu_ms_per_export']:.2f} | {r['cpu_us_per_series']:.2f} "
+                     f"| {r['wall_ms_per_export']:.2f} |")
+    return "\n".join(lines)
+
+
+def plot(result, out):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    record = result["record"]
+    kinds = sorted({r["kind"] for r in record})
+    threads = sorted({r["threads"] for r in record})
+    for figure_name, key, label in (
+            ("growth-outputs-record.png", "cpu_ns_per_event", "producer CPU, ns per event"),
+            ("growth-outputs-throughput.png", "events_per_s", "events/s, all producer threads")):
+        fig, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4), squeeze=False)
+        for axis, kind in zip(axes[0], kinds):
+            for t in threads:
+                points = sorted((r["outputs"], r[key]) for r in record
+                                if r["kind"] == kind and r["threads"] == t)
+                axis.plot([p[0] for p in points], [p[1] for p in points], marker="o",
+                          label=f"{t} thread{'s' if t > 1 else ''}")
+            axis.set_title(kind)
+            axis.set_xlabel("external outputs")
+            axis.set_ylabel(label)
+            axis.set_xticks(sorted({r["outputs"] for r in record}))
+            axis.set_ylim(bottom=0)
+            axis.grid(True, alpha=0.3)
+            axis.legend()
+        fig.suptitle(result.get("machine", ""), fontsize=8)
+        fig.tight_layout()
+        fig.savefig(os.path.join(out, figure_name), dpi=100)
+        plt.close(fig)
+
+    fig, axis = plt.subplots(figsize=(6, 4.5))
+    for plugin in sorted({r["plugin"] for r in result["plugins"]}):
+        points = [(r["series"], r["cpu_ms_per_export"]) for r in result["plugins"]
+                  if r["plugin"] == plugin]
+        axis.loglog([p[0] for p in points], [p[1] for p in points], marker="o", label=plugin)
+    axis.set_xlabel("series per export")
+    axis.set_ylabel("plugin CPU per export, ms")
+    axis.grid(True, which="both", alpha=0.3)
+    axis.legend()
+    axis.set_title("one export's CPU (no network)")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "growth-plugins-export-cpu.png"), dpi=100)
+    plt.close(fig)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("build", nargs="?", default="build-bench",
+                        help="a build configured with -Dbenchmarks=true")
+    parser.add_argument("--out", default="docs/performance", help="folder of the JSON and PNGs")
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--min-time", default="0.2")
+    parser.add_argument("--filter", default=".", help="of the growth-outputs-bench cases")
+    parser.add_argument("--from-json", help="redraw from this JSON instead of running")
+    args = parser.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    if args.from_json:
+        with open(args.from_json) as file:
+            result = json.load(file)
+    else:
+        with tempfile.TemporaryDirectory() as tmp:
+            runs, context = run(os.path.join(args.build, "test", "bench", "growth-outputs-bench"),
+                                args.filter, args, os.path.join(tmp, "growth.json"))
+            result = {
+                "machine": f"{context.get('num_cpus')} CPUs at {context.get('mhz_per_cpu')} MHz, "
+                           f"{context.get('date')}, load average "
+                           f"{[round(x, 2) for x in context.get('load_avg', [])]}",
+                "repetitions": args.repetitions, "min_time": args.min_time,
+                "record": record_rows(runs),
+                "plugins": plugin_rows(args.build, args, tmp),
+            }
+        with open(os.path.join(args.out, "growth-outputs.json"), "w") as file:
+            json.dump(result, file, indent=1)
+    plot(result, args.out)
+    print(tables(result))
+
+
+if __name__ == "__main__":
+    main()
