@@ -10,18 +10,22 @@
 #include <benchmark/benchmark.h>
 
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <bit>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/in_process_metric_store.hpp"
+#include "prometheus/multiprocess_metric_store.hpp"
+#include "prometheus/multiprocess_run_dir.hpp"
 #include "pipeline/collector.hpp"
 #include "pipeline/event_router.hpp"
 
@@ -64,7 +68,17 @@ double process_cpu_seconds() {
 // (none: no router, the Prometheus aggregate only), a collector, and one
 // counter and one histogram series per producer thread.
 struct Rig {
-  Rig(int outputs, int threads) {
+  // file_store: the producers' store, slots in a mapped file of a run
+  // directory (records packed one after another), instead of the in-process
+  // store (every series on cache lines of its own).
+  Rig(int outputs, int threads, bool file_store) {
+    if (file_store) {
+      run_dir = std::make_unique<MultiprocessRunDir>(std::filesystem::temp_directory_path() /
+                                                     ("tsm-growth-" + std::to_string(::getpid())));
+      store = std::make_unique<MultiprocessMetricStore>(MultiprocessStoreOptions{run_dir->path()});
+    } else {
+      store = std::make_unique<InProcessMetricStore>();
+    }
     for (int i = 0; i < outputs; ++i) sinks.push_back(std::make_unique<CountingSink>());
     if (outputs > 0) {
       std::vector<OutputDefinition> definitions;
@@ -82,15 +96,16 @@ struct Rig {
       options.log = [](std::string_view) {};
       router = std::make_unique<EventRouter>(std::move(definitions), options);
     }
-    collector = std::make_unique<Collector>(store, router.get());
-    for (int t = 0; t < threads; ++t) {
-      const std::string rank = std::to_string(t);
-      counters.push_back(collector->counter(kCounter).labels("llama", rank));
-      histograms.push_back(collector->histogram(kHistogram).labels("llama", rank));
-    }
+    collector = std::make_unique<Collector>(*store, router.get());
+    // The threads' series one after another, as an engine interns them.
+    for (int t = 0; t < threads; ++t)
+      counters.push_back(collector->counter(kCounter).labels("llama", std::to_string(t)));
+    for (int t = 0; t < threads; ++t)
+      histograms.push_back(collector->histogram(kHistogram).labels("llama", std::to_string(t)));
   }
 
-  InProcessMetricStore store;
+  std::unique_ptr<MultiprocessRunDir> run_dir;
+  std::unique_ptr<MetricStore> store;
   std::vector<std::unique_ptr<CountingSink>> sinks;
   std::unique_ptr<EventRouter> router;
   std::unique_ptr<Collector> collector;
@@ -113,7 +128,7 @@ std::atomic<Rig*> g_rig{nullptr};
 
 Rig& shared_rig(benchmark::State& state) {
   if (state.thread_index() == 0) {
-    g_rig.store(new Rig(static_cast<int>(state.range(0)), state.threads()),
+    g_rig.store(new Rig(static_cast<int>(state.range(0)), state.threads(), state.range(1) != 0),
                 std::memory_order_release);
   }
   Rig* rig = nullptr;
@@ -150,6 +165,7 @@ void finish(benchmark::State& state, Rig& rig, double cpu_at_start,
     state.counters["ring_bytes"] =
         static_cast<double>(rig.router->ring_sets() * outputs * slots * 16);
   }
+  state.counters["file_store"] = static_cast<double>(state.range(1));
   rig.collector.reset();
   rig.router.reset();
   delete g_rig.exchange(nullptr, std::memory_order_acq_rel);
@@ -183,8 +199,11 @@ void run_batched(benchmark::State& state, Rig& rig, Record record) {
   }
   const auto wall = std::chrono::steady_clock::now() - wall_start;
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kBatch);
-  state.counters["events_per_iteration"] = kBatch;
-  if (state.thread_index() == 0) finish(state, rig, cpu_at_start, wall);
+  if (state.thread_index() == 0) {
+    // Counters are summed over the threads: only thread 0 sets them.
+    state.counters["events_per_iteration"] = kBatch;
+    finish(state, rig, cpu_at_start, wall);
+  }
 }
 
 // The pipeline at full speed: every thread records as fast as it can, the
@@ -198,8 +217,10 @@ void run_full_speed(benchmark::State& state, Rig& rig, Record record) {
   for (auto _ : state) record(rig, t);
   const auto wall = std::chrono::steady_clock::now() - wall_start;
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()));
-  state.counters["events_per_iteration"] = 1;
-  if (state.thread_index() == 0) finish(state, rig, cpu_at_start, wall);
+  if (state.thread_index() == 0) {
+    state.counters["events_per_iteration"] = 1;
+    finish(state, rig, cpu_at_start, wall);
+  }
 }
 
 template <class Record>
@@ -236,15 +257,25 @@ static void BM_GrowthHistogramObserve_FullSpeed(benchmark::State& state) {
   run(state, false, record_histogram);
 }
 
-// Arg: the number of outputs; Threads: producer threads recording at once.
+// Args: the number of outputs, and 0 (the in-process store); Threads:
+// producer threads recording at once.
 static void growth_cases(benchmark::internal::Benchmark* b) {
-  b->ArgName("outputs");
-  for (int outputs : {0, 1, 2, 4, 8}) b->Arg(outputs);
+  b->ArgNames({"outputs", "file_store"});
+  for (int outputs : {0, 1, 2, 4, 8}) b->Args({outputs, 0});
   b->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 }
 BENCHMARK(BM_GrowthCounterInc)->Apply(growth_cases);
 BENCHMARK(BM_GrowthHistogramObserve)->Apply(growth_cases);
 BENCHMARK(BM_GrowthCounterInc_FullSpeed)->Apply(growth_cases);
 BENCHMARK(BM_GrowthHistogramObserve_FullSpeed)->Apply(growth_cases);
+
+// The producers' store (file_store 1): each thread's series next to the
+// others' in the mapped file, so that slots of two threads may share a line.
+static void file_store_cases(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"outputs", "file_store"});
+  for (int outputs : {0, 1}) b->Args({outputs, 0})->Args({outputs, 1});
+  b->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+}
+BENCHMARK(BM_GrowthCounterInc)->Name("BM_StoreCounterInc")->Apply(file_store_cases);
 
 BENCHMARK_MAIN();

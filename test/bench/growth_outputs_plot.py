@@ -11,7 +11,7 @@ their figures as JSON, markdown tables and PNG plots:
         --repetitions 3 --out docs/performance
 
 Medians over the repetitions. Writes OUT/growth-outputs.json,
-OUT/growth-outputs-record.png, OUT/growth-outputs-throughput.png and
+OUT/growth-outputs-record.png, OUT/growth-outputs-delivered.png and
 OUT/growth-plugins-export-cpu.png, and prints the tables. --from-json
 redraws the plots and tables from a JSON written before.
 """
@@ -28,9 +28,9 @@ PLUGINS = (("otlp", "otlp-bench", "collect, encode, gzip"),
            ("statsd", "statsd-bench", "collect, format, pack"))
 
 
-def run(binary, bench_filter, args, out):
+def run(binary, bench_filter, args, out, min_time=None):
     subprocess.run([binary, f"--benchmark_filter={bench_filter}",
-                    f"--benchmark_min_time={args.min_time}",
+                    f"--benchmark_min_time={min_time or args.min_time}",
                     f"--benchmark_repetitions={args.repetitions}",
                     "--benchmark_format=json", f"--benchmark_out={out}"],
                    stdout=subprocess.DEVNULL, check=True)
@@ -50,26 +50,50 @@ def median(runs, key):
 def record_rows(runs):
     rows = []
     for name, reps in runs.items():
+        if not name.startswith("BM_Growth"):
+            continue
         kind = "counter inc" if "Counter" in name else "histogram observe"
         outputs = int(re.search(r"outputs:(\d+)", name).group(1))
         threads = int(re.search(r"threads:(\d+)", name).group(1))
-        worker = []
-        for b in reps:
-            producers_s = b["cpu_time"] * b["iterations"] * 1e-9
-            if b.get("delivered", 0) > 0:
-                worker.append((b["process_cpu_s"] - producers_s) * 1e9 / b["delivered"])
-        rows.append({
+        batch = reps[0]["events_per_iteration"]
+        row = {
+            "mode": "full speed" if "FullSpeed" in name else "batched",
             "kind": kind, "outputs": outputs, "threads": threads,
             # the producer's own CPU per event (every thread's CPU over every event)
-            "cpu_ns_per_event": median(reps, "cpu_time"),
-            # wall time per event of one producer thread
-            "wall_ns_per_event_per_thread": median(reps, "thread0_wall_ns_per_event"),
+            "cpu_ns_per_event": median(reps, "cpu_time") / batch,
+            # wall time per event of one producer thread while it records
+            "wall_ns_per_event_per_thread": median(reps, "real_time") * threads / batch,
+            # events recorded per second by all threads together while they record
             "events_per_s": median(reps, "items_per_second"),
             "drop_ratio": median(reps, "drop_ratio") if "drop_ratio" in reps[0] else 0.0,
-            "worker_cpu_ns_per_delivered": statistics.median(worker) if worker else None,
             "ring_bytes": reps[0].get("ring_bytes", 0.0),
+        }
+        if row["mode"] == "full speed" and outputs > 0:
+            # what every output received per second, together, and the
+            # workers' CPU (the process's, less the producers') per delivery
+            row["delivered_per_s"] = statistics.median(b["delivered"] / b["wall_s"] for b in reps)
+            row["worker_cpu_ns_per_delivered"] = statistics.median(
+                (b["process_cpu_s"] - b["cpu_time"] * b["iterations"] * 1e-9) * 1e9
+                / b["delivered"] for b in reps)
+        rows.append(row)
+    rows.sort(key=lambda r: (r["mode"], r["kind"], r["threads"], r["outputs"]))
+    return rows
+
+
+def store_rows(runs):
+    """BM_StoreCounterInc: the in-process store against the producers' file store."""
+    rows = []
+    for name, reps in runs.items():
+        if not name.startswith("BM_Store"):
+            continue
+        batch = reps[0]["events_per_iteration"]
+        rows.append({
+            "outputs": int(re.search(r"outputs:(\d+)", name).group(1)),
+            "store": "file" if "file_store:1" in name else "in-process",
+            "threads": int(re.search(r"threads:(\d+)", name).group(1)),
+            "cpu_ns_per_event": median(reps, "cpu_time") / batch,
         })
-    rows.sort(key=lambda r: (r["kind"], r["threads"], r["outputs"]))
+    rows.sort(key=lambda r: (r["outputs"], r["store"], r["threads"]))
     return rows
 
 
@@ -79,7 +103,8 @@ def plugin_rows(build, args, tmp):
         binary = os.path.join(build, "test", "bench", program)
         if not os.path.exists(binary):
             continue
-        runs, _ = run(binary, "BM_ExportCpu", args, os.path.join(tmp, plugin + ".json"))
+        runs, _ = run(binary, "BM_ExportCpu", args, os.path.join(tmp, plugin + ".json"),
+                      args.plugin_min_time)
         for name, reps in runs.items():
             series = int(re.search(r"series:(\d+)", name).group(1))
             unit = {"ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}[reps[0]["time_unit"]]
@@ -98,16 +123,33 @@ def plugin_rows(build, args, tmp):
 
 def tables(result):
     lines = ["| event | threads | outputs | producer CPU ns/event | wall ns/event per thread "
-             "| events/s, all threads | drop | worker CPU ns/delivered | ring memory |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| events/s, all threads | drop | ring memory |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in result["record"]:
-        worker = r["worker_cpu_ns_per_delivered"]
+        if r["mode"] != "batched":
+            continue
         lines.append(
             f"| {r['kind']} | {r['threads']} | {r['outputs']} | {r['cpu_ns_per_event']:.1f} "
             f"| {r['wall_ns_per_event_per_thread']:.1f} | {r['events_per_s'] / 1e6:.1f} M "
-            f"| {r['drop_ratio'] * 100:.1f} % "
-            f"| {'-' if worker is None else f'{worker:.1f}'} "
-            f"| {r['ring_bytes'] / 2**20:.2f} MiB |")
+            f"| {r['drop_ratio'] * 100:.2f} % | {r['ring_bytes'] / 2**20:.2f} MiB |")
+    lines += ["", "| event | threads | outputs | producer CPU ns/event | recorded/s, all threads "
+              "| drop | delivered/s, all outputs | worker CPU ns/delivered |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in result["record"]:
+        if r["mode"] != "full speed":
+            continue
+        delivered = r.get("delivered_per_s")
+        worker = r.get("worker_cpu_ns_per_delivered")
+        lines.append(
+            f"| {r['kind']} | {r['threads']} | {r['outputs']} | {r['cpu_ns_per_event']:.1f} "
+            f"| {r['events_per_s'] / 1e6:.1f} M | {r['drop_ratio'] * 100:.1f} % "
+            f"| {'-' if delivered is None else f'{delivered / 1e6:.1f} M'} "
+            f"| {'-' if worker is None else f'{worker:.1f}'} |")
+    if result.get("store"):
+        lines += ["", "| outputs | store | threads | producer CPU ns/event |", "|---|---|---|---|"]
+        for r in result["store"]:
+            lines.append(f"| {r['outputs']} | {r['store']} | {r['threads']} "
+                         f"| {r['cpu_ns_per_event']:.1f} |")
     lines += ["", "| plugin | what | series | CPU ms per export | CPU us per series | wall ms |",
               "|---|---|---|---|---|---|"]
     for r in result["plugins"]:
@@ -125,20 +167,23 @@ def plot(result, out):
     record = result["record"]
     kinds = sorted({r["kind"] for r in record})
     threads = sorted({r["threads"] for r in record})
-    for figure_name, key, label in (
-            ("growth-outputs-record.png", "cpu_ns_per_event", "producer CPU, ns per event"),
-            ("growth-outputs-throughput.png", "events_per_s", "events/s, all producer threads")):
+    for figure_name, mode, key, label in (
+            ("growth-outputs-record.png", "batched", "cpu_ns_per_event",
+             "producer CPU, ns per event"),
+            ("growth-outputs-delivered.png", "full speed", "delivered_per_s",
+             "events/s received, all outputs together")):
         fig, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4), squeeze=False)
         for axis, kind in zip(axes[0], kinds):
             for t in threads:
                 points = sorted((r["outputs"], r[key]) for r in record
-                                if r["kind"] == kind and r["threads"] == t)
+                                if r["mode"] == mode and r["kind"] == kind
+                                and r["threads"] == t and key in r)
                 axis.plot([p[0] for p in points], [p[1] for p in points], marker="o",
                           label=f"{t} thread{'s' if t > 1 else ''}")
             axis.set_title(kind)
             axis.set_xlabel("external outputs")
             axis.set_ylabel(label)
-            axis.set_xticks(sorted({r["outputs"] for r in record}))
+            axis.set_xticks([0, 1, 2, 4, 8])
             axis.set_ylim(bottom=0)
             axis.grid(True, alpha=0.3)
             axis.legend()
@@ -169,6 +214,8 @@ def main():
     parser.add_argument("--out", default="docs/performance", help="folder of the JSON and PNGs")
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--min-time", default="0.2")
+    parser.add_argument("--plugin-min-time", default="1.0",
+                        help="of BM_ExportCpu: an export of 100,000 series takes up to a second")
     parser.add_argument("--filter", default=".", help="of the growth-outputs-bench cases")
     parser.add_argument("--from-json", help="redraw from this JSON instead of running")
     args = parser.parse_args()
@@ -185,7 +232,9 @@ def main():
                            f"{context.get('date')}, load average "
                            f"{[round(x, 2) for x in context.get('load_avg', [])]}",
                 "repetitions": args.repetitions, "min_time": args.min_time,
+                "plugin_min_time": args.plugin_min_time,
                 "record": record_rows(runs),
+                "store": store_rows(runs),
                 "plugins": plugin_rows(args.build, args, tmp),
             }
         with open(os.path.join(args.out, "growth-outputs.json"), "w") as file:
