@@ -197,6 +197,12 @@ def plot(result, out):
         points = [(r["series"], r["cpu_ms_per_export"]) for r in result["plugins"]
                   if r["plugin"] == plugin]
         axis.loglog([p[0] for p in points], [p[1] for p in points], marker="o", label=plugin)
+    # Linear growth for comparison: a slope of one through the median 10,000-series point.
+    anchors = [r["cpu_ms_per_export"] for r in result["plugins"] if r["series"] == 10_000]
+    if anchors:
+        anchor = statistics.median(anchors)
+        axis.loglog([1_000, 100_000], [anchor / 10, anchor * 10], linestyle="--", color="grey",
+                    label="linear in series")
     axis.set_xlabel("series per export")
     axis.set_ylabel("plugin CPU per export, ms")
     axis.grid(True, which="both", alpha=0.3)
