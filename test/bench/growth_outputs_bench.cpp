@@ -9,6 +9,7 @@
 // test/bench/growth_outputs_plot.py.
 #include <benchmark/benchmark.h>
 
+#include <malloc.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -224,10 +225,16 @@ void run_full_speed(benchmark::State& state, Rig& rig, Record record) {
 }
 
 template <class Record>
-void run(benchmark::State& state, bool batched, Record record) {
+void run(benchmark::State& state, bool batched, Record record, bool heap_rings = false) {
   Rig& rig = shared_rig(state);
   // This thread's rings are allocated on its first event; counted as recorded.
+  // A ring's 256 KiB of slots is above malloc's mmap threshold: each array
+  // is a mapping of its own, all starting at the same offset in a page.
+  // heap_rings raises the threshold for that allocation, so the arrays come
+  // from the heap one after another, each at another offset in its page.
+  if (heap_rings) mallopt(M_MMAP_THRESHOLD, 32 << 20);
   record(rig, static_cast<std::size_t>(state.thread_index()));
+  if (heap_rings) mallopt(M_MMAP_THRESHOLD, 128 << 10);
   rig.recorded.fetch_add(1);
   if (batched) {
     run_batched(state, rig, record);
@@ -277,5 +284,22 @@ static void file_store_cases(benchmark::internal::Benchmark* b) {
   b->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 }
 BENCHMARK(BM_GrowthCounterInc)->Name("BM_StoreCounterInc")->Apply(file_store_cases);
+
+// Where the rings' slot arrays lie (heap 0: one mapping each, every array
+// at the same offset in its page; heap 1: on the heap, at differing
+// offsets), with one producer thread.
+static void BM_RingPlacementHistogram(benchmark::State& state) {
+  run(state, true, record_histogram, state.range(2) != 0);
+}
+static void BM_RingPlacementCounter(benchmark::State& state) {
+  run(state, true, record_counter, state.range(2) != 0);
+}
+static void placement_cases(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"outputs", "file_store", "heap"});
+  for (int outputs : {4, 8}) b->Args({outputs, 0, 0})->Args({outputs, 0, 1});
+  b->Threads(1)->UseRealTime();
+}
+BENCHMARK(BM_RingPlacementHistogram)->Apply(placement_cases);
+BENCHMARK(BM_RingPlacementCounter)->Apply(placement_cases);
 
 BENCHMARK_MAIN();

@@ -97,6 +97,22 @@ def store_rows(runs):
     return rows
 
 
+def placement_rows(runs):
+    """BM_RingPlacement*: ring slot arrays mapped one each against on the heap."""
+    rows = []
+    for name, reps in runs.items():
+        if not name.startswith("BM_RingPlacement"):
+            continue
+        rows.append({
+            "kind": "counter inc" if "Counter" in name else "histogram observe",
+            "outputs": int(re.search(r"outputs:(\d+)", name).group(1)),
+            "rings": "heap" if "heap:1" in name else "one mapping each",
+            "cpu_ns_per_event": median(reps, "cpu_time") / reps[0]["events_per_iteration"],
+        })
+    rows.sort(key=lambda r: (r["kind"], r["outputs"], r["rings"]))
+    return rows
+
+
 def plugin_rows(build, args, tmp):
     rows = []
     for plugin, program, steps in PLUGINS:
@@ -149,6 +165,12 @@ def tables(result):
         lines += ["", "| outputs | store | threads | producer CPU ns/event |", "|---|---|---|---|"]
         for r in result["store"]:
             lines.append(f"| {r['outputs']} | {r['store']} | {r['threads']} "
+                         f"| {r['cpu_ns_per_event']:.1f} |")
+    if result.get("placement"):
+        lines += ["", "| event | outputs | ring slot arrays | producer CPU ns/event |",
+                  "|---|---|---|---|"]
+        for r in result["placement"]:
+            lines.append(f"| {r['kind']} | {r['outputs']} | {r['rings']} "
                          f"| {r['cpu_ns_per_event']:.1f} |")
     lines += ["", "| plugin | what | series | CPU ms per export | CPU us per series | wall ms |",
               "|---|---|---|---|---|---|"]
@@ -241,6 +263,7 @@ def main():
                 "plugin_min_time": args.plugin_min_time,
                 "record": record_rows(runs),
                 "store": store_rows(runs),
+                "placement": placement_rows(runs),
                 "plugins": plugin_rows(args.build, args, tmp),
             }
         with open(os.path.join(args.out, "growth-outputs.json"), "w") as file:
