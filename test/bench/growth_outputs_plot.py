@@ -23,6 +23,8 @@ import statistics
 import subprocess
 import tempfile
 
+import numpy
+
 PLUGINS = (("otlp", "otlp-bench", "collect, encode, gzip"),
            ("remote_write", "remote-write-bench", "collect, encode, snappy"),
            ("statsd", "statsd-bench", "collect, format, pack"))
@@ -137,30 +139,46 @@ def plugin_rows(build, args, tmp):
     return rows
 
 
+def pivot(record, mode, cell):
+    """One row per number of outputs, one column per event kind and thread count."""
+    keys = sorted({(r["kind"], r["threads"]) for r in record if r["mode"] == mode})
+    lines = ["| outputs | " + " | ".join(f"{kind}, {t} thr." for kind, t in keys) + " |",
+             "|---" * (len(keys) + 1) + "|"]
+    for outputs in sorted({r["outputs"] for r in record}):
+        cells = []
+        for kind, t in keys:
+            row = [r for r in record if r["mode"] == mode and r["kind"] == kind
+                   and r["threads"] == t and r["outputs"] == outputs]
+            cells.append(cell(row[0]) if row else "-")
+        lines.append(f"| {outputs} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def tables(result):
-    lines = ["| event | threads | outputs | producer CPU ns/event | wall ns/event per thread "
-             "| events/s, all threads | drop | ring memory |",
-             "|---|---|---|---|---|---|---|---|"]
-    for r in result["record"]:
-        if r["mode"] != "batched":
-            continue
-        lines.append(
-            f"| {r['kind']} | {r['threads']} | {r['outputs']} | {r['cpu_ns_per_event']:.1f} "
-            f"| {r['wall_ns_per_event_per_thread']:.1f} | {r['events_per_s'] / 1e6:.1f} M "
-            f"| {r['drop_ratio'] * 100:.2f} % | {r['ring_bytes'] / 2**20:.2f} MiB |")
-    lines += ["", "| event | threads | outputs | producer CPU ns/event | recorded/s, all threads "
-              "| drop | delivered/s, all outputs | worker CPU ns/delivered |",
-              "|---|---|---|---|---|---|---|---|"]
-    for r in result["record"]:
-        if r["mode"] != "full speed":
-            continue
-        delivered = r.get("delivered_per_s")
-        worker = r.get("worker_cpu_ns_per_delivered")
-        lines.append(
-            f"| {r['kind']} | {r['threads']} | {r['outputs']} | {r['cpu_ns_per_event']:.1f} "
-            f"| {r['events_per_s'] / 1e6:.1f} M | {r['drop_ratio'] * 100:.1f} % "
-            f"| {'-' if delivered is None else f'{delivered / 1e6:.1f} M'} "
-            f"| {'-' if worker is None else f'{worker:.1f}'} |")
+    record = result["record"]
+    lines = ["Producer CPU per event, ns (batched: every push finds room):", ""]
+    lines += pivot(record, "batched", lambda r: f"{r['cpu_ns_per_event']:.1f}")
+    lines += ["", "Wall time per event of one producer thread, ns (batched):", ""]
+    lines += pivot(record, "batched", lambda r: f"{r['wall_ns_per_event_per_thread']:.1f}")
+    lines += ["", "Drop ratio (batched):", ""]
+    lines += pivot(record, "batched", lambda r: f"{r['drop_ratio'] * 100:.2f} %")
+    lines += ["", "Ring memory (threads x outputs x slots x 16 B):", ""]
+    lines += pivot(record, "batched", lambda r: f"{r['ring_bytes'] / 2**20:.2f} MiB")
+    lines += ["", "Producer CPU per event against outputs (1-8), least squares (batched):", ""]
+    for kind, t in sorted({(r["kind"], r["threads"]) for r in record}):
+        points = sorted((r["outputs"], r["cpu_ns_per_event"]) for r in record
+                        if r["mode"] == "batched" and r["kind"] == kind and r["threads"] == t
+                        and r["outputs"] >= 1)
+        slope, intercept = numpy.polyfit([p[0] for p in points], [p[1] for p in points], 1)
+        lines.append(f"- {kind}, {t} thread(s): {intercept:.1f} ns + {slope:.1f} ns per output")
+    lines += ["", "Full speed: events/s received by all outputs together, drop ratio, "
+              "workers' CPU ns per delivered event:", ""]
+    lines += pivot(record, "full speed",
+                   lambda r: "-" if "delivered_per_s" not in r else
+                   f"{r['delivered_per_s'] / 1e6:.1f} M, {r['drop_ratio'] * 100:.0f} %, "
+                   f"{r['worker_cpu_ns_per_delivered']:.0f}")
+    lines += ["", "Full speed: events/s recorded by all threads together:", ""]
+    lines += pivot(record, "full speed", lambda r: f"{r['events_per_s'] / 1e6:.1f} M")
     if result.get("store"):
         lines += ["", "| outputs | store | threads | producer CPU ns/event |", "|---|---|---|---|"]
         for r in result["store"]:
