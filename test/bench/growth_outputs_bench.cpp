@@ -2,10 +2,11 @@
 // external outputs (0, 1, 2, 4, 8) and of producer threads recording at once
 // (1, 2, 4): counter inc and histogram observe through the collector's public
 // handles, each thread on a series of its own, every output a sink that only
-// counts, drained by its own worker. Reported per case: the producer's CPU per
-// event (cpu_time), thread 0's wall time per event, events/s of all threads
-// together, the drop ratio, the workers' CPU per delivered event and the ring
-// memory. The figures and the plots: docs/performance.md,
+// counts, drained by its own worker. Batched cases give the producer's cost
+// per event with every push finding room; full-speed cases what the outputs
+// receive per second, the drop ratio and the workers' CPU; the store cases
+// compare the producers' file store, and the placement cases where the rings'
+// slot arrays lie. Figures and plots: docs/performance.md, made by
 // test/bench/growth_outputs_plot.py.
 #include <benchmark/benchmark.h>
 
