@@ -74,6 +74,36 @@ void BM_EncodeSnappy10kSeries(benchmark::State& state) {
 }
 BENCHMARK(BM_EncodeSnappy10kSeries)->Unit(benchmark::kMillisecond);
 
+// The CPU of one push without the network, at range(0) series: collect,
+// encode and snappy-compress every request (process CPU time).
+void BM_ExportCpu(benchmark::State& state) {
+  const auto series = static_cast<int>(state.range(0));
+  const EventSet set(series);
+  kit::AggregationOptions aggregation;
+  aggregation.max_series = static_cast<std::size_t>(series);
+  kit::Aggregator aggregator(aggregation);
+  for (const tsm_metric_event& e : set.events) aggregator.add(e);
+  const rw::Encoder encoder(encoder_options());
+  std::vector<std::string> bodies;
+  std::size_t samples = 0;
+  int64_t at = now_ms();
+  for (auto _ : state) samples = encode_push(aggregator, encoder, ++at, bodies);
+  std::size_t bytes = 0;
+  for (const auto& body : bodies) bytes += body.size();
+  state.counters["series"] = series;
+  state.counters["samples_per_push"] = static_cast<double>(samples);
+  state.counters["snappy_bytes"] = static_cast<double>(bytes);
+  state.counters["requests"] = static_cast<double>(bodies.size());
+  state.SetItemsProcessed(state.iterations() * series);
+}
+BENCHMARK(BM_ExportCpu)
+    ->ArgName("series")
+    ->Arg(1'000)
+    ->Arg(10'000)
+    ->Arg(100'000)
+    ->MeasureProcessCPUTime()
+    ->Unit(benchmark::kMillisecond);
+
 // Collect, encode, compress and POST every request into a local Prometheus.
 void BM_PushToPrometheus10kSeries(benchmark::State& state) {
   const char* url = std::getenv("TSM_BENCH_REMOTE_WRITE_URL");
