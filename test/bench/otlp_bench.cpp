@@ -20,6 +20,7 @@
 #include <tokenspeed/kit/gzip.hpp>
 #include <tokenspeed/kit/http_client.hpp>
 
+#include "export_cpu_sizes.hpp"
 #include "bench_events.hpp"
 #include "otlp_encoder.hpp"
 #include "otlp_sink.hpp"
@@ -234,13 +235,7 @@ void BM_ExportCpu(benchmark::State& state) {
   state.counters["requests"] = static_cast<double>(requests);
   state.SetItemsProcessed(state.iterations() * series);
 }
-BENCHMARK(BM_ExportCpu)
-    ->ArgName("series")
-    ->Arg(1'000)
-    ->Arg(10'000)
-    ->Arg(100'000)
-    ->MeasureProcessCPUTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ExportCpu)->Apply(export_cpu_sizes);
 
 }  // namespace
 

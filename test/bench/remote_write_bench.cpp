@@ -17,6 +17,7 @@
 #include <tokenspeed/kit/aggregation.hpp>
 #include <tokenspeed/kit/http_client.hpp>
 
+#include "export_cpu_sizes.hpp"
 #include "bench_events.hpp"
 #include "remote_write_encoder.hpp"
 
@@ -96,13 +97,7 @@ void BM_ExportCpu(benchmark::State& state) {
   state.counters["requests"] = static_cast<double>(bodies.size());
   state.SetItemsProcessed(state.iterations() * series);
 }
-BENCHMARK(BM_ExportCpu)
-    ->ArgName("series")
-    ->Arg(1'000)
-    ->Arg(10'000)
-    ->Arg(100'000)
-    ->MeasureProcessCPUTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ExportCpu)->Apply(export_cpu_sizes);
 
 // Collect, encode, compress and POST every request into a local Prometheus.
 void BM_PushToPrometheus10kSeries(benchmark::State& state) {

@@ -20,6 +20,7 @@
 
 #include <tokenspeed/kit/aggregation.hpp>
 
+#include "export_cpu_sizes.hpp"
 #include "statsd_format.hpp"
 #include "statsd_packer.hpp"
 #include "statsd_sink.hpp"
@@ -294,13 +295,7 @@ void BM_ExportCpu(benchmark::State& state) {
   state.counters["bytes"] = static_cast<double>(bytes);
   state.SetItemsProcessed(state.iterations() * series);
 }
-BENCHMARK(BM_ExportCpu)
-    ->ArgName("series")
-    ->Arg(1'000)
-    ->Arg(10'000)
-    ->Arg(100'000)
-    ->MeasureProcessCPUTime()
-    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ExportCpu)->Apply(export_cpu_sizes);
 
 }  // namespace
 
