@@ -70,7 +70,7 @@ PrometheusMerge::PrometheusMerge(const std::vector<const MetricDefinition*>& cat
     const MetricDefinition* metric = catalog[i];
     if (metric == nullptr || by_name_.contains(metric->name)) continue;
     by_name_[metric->name].push_back(candidates_.size());
-    candidates_.push_back(Candidate{metric, nullptr, i, false, {}, {}, {}});
+    candidates_.push_back(Candidate{metric, nullptr, i, false, {}, {}, {}, 0});
   }
 }
 
@@ -85,7 +85,7 @@ std::size_t PrometheusMerge::candidate_for(const MetricDefinition& metric) {
   auto learned = std::make_shared<const MetricDefinition>(metric);
   const std::size_t index = candidates_.size();
   by_name_[learned->name].push_back(index);
-  candidates_.push_back(Candidate{learned.get(), learned, kNotInCatalog, false, {}, {}, {}});
+  candidates_.push_back(Candidate{learned.get(), learned, kNotInCatalog, false, {}, {}, {}, 0});
   return index;
 }
 
@@ -149,23 +149,35 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
     }
   }
 
-  key_.clear();
-  for (std::string_view value : label_values) {
-    key_ += value;
-    key_.push_back(kSeparator);
-  }
-  if (per_process) key_ += pid;
+  // The series after the last one matched, when its label values are these
+  // (a per-process gauge's key holds the pid too: always looked up). Label
+  // values identify a series, so this is the series the index would give.
+  std::size_t found = candidate.next;
+  if (per_process || !match_in_order_ || found >= candidate.series.size() ||
+      !std::equal(label_values.begin(), label_values.end(),
+                  candidate.series[found].label_values.begin(),
+                  candidate.series[found].label_values.end())) {
+    key_.clear();
+    for (std::string_view value : label_values) {
+      key_ += value;
+      key_.push_back(kSeparator);
+    }
+    if (per_process) key_ += pid;
 
-  auto [where, inserted] = candidate.index.try_emplace(key_, candidate.series.size());
-  if (inserted) {
-    Accumulated series;
-    series.label_values.assign(label_values.begin(), label_values.end());
-    if (per_process) series.label_values.push_back(pid);
-    series.slots.assign(slots.begin(), slots.end());
-    candidate.series.push_back(std::move(series));
-    return;
+    auto [where, inserted] = candidate.index.try_emplace(key_, candidate.series.size());
+    if (inserted) {
+      Accumulated series;
+      series.label_values.assign(label_values.begin(), label_values.end());
+      if (per_process) series.label_values.push_back(pid);
+      series.slots.assign(slots.begin(), slots.end());
+      candidate.series.push_back(std::move(series));
+      candidate.next = candidate.series.size();
+      return;
+    }
+    found = where->second;
   }
-  std::vector<double>& into = candidate.series[where->second].slots;
+  candidate.next = found + 1;
+  std::vector<double>& into = candidate.series[found].slots;
   if (!gauge) {
     for (std::size_t i = 0; i < into.size(); ++i) into[i] += slots[i];
     return;
@@ -393,6 +405,7 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
 
 std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeStats* stats) {
   PrometheusMerge merge(sources.catalog);
+  merge.set_match_in_order(sources.match_in_order);
   if (!sources.run_dir.empty()) merge.add_directory(sources.run_dir);
   if (sources.local_store != nullptr) merge.add_store(*sources.local_store);
   if (sources.extra) sources.extra(merge);
