@@ -13,6 +13,7 @@
 #include "core/in_process_metric_store.hpp"
 #include "core/metric_store.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
+#include "prometheus/producer_file_mappings.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 
 namespace tokenspeed::metrics {
@@ -205,7 +206,8 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
   }
 }
 
-void PrometheusMerge::add_directory(const std::filesystem::path& dir) {
+void PrometheusMerge::add_directory(const std::filesystem::path& dir,
+                                    ProducerFileMappings* mappings) {
   std::error_code ec;
   std::filesystem::directory_iterator it(dir, ec);
   if (ec) return;
@@ -222,39 +224,43 @@ void PrometheusMerge::add_directory(const std::filesystem::path& dir) {
     // This file's definitions: its series belong to them (a series of a
     // name the file does not define falls back to the catalog's).
     std::unordered_map<std::string_view, std::size_t> defined;
-    const bool read = read_multiprocess_file(
-        path,
-        [&](const MultiprocessFileInfo& file) {
-          info = file;
-          own = same_process(file.writer, self_);
-        },
-        [&](const MultiprocessSeriesView& view) {
-          std::size_t index = kNotInCatalog;
-          if (const auto found = defined.find(view.metric_name); found != defined.end()) {
-            index = found->second;
-          } else if (const auto named = by_name_.find(view.metric_name); named != by_name_.end()) {
-            for (const std::size_t each : named->second) {
-              if (candidates_[each].catalog_position != kNotInCatalog) index = each;
-            }
-          }
-          if (index == kNotInCatalog) {
-            ++stats_.unknown_series;
-            return;
-          }
-          add_to_candidate(candidates_[index], view.label_values, view.slots, info.writer,
-                           info.live);
-        },
-        [&](const MetricDefinition& definition) {
-          const std::size_t index = candidate_for(definition);
-          note_holder(candidates_[index], holder, own);
-          defined[candidates_[index].metric->name] = index;
-        });
+    const auto on_file = [&](const MultiprocessFileInfo& file) {
+      info = file;
+      own = same_process(file.writer, self_);
+    };
+    const auto on_series = [&](const MultiprocessSeriesView& view) {
+      std::size_t index = kNotInCatalog;
+      if (const auto found = defined.find(view.metric_name); found != defined.end()) {
+        index = found->second;
+      } else if (const auto named = by_name_.find(view.metric_name); named != by_name_.end()) {
+        for (const std::size_t each : named->second) {
+          if (candidates_[each].catalog_position != kNotInCatalog) index = each;
+        }
+      }
+      if (index == kNotInCatalog) {
+        ++stats_.unknown_series;
+        return;
+      }
+      add_to_candidate(candidates_[index], view.label_values, view.slots, info.writer, info.live);
+    };
+    const auto on_definition = [&](const MetricDefinition& definition) {
+      const std::size_t index = candidate_for(definition);
+      note_holder(candidates_[index], holder, own);
+      defined[candidates_[index].metric->name] = index;
+    };
+    bool read = false;
+    if (mappings == nullptr) {
+      read = read_multiprocess_file(path, on_file, on_series, on_definition);
+    } else if (const auto mapping = mappings->map(path)) {
+      read = read_multiprocess_mapping(path, {mapping->data(), mapping->size()}, on_file, on_series,
+                                       on_definition);
+    }
     if (!read) continue;
     ++stats_.files;
     if (info.live) ++stats_.live_files;
   }
+  if (mappings != nullptr) mappings->keep_only(files);
 }
-
 void PrometheusMerge::add_store(const InProcessMetricStore& store) {
   const ProcessIdentity self = current_process_identity();
   std::vector<std::string_view> labels;
@@ -406,7 +412,7 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
 std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeStats* stats) {
   PrometheusMerge merge(sources.catalog);
   merge.set_match_in_order(sources.match_in_order);
-  if (!sources.run_dir.empty()) merge.add_directory(sources.run_dir);
+  if (!sources.run_dir.empty()) merge.add_directory(sources.run_dir, sources.file_mappings);
   if (sources.local_store != nullptr) merge.add_store(*sources.local_store);
   if (sources.extra) sources.extra(merge);
   std::vector<MergedFamily> families = merge.take_families();

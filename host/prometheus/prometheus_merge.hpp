@@ -22,6 +22,7 @@
 namespace tokenspeed::metrics {
 
 class InProcessMetricStore;
+class ProducerFileMappings;
 
 struct MergedSeries {
   // Label names and values in the family's order; gauges in the all and
@@ -79,8 +80,11 @@ class PrometheusMerge {
   void add_series(const MetricDefinition& metric, std::span<const std::string_view> label_values,
                   std::span<const double> slots, const ProcessIdentity& process, bool live);
   // Every "*.db" producer file directly under dir, with the definitions it
-  // carries. Unreadable or foreign files are skipped.
-  void add_directory(const std::filesystem::path& dir);
+  // carries. Unreadable or foreign files are skipped. With mappings, each
+  // file is read through the mapping kept from the previous scrape (and the
+  // mappings of files gone from dir are let go); without, it is opened and
+  // mapped for this scrape alone.
+  void add_directory(const std::filesystem::path& dir, ProducerFileMappings* mappings = nullptr);
   // A store of this process (alive by definition).
   void add_store(const InProcessMetricStore& store);
 
@@ -139,6 +143,9 @@ struct ScrapeSources {
   // Where conflicts are logged (once per family); null: the process's log.
   MergeConflictLog* conflict_log = nullptr;
   bool match_in_order = true;  // PrometheusMerge::set_match_in_order
+  // The run directory's files kept mapped between scrapes (the launcher's);
+  // null: each scrape maps them anew.
+  ProducerFileMappings* file_mappings = nullptr;
 };
 
 std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeStats* stats = nullptr);
