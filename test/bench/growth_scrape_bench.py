@@ -16,9 +16,9 @@ Each process records S counter series and S/10 histogram series
   the launcher's CPU per scrape (utime + stime of /proc/<pid>/stat over the
   scrapes, divided by their count) and its minor page faults per scrape, the
   exposition's bytes, the launcher's and the producers' VmRSS, and the run
-  directory's bytes. When the workload serves more than one endpoint (an
-  earlier path kept selectable, "endpoint NAME PORT"), each is measured on the
-  same files, one after the other.
+  directory's bytes. The workload also serves the same files merged by the
+  earlier paths ("mapped-per-scrape", "before": prometheus_merge.hpp), each
+  measured the same way, one after the other (--no-before: only the present).
 - prometheus_client: N writer processes (PROMETHEUS_MULTIPROC_DIR) record the
   same series and exit; a fresh process builds a registry with
   MultiProcessCollector and times generate_latest (no HTTP: its latency is
@@ -119,12 +119,19 @@ def proc_stat(pid):
     return (int(fields[11]) + int(fields[12])) / CLK_TCK, int(fields[7])
 
 
-def vm_rss(pid):
+def memory(pid):
+    """VmRSS and its parts (RssAnon: the heap; RssFile: mapped files) in bytes."""
+    out = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
+            key = line.split(":")[0]
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                out[key] = int(line.split()[1]) * 1024
+    return out
+
+
+def vm_rss(pid):
+    return memory(pid).get("VmRSS", 0)
 
 
 def dir_bytes(path):
@@ -171,6 +178,7 @@ def measure_endpoint(port, launcher, processes, budget):
         "first_scrape_s": warm, "cpu_per_scrape_s": (cpu1 - cpu0) / count,
         "minor_faults_per_scrape": (faults1 - faults0) / count, "bytes": len(body),
         "scrapes": count, "launcher_rss_bytes": vm_rss(launcher),
+        "launcher_memory": memory(launcher),
     }
 
 
@@ -202,9 +210,11 @@ def run_ours(workload, processes, series, budget, before):
         out["paths"] = {name: measure_endpoint(port, launcher, processes, budget)
                         for name, port in endpoints.items()}
         rss = [vm_rss(pid) for pid in producers]
+        anon = [memory(pid).get("RssAnon", 0) for pid in producers]
         apparent, allocated, files = dir_bytes(run_dir)
         out.update({
             "producer_rss_bytes_total": sum(rss), "producer_rss_bytes_mean": sum(rss) / len(rss),
+            "producer_rss_anon_bytes_mean": sum(anon) / len(anon),
             "run_dir_bytes": apparent, "run_dir_allocated_bytes": allocated, "run_dir_files": files,
         })
         return out
@@ -345,9 +355,9 @@ def plot(cells, out):
 
     fig, axes = plt.subplots(1, 3, figsize=(15, 5))
     per = series_per_process
-    lines(axes[0], lambda c, p: p["launcher_rss_bytes"] / per(c["series"]),
+    lines(axes[0], lambda c, p: p["launcher_memory"]["RssAnon"] / per(c["series"]),
           lambda c, p: p["peak_rss_bytes"] / per(c["series"]),
-          "bytes per merged series", "Launcher RSS per series (pc: scraper peak RSS)")
+          "bytes per merged series", "Launcher RssAnon per series (pc: scraper peak RSS)")
     lines(axes[1], lambda c, p: c["ours"]["producer_rss_bytes_mean"] / per(c["series"]), None,
           "bytes per series of a producer", "Producer RSS per series")
     lines(axes[2], lambda c, p: c["ours"]["run_dir_bytes"] / (c["processes"] * per(c["series"])),

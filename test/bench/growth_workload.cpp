@@ -9,8 +9,8 @@
 // file merged, the endpoint's own figures added), and prints
 // "endpoint current PORT",
 // "launcher PID", "producer PID" per producer, "dir RUN_DIR", then "ready".
-// With "before", a second endpoint serves the same files merged by the path
-// before in-order matching ("endpoint before PORT"; prometheus_merge.hpp).
+// With "before", two more endpoints serve the same files merged by the
+// earlier paths ("endpoint mapped-per-scrape PORT", "endpoint before PORT").
 // "quit" on stdin (or end of input) lets the producers go and ends it.
 // The series are named as growth_scrape_bench.py names prometheus_client's.
 #include <cstdio>
@@ -29,6 +29,7 @@
 #include "prometheus/endpoint_self_metrics.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
+#include "prometheus/producer_file_mappings.hpp"
 #include "prometheus/prometheus_endpoint.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
@@ -125,17 +126,23 @@ int run(int processes, int series, const std::string& base_dir, bool compare) {
   }
   ::close(ready[0]);
 
-  // What Launcher::render_metrics does; the endpoint "before" merges with
-  // in-order matching off (PrometheusMerge::set_match_in_order).
+  // What Launcher::render_metrics does: "current". With "before", the same
+  // files also merged by the earlier paths: "mapped-per-scrape" maps each
+  // file anew per scrape (no ProducerFileMappings), "before" does that and
+  // looks every record up (in-order matching off).
   struct Served {
     std::string name;
     bool match_in_order;
+    std::unique_ptr<ProducerFileMappings> mappings;
     std::unique_ptr<PrometheusEndpoint> endpoint;
   };
   std::vector<Served> served;
-  served.reserve(2);  // the handlers hold references to the elements
-  served.push_back({"current", true, nullptr});
-  if (compare) served.push_back({"before", false, nullptr});
+  served.reserve(3);  // the handlers hold references to the elements
+  served.push_back({"current", true, std::make_unique<ProducerFileMappings>(), nullptr});
+  if (compare) {
+    served.push_back({"mapped-per-scrape", true, nullptr, nullptr});
+    served.push_back({"before", false, nullptr, nullptr});
+  }
   for (Served& each : served) {
     PrometheusEndpointOptions options;
     options.port = 0;
@@ -143,6 +150,7 @@ int run(int processes, int series, const std::string& base_dir, bool compare) {
       ScrapeSources sources;
       sources.run_dir = run_dir.path();
       sources.match_in_order = each.match_in_order;
+      sources.file_mappings = each.mappings.get();
       const EndpointCounters counters = each.endpoint->counters();
       sources.extra = [counters](PrometheusMerge& merge) {
         add_endpoint_self_figures(merge, counters);
