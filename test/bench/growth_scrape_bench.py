@@ -425,6 +425,7 @@ def main():
 
     cells = []
     started = time.time()
+    load_before = os.getloadavg()
     for s in series:
         previous = pc_previous = None
         for n in processes:
@@ -466,7 +467,8 @@ def main():
 
     result = {
         "grid": {"processes": processes, "series": series, "quick": args.quick},
-        "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
+        "machine": {"cpus": os.cpu_count(), "load_before": load_before,
+                    "load_after": os.getloadavg()},
         "started_utc": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(started)),
         "elapsed_s": time.time() - started,
         "cells": cells,
