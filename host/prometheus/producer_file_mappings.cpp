@@ -1,5 +1,5 @@
 // producer_file_mappings.cpp — the run directory's files kept mapped between
-// scrapes; a file is mapped again only when it was replaced or has grown.
+// scrapes; a file is mapped again only when it was replaced or changed size.
 #include "prometheus/producer_file_mappings.hpp"
 
 #include <fcntl.h>
@@ -25,7 +25,9 @@ FileMapping::~FileMapping() {
 
 std::shared_ptr<const FileMapping> ProducerFileMappings::map(const std::filesystem::path& path) {
   // The file as it is now, by name: no descriptor is opened for a file
-  // that is already mapped and unchanged.
+  // that is already mapped and unchanged. A file of another size is mapped
+  // again: a store only grows its file, and a mapping past the end of one
+  // that shrank would fault (SIGBUS) when read.
   struct stat now {};
   if (::lstat(path.c_str(), &now) != 0 || !S_ISREG(now.st_mode)) return nullptr;
   const auto size = static_cast<std::size_t>(now.st_size);
@@ -33,7 +35,7 @@ std::shared_ptr<const FileMapping> ProducerFileMappings::map(const std::filesyst
     std::lock_guard lock(mutex_);
     const auto found = files_.find(path.string());
     if (found != files_.end() && found->second.device == now.st_dev &&
-        found->second.inode == now.st_ino && found->second.mapping->size() >= size) {
+        found->second.inode == now.st_ino && found->second.mapping->size() == size) {
       return found->second.mapping;
     }
   }

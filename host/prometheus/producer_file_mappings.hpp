@@ -38,7 +38,7 @@ class ProducerFileMappings {
  public:
   // The mapping of the regular file at path, covering all of it: the one
   // kept from an earlier call when it is the same file (device and inode)
-  // and has not grown, otherwise a new one that replaces it. Null when the
+  // of the same size, otherwise a new one that replaces it. Null when the
   // file cannot be opened (never following a symbolic link) or mapped.
   std::shared_ptr<const FileMapping> map(const std::filesystem::path& path);
   // Lets go of the mappings of every file not in present (the producer

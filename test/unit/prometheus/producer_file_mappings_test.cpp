@@ -127,3 +127,19 @@ TEST_CASE("scrapes through kept mappings merge what scrapes that map anew merge"
   scrape(dir.path(), &mappings);
   CHECK(mappings.mappings_made() == made);  // nothing changed: nothing mapped
 }
+
+TEST_CASE("a producer file that shrank is mapped again, never read past its end") {
+  TempDir dir;
+  MultiprocessMetricStore store(small_regions(dir.path()));
+  for (int i = 0; i < 200; ++i)  // two regions or more
+    store.allocate_series(kRequests, std::vector<std::string>{std::to_string(i)});
+  ProducerFileMappings mappings;
+  const auto large = mappings.map(store.file_path());
+  REQUIRE(large != nullptr);
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::filesystem::resize_file(store.file_path(), page);
+  const auto small = mappings.map(store.file_path());
+  REQUIRE(small != nullptr);
+  CHECK(small->size() == page);
+  CHECK(mappings.mappings_made() == 2);
+}
