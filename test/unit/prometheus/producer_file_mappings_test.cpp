@@ -1,11 +1,13 @@
 // producer_file_mappings_test.cpp — the run directory's files kept mapped
-// between scrapes: mapped again only when replaced or grown, let go when
+// between scrapes: mapped again only when replaced or resized, let go when
 // gone, and a scrape through them merges what a scrape that maps anew does.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <unistd.h>
 #include <vector>
 
@@ -142,4 +144,27 @@ TEST_CASE("a producer file that shrank is mapped again, never read past its end"
   REQUIRE(small != nullptr);
   CHECK(small->size() == page);
   CHECK(mappings.mappings_made() == 2);
+}
+
+TEST_CASE("concurrent scrapes share the mappings while a producer file grows") {
+  TempDir dir;
+  MultiprocessMetricStore store(small_regions(dir.path()));
+  store.allocate_series(kRequests, std::vector<std::string>{"a"})[0] = 1;
+  ProducerFileMappings mappings;
+  std::atomic<bool> done{false};
+  std::atomic<int> failures{0};
+  const auto scraper = [&] {
+    while (!done.load()) {
+      const auto seen = scrape(dir.path(), &mappings);
+      if (seen.count("a") != 1 || seen.at("a") != 1) failures.fetch_add(1);
+    }
+  };
+  std::thread first(scraper), second(scraper);
+  for (int i = 0; i < 300; ++i)  // several regions: mapped again as it grows
+    store.allocate_series(kRequests, std::vector<std::string>{"n" + std::to_string(i)});
+  done.store(true);
+  first.join();
+  second.join();
+  CHECK(failures.load() == 0);
+  CHECK(scrape(dir.path(), &mappings).size() == 301);
 }
