@@ -118,6 +118,7 @@ std::string Launcher::render_metrics() const {
   // that records it: the engine's own metrics and the host's figures alike.
   ScrapeSources sources;
   sources.run_dir = run_dir_->path();
+  sources.file_mappings = &file_mappings_;
   if (const PrometheusEndpoint* endpoint = scraped_endpoint_.load(std::memory_order_acquire)) {
     const EndpointCounters counters = endpoint->counters();
     sources.extra = [counters](PrometheusMerge& merge) {

@@ -23,6 +23,7 @@
 #include "process/process_metrics.hpp"
 #include "process/process_summary.hpp"
 #include "process/producer_supervisor.hpp"
+#include "prometheus/producer_file_mappings.hpp"
 #include "prometheus/prometheus_endpoint.hpp"
 
 namespace tokenspeed::metrics {
@@ -103,6 +104,9 @@ class Launcher {
   LauncherOptions options_;
   MetricsStartup startup_;
   std::unique_ptr<MultiprocessRunDir> run_dir_;
+  // The run directory's files, kept mapped between scrapes (render threads;
+  // declared before endpoint_, so it outlives every scrape).
+  mutable ProducerFileMappings file_mappings_;
   std::unique_ptr<NodeSessions> sessions_;
   std::vector<ProducerOutput> producer_outputs_;
   ProducerHandoff handoff_;

@@ -253,23 +253,15 @@ struct FileHead {
   std::uint64_t used = 0;
 };
 
-std::optional<FileHead> read_file_head(int fd) {
-  struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) ||
-      static_cast<std::size_t>(info.st_size) < sizeof(FileHeader)) {
-    return std::nullopt;
-  }
+// The header of a file mapped at mapped (at least a header's size).
+std::optional<FileHead> file_head(const std::byte* mapped_bytes) {
   FileHead head;
-  {
-    Mapping mapping(fd, sizeof(FileHeader));
-    if (mapping.data() == nullptr) return std::nullopt;
-    const auto* mapped = reinterpret_cast<const FileHeader*>(mapping.data());
-    head.used = std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(mapped->used))
-                    .load(std::memory_order_acquire);
-    std::memcpy(&head.header, mapped, sizeof head.header);
-    head.header.closed = std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(mapped->closed))
-                             .load(std::memory_order_acquire);
-  }
+  const auto* mapped = reinterpret_cast<const FileHeader*>(mapped_bytes);
+  head.used = std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(mapped->used))
+                  .load(std::memory_order_acquire);
+  std::memcpy(&head.header, mapped, sizeof head.header);
+  head.header.closed = std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(mapped->closed))
+                           .load(std::memory_order_acquire);
   const FileHeader& header = head.header;
   // A region holds the header and whole 8-byte records; the bound keeps the
   // offset arithmetic of the records far from overflow.
@@ -329,6 +321,24 @@ bool decode_record(const std::byte* base, std::size_t offset, std::size_t region
   return true;
 }
 
+std::optional<FileHead> read_file_head(int fd) {
+  struct stat info {};
+  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode) ||
+      static_cast<std::size_t>(info.st_size) < sizeof(FileHeader)) {
+    return std::nullopt;
+  }
+  Mapping mapping(fd, sizeof(FileHeader));
+  if (mapping.data() == nullptr) return std::nullopt;
+  return file_head(mapping.data());
+}
+
+// The records of a file whose first limit bytes are mapped at base.
+bool read_records(const std::filesystem::path& path, const FileHead& head, const std::byte* base,
+                  std::size_t limit,
+                  const std::function<void(const MultiprocessFileInfo&)>& on_file,
+                  const std::function<void(const MultiprocessSeriesView&)>& visit,
+                  const std::function<void(const MetricDefinition&)>& on_definition);
+
 }  // namespace
 
 bool read_multiprocess_file(const std::filesystem::path& path,
@@ -345,17 +355,38 @@ bool read_multiprocess_file(const std::filesystem::path& path,
   if (::fstat(fd.get(), &info) != 0) return false;
   const std::size_t limit =
       std::min<std::size_t>(head->used, static_cast<std::size_t>(info.st_size));
+  Mapping body(fd.get(), limit);
+  if (body.data() == nullptr) return false;
+  return read_records(path, *head, body.data(), limit, on_file, visit, on_definition);
+}
 
+bool read_multiprocess_mapping(const std::filesystem::path& path, std::span<const std::byte> mapped,
+                               const std::function<void(const MultiprocessFileInfo&)>& on_file,
+                               const std::function<void(const MultiprocessSeriesView&)>& visit,
+                               const std::function<void(const MetricDefinition&)>& on_definition) {
+  if (mapped.size() < sizeof(FileHeader)) return false;
+  const std::optional<FileHead> head = file_head(mapped.data());
+  if (!head) return false;
+  // Records published after the file outgrew the mapping wait for the next
+  // mapping; a record never straddles a region, and the mapping ends at one.
+  const std::size_t limit = std::min<std::size_t>(head->used, mapped.size());
+  return read_records(path, *head, mapped.data(), limit, on_file, visit, on_definition);
+}
+
+namespace {
+
+bool read_records(const std::filesystem::path& path, const FileHead& head, const std::byte* base,
+                  std::size_t limit,
+                  const std::function<void(const MultiprocessFileInfo&)>& on_file,
+                  const std::function<void(const MultiprocessSeriesView&)>& visit,
+                  const std::function<void(const MetricDefinition&)>& on_definition) {
   MultiprocessFileInfo file;
   file.path = path;
-  file.writer = ProcessIdentity{static_cast<pid_t>(head->header.pid), head->header.start_time};
-  file.live = head->header.closed == 0 && process_alive(file.writer);
+  file.writer = ProcessIdentity{static_cast<pid_t>(head.header.pid), head.header.start_time};
+  file.live = head.header.closed == 0 && process_alive(file.writer);
   if (on_file) on_file(file);
 
-  Mapping body(fd.get(), limit);
-  const std::byte* base = body.data();
-  if (base == nullptr) return false;
-  const std::size_t region = head->header.region_bytes;
+  const std::size_t region = head.header.region_bytes;
   std::vector<std::string_view> labels;
   std::vector<double> slots;
   std::size_t offset = sizeof(FileHeader);
@@ -382,5 +413,7 @@ bool read_multiprocess_file(const std::filesystem::path& path,
   }
   return true;
 }
+
+}  // namespace
 
 }  // namespace tokenspeed::metrics

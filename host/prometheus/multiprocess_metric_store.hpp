@@ -106,5 +106,11 @@ bool read_multiprocess_file(const std::filesystem::path& path,
                             const std::function<void(const MultiprocessFileInfo&)>& on_file,
                             const std::function<void(const MultiprocessSeriesView&)>& visit,
                             const std::function<void(const MetricDefinition&)>& on_definition = {});
+// The same from a mapping of the file's first bytes (ProducerFileMappings):
+// records past its end are left for a later, larger mapping.
+bool read_multiprocess_mapping(const std::filesystem::path& path, std::span<const std::byte> mapped,
+                               const std::function<void(const MultiprocessFileInfo&)>& on_file,
+                               const std::function<void(const MultiprocessSeriesView&)>& visit,
+                               const std::function<void(const MetricDefinition&)>& on_definition);
 
 }  // namespace tokenspeed::metrics

@@ -13,6 +13,7 @@
 #include "core/in_process_metric_store.hpp"
 #include "core/metric_store.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
+#include "prometheus/producer_file_mappings.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 
 namespace tokenspeed::metrics {
@@ -70,7 +71,7 @@ PrometheusMerge::PrometheusMerge(const std::vector<const MetricDefinition*>& cat
     const MetricDefinition* metric = catalog[i];
     if (metric == nullptr || by_name_.contains(metric->name)) continue;
     by_name_[metric->name].push_back(candidates_.size());
-    candidates_.push_back(Candidate{metric, nullptr, i, false, {}, {}, {}});
+    candidates_.push_back(Candidate{metric, nullptr, i, false, {}, {}, {}, 0});
   }
 }
 
@@ -85,7 +86,7 @@ std::size_t PrometheusMerge::candidate_for(const MetricDefinition& metric) {
   auto learned = std::make_shared<const MetricDefinition>(metric);
   const std::size_t index = candidates_.size();
   by_name_[learned->name].push_back(index);
-  candidates_.push_back(Candidate{learned.get(), learned, kNotInCatalog, false, {}, {}, {}});
+  candidates_.push_back(Candidate{learned.get(), learned, kNotInCatalog, false, {}, {}, {}, 0});
   return index;
 }
 
@@ -149,23 +150,35 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
     }
   }
 
-  key_.clear();
-  for (std::string_view value : label_values) {
-    key_ += value;
-    key_.push_back(kSeparator);
-  }
-  if (per_process) key_ += pid;
+  // The series after the last one matched, when its label values are these
+  // (a per-process gauge's key holds the pid too: always looked up). Label
+  // values identify a series, so this is the series the index would give.
+  std::size_t found = candidate.next;
+  if (per_process || !match_in_order_ || found >= candidate.series.size() ||
+      !std::equal(label_values.begin(), label_values.end(),
+                  candidate.series[found].label_values.begin(),
+                  candidate.series[found].label_values.end())) {
+    key_.clear();
+    for (std::string_view value : label_values) {
+      key_ += value;
+      key_.push_back(kSeparator);
+    }
+    if (per_process) key_ += pid;
 
-  auto [where, inserted] = candidate.index.try_emplace(key_, candidate.series.size());
-  if (inserted) {
-    Accumulated series;
-    series.label_values.assign(label_values.begin(), label_values.end());
-    if (per_process) series.label_values.push_back(pid);
-    series.slots.assign(slots.begin(), slots.end());
-    candidate.series.push_back(std::move(series));
-    return;
+    auto [where, inserted] = candidate.index.try_emplace(key_, candidate.series.size());
+    if (inserted) {
+      Accumulated series;
+      series.label_values.assign(label_values.begin(), label_values.end());
+      if (per_process) series.label_values.push_back(pid);
+      series.slots.assign(slots.begin(), slots.end());
+      candidate.series.push_back(std::move(series));
+      candidate.next = candidate.series.size();
+      return;
+    }
+    found = where->second;
   }
-  std::vector<double>& into = candidate.series[where->second].slots;
+  candidate.next = found + 1;
+  std::vector<double>& into = candidate.series[found].slots;
   if (!gauge) {
     for (std::size_t i = 0; i < into.size(); ++i) into[i] += slots[i];
     return;
@@ -193,7 +206,8 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
   }
 }
 
-void PrometheusMerge::add_directory(const std::filesystem::path& dir) {
+void PrometheusMerge::add_directory(const std::filesystem::path& dir,
+                                    ProducerFileMappings* mappings) {
   std::error_code ec;
   std::filesystem::directory_iterator it(dir, ec);
   if (ec) return;
@@ -210,39 +224,43 @@ void PrometheusMerge::add_directory(const std::filesystem::path& dir) {
     // This file's definitions: its series belong to them (a series of a
     // name the file does not define falls back to the catalog's).
     std::unordered_map<std::string_view, std::size_t> defined;
-    const bool read = read_multiprocess_file(
-        path,
-        [&](const MultiprocessFileInfo& file) {
-          info = file;
-          own = same_process(file.writer, self_);
-        },
-        [&](const MultiprocessSeriesView& view) {
-          std::size_t index = kNotInCatalog;
-          if (const auto found = defined.find(view.metric_name); found != defined.end()) {
-            index = found->second;
-          } else if (const auto named = by_name_.find(view.metric_name); named != by_name_.end()) {
-            for (const std::size_t each : named->second) {
-              if (candidates_[each].catalog_position != kNotInCatalog) index = each;
-            }
-          }
-          if (index == kNotInCatalog) {
-            ++stats_.unknown_series;
-            return;
-          }
-          add_to_candidate(candidates_[index], view.label_values, view.slots, info.writer,
-                           info.live);
-        },
-        [&](const MetricDefinition& definition) {
-          const std::size_t index = candidate_for(definition);
-          note_holder(candidates_[index], holder, own);
-          defined[candidates_[index].metric->name] = index;
-        });
+    const auto on_file = [&](const MultiprocessFileInfo& file) {
+      info = file;
+      own = same_process(file.writer, self_);
+    };
+    const auto on_series = [&](const MultiprocessSeriesView& view) {
+      std::size_t index = kNotInCatalog;
+      if (const auto found = defined.find(view.metric_name); found != defined.end()) {
+        index = found->second;
+      } else if (const auto named = by_name_.find(view.metric_name); named != by_name_.end()) {
+        for (const std::size_t each : named->second) {
+          if (candidates_[each].catalog_position != kNotInCatalog) index = each;
+        }
+      }
+      if (index == kNotInCatalog) {
+        ++stats_.unknown_series;
+        return;
+      }
+      add_to_candidate(candidates_[index], view.label_values, view.slots, info.writer, info.live);
+    };
+    const auto on_definition = [&](const MetricDefinition& definition) {
+      const std::size_t index = candidate_for(definition);
+      note_holder(candidates_[index], holder, own);
+      defined[candidates_[index].metric->name] = index;
+    };
+    bool read = false;
+    if (mappings == nullptr) {
+      read = read_multiprocess_file(path, on_file, on_series, on_definition);
+    } else if (const auto mapping = mappings->map(path)) {
+      read = read_multiprocess_mapping(path, {mapping->data(), mapping->size()}, on_file, on_series,
+                                       on_definition);
+    }
     if (!read) continue;
     ++stats_.files;
     if (info.live) ++stats_.live_files;
   }
+  if (mappings != nullptr) mappings->keep_only(files);
 }
-
 void PrometheusMerge::add_store(const InProcessMetricStore& store) {
   const ProcessIdentity self = current_process_identity();
   std::vector<std::string_view> labels;
@@ -393,7 +411,8 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
 
 std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeStats* stats) {
   PrometheusMerge merge(sources.catalog);
-  if (!sources.run_dir.empty()) merge.add_directory(sources.run_dir);
+  merge.set_match_in_order(sources.match_in_order);
+  if (!sources.run_dir.empty()) merge.add_directory(sources.run_dir, sources.file_mappings);
   if (sources.local_store != nullptr) merge.add_store(*sources.local_store);
   if (sources.extra) sources.extra(merge);
   std::vector<MergedFamily> families = merge.take_families();

@@ -3,6 +3,7 @@
 // a dead process's live gauges gone while its counters and histograms remain.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <functional>
@@ -569,4 +570,56 @@ TEST_CASE("label values that are not UTF-8 merge as they are exposed, with U+FFF
   REQUIRE(families[0].series.size() == 1);
   CHECK(families[0].series[0].labels[0].second == "\xEF\xBF\xBD");
   CHECK(families[0].series[0].slots[0] == 3);
+}
+
+TEST_CASE("series are merged the same whether processes record them in the same order or not") {
+  // Process p adds counter, histogram and all-mode gauge series in an order
+  // of its own: the same order, reversed, every other one, with series only
+  // it has in between. In-order matching must give what a lookup per
+  // record gives.
+  const auto merge_all = [](bool in_order) {
+    PrometheusMerge merge(kCatalog);
+    merge.set_match_in_order(in_order);
+    for (int p = 0; p < 4; ++p) {
+      const ProcessIdentity process{static_cast<pid_t>(100000 + p), 0};
+      std::vector<int> order;
+      for (int i = 0; i < 50; ++i) order.push_back(i);
+      if (p == 1) std::reverse(order.begin(), order.end());
+      if (p == 2) {
+        std::vector<int> some;
+        for (int i = 0; i < 50; i += 2) some.push_back(i);
+        for (int i = 0; i < 5; ++i) some.insert(some.begin() + 3 * i, 1000 + i);
+        order = some;
+      }
+      for (const int i : order) {
+        const std::string rank = std::to_string(i);
+        const std::string_view labels[] = {rank};
+        const double one[] = {static_cast<double>(p + 1)};
+        const double histogram[] = {1.0 * p, 2.0, 3.0, 0.5 * i};
+        merge.add_series(kCounter, labels, one, process, true);
+        merge.add_series(kHistogram, labels, histogram, process, true);
+        merge.add_series(kAll, labels, one, process, true);
+        merge.add_series(kMax, labels, one, process, true);
+      }
+    }
+    std::map<std::string, std::vector<double>> out;
+    for (const MergedFamily& family : merge.take_families()) {
+      for (const MergedSeries& series : family.series) {
+        std::string key = family.metric->name;
+        for (const auto& [name, value] : series.labels) key += "," + name + "=" + value;
+        out[key] = series.slots;
+      }
+    }
+    return out;
+  };
+  const auto looked_up = merge_all(false);
+  const auto in_order = merge_all(true);
+  CHECK(in_order == looked_up);
+  CHECK(in_order.at("c,rank=0") == std::vector<double>{1 + 2 + 3 + 4});
+  CHECK(in_order.at("c,rank=1") == std::vector<double>{1 + 2 + 4});  // not in p=2's set
+  CHECK(in_order.at("c,rank=1000") == std::vector<double>{3});
+  CHECK(in_order.at("h,rank=4") == std::vector<double>{0 + 1 + 2 + 3, 8, 12, 8});
+  CHECK(in_order.at("g_max,rank=7") == std::vector<double>{4});
+  CHECK(in_order.at("g_all,rank=8,pid=100002") == std::vector<double>{3});
+  CHECK(in_order.size() == 3 * 55 + 50 + 50 + 30 + 50);
 }
