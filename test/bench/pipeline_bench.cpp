@@ -30,22 +30,15 @@
 #include "pipeline/event_ring.hpp"
 #include "pipeline/event_router.hpp"
 #include "core/in_process_metric_store.hpp"
+#include "record_path_metrics.hpp"
 
 using namespace tokenspeed::metrics;
 using tokenspeed::metrics::test::CountAllocations;
 
 namespace {
 
-const MetricDefinition kCounter{
-    "tokenspeed:num_requests", MetricKind::counter, "", "", {"model", "rank"}, {}, {}};
-const MetricDefinition kHistogram{"tokenspeed:request_time_per_output_token_seconds",
-                                  MetricKind::histogram,
-                                  "",
-                                  "seconds",
-                                  {"model", "rank"},
-                                  {0.002, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08,
-                                   0.09,  0.1,   0.15, 0.2,  0.3,  0.4,  0.6,  0.8,  1,    2},
-                                  {}};
+using bench::kCounter;
+using bench::kHistogram;
 
 // ------------------------------------------------------------ no-op plugin
 struct NoopSink {
