@@ -346,24 +346,12 @@ class DocumentedConfiguration(unittest.TestCase):
         self.assertEqual(checked.returncode, 0, checked.stderr)
 
 
-class PrometheusFleet(FleetTest, unittest.TestCase):
-    server_class = rw.Prometheus
-
-    def setUp(self):
-        rw.skip_unless(self, rw.PROMETHEUS, "prometheus")
-        super().setUp()
-
-    def tearDown(self):
-        super().tearDown()
-        self.assertEqual(self.server.sample_errors(), [], "\n".join(self.server.log))
+class PrometheusFleet(rw.OnPrometheus, FleetTest, unittest.TestCase):
+    pass
 
 
-class VictoriaMetricsFleet(FleetTest, unittest.TestCase):
-    server_class = rw.VictoriaMetrics
-
-    def setUp(self):
-        rw.skip_unless(self, rw.VICTORIA_METRICS, "victoria-metrics")
-        super().setUp()
+class VictoriaMetricsFleet(rw.OnVictoriaMetrics, FleetTest, unittest.TestCase):
+    pass
 
 
 if __name__ == "__main__":

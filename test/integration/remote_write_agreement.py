@@ -115,24 +115,12 @@ class AgreementTest:
         self.assertEqual(self.server.query(engine_series), [])
 
 
-class PrometheusAgreement(AgreementTest, unittest.TestCase):
-    server_class = rw.Prometheus
-
-    def setUp(self):
-        rw.skip_unless(self, rw.PROMETHEUS, "prometheus")
-        super().setUp()
-
-    def tearDown(self):
-        super().tearDown()
-        self.assertEqual(self.server.sample_errors(), [], "\n".join(self.server.log))
+class PrometheusAgreement(rw.OnPrometheus, AgreementTest, unittest.TestCase):
+    pass
 
 
-class VictoriaMetricsAgreement(AgreementTest, unittest.TestCase):
-    server_class = rw.VictoriaMetrics
-
-    def setUp(self):
-        rw.skip_unless(self, rw.VICTORIA_METRICS, "victoria-metrics")
-        super().setUp()
+class VictoriaMetricsAgreement(rw.OnVictoriaMetrics, AgreementTest, unittest.TestCase):
+    pass
 
 
 if __name__ == "__main__":

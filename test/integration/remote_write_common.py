@@ -204,6 +204,30 @@ class VictoriaMetrics(Server):
                 "-search.latencyOffset=0s", "-selfScrapeInterval=0"]
 
 
+class OnPrometheus:
+    """Mixed in before a test class whose self.server is its receiver: a real
+    Prometheus, the test skipped when none is installed, and its log left
+    without a refused sample (out of order, duplicate) at the end."""
+    server_class = Prometheus
+
+    def setUp(self):
+        skip_unless(self, PROMETHEUS, "prometheus")
+        super().setUp()
+
+    def tearDown(self):
+        super().tearDown()
+        self.assertEqual(self.server.sample_errors(), [], "\n".join(self.server.log))
+
+
+class OnVictoriaMetrics:
+    """As OnPrometheus, with a real VictoriaMetrics."""
+    server_class = VictoriaMetrics
+
+    def setUp(self):
+        skip_unless(self, VICTORIA_METRICS, "victoria-metrics")
+        super().setUp()
+
+
 class FaultProxy:
     """An HTTP server that forwards remote-write requests to a real receiver,
     except those it is told to answer itself: scripted responses in order
