@@ -4,6 +4,7 @@
 #include "jsonl_sink.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -57,8 +58,9 @@ struct JsonlSink::State {
   uint64_t dropped_unlogged = 0;  // drops not yet reported in the log
   uint64_t dropped_total = 0;
   Clock::time_point last_drop_log;
-  // The delivery figures: written when in the file, refused over
-  // max_pending_bytes, lost when a write failed or close timed out. Changed
+  // The delivery figures: sent when its complete line is in the file,
+  // refused over max_pending_bytes, lost when a write failed (a partial
+  // last line is cut off the file) or close timed out. Changed
   // and reported under the mutex, and never once close gave up the writer.
   kit::DeliveryAccount account;
   uint64_t pending_events = 0;    // events in pending
@@ -77,35 +79,95 @@ std::string describe_errno(const std::string& what, const std::string& path, int
 }
 
 // Writes all of data; returns an empty string or a message naming the file.
-std::string write_all(int fd, std::string_view data, const std::string& path) {
-  while (!data.empty()) {
-    const ssize_t written = ::write(fd, data.data(), data.size());
-    if (written < 0) {
+// written: the bytes of data that reached the file, also on an error.
+std::string write_all(int fd, std::string_view data, const std::string& path,
+                      std::size_t& written) {
+  written = 0;
+  while (written < data.size()) {
+    const ssize_t n = ::write(fd, data.data() + written, data.size() - written);
+    if (n < 0) {
       if (errno == EINTR) continue;
       return describe_errno("cannot write", path, errno);
     }
-    data.remove_prefix(static_cast<std::size_t>(written));
+    written += static_cast<std::size_t>(n);
   }
   return {};
 }
 
-// Formats the records of the chunks as JSON lines and writes them.
-std::string write_batch(JsonlSink::State& state, const std::vector<std::string>& batch,
-                        std::string& text) {
+// After a failed write that left the first `torn` bytes of a line at the
+// end of the file: cuts the file back to its last complete line, so the
+// file never ends in half a record. Only a regular file whose end is still
+// where this write left it (no other writer appended since) is cut; a FIFO
+// or a device cannot be. Returns "" or why the partial line stayed.
+std::string remove_torn_line(int fd, std::size_t torn, const std::string& path) {
+  if (torn == 0) return {};
+  struct stat file {};
+  if (::fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)) return {};
+  const off_t end = ::lseek(fd, 0, SEEK_CUR);
+  if (end < 0 || static_cast<std::size_t>(end) < torn) {
+    return describe_errno("cannot find the end of", path, errno);
+  }
+  if (file.st_size != end) {
+    return "cannot remove the partial last line of " + path + ": another writer appended to it";
+  }
+  const off_t good = end - static_cast<off_t>(torn);
+  while (::ftruncate(fd, good) != 0) {
+    if (errno != EINTR)
+      return describe_errno("cannot remove the partial last line of", path, errno);
+  }
+  ::lseek(fd, good, SEEK_SET);  // without O_APPEND, a later write starts there
+  return {};
+}
+
+// What one batch came to: its error ("" when every line was written) and
+// how many of its lines (one per event) are complete in the file.
+struct BatchResult {
+  std::string error;
+  uint64_t lines_written = 0;
+};
+
+// Writes text, a whole number of lines, and adds the lines that reached the
+// file complete to result. On an error the partial last line is removed.
+void write_lines(JsonlSink::State& state, std::string_view text, uint64_t lines,
+                 BatchResult& result) {
+  std::size_t written = 0;
+  std::string error = write_all(state.fd, text, state.options.path, written);
+  if (error.empty()) {
+    result.lines_written += lines;
+    return;
+  }
+  const std::string_view reached = text.substr(0, written);
+  result.lines_written += static_cast<uint64_t>(std::count(reached.begin(), reached.end(), '\n'));
+  const std::size_t last_newline = reached.rfind('\n');
+  const std::size_t torn =
+      last_newline == std::string_view::npos ? written : written - last_newline - 1;
+  const std::string cut = remove_torn_line(state.fd, torn, state.options.path);
+  if (!cut.empty()) error += "; " + cut;
+  result.error = std::move(error);
+}
+
+// Formats the records of the chunks as JSON lines and writes them, stopping
+// at the first error. result counts the lines written also when formatting
+// throws midway.
+void write_batch(JsonlSink::State& state, const std::vector<std::string>& batch, std::string& text,
+                 BatchResult& result) {
   text.clear();
+  uint64_t lines = 0;  // in text
   for (const std::string& chunk : batch) {
     std::size_t offset = 0;
     while (offset < chunk.size()) {
       offset = append_json_line(text, chunk, offset);
+      ++lines;
       if (text.size() < kWriteChunk) continue;
-      if (state.abandon.load(std::memory_order_relaxed)) return {};
-      std::string error = write_all(state.fd, text, state.options.path);
-      if (!error.empty()) return error;
+      if (state.abandon.load(std::memory_order_relaxed)) return;
+      write_lines(state, text, lines, result);
+      if (!result.error.empty()) return;
       text.clear();
+      lines = 0;
     }
   }
-  if (text.empty() || state.abandon.load(std::memory_order_relaxed)) return {};
-  return write_all(state.fd, text, state.options.path);
+  if (text.empty() || state.abandon.load(std::memory_order_relaxed)) return;
+  write_lines(state, text, lines, result);
 }
 
 // Reports the figures, pending included. The caller holds the mutex.
@@ -148,23 +210,26 @@ void run_writer(const std::shared_ptr<JsonlSink::State>& shared) {
     const bool write = !s.failed && !s.abandon.load();
     lock.unlock();
 
-    std::string error;
+    BatchResult result;
     if (write) {
       try {
-        error = write_batch(s, batch, text);
+        write_batch(s, batch, text, result);
       } catch (const std::exception& e) {  // out of memory while formatting
-        error = "cannot format events for " + s.options.path + ": " + e.what();
+        result.error = "cannot format events for " + s.options.path + ": " + e.what();
       }
     }
+    std::string& error = result.error;
     if (text.capacity() > 2 * kWriteChunk) text.shrink_to_fit();
 
     lock.lock();
     s.in_flight = 0;
     if (!s.abandon.load()) {  // else close has counted them, and reports no more
       plugin::DeliveryFigures& figures = s.account.figures();
-      // A batch whose write failed is lost, though some of its lines may
-      // have reached the file.
-      (write && error.empty() ? figures.sent : figures.lost) += s.in_flight_events;
+      // Sent: the lines complete in the file (a partial one was removed);
+      // the rest of the batch is lost.
+      const uint64_t sent = std::min(result.lines_written, s.in_flight_events);
+      figures.sent += sent;
+      figures.lost += s.in_flight_events - sent;
       s.in_flight_events = 0;
       report_figures(s);
     }

@@ -1,6 +1,7 @@
 // jsonl_sink.hpp — one producer's jsonl output: emit copies the event into
 // memory; a writer thread the sink owns formats and writes the file. emit
-// never waits for the disk.
+// never waits for the disk. The file never ends in a partial line: a failed
+// write (a full disk) is cut back to its last complete line.
 #pragma once
 
 #include <chrono>

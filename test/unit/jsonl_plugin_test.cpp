@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -13,9 +14,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <mutex>
 #include <set>
@@ -589,6 +592,60 @@ TEST_CASE("jsonl: a write error makes the next emit fail with a message naming t
   CHECK(figures.lost >= 1);
   CHECK(figures.pending == 0);
   CHECK_THAT(jsonl.host.log_lines().back(), Catch::Contains("events did not reach /dev/full"));
+}
+
+TEST_CASE(
+    "jsonl on a full filesystem: sent equals the complete lines in the file, which never ends "
+    "in a partial line",
+    "[jsonl]") {
+  if (geteuid() != 0) {
+    WARN("skipped: needs root to mount a small tmpfs");
+    return;
+  }
+  TempDir dir;
+  const fs::path disk = dir.path / "disk";
+  fs::create_directory(disk);
+  if (mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=64k") != 0) {
+    WARN("skipped: cannot mount a tmpfs here: " << std::strerror(errno));
+    return;
+  }
+  struct Unmount {
+    const fs::path& path;
+    ~Unmount() { umount2(path.c_str(), MNT_DETACH); }
+  } unmount{disk};
+
+  Jsonl jsonl;
+  const fs::path file = disk / "m.jsonl";
+  Sink sink(jsonl.descriptor,
+            jsonl.normalized(config_for(file, R"(,"flush_interval_ms":1,"buffer_bytes":4096)")));
+  // Lines of different lengths, so that the disk fills in the middle of one.
+  Event event("tokenspeed:generation_tokens_total", TSM_OP_INC, 1, 1, {{"model", "llama"}});
+  uint64_t accepted = 0;
+  const auto give_up = std::chrono::steady_clock::now() + kHangGuard;
+  while (std::chrono::steady_clock::now() < give_up) {
+    event.labels[0].second = "llama-" + std::to_string(accepted % 977);
+    if (sink.emit(event) != TSM_OK) break;
+    ++accepted;
+  }
+  std::string message;
+  CHECK(sink.close(5s, &message) == TSM_ERROR);
+  CHECK_THAT(message, Catch::Contains("No space left on device"));
+
+  std::ifstream in(file, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  REQUIRE_FALSE(text.empty());
+  CHECK(text.back() == '\n');
+  const std::vector<std::string> lines = read_lines(file);
+  for (const std::string& line : lines) {
+    boost::system::error_code error;
+    json::parse(line, error);
+    CHECK_FALSE(error);
+  }
+  const tsm_delivery_figures figures = sink.figures.get();
+  CHECK(figures.sent == lines.size());
+  CHECK(figures.lost > 0);
+  CHECK(figures.sent + figures.refused + figures.lost == accepted);
+  CHECK(figures.pending == 0);
 }
 
 TEST_CASE("jsonl: a file that cannot be opened fails create_sink, naming the file", "[jsonl]") {

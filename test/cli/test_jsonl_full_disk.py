@@ -1,0 +1,115 @@
+"""test_jsonl_full_disk.py — the jsonl output writing to a filesystem that
+fills up (a real tmpfs of 256 KiB, mounted for the test; needs root,
+skipped otherwise): every file ends in a complete line, every line is JSON,
+and the figures each process's plugin reports equal its file: sent is the
+number of lines, and sent + refused + lost the events the host delivered to
+the plugin.
+
+Environment: as test_launcher.py.
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+
+import cli_harness
+from test_launcher import JSONL_DIR, Simulation
+from test_plugin_figures import table_rows
+
+import sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from simulate_harness import plugin_figures  # noqa: E402
+
+# Hang guards for conditions on a loaded machine; never slept through.
+CONDITION_TIMEOUT_S = 60
+POLL_INTERVAL_S = 0.05
+TMPFS_SIZE = "256k"
+
+
+def mount_unavailable():
+    """Why a tmpfs cannot be mounted here, or None."""
+    if os.geteuid() != 0:
+        return "needs root: mounts a small tmpfs to fill it"
+    if shutil.which("mount") is None:
+        return "mount (util-linux) is not installed"
+    return None
+
+
+SKIP_REASON = mount_unavailable()
+
+
+@unittest.skipIf(SKIP_REASON is not None, SKIP_REASON)
+class JsonlOnAFullDisk(unittest.TestCase):
+    maxDiff = None
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="tsm-full-disk-", dir=cli_harness.TMP_ROOT)
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
+        self.disk = os.path.join(self.tmp, "disk")
+        os.mkdir(self.disk)
+        mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs",
+                                self.disk], capture_output=True, text=True, check=False)
+        if mount.returncode != 0:
+            self.skipTest(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
+        self.addCleanup(subprocess.run, ["umount", "-l", self.disk], check=False)
+
+    def disk_full(self):
+        stats = os.statvfs(self.disk)
+        return stats.f_bavail == 0
+
+    def test_figures_equal_the_complete_lines_of_each_file_and_no_line_is_torn(self):
+        config = os.path.join(self.tmp, "metrics.json")
+        with open(config, "w") as file:
+            json.dump({"jsonl": {"path": os.path.join(self.disk, "events-{pid}.jsonl"),
+                                 "flush_interval_ms": 20, "buffer_bytes": 4096}}, file)
+        run = Simulation("--metrics-reporters", "prometheus,jsonl",
+                         "--metrics-reporter-config", config, "--metrics-plugin-dir", JSONL_DIR,
+                         "--ranks", "2", "--request-rate", "500")
+        self.addCleanup(run.kill)
+        deadline = time.monotonic() + CONDITION_TIMEOUT_S
+        while not self.disk_full():
+            self.assertIsNone(run.process.poll(), run.describe())
+            self.assertLess(time.monotonic(), deadline,
+                            f"the {TMPFS_SIZE} tmpfs did not fill up\n{run.describe()}")
+            time.sleep(POLL_INTERVAL_S)
+        run.process.send_signal(signal.SIGTERM)
+        # 3: an output failed (its write failed for want of space).
+        self.assertEqual(run.wait(), 3, run.describe())
+        describe = run.describe()
+
+        rows = table_rows(run, "jsonl")
+        figures = plugin_figures(run.stdout_lines, "jsonl")
+        self.assertEqual(set(figures), set(rows), describe)
+        self.assertIn("launcher", rows, describe)
+        lost = 0
+        for process, (pid, _accepted, delivered, _dropped, _discarded, _status) in rows.items():
+            counts = figures[process]
+            path = os.path.join(self.disk, f"events-{pid}.jsonl")
+            with open(path, "rb") as file:
+                data = file.read()
+            if data:
+                self.assertTrue(data.endswith(b"\n"), f"{path} ends in a partial line")
+            lines = data.split(b"\n")[:-1] if data else []
+            for number, line in enumerate(lines, 1):
+                try:
+                    json.loads(line)
+                except ValueError as error:
+                    self.fail(f"{path}:{number} is not JSON ({error}): {line[:200]!r}")
+            self.assertEqual(counts["sent"], len(lines), f"{process}: {counts}\n{describe}")
+            self.assertEqual(counts["pending"], 0, f"{process}: {counts}\n{describe}")
+            self.assertEqual(counts["sent"] + counts["refused"] + counts["lost"], delivered,
+                             f"{process}: {counts}, delivered {delivered}\n{describe}")
+            lost += counts["lost"]
+        # The disk really was full: some process lost events to it.
+        self.assertGreater(lost, 0, describe)
+        self.assertRegex(run.stderr_text, re.escape(self.disk) + r"/events-[0-9]+\.jsonl: "
+                         r"No space left on device")
+
+
+if __name__ == "__main__":
+    cli_harness.main()
