@@ -130,10 +130,10 @@ po::options_description simulate_flags() {
   description.add_options()("help,h", "show this help")(
       "ranks", po::value<int>()->default_value(2), "scheduler producers (data-parallel ranks)")(
       "duration", po::value<double>()->default_value(0),
-      "seconds to run; 0 runs until SIGINT or SIGTERM")(
+      "seconds to run, at most 31536000 (a year); 0 runs until SIGINT or SIGTERM")(
       "linger", po::value<double>()->default_value(0),
       "after the run: stop the producers, then keep serving /metrics this many seconds "
-      "before closing (to scrape final totals)")(
+      "before closing (to scrape final totals); at most 31536000 (a year)")(
       "on-producer-crash", po::value<std::string>()->default_value("stop"),
       "stop: a producer that crashes or exits on its own shuts the node down (exit status 4, "
       "or 3 for an exit); continue: keep the other processes running to --duration");
@@ -163,16 +163,27 @@ struct SimulateRun {
   LauncherOptions launcher;  // the checked metrics options and the producers
 };
 
+// The longest --duration and --linger: a year. Beyond some 292 years the
+// conversion to the clock's nanoseconds overflows, and inf or nan would turn
+// a wait into none at all; so such values are refused, naming the flag.
+constexpr double kMaxRunSeconds = 365.0 * 24 * 3600;
+
+double checked_seconds(const po::variables_map& values, const std::string& flag) {
+  const double seconds = values[flag].as<double>();
+  if (!(seconds >= 0 && seconds <= kMaxRunSeconds)) {
+    throw StartupError({"", "", "--" + flag}, "must be between 0 and 31536000 seconds (365 days)");
+  }
+  return seconds;
+}
+
 SimulateRun simulate_run_from(const po::variables_map& values) {
   SimulateRun run;
   run.ranks = values["ranks"].as<int>();
   if (run.ranks < 1 || run.ranks > 64)
     throw StartupError({"", "", "--ranks"}, "must be between 1 and 64");
-  run.duration = values["duration"].as<double>();
-  if (!(run.duration >= 0)) throw StartupError({"", "", "--duration"}, "must not be negative");
-  run.linger = values["linger"].as<double>();
+  run.duration = checked_seconds(values, "duration");
+  run.linger = checked_seconds(values, "linger");
   run.crash_policy = crash_policy_from(values["on-producer-crash"].as<std::string>());
-  if (!(run.linger >= 0)) throw StartupError({"", "", "--linger"}, "must not be negative");
   run.launcher.settings = check_options(given_options(values));
   run.simulation = simulation_options_from(values);
   run.launcher.producers = producer_specs(run.ranks, run.simulation);
@@ -272,7 +283,7 @@ RunEnd run_until_stopped(Launcher& launcher, const SimulateRun& run, sigset_t& s
 }
 
 // --linger: stop the producers and keep serving /metrics a while (a signal
-// ends it early).
+// ends it early). seconds is at most kMaxRunSeconds.
 void linger(Launcher& launcher, double seconds, sigset_t& stop_signals) {
   launcher.stop_producers();
   std::cout << "producers stopped; serving /metrics for " << seconds << " s" << std::endl;

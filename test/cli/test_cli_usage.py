@@ -132,5 +132,42 @@ class HelpAndUnknownFlags(h.CliTestCase):
         self.assertEqual(result.status, 2, result.describe())
 
 
+class SecondsFlagRanges(h.CliTestCase):
+    """Every flag given in seconds (or milliseconds) refuses a value that is
+    not a finite number in its range before anything starts: exit 2, one line
+    naming the flag. Beyond about 292 years a conversion to the clock's
+    nanoseconds overflows, and inf would end a wait at once."""
+
+    OUT_OF_RANGE = ("inf", "-inf", "nan", "1e10", "1e300", "-1", "31536001")
+
+    def assert_refused(self, flag, value, *other_flags):
+        # --duration 0.01: were the value taken, the run would end by itself.
+        result = h.run("simulate", "--duration", "0.01", *other_flags, flag, value)
+        return self.assert_startup_error(result, flag)
+
+    def test_linger_outside_0_to_a_year_is_a_startup_error_naming_it(self):
+        for value in self.OUT_OF_RANGE:
+            with self.subTest(value=value):
+                line = self.assert_refused("--linger", value)
+                self.assertNotIn("serving /metrics", line)
+
+    def test_duration_outside_0_to_a_year_is_a_startup_error_naming_it(self):
+        for value in self.OUT_OF_RANGE:
+            with self.subTest(value=value):
+                result = h.run("simulate", "--duration", value)
+                self.assert_startup_error(result, "--duration")
+
+    def test_metrics_shutdown_timeout_and_iteration_ms_refuse_non_finite_values(self):
+        for flag in ("--metrics-shutdown-timeout", "--iteration-ms"):
+            for value in ("inf", "nan", "1e10"):
+                with self.subTest(flag=flag, value=value):
+                    self.assert_refused(flag, value)
+        for value in ("inf", "nan", "1e10"):
+            with self.subTest(command="check", value=value):
+                result = h.run("check", "--enable-metrics", "--metrics-reporters", "prometheus",
+                               "--metrics-shutdown-timeout", value)
+                self.assert_startup_error(result, "--metrics-shutdown-timeout")
+
+
 if __name__ == "__main__":
     h.main()
