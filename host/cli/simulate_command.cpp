@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include <boost/program_options/options_description.hpp>
 
@@ -21,6 +22,7 @@
 #include "cli/startup_signal_watch.hpp"
 #include "process/fatal_signal_handler.hpp"
 #include "process/launcher.hpp"
+#include "process/orphan_reaper.hpp"
 #include "process/producer_exit.hpp"
 #include "prometheus/prometheus_merge.hpp"
 #include "prometheus/prometheus_options.hpp"
@@ -254,7 +256,7 @@ struct RunEnd {
 // producer; reports each producer that exits meanwhile.
 RunEnd run_until_stopped(Launcher& launcher, const SimulateRun& run, sigset_t& stop_signals,
                          std::chrono::steady_clock::time_point started, LiveStatus& status,
-                         bool stop_requested) {
+                         bool stop_requested, OrphanReaper* orphans) {
   RunEnd end{stop_requested, false};
   while (!end.stop_requested) {
     const timespec tick{0, 250'000'000};
@@ -268,6 +270,7 @@ RunEnd run_until_stopped(Launcher& launcher, const SimulateRun& run, sigset_t& s
       report_producer_exit(exited);
       end.producer_lost = end.producer_lost || producer_ended_unexpectedly(exited);
     }
+    if (orphans != nullptr) orphans->reap();
     if (end.producer_lost && run.crash_policy == CrashPolicy::stop) {
       std::fprintf(stderr,
                    "tokenspeed-metrics: shutting the node down: a producer ended unexpectedly "
@@ -284,14 +287,18 @@ RunEnd run_until_stopped(Launcher& launcher, const SimulateRun& run, sigset_t& s
 
 // --linger: stop the producers and keep serving /metrics a while (a signal
 // ends it early). seconds is at most kMaxRunSeconds.
-void linger(Launcher& launcher, double seconds, sigset_t& stop_signals) {
+void linger(Launcher& launcher, double seconds, sigset_t& stop_signals, OrphanReaper* orphans) {
   launcher.stop_producers();
   std::cout << "producers stopped; serving /metrics for " << seconds << " s" << std::endl;
-  const auto linger_ns =
+  const auto until =
+      std::chrono::steady_clock::now() +
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(seconds));
-  const timespec wait{static_cast<time_t>(linger_ns.count() / 1'000'000'000),
-                      static_cast<long>(linger_ns.count() % 1'000'000'000)};
-  ::sigtimedwait(&stop_signals, nullptr, &wait);
+  while (std::chrono::steady_clock::now() < until) {
+    const timespec tick{0, 250'000'000};
+    const int received = ::sigtimedwait(&stop_signals, nullptr, &tick);
+    if (received == SIGINT || received == SIGTERM) break;
+    if (orphans != nullptr) orphans->reap();
+  }
 }
 
 // Shuts the node down and prints how it went: the producers that crashed
@@ -367,11 +374,23 @@ int run_simulate(int argc, char** argv) {
             << std::endl;
 
   LiveStatus status(launcher, url);
+  // PID 1 of a container: the node's orphans (the sink helper of a crashed
+  // producer) become this process's children, and only it can reap them.
+  std::optional<OrphanReaper> orphans;
+  if (OrphanReaper::needed()) {
+    orphans.emplace([&launcher](pid_t pid) {
+      for (const ProducerProcess& producer : launcher.producers().processes()) {
+        if (producer.running && producer.pid == pid) return true;
+      }
+      return false;
+    });
+  }
+  OrphanReaper* const reaper = orphans ? &*orphans : nullptr;
   const RunEnd end =
-      run_until_stopped(launcher, run, stop_signals, started, status, startup_signal != 0);
+      run_until_stopped(launcher, run, stop_signals, started, status, startup_signal != 0, reaper);
   if (run.linger > 0 && !end.stop_requested &&
       !(end.producer_lost && run.crash_policy == CrashPolicy::stop)) {
-    linger(launcher, run.linger, stop_signals);
+    linger(launcher, run.linger, stop_signals, reaper);
   }
   const int status_code = shut_down_and_report(launcher, metrics_enabled);
   std::cout.flush();

@@ -1,5 +1,5 @@
-// helper_process.cpp — locating and spawning the sink helper. Never calls a
-// plugin.
+// helper_process.cpp — locating and spawning the sink helper, and the set of
+// helpers this process started and has not reaped yet. Never calls a plugin.
 #include "isolation/helper_process.hpp"
 
 #include <signal.h>
@@ -11,7 +11,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
+#include <mutex>
 #include <vector>
 
 #include "core/host_image.hpp"
@@ -29,6 +31,12 @@ namespace {
 bool executable(const std::filesystem::path& path) {
   return !path.empty() && ::access(path.c_str(), X_OK) == 0;
 }
+
+// The helpers started here and not yet reaped by their supervisors. The
+// mutex is held across posix_spawn and the insertion, and by
+// reap_unless_own_helper across its check and waitpid.
+std::mutex own_helpers_mutex;
+std::vector<pid_t> own_helpers;
 
 }  // namespace
 
@@ -89,8 +97,12 @@ pid_t spawn_helper(const HelperLaunch& launch, std::string& error) noexcept {
     posix_spawnattr_setsigdefault(&attributes, &defaults);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid = -1;
+    std::unique_lock own(own_helpers_mutex);
+    own_helpers.reserve(own_helpers.size() + 1);  // the insertion below cannot throw
     const int rc =
         ::posix_spawn(&pid, launch.executable.c_str(), &actions, &attributes, argv.data(), environ);
+    if (rc == 0) own_helpers.push_back(pid);
+    own.unlock();
     posix_spawnattr_destroy(&attributes);
     posix_spawn_file_actions_destroy(&actions);
     if (moved >= 0) ::close(moved);
@@ -103,6 +115,18 @@ pid_t spawn_helper(const HelperLaunch& launch, std::string& error) noexcept {
     error = "cannot start the sink helper: out of memory";
     return -1;
   }
+}
+
+void helper_reaped(pid_t pid) noexcept {
+  const std::lock_guard own(own_helpers_mutex);
+  own_helpers.erase(std::remove(own_helpers.begin(), own_helpers.end(), pid), own_helpers.end());
+}
+
+bool reap_unless_own_helper(pid_t pid) noexcept {
+  const std::lock_guard own(own_helpers_mutex);
+  if (std::find(own_helpers.begin(), own_helpers.end(), pid) != own_helpers.end()) return false;
+  int status = 0;
+  return ::waitpid(pid, &status, WNOHANG) == pid;
 }
 
 std::string describe_wait_status(int status) {

@@ -27,8 +27,20 @@ struct HelperLaunch {
 };
 
 // Starts the helper with posix_spawn (no descriptor but 0-3 inherited).
-// Returns its pid, or -1 with the reason in error.
+// Returns its pid, or -1 with the reason in error. The pid is this
+// process's own helper until helper_reaped(pid).
 pid_t spawn_helper(const HelperLaunch& launch, std::string& error) noexcept;
+
+// Called by the helper's supervisor once its waitpid returned the helper's
+// exit (or ECHILD).
+void helper_reaped(pid_t pid) noexcept;
+
+// Reaps pid, a zombie child found by a PID-1 launcher's orphan reaper, unless
+// it is a helper this process started and has not reaped yet: that one's
+// exit status belongs to its supervisor. Holds the lock spawn_helper holds
+// while it starts a helper, so a helper that ends at once is never taken
+// from its supervisor. Returns true when pid was reaped here.
+bool reap_unless_own_helper(pid_t pid) noexcept;
 
 // "killed by SIGSEGV (segmentation fault)", "exited with status 3".
 std::string describe_wait_status(int status);

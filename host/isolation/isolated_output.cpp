@@ -420,8 +420,10 @@ void IsolatedOutput::supervise() noexcept {
       const pid_t result = ::waitpid(pid_, &status, WNOHANG);
       const Clock::time_point now = Clock::now();
       if (result == pid_) {
+        helper_reaped(pid_);
         helper_ended(status, now);
       } else if (result < 0 && errno == ECHILD) {
+        helper_reaped(pid_);
         helper_ended(-1, now);  // SIGCHLD ignored by the embedding process
       } else {
         watch_progress(now);

@@ -108,6 +108,24 @@ class NamespacedSimulation(test_launcher.Simulation):
         os.kill(self.launcher_pid(), signal.SIGTERM)
 
 
+def children_of(parent):
+    """{pid: (state, argv)} of the processes whose parent is parent."""
+    children = {}
+    for stat_path in glob.glob("/proc/[0-9]*/stat"):
+        pid = int(stat_path.split("/")[2])
+        try:
+            with open(stat_path) as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            if int(fields[1]) != parent:
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                argv = cmdline.read().decode(errors="replace").split("\0")
+        except (OSError, IndexError, ValueError):
+            continue
+        children[pid] = (fields[0], argv)
+    return children
+
+
 SKIP_REASON = unshare_unavailable()
 
 
@@ -153,6 +171,50 @@ class ContainerTest(unittest.TestCase):
         for name in ("scheduler-0", "scheduler-1", "frontend"):
             self.assertGreater(delivered[name], 0, run.describe())
         self.assertEqual(self.run_dirs(), [], "the run directory is removed at exit")
+
+    def test_a_launcher_that_is_pid_1_reaps_the_sink_helper_of_a_crashed_producer(self):
+        # The helper of an isolated output is the producer's child; when the
+        # producer dies it dies too (its parent-death signal) and is handed
+        # to PID 1, the launcher, which must reap it while it runs on.
+        config = os.path.join(self.tmp, "metrics.json")
+        with open(config, "w") as file:
+            json.dump({"jsonl": {"path": os.path.join(self.tmp, "events-{pid}.jsonl"),
+                                 "isolation": "process"}}, file)
+        run = self.simulate("--metrics-reporters", "prometheus,jsonl",
+                            "--metrics-reporter-config", config, "--metrics-plugin-dir", JSONL_DIR,
+                            "--ranks", "1", "--on-producer-crash", "continue")
+        run.metrics_url()
+        launcher = run.launcher_pid()
+
+        def scheduler_and_helper():
+            for pid, (_, argv) in children_of(launcher).items():
+                if "producer" in argv and "scheduler" in argv:
+                    helpers = [child for child, (_, child_argv) in children_of(pid).items()
+                               if child_argv[0].endswith("tokenspeed-metrics-sink-helper")]
+                    if helpers:
+                        return pid, helpers[0]
+            return None
+        scheduler, helper = wait_for(scheduler_and_helper,
+                                     "the scheduler producer and its sink helper")
+
+        os.kill(scheduler, signal.SIGKILL)
+
+        def helper_reaped():
+            try:
+                with open(f"/proc/{helper}/stat") as stat:
+                    stat.read()
+            except FileNotFoundError:
+                return True
+            return False
+        wait_for(helper_reaped, f"the crashed producer's sink helper (pid {helper}) reaped")
+        wait_for(lambda: not any(state == "Z" for state, _ in children_of(launcher).values()),
+                 "no zombie child of the launcher")
+        self.assertIsNone(run.process.poll(), run.describe())
+
+        run.stop()
+        self.assertEqual(run.wait(), 4, run.describe())  # 4: a producer crashed
+        self.assertRegex(run.stderr_text,
+                         r"producer 'scheduler-0' \(pid [0-9]+\) crashed: killed by SIGKILL")
 
     def test_sigterm_to_a_launcher_that_is_pid_1_stops_the_node_cleanly(self):
         run = self.simulate("--ranks", "2", "--metrics-shutdown-timeout", "5")
