@@ -1,6 +1,7 @@
 """test_containers.py — `tokenspeed-metrics simulate` as it runs in containers:
 the launcher as PID 1 of its PID namespace (a container without an init
-process, stopped with SIGTERM as `docker stop` does), and two launchers in
+process, stopped with SIGTERM as `docker stop` does; reaping the sink helper
+a crashed producer leaves it), and two launchers in
 separate PID namespaces sharing one base directory (a shared volume or a
 shared /tmp). Needs root for `unshare --pid`; skipped otherwise.
 

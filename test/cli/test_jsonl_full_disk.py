@@ -18,7 +18,7 @@ import time
 import unittest
 
 import cli_harness
-from test_launcher import JSONL_DIR, Simulation
+from test_launcher import JSONL_DIR, Simulation, samples, scrape
 from test_plugin_figures import table_rows
 
 import sys
@@ -58,9 +58,17 @@ class JsonlOnAFullDisk(unittest.TestCase):
             self.skipTest(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
         self.addCleanup(subprocess.run, ["umount", "-l", self.disk], check=False)
 
-    def disk_full(self):
-        stats = os.statvfs(self.disk)
-        return stats.f_bavail == 0
+    @staticmethod
+    def events_lost(url):
+        """True once some process's jsonl plugin reports events lost (a write
+        failed for want of space), as /metrics shows it."""
+        try:
+            found = samples(scrape(url))
+        except OSError:
+            return False
+        return any(name == "tokenspeed_metrics_reporter_plugin_events_total" and
+                   labels.get("reporter") == "jsonl" and labels.get("fate") == "lost" and value > 0
+                   for name, labels, value in found)
 
     def test_figures_equal_the_complete_lines_of_each_file_and_no_line_is_torn(self):
         config = os.path.join(self.tmp, "metrics.json")
@@ -71,11 +79,13 @@ class JsonlOnAFullDisk(unittest.TestCase):
                          "--metrics-reporter-config", config, "--metrics-plugin-dir", JSONL_DIR,
                          "--ranks", "2", "--request-rate", "500")
         self.addCleanup(run.kill)
+        url = run.metrics_url()
         deadline = time.monotonic() + CONDITION_TIMEOUT_S
-        while not self.disk_full():
+        while not self.events_lost(url):
             self.assertIsNone(run.process.poll(), run.describe())
             self.assertLess(time.monotonic(), deadline,
-                            f"the {TMPFS_SIZE} tmpfs did not fill up\n{run.describe()}")
+                            f"no jsonl write failed on the full {TMPFS_SIZE} tmpfs\n"
+                            f"{run.describe()}")
             time.sleep(POLL_INTERVAL_S)
         run.process.send_signal(signal.SIGTERM)
         # 3: an output failed (its write failed for want of space).
