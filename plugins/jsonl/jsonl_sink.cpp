@@ -104,11 +104,9 @@ std::string remove_torn_line(int fd, std::size_t torn, const std::string& path) 
   struct stat file {};
   if (::fstat(fd, &file) != 0 || !S_ISREG(file.st_mode)) return {};
   const off_t end = ::lseek(fd, 0, SEEK_CUR);
-  if (end < 0 || static_cast<std::size_t>(end) < torn) {
-    return describe_errno("cannot find the end of", path, errno);
-  }
-  if (file.st_size != end) {
-    return "cannot remove the partial last line of " + path + ": another writer appended to it";
+  if (end < 0) return describe_errno("cannot find the end of", path, errno);
+  if (file.st_size != end || static_cast<std::size_t>(end) < torn) {
+    return "cannot remove the partial last line of " + path + ": another writer changed its end";
   }
   const off_t good = end - static_cast<off_t>(torn);
   while (::ftruncate(fd, good) != 0) {
