@@ -192,6 +192,7 @@ MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions option
 void MultiprocessMetricStore::without_file(const std::string& why) {
   fd_ = -1;
   closed_ = true;  // nothing to grow: every series goes to memory
+  memory_reason_ = "no metric file: " + why;
   unstored_events_ = memory_slots_locked(1);
   fault_log_->message("cannot create the metric file " + path_.string() + ": " + why +
                           "; this process's series are kept in memory and are not on /metrics "
@@ -250,10 +251,11 @@ void MultiprocessMetricStore::count_unstored_locked(const MetricDefinition& metr
     if (unstored_events_ == nullptr) unstored_events_ = memory_slots_locked(1);
   }
   static_cast<void>(metric);
-  fault_log_->report("series kept in memory, not on /metrics (" + why +
-                         "; events recorded into them are counted in " +
-                         unstored_events_definition().name + "_total)",
-                     1, FaultLog::Clock::now());
+  fault_log_->report(
+      "series kept in memory, not on /metrics (" + why +
+          "; events recorded into them are counted in " +
+          (fd_ >= 0 ? unstored_events_definition().name + "_total" : "the close report") + ")",
+      1, FaultLog::Clock::now());
 }
 
 MultiprocessMetricStore::~MultiprocessMetricStore() {
@@ -312,7 +314,7 @@ double* MultiprocessMetricStore::allocate_series(const MetricDefinition& metric,
   if (auto found = interned_.find(key); found != interned_.end()) return found->second;
   // A family's definition precedes its first series in the file, so a reader
   // renders the engine's own metrics without knowing them in advance.
-  std::string why = closed_ ? "the metric file is closed" : "";
+  std::string why = closed_ ? memory_reason_ : "";
   double* slots = nullptr;
   if (!closed_ && !defined_.contains(metric.name)) {
     const std::string payload[] = {encode_definition(metric)};

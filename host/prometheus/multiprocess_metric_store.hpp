@@ -124,6 +124,7 @@ class MultiprocessMetricStore final : public MetricStore {
   std::vector<std::unique_ptr<double[]>> memory_;   // slots of series not in the file
   std::unordered_set<const double*> memory_slots_;  // their addresses
   std::unique_ptr<FaultLog> fault_log_;
+  std::string memory_reason_ = "the metric file is closed";  // why series go to memory then
 };
 
 // One series as read from a producer file. The views live only during the

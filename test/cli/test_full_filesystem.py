@@ -1,6 +1,7 @@
 """test_full_filesystem.py — `tokenspeed-metrics simulate` with its base
-directory (--metrics-multiproc-dir) on a small real tmpfs that has no room
-for the launcher's metric file: a startup error, exit status 2, one line.
+directory (--metrics-multiproc-dir) on a small real tmpfs: no room for the
+launcher's metric file is a startup error (exit status 2, one line); no room
+for the producers' files leaves them recording, each saying so once.
 Needs root to mount the tmpfs; skipped otherwise.
 
 Environment: TSM_BINARY (cli_harness.py).
@@ -50,6 +51,21 @@ class FullFilesystemTest(cli_harness.CliTestCase):
                                          "No space left on device")
         self.assertIn("file '" + tmpfs.path + "/run-", line)
         self.assertIn("launcher_", line)
+
+    def test_producers_without_room_for_their_metric_files_record_on_and_say_so(self):
+        # Room for the launcher's 1 MiB file, not for a producer's.
+        tmpfs = SmallTmpfs(1280)
+        self.addCleanup(tmpfs.close)
+        result = cli_harness.run("simulate", "--enable-metrics", "--metrics-port", "0",
+                                 "--metrics-multiproc-dir", tmpfs.path, "--ranks", "2",
+                                 "--duration", "0.5")
+        self.assertEqual(result.status, 0, result.describe())
+        for process in ("scheduler-0", "scheduler-1", "frontend"):
+            lines = [line for line in result.stderr_lines
+                     if "cannot create the metric file" in line and "/" + process + "_" in line]
+            self.assertEqual(len(lines), 1, result.describe())
+            self.assertIn("No space left on device", lines[0])
+        self.assertNotIn("the metric file is closed", result.stderr)
 
 
 if __name__ == "__main__":
