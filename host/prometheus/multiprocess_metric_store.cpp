@@ -241,11 +241,13 @@ void MultiprocessMetricStore::count_unstored_locked(const MetricDefinition& metr
   ++unstored_series_;
   if (unstored_events_ == nullptr) {
     // The first series kept in memory: the counter of their events goes
-    // into the space every region keeps free for it.
+    // into the space every region keeps free for it (never into a closed
+    // file: it may end right after its records).
     reserve_bytes_ = 0;
     std::string ignored;
     const std::string payload[] = {encode_definition(unstored_events_definition())};
-    if (append_record_locked(unstored_events_definition().name, payload, 0, ignored) != nullptr) {
+    if (!closed_ &&
+        append_record_locked(unstored_events_definition().name, payload, 0, ignored) != nullptr) {
       unstored_events_ = append_record_locked(unstored_events_definition().name, {}, 1, ignored);
     }
     if (unstored_events_ == nullptr) unstored_events_ = memory_slots_locked(1);

@@ -342,4 +342,9 @@ TEST_CASE("closing a store gives back its reserved space and keeps its records r
   double* late = store.allocate_series(kCounter, std::vector<std::string>{"late"});
   CHECK(store.unstored_events_slot(late) != nullptr);
   *late = 1;
+  CHECK(store.unstored().series == 1);
+  CHECK(unstored_events_in(store.file_path()) == -1.0);  // its counter too stays out
+  struct stat last {};
+  REQUIRE(::stat(store.file_path().c_str(), &last) == 0);
+  CHECK(last.st_size == after.st_size);
 }
