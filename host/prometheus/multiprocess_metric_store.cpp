@@ -14,6 +14,7 @@
 #include <optional>
 #include <fcntl.h>
 #include <stdexcept>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <system_error>
@@ -153,6 +154,9 @@ MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions option
       return;
     }
   }
+  // Held while this process (or a child it forked) has the file open:
+  // tells reclaim_exited_writer_file the writer still lives.
+  static_cast<void>(::flock(fd_, LOCK_SH | LOCK_NB));
   try {
     std::byte* first = map_new_region();
     FileHeader header{};
@@ -532,6 +536,8 @@ bool read_records(const std::filesystem::path& path, const FileHead& head, const
   file.path = path;
   file.writer = ProcessIdentity{static_cast<pid_t>(head.header.pid), head.header.start_time};
   file.live = head.header.closed == 0 && process_alive(file.writer);
+  file.closed = head.header.closed != 0;
+  file.used = head.used;
   if (on_file) on_file(file);
 
   const std::size_t region = head.header.region_bytes;
@@ -563,5 +569,24 @@ bool read_records(const std::filesystem::path& path, const FileHead& head, const
 }
 
 }  // namespace
+
+bool reclaim_exited_writer_file(const std::filesystem::path& path) noexcept {
+  FileDescriptor fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (fd.get() < 0) return false;
+  // A live writer holds a shared lock; an exclusive one means it is gone.
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;
+  const std::optional<FileHead> head = read_file_head(fd.get());
+  if (!head || head->header.closed != 0 ||
+      process_alive(
+          ProcessIdentity{static_cast<pid_t>(head->header.pid), head->header.start_time})) {
+    return false;
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) return false;
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t keep = (head->used + page - 1) / page * page;
+  if (keep >= static_cast<std::uint64_t>(info.st_size)) return false;
+  return ::ftruncate(fd.get(), static_cast<off_t>(keep)) == 0;
+}
 
 }  // namespace tokenspeed::metrics

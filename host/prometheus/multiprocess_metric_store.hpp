@@ -138,8 +138,17 @@ struct MultiprocessSeriesView {
 struct MultiprocessFileInfo {
   std::filesystem::path path;
   ProcessIdentity writer;
-  bool live = false;  // writer alive and file not closed
+  bool live = false;       // writer alive and file not closed
+  bool closed = false;     // the writer closed it (and gave back its reserved space)
+  std::uint64_t used = 0;  // bytes of header and records
 };
+
+// Gives back the space a writer that ended without closing its file (killed)
+// had reserved: truncates the file to the pages its records use, which stay
+// readable. Only when the writer is gone: it is not alive (pid and start
+// time) and no process holds the lock every writer keeps on its file. Never
+// touches another file; true when it truncated. Launcher, scrape time.
+bool reclaim_exited_writer_file(const std::filesystem::path& path) noexcept;
 
 // Reads one producer file; returns false (visiting nothing) when the file is
 // not a valid store file. Each family's definition reaches on_definition

@@ -176,3 +176,46 @@ if __name__ == "__main__":
         assert scraped[("reclaim:events_total", label)] == index + 1
         assert scraped[("reclaim:latency_seconds_count", label)] == 1
         assert scraped[("reclaim:latency_seconds_bucket", (("le", "1.0"),) + label)] == 1
+
+
+def record_and_wait(ready):
+    import time
+    import tokenspeed_metrics
+    tokenspeed_metrics.Counter("reclaim:killed_events", "Events.").inc(7)
+    ready.set()
+    time.sleep(600)
+
+
+def test_a_killed_workers_reserved_space_goes_back_at_the_next_scrape_and_its_counter_stays(
+        workdir):
+    script = f"""
+import glob, json, multiprocessing, os, signal, sys
+sys.path.insert(0, {HERE!r})
+import tokenspeed_metrics
+from test_full_filesystem import record_and_wait
+if __name__ == "__main__":
+    tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
+                              "--metrics-multiproc-dir", {workdir!r}])
+    context = multiprocessing.get_context("spawn")
+    ready = context.Event()
+    worker = context.Process(target=record_and_wait, args=(ready,))
+    worker.start()
+    assert ready.wait(60)
+    path, = glob.glob({workdir!r} + "/run-*/*_%d.db" % worker.pid)
+    before = os.stat(path).st_blocks * 512
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join()
+    first = tokenspeed_metrics.generate_latest().decode()   # reclaims
+    after = os.stat(path).st_blocks * 512
+    second = tokenspeed_metrics.generate_latest().decode()
+    sys.stdout.write(json.dumps({{"before": before, "after": after, "first": first,
+                                 "second": second}}))
+    tokenspeed_metrics.close()
+"""
+    result = run_program(workdir, script)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["before"] >= 1 << 20
+    assert out["after"] <= 64 * 1024, out["after"]
+    for text in (out["first"], out["second"]):
+        assert samples(text)[("reclaim:killed_events_total", ())] == 7

@@ -11,8 +11,10 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <tokenspeed/metrics/startup_error.hpp>
@@ -347,4 +349,39 @@ TEST_CASE("closing a store gives back its reserved space and keeps its records r
   struct stat last {};
   REQUIRE(::stat(store.file_path().c_str(), &last) == 0);
   CHECK(last.st_size == after.st_size);
+}
+
+TEST_CASE("a killed writer's file shrinks to its records; a live writer's file is left alone") {
+  TempDir dir;
+  MultiprocessMetricStore store({dir.path(), "producer", 1u << 20});
+  *store.allocate_series(kCounter, std::vector<std::string>{"a"}) = 5;
+  // The same file as a writer that is gone left it: its pid is a child
+  // that exited (reaped), and nobody holds its lock.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  const auto orphan = dir.path() / "producer_orphan.db";
+  std::filesystem::copy_file(store.file_path(), orphan);
+  {
+    std::fstream bytes(orphan, std::ios::in | std::ios::out | std::ios::binary);
+    const std::int64_t pid = child;
+    bytes.seekp(24);  // FileHeader::pid
+    bytes.write(reinterpret_cast<const char*>(&pid), sizeof pid);
+  }
+  CHECK_FALSE(reclaim_exited_writer_file(store.file_path()));  // alive, and it holds the lock
+  CHECK(std::filesystem::file_size(store.file_path()) == (1u << 20));
+  {
+    // Someone holds the orphan's lock (a child the writer forked): kept.
+    const int holder = ::open(orphan.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(::flock(holder, LOCK_SH) == 0);
+    CHECK_FALSE(reclaim_exited_writer_file(orphan));
+    ::close(holder);
+  }
+  CHECK(reclaim_exited_writer_file(orphan));
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  CHECK(std::filesystem::file_size(orphan) == page);
+  CHECK(read_all(orphan).at("test:requests|a") == std::vector<double>{5});
+  CHECK_FALSE(reclaim_exited_writer_file(orphan));  // once
 }
