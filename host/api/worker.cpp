@@ -53,9 +53,12 @@ class WorkerImpl {
     }
     RouterOptions router;
     router.queue_size = handoff_.queue_size;
+    // A worker records on when its metric file cannot be created (a full
+    // file system): recording never raises into the engine for it.
     metrics_ = std::make_unique<ProcessMetrics>(
         registry_, ProcessMetricsOptions{handoff_.outputs, handoff_.run_dir, name_, router,
-                                         handoff_.max_series_per_family, handoff_.node_name});
+                                         handoff_.max_series_per_family, handoff_.node_name,
+                                         /*keep_in_memory_without_file=*/true});
     recorder_ = Recorder(&metrics_->collector());
     // The host's own figures reach /metrics once a second; the thread sleeps
     // in between and never touches a plugin.
@@ -95,6 +98,9 @@ class WorkerImpl {
     if (!handoff_.run_dir.empty()) write_process_summary(handoff_.run_dir, summary);
     report_ = shutdown_report_from({summary});
     report_->closed_in_time = in_time;
+    const UnstoredFigures unstored = metrics_->unstored();
+    report_->unstored_series = unstored.series;
+    report_->unstored_events = unstored.events;
     report_->elapsed = std::chrono::steady_clock::now() - begin;
     return *report_;
   }

@@ -95,8 +95,11 @@ int run_producer(int argc, char** argv) {
   }
   RouterOptions router;
   router.queue_size = handoff.queue_size;
+  // A full base directory: the producer records on, its series in memory
+  // and counted, as an engine's worker does (worker.cpp).
   ProcessMetrics metrics(registry, {handoff.outputs, handoff.run_dir, process_name, router,
-                                    handoff.max_series_per_family, handoff.node_name});
+                                    handoff.max_series_per_family, handoff.node_name,
+                                    /*keep_in_memory_without_file=*/true});
 
   std::atomic<bool> stop{false};
   Recorder recorder(&metrics.collector());

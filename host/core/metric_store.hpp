@@ -56,6 +56,12 @@ class MetricStore {
   virtual double* allocate_series(const MetricDefinition& metric,
                                   std::span<const std::string> label_values) = 0;
 
+  // The slot that counts events recorded into the series at slots when the
+  // store could not keep that series where it is read (a full file system:
+  // multiprocess_metric_store.hpp); the collector adds one per such event.
+  // Null for a series kept normally. Asked once per series, when interned.
+  virtual double* unstored_events_slot(const double* /*slots*/) const noexcept { return nullptr; }
+
   // The bound on series per family of the built-in output, kept with its
   // aggregate: the collector consults it before interning a new label set
   // (collector.cpp) and refuses the label set past it. Series the host

@@ -124,6 +124,7 @@ MetricSeries* FamilyCore::find_or_intern(std::span<const std::string_view> value
       }
     }
     series.slots = store_.allocate_series(family_.definition, series.label_values);
+    series.unstored_events = store_.unstored_events_slot(series.slots);
   } catch (...) {
     series_.pop_back();
     throw;
@@ -303,6 +304,9 @@ void Histogram::observe_total(double total, std::uint64_t weight) const noexcept
 
 void Histogram::observe_each(std::span<const double> values) const noexcept {
   if (series_ == nullptr) return;
+  if (series_->unstored_events != nullptr) [[unlikely]] {
+    add_to_slot(*series_->unstored_events, static_cast<double>(values.size()));
+  }
   const std::vector<double>& bounds = series_->family->definition.buckets;
   const std::size_t n = bounds.size();
   constexpr std::size_t kLocalBuckets = 64;

@@ -164,9 +164,18 @@ inline double add_to_slot(double& slot, double delta) noexcept {
   return current + delta;
 }
 
+// One event into a series the store could not keep in its file: counted
+// (one predictable branch on a field beside slots; no lock, no system call).
+inline void count_if_unstored(const MetricSeries* series) noexcept {
+  if (series->unstored_events != nullptr) [[unlikely]] {
+    add_to_slot(*series->unstored_events, 1.0);
+  }
+}
+
 inline void record_inc(MetricSeries* series, double delta) noexcept {
   if (series == nullptr || !(delta >= 0.0)) return;
   add_to_slot(series->slots[0], delta);
+  count_if_unstored(series);
   if (EventRouter* router = series->router) {
     router->publish(EventSlot{series, delta, 1, event_clock::raw_now()});
   }
@@ -198,6 +207,7 @@ inline void record_set(MetricSeries* series, const CollectorOptions* options,
                        double value) noexcept {
   if (series == nullptr) return;
   std::atomic_ref<double>(series->slots[0]).store(value, std::memory_order_relaxed);
+  count_if_unstored(series);
   stamp_set(series);
   emit_gauge(series, *options, value);
 }
@@ -206,6 +216,7 @@ inline void record_add(MetricSeries* series, const CollectorOptions* options,
                        double delta) noexcept {
   if (series == nullptr) return;
   const double value = add_to_slot(series->slots[0], delta);
+  count_if_unstored(series);
   stamp_set(series);
   emit_gauge(series, *options, value);
 }
@@ -254,6 +265,7 @@ inline void record_weighted(MetricSeries* series, double value, std::uint64_t we
   const std::size_t bucket = bucket_index(bounds.data(), n, value);
   add_to_slot(series->slots[bucket], static_cast<double>(weight));
   add_to_slot(series->slots[n + 1], total);
+  count_if_unstored(series);
   if (EventRouter* router = series->router) {
     router->publish(EventSlot{series, value, weight, event_clock::raw_now()});
   }

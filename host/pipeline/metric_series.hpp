@@ -59,9 +59,12 @@ struct MetricSeries {
   const SeriesFamily* family = nullptr;
   double* slots = nullptr;        // Prometheus aggregate, see metric_store.hpp
   EventRouter* router = nullptr;  // null: no external output selected
-  std::uint32_t number = 0;       // the router's number for it (series_table.hpp)
-  bool stamps_sets = false;       // a mostrecent gauge: slots[1] takes each set's time
-  std::uint64_t hash = 0;         // hash of the label values (lookup table)
+  // Non-null when the store kept this series' slots where /metrics does not
+  // read them (a full file system): each event adds one to it.
+  double* unstored_events = nullptr;
+  std::uint32_t number = 0;  // the router's number for it (series_table.hpp)
+  bool stamps_sets = false;  // a mostrecent gauge: slots[1] takes each set's time
+  std::uint64_t hash = 0;    // hash of the label values (lookup table)
   std::vector<std::string> label_values;
   std::vector<const char*> label_value_ptrs;  // c_str() of label_values
   // Gauges only. On a cache line of its own: collector threads write it,

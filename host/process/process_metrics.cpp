@@ -113,6 +113,7 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
     store_options.directory = options.run_dir;
     store_options.file_prefix = options.file_prefix;
     store_options.bound = bound;
+    store_options.keep_in_memory_without_file = options.keep_in_memory_without_file;
     auto file_store = std::make_unique<MultiprocessMetricStore>(std::move(store_options));
     file_store_ = file_store.get();
     store_ = std::move(file_store);
@@ -153,6 +154,10 @@ ProcessMetrics::~ProcessMetrics() {
     static_cast<void>(collector_.release());
     static_cast<void>(router_.release());
   }
+}
+
+UnstoredFigures ProcessMetrics::unstored() const {
+  return file_store_ != nullptr ? file_store_->unstored() : UnstoredFigures{};
 }
 
 std::vector<SinkStats> ProcessMetrics::sink_stats() const {

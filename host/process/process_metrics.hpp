@@ -36,6 +36,9 @@ struct ProcessMetricsOptions {
   std::size_t max_series_per_family = kDefaultMaxSeriesPerFamily;
   // The node in this process's identity (--metrics-node-name); "" the host name.
   std::string node_name;
+  // A metric file that cannot be created: false throws StartupError (the
+  // launcher); true keeps the series in memory, counted (workers, producers).
+  bool keep_in_memory_without_file = false;
 };
 
 // Threading: construct, publish_self_figures and close from one control
@@ -53,6 +56,10 @@ class ProcessMetrics {
   Collector& collector() noexcept { return *collector_; }
   // Null when no external output is selected (no event is ever built).
   EventRouter* router() noexcept { return router_.get(); }
+
+  // What the Prometheus store could not keep in the metric file (zero
+  // without a file store).
+  UnstoredFigures unstored() const;
 
   // The per-output figures of the router, now.
   std::vector<SinkStats> sink_stats() const;

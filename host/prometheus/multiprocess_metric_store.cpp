@@ -1,9 +1,12 @@
 // multiprocess_metric_store.cpp — writing records into a producer's mapped
-// file and reading them back at scrape time. Only allocate_series and the
-// reader live here; slot updates never call into this file.
+// file (or, when the file cannot grow, slots in memory, counted) and reading
+// them back at scrape time. Only allocate_series and the reader live here;
+// slot updates never call into this file.
 #include "prometheus/multiprocess_metric_store.hpp"
 
 #include "prometheus/metric_definition_record.hpp"
+
+#include <tokenspeed/metrics/startup_error.hpp>
 
 #include <atomic>
 #include <cerrno>
@@ -11,6 +14,7 @@
 #include <optional>
 #include <fcntl.h>
 #include <stdexcept>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <system_error>
@@ -54,6 +58,18 @@ constexpr std::size_t round8(std::size_t n) noexcept { return (n + 7) & ~std::si
 
 [[noreturn]] void throw_errno(const std::string& what) {
   throw std::system_error(errno, std::generic_category(), what);
+}
+
+// How often the line about series kept in memory may be written.
+constexpr std::chrono::seconds kUnstoredLogInterval{10};
+
+// The bytes of one record (header, name, labels, padding, slots).
+std::size_t record_size(std::string_view name, std::span<const std::string> label_values,
+                        std::size_t slot_count) noexcept {
+  std::size_t header_bytes = sizeof(RecordHeader) + name.size();
+  for (const std::string& value : label_values)
+    header_bytes += sizeof(std::uint32_t) + value.size();
+  return round8(header_bytes) + slot_count * sizeof(double);
 }
 
 std::string series_key(std::string_view name, std::span<const std::string> labels) {
@@ -114,15 +130,33 @@ MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions option
     throw std::invalid_argument(
         "multiprocess store: region size must be a multiple of the page size, at most 4 GiB");
   }
+  fault_log_ = std::make_unique<FaultLog>(
+      "prometheus", kUnstoredLogInterval,
+      options_.bound.log ? options_.bound.log : LogWriter(write_log_line_to_stderr));
+  {
+    const std::string payload[] = {encode_definition(unstored_events_definition())};
+    reserve_bytes_ = record_size(unstored_events_definition().name, payload, 0) +
+                     record_size(unstored_events_definition().name, {}, 1);
+  }
   const ProcessIdentity self = current_process_identity();
   for (int attempt = 0; fd_ < 0; ++attempt) {
     std::string name = options_.file_prefix + "_" + std::to_string(self.pid);
     if (attempt > 0) name += "_" + std::to_string(attempt);
     path_ = options_.directory / (name + ".db");
     fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd_ < 0 && (errno != EEXIST || attempt > 1000))
-      throw_errno("cannot create " + path_.string());
+    if (fd_ < 0 && (errno != EEXIST || attempt > 1000)) {
+      const std::string why = std::strerror(errno);
+      if (!options_.keep_in_memory_without_file) {
+        throw StartupError({"prometheus", path_.string(), "--metrics-multiproc-dir"},
+                           "cannot create the metric file: " + why);
+      }
+      without_file(why);
+      return;
+    }
   }
+  // Held while this process (or a child it forked) has the file open:
+  // tells reclaim_exited_writer_file the writer still lives.
+  static_cast<void>(::flock(fd_, LOCK_SH | LOCK_NB));
   try {
     std::byte* first = map_new_region();
     FileHeader header{};
@@ -140,10 +174,94 @@ MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions option
     std::atomic_thread_fence(std::memory_order_release);
   } catch (...) {
     for (const Region& region : regions_) ::munmap(region.base, options_.region_bytes);
+    regions_.clear();
     ::close(fd_);
+    fd_ = -1;
     ::unlink(path_.c_str());
-    throw;
+    int code = 0;
+    try {
+      throw;
+    } catch (const std::system_error& error) {
+      code = error.code().value();
+    }
+    const std::string why = std::strerror(code);
+    if (!options_.keep_in_memory_without_file) {
+      throw StartupError({"prometheus", path_.string(), "--metrics-multiproc-dir"},
+                         "cannot create the metric file: " + why);
+    }
+    without_file(why);
   }
+}
+
+void MultiprocessMetricStore::without_file(const std::string& why) {
+  fd_ = -1;
+  closed_ = true;  // nothing to grow: every series goes to memory
+  memory_reason_ = "no metric file: " + why;
+  unstored_events_ = memory_slots_locked(1);
+  fault_log_->message("cannot create the metric file " + path_.string() + ": " + why +
+                          "; this process's series are kept in memory and are not on /metrics "
+                          "(events recorded into them are counted in its close report)",
+                      FaultLog::Clock::now());
+}
+
+const MetricDefinition& unstored_events_definition() {
+  static const MetricDefinition definition{
+      "tokenspeed_metrics_prometheus_unstored_events",
+      MetricKind::counter,
+      "Events recorded into series that a process kept in memory because its metric file "
+      "could not grow (a full file system under --metrics-multiproc-dir): they reached the "
+      "external outputs but are missing from the other series of /metrics.",
+      "events",
+      {},
+      {},
+      GaugeMode::livemax};
+  return definition;
+}
+
+double* MultiprocessMetricStore::unstored_events_slot(const double* slots) const noexcept {
+  std::lock_guard lock(mutex_);
+  return memory_slots_.contains(slots) ? unstored_events_ : nullptr;
+}
+
+UnstoredFigures MultiprocessMetricStore::unstored() const {
+  std::lock_guard lock(mutex_);
+  UnstoredFigures figures;
+  figures.series = unstored_series_;
+  if (unstored_events_ != nullptr) {
+    figures.events = static_cast<std::uint64_t>(load_relaxed(unstored_events_));
+  }
+  return figures;
+}
+
+double* MultiprocessMetricStore::memory_slots_locked(std::size_t slot_count) {
+  memory_.push_back(std::make_unique<double[]>(std::max<std::size_t>(slot_count, 1)));
+  double* slots = memory_.back().get();
+  memory_slots_.insert(slots);
+  return slots;
+}
+
+void MultiprocessMetricStore::count_unstored_locked(const MetricDefinition& metric,
+                                                    const std::string& why) {
+  ++unstored_series_;
+  if (unstored_events_ == nullptr) {
+    // The first series kept in memory: the counter of their events goes
+    // into the space every region keeps free for it (never into a closed
+    // file: it may end right after its records).
+    reserve_bytes_ = 0;
+    std::string ignored;
+    const std::string payload[] = {encode_definition(unstored_events_definition())};
+    if (!closed_ &&
+        append_record_locked(unstored_events_definition().name, payload, 0, ignored) != nullptr) {
+      unstored_events_ = append_record_locked(unstored_events_definition().name, {}, 1, ignored);
+    }
+    if (unstored_events_ == nullptr) unstored_events_ = memory_slots_locked(1);
+  }
+  static_cast<void>(metric);
+  fault_log_->report(
+      "series kept in memory, not on /metrics (" + why +
+          "; events recorded into them are counted in " +
+          (fd_ >= 0 ? unstored_events_definition().name + "_total" : "the close report") + ")",
+      1, FaultLog::Clock::now());
 }
 
 MultiprocessMetricStore::~MultiprocessMetricStore() {
@@ -154,10 +272,24 @@ MultiprocessMetricStore::~MultiprocessMetricStore() {
 
 void MultiprocessMetricStore::close() noexcept {
   std::lock_guard lock(mutex_);
+  try {
+    if (fault_log_) fault_log_->flush(FaultLog::Clock::now());  // counts not yet written
+  } catch (...) {
+    // A line that cannot be written changes nothing recorded.
+  }
   if (closed_ || regions_.empty()) return;
   auto* header = reinterpret_cast<FileHeader*>(regions_.front().base);
   std::atomic_ref<std::uint32_t>(header->closed).store(1, std::memory_order_release);
   closed_ = true;
+  // The records stay (a dead process's counters stay on /metrics); the
+  // space reserved past them goes back. Nothing is written past used_ from
+  // now on (closed_ sends new series to memory), and readers never read past
+  // the published used size, so neither side touches a page beyond the end.
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t keep = (used_ + page - 1) / page * page;
+  if (keep < regions_.size() * std::uint64_t{options_.region_bytes}) {
+    static_cast<void>(::ftruncate(fd_, static_cast<off_t>(keep)));
+  }
 }
 
 std::byte* MultiprocessMetricStore::map_new_region() {
@@ -188,35 +320,55 @@ double* MultiprocessMetricStore::allocate_series(const MetricDefinition& metric,
   if (auto found = interned_.find(key); found != interned_.end()) return found->second;
   // A family's definition precedes its first series in the file, so a reader
   // renders the engine's own metrics without knowing them in advance.
-  if (!defined_.contains(metric.name)) {
+  std::string why = closed_ ? memory_reason_ : "";
+  double* slots = nullptr;
+  if (!closed_ && !defined_.contains(metric.name)) {
     const std::string payload[] = {encode_definition(metric)};
-    append_record_locked(metric.name, payload, 0);
-    defined_.insert(metric.name);
+    if (append_record_locked(metric.name, payload, 0, why) != nullptr) defined_.insert(metric.name);
   }
-  double* slots = append_record_locked(metric.name, label_values, series_slot_count(metric));
+  if (!closed_ && defined_.contains(metric.name)) {
+    slots = append_record_locked(metric.name, label_values, series_slot_count(metric), why);
+  }
+  if (slots == nullptr) {
+    slots = memory_slots_locked(series_slot_count(metric));
+    count_unstored_locked(metric, why);
+  }
   interned_.emplace(std::move(key), slots);
   return slots;
 }
 
 double* MultiprocessMetricStore::append_record_locked(const std::string& name,
                                                       std::span<const std::string> label_values,
-                                                      std::size_t slot_count) {
-  std::size_t header_bytes = sizeof(RecordHeader) + name.size();
-  for (const std::string& value : label_values)
-    header_bytes += sizeof(std::uint32_t) + value.size();
-  header_bytes = round8(header_bytes);
-  const std::size_t record_bytes = header_bytes + slot_count * sizeof(double);
+                                                      std::size_t slot_count, std::string& why) {
+  const std::size_t record_bytes = record_size(name, label_values, slot_count);
+  const std::size_t header_bytes = record_bytes - slot_count * sizeof(double);
   if (record_bytes > options_.region_bytes - sizeof(FileHeader) || name.size() > UINT32_MAX) {
     throw std::length_error("multiprocess store: series '" + name + "' does not fit in a region");
   }
 
-  std::size_t within = used_ % options_.region_bytes;
-  if (within + record_bytes > options_.region_bytes) {
-    used_ += options_.region_bytes - within;  // the tail stays zero: "skip"
+  // Each region keeps reserve_bytes_ free at its end until the
+  // unstored-events series is written (count_unstored_locked), unless the
+  // record is too large to leave it.
+  const std::size_t reserve =
+      record_bytes + reserve_bytes_ <= options_.region_bytes - sizeof(FileHeader) ? reserve_bytes_
+                                                                                  : 0;
+  std::uint64_t used = used_;
+  std::size_t within = used % options_.region_bytes;
+  if (within + record_bytes + reserve > options_.region_bytes) {
+    used += options_.region_bytes - within;  // the tail stays zero: "skip"
     within = 0;
   }
-  const std::size_t index = used_ / options_.region_bytes;
-  while (regions_.size() <= index) map_new_region();
+  const std::size_t index = used / options_.region_bytes;
+  try {
+    while (regions_.size() <= index) map_new_region();
+  } catch (const std::system_error& error) {
+    // Blocks a failed posix_fallocate may have taken past the end go back.
+    static_cast<void>(
+        ::ftruncate(fd_, static_cast<off_t>(regions_.size() * options_.region_bytes)));
+    why = "cannot grow " + path_.string() + ": " + std::strerror(error.code().value());
+    return nullptr;
+  }
+  used_ = used;
   std::byte* record = regions_[index].base + within;
 
   RecordHeader header{
@@ -384,6 +536,8 @@ bool read_records(const std::filesystem::path& path, const FileHead& head, const
   file.path = path;
   file.writer = ProcessIdentity{static_cast<pid_t>(head.header.pid), head.header.start_time};
   file.live = head.header.closed == 0 && process_alive(file.writer);
+  file.closed = head.header.closed != 0;
+  file.used = head.used;
   if (on_file) on_file(file);
 
   const std::size_t region = head.header.region_bytes;
@@ -415,5 +569,24 @@ bool read_records(const std::filesystem::path& path, const FileHead& head, const
 }
 
 }  // namespace
+
+bool reclaim_exited_writer_file(const std::filesystem::path& path) noexcept {
+  FileDescriptor fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+  if (fd.get() < 0) return false;
+  // A live writer holds a shared lock; an exclusive one means it is gone.
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return false;
+  const std::optional<FileHead> head = read_file_head(fd.get());
+  if (!head || head->header.closed != 0 ||
+      process_alive(
+          ProcessIdentity{static_cast<pid_t>(head->header.pid), head->header.start_time})) {
+    return false;
+  }
+  struct stat info {};
+  if (::fstat(fd.get(), &info) != 0) return false;
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t keep = (head->used + page - 1) / page * page;
+  if (keep >= static_cast<std::uint64_t>(info.st_size)) return false;
+  return ::ftruncate(fd.get(), static_cast<off_t>(keep)) == 0;
+}
 
 }  // namespace tokenspeed::metrics

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <functional>
 #include <mutex>
 #include <span>
@@ -15,6 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include "core/fault_log.hpp"
 #include "core/metric_store.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 
@@ -39,12 +41,31 @@ struct MultiprocessStoreOptions {
   std::string file_prefix = "producer";  // file name: <prefix>_<pid>.db
   std::size_t region_bytes = 1u << 20;   // multiple of the page size, at most 4 GiB
   SeriesBound bound;                     // series per family (metric_store.hpp)
+  // A file that cannot be created (a full file system): false throws
+  // StartupError naming the file and --metrics-multiproc-dir (the launcher
+  // at start-up); true records on with every series in memory (a worker:
+  // recording never raises for it), counted and logged.
+  bool keep_in_memory_without_file = false;
 };
 
+// What a store could not keep in its file, for reports.
+struct UnstoredFigures {
+  std::uint64_t series = 0;  // series whose slots live in this process's memory only
+  std::uint64_t events = 0;  // events recorded into them: not on /metrics
+};
+
+// The self-metric of the events recorded into series a store kept in memory.
+const MetricDefinition& unstored_events_definition();
+
 // Threading: allocate_series may be called from any thread (it locks, may
-// grow the file, and throws std::system_error / std::length_error on
-// failure); the slots it returns are updated through std::atomic_ref by
-// collector threads without any lock. Readers in other processes never
+// grow the file, and throws std::length_error for a series larger than a
+// region); the slots it returns are updated through std::atomic_ref by
+// collector threads without any lock. When the file cannot grow (a full file
+// system) or is closed, a new series gets slots in this process's memory:
+// recording goes on and reaches the external outputs, the series is missing
+// from /metrics, and every event recorded into it is counted
+// (unstored_events_slot, tokenspeed_metrics_prometheus_unstored_events_total,
+// a rate-limited line). Readers in other processes never
 // block a writer. The store belongs to the process that created it: a forked
 // child must create its own.
 class MultiprocessMetricStore final : public MetricStore {
@@ -58,10 +79,18 @@ class MultiprocessMetricStore final : public MetricStore {
   double* allocate_series(const MetricDefinition& metric,
                           std::span<const std::string> label_values) override;
 
-  const std::filesystem::path& file_path() const noexcept { return path_; }
+  double* unstored_events_slot(const double* slots) const noexcept override;
 
-  // Marks the file closed: its live gauges disappear from the merge even if
-  // this process lives on. Called by the destructor; idempotent.
+  const std::filesystem::path& file_path() const noexcept { return path_; }
+  // False when the file could not be created (keep_in_memory_without_file).
+  bool has_file() const noexcept { return fd_ >= 0; }
+
+  UnstoredFigures unstored() const;
+
+  // Marks the file closed (its live gauges disappear from the merge even if
+  // this process lives on) and gives back the space it reserved past what
+  // it uses: the file shrinks to its records, which stay on /metrics. Series
+  // made afterwards stay in memory. Called by the destructor; idempotent.
   void close() noexcept;
 
  private:
@@ -70,18 +99,32 @@ class MultiprocessMetricStore final : public MetricStore {
     std::size_t offset;  // file offset of the region
   };
   std::byte* map_new_region();
+  void without_file(const std::string& why);
+  // The record's slots in the file, or null when it does not fit there and
+  // the file cannot grow (why says why).
   double* append_record_locked(const std::string& name, std::span<const std::string> label_values,
-                               std::size_t slot_count);
+                               std::size_t slot_count, std::string& why);
+  double* memory_slots_locked(std::size_t slot_count);
+  void count_unstored_locked(const MetricDefinition& metric, const std::string& why);
 
   MultiprocessStoreOptions options_;
   std::filesystem::path path_;
   int fd_ = -1;
   bool closed_ = false;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<Region> regions_;
   std::uint64_t used_ = 0;  // writer's copy of the published used size
   std::unordered_map<std::string, double*> interned_;
   std::unordered_set<std::string> defined_;  // families whose definition is written
+  // Bytes kept free at the end of each region for the unstored-events
+  // series, so it reaches the file when the file can grow no more.
+  std::size_t reserve_bytes_ = 0;
+  double* unstored_events_ = nullptr;  // null until a series is kept in memory
+  std::uint64_t unstored_series_ = 0;
+  std::vector<std::unique_ptr<double[]>> memory_;   // slots of series not in the file
+  std::unordered_set<const double*> memory_slots_;  // their addresses
+  std::unique_ptr<FaultLog> fault_log_;
+  std::string memory_reason_ = "the metric file is closed";  // why series go to memory then
 };
 
 // One series as read from a producer file. The views live only during the
@@ -95,8 +138,17 @@ struct MultiprocessSeriesView {
 struct MultiprocessFileInfo {
   std::filesystem::path path;
   ProcessIdentity writer;
-  bool live = false;  // writer alive and file not closed
+  bool live = false;       // writer alive and file not closed
+  bool closed = false;     // the writer closed it (and gave back its reserved space)
+  std::uint64_t used = 0;  // bytes of header and records
 };
+
+// Gives back the space a writer that ended without closing its file (killed)
+// had reserved: truncates the file to the pages its records use, which stay
+// readable. Only when the writer is gone: it is not alive (pid and start
+// time) and no process holds the lock every writer keeps on its file. Never
+// touches another file; true when it truncated. Launcher, scrape time.
+bool reclaim_exited_writer_file(const std::filesystem::path& path) noexcept;
 
 // Reads one producer file; returns false (visiting nothing) when the file is
 // not a valid store file. Each family's definition reaches on_definition

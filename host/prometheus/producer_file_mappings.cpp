@@ -26,8 +26,8 @@ FileMapping::~FileMapping() {
 std::shared_ptr<const FileMapping> ProducerFileMappings::map(const std::filesystem::path& path) {
   // The file as it is now, by name: no descriptor is opened for a file
   // that is already mapped and unchanged. A file of another size is mapped
-  // again: a store only grows its file, and a mapping past the end of one
-  // that shrank would fault (SIGBUS) when read.
+  // again: a store grows its file, and shrinks it to its records once closed
+  // or once its writer is gone (the records read never pass the new end).
   struct stat now {};
   if (::lstat(path.c_str(), &now) != 0 || !S_ISREG(now.st_mode)) return nullptr;
   const auto size = static_cast<std::size_t>(now.st_size);

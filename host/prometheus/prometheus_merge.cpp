@@ -1,6 +1,7 @@
 // prometheus_merge.cpp — the per-process to per-node aggregation of a scrape,
 // and the choice among conflicting definitions (independent of file order).
-// Reads producer files through read_multiprocess_file; never writes to them.
+// Reads producer files through read_multiprocess_file; never writes to them
+// (only a killed writer's file is truncated to its records, by the store).
 #include "prometheus/prometheus_merge.hpp"
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <bit>
 #include <cstdint>
 #include <limits>
+
+#include <unistd.h>
 
 #include "pipeline/sample_name_claims.hpp"
 #include "core/in_process_metric_store.hpp"
@@ -258,6 +261,15 @@ void PrometheusMerge::add_directory(const std::filesystem::path& dir,
     if (!read) continue;
     ++stats_.files;
     if (info.live) ++stats_.live_files;
+    // A writer killed before it could close its file: its reserved space
+    // goes back (its records stay, and stay on /metrics).
+    if (!info.live && !info.closed && mappings != nullptr) {
+      const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+      if (const auto mapping = mappings->map(path);
+          mapping && mapping->size() > (info.used + page - 1) / page * page) {
+        reclaim_exited_writer_file(path);
+      }
+    }
   }
   if (mappings != nullptr) mappings->keep_only(files);
 }

@@ -5,6 +5,7 @@
 #include "native_state.hpp"
 
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,30 @@ PyObject* attach_hook = nullptr;  // called when a handle needs a recorder
 // Set by close(); a child forked afterwards keeps it (the launcher's run
 // directory may be gone), until that child starts or attaches explicitly.
 bool closed = false;
+// Held while this process starts or attaches (the attach hook included), so
+// that threads racing to the first recording attach once: the others wait
+// here, then find the recorder. Always taken with the GIL released (the
+// holder gives the GIL up while the Worker starts, so a waiter holding it
+// would deadlock); recursive because the hook calls attach_worker. Never
+// touched once a recorder exists. A pointer, so that a fork in the child can
+// start from a free one whatever a parent thread held.
+std::recursive_mutex* attach_mutex = new std::recursive_mutex;
+
+// Holds attach_mutex for a scope; waits for it without the GIL.
+class AttachLock {
+ public:
+  AttachLock() : mutex_(attach_mutex) {
+    if (mutex_->try_lock()) return;
+    Py_BEGIN_ALLOW_THREADS mutex_->lock();
+    Py_END_ALLOW_THREADS
+  }
+  ~AttachLock() { mutex_->unlock(); }
+  AttachLock(const AttachLock&) = delete;
+  AttachLock& operator=(const AttachLock&) = delete;
+
+ private:
+  std::recursive_mutex* mutex_;
+};
 
 constexpr const char* closed_message =
     "tokenspeed_metrics is closed: close() ran in this process (called, at exit, or on "
@@ -120,10 +145,12 @@ PyObject* report_to_python(const ShutdownReport& report) {
     }
     Py_DECREF(row);
   }
-  PyObject* result = Py_BuildValue("{s:N,s:O,s:d,s:s}", "outputs", outputs, "closed_in_time",
-                                   report.closed_in_time ? Py_True : Py_False, "elapsed",
-                                   std::chrono::duration<double>(report.elapsed).count(), "table",
-                                   report.table.c_str());
+  PyObject* result = Py_BuildValue(
+      "{s:N,s:O,s:d,s:s,s:K,s:K}", "outputs", outputs, "closed_in_time",
+      report.closed_in_time ? Py_True : Py_False, "elapsed",
+      std::chrono::duration<double>(report.elapsed).count(), "table", report.table.c_str(),
+      "unstored_series", static_cast<unsigned long long>(report.unstored_series), "unstored_events",
+      static_cast<unsigned long long>(report.unstored_events));
   return result;
 }
 
@@ -146,6 +173,7 @@ PyObject* extract_metrics_flags(PyObject*, PyObject* args_list) {
 
 // start_node(metrics_flags): the launcher (or only) process.
 PyObject* start_node(PyObject*, PyObject* flags_list) {
+  AttachLock attaching;
   if (refuse_second_start()) return nullptr;
   try {
     ExtractedOptions extracted = extract_metrics_options(string_list(flags_list));
@@ -179,6 +207,7 @@ PyObject* start_node(PyObject*, PyObject* flags_list) {
 
 // attach_worker(name): a process the engine started.
 PyObject* attach_worker(PyObject*, PyObject* name) {
+  AttachLock attaching;
   if (refuse_second_start()) return nullptr;
   const char* text = PyUnicode_AsUTF8(name);
   if (text == nullptr) return nullptr;
@@ -202,6 +231,7 @@ PyObject* attach_worker(PyObject*, PyObject* name) {
 
 // close(budget_seconds or None) -> report dict; None when nothing started.
 PyObject* close_metrics(PyObject*, PyObject* budget) {
+  AttachLock attaching;  // a close racing an attach closes what it attached
   if (!node && !worker) Py_RETURN_NONE;
   try {
     const bool default_budget = budget == Py_None;
@@ -267,6 +297,9 @@ PyObject* set_attach_hook(PyObject*, PyObject* hook) {
 // handle rebinds to the Worker this process attaches (or raises ClosedError
 // when the parent had closed).
 PyObject* after_fork_in_child(PyObject*, PyObject*) {
+  // The parent's mutex may have been held by a thread the child does not
+  // have: it is left as it is, never unlocked or destroyed.
+  attach_mutex = new std::recursive_mutex;
   static_cast<void>(node.release());
   static_cast<void>(worker.release());
   recorder = nullptr;
@@ -284,6 +317,14 @@ Recorder* current_recorder() {
   }
   if (attach_hook == nullptr || attach_hook == Py_None) {
     PyErr_SetString(PyExc_RuntimeError, "tokenspeed_metrics: metrics are not started");
+    return nullptr;
+  }
+  // One thread attaches; a thread that waited here finds the recorder it
+  // made (or the same failure, raised by its own call of the hook).
+  AttachLock attaching;
+  if (recorder != nullptr) return recorder;
+  if (closed) {
+    PyErr_SetString(closed_error_type, closed_message);
     return nullptr;
   }
   PyObject* result = PyObject_CallNoArgs(attach_hook);

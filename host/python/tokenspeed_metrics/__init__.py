@@ -150,8 +150,9 @@ def _process_name():
 
 def attach(name=None):
     """Attaches this process to its launcher's node from the environment
-    (done by itself on the first recording). Returns True when metrics are
-    enabled. Raises StartupError without a launcher's environment."""
+    (done by itself on the first recording, once however many threads make
+    it together). Returns True when metrics are enabled. Raises StartupError
+    without a launcher's environment."""
     enabled = _native.attach_worker(name or _process_name())
     _close_at_exit()
     return enabled
@@ -191,7 +192,9 @@ def _new_close_lock_in_child():
 def close(timeout=None):
     """Drains and closes this process's outputs within timeout seconds (the
     configured budget when None) and returns the report (a dict with
-    'outputs', 'closed_in_time', 'elapsed' and 'table'). Safe to repeat.
+    'outputs', 'closed_in_time', 'elapsed', 'table', and 'unstored_series'
+    and 'unstored_events': what this process's Prometheus store kept in
+    memory because its metric file could not grow). Safe to repeat.
     Final: recording afterwards raises ClosedError, and the launcher's
     SIGTERM and SIGINT handlers go back to what they were before start()."""
     with _close_lock:

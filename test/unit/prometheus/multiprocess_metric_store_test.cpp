@@ -1,5 +1,6 @@
 // multiprocess_metric_store_test.cpp — the producer file: records, growth by
-// regions, publication to a concurrent reader, pid and closed flag.
+// regions, publication to a concurrent reader, pid and closed flag, a full
+// file system (a real tmpfs, root only) and the space given back at close.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -8,7 +9,15 @@
 #include <fstream>
 #include <map>
 #include <thread>
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <tokenspeed/metrics/startup_error.hpp>
 
 #include "prometheus/multiprocess_metric_store.hpp"
 #include "temp_dir.hpp"
@@ -210,4 +219,169 @@ TEST_CASE("a concurrent reader sees only complete records and values that never 
   CHECK(reads >= 3);
   const auto records = read_all(store.file_path());
   CHECK(records.size() == kSeries);
+}
+
+namespace {
+
+// A small real tmpfs on a fresh directory (root only), unmounted at the end.
+class SmallTmpfs {
+ public:
+  explicit SmallTmpfs(std::size_t bytes) {
+    const std::string options = "size=" + std::to_string(bytes) + ",mode=0700";
+    mounted_ = ::mount("tmpfs", dir_.path().c_str(), "tmpfs", 0, options.c_str()) == 0;
+  }
+  ~SmallTmpfs() {
+    if (mounted_) ::umount2(dir_.path().c_str(), MNT_DETACH);
+  }
+  SmallTmpfs(const SmallTmpfs&) = delete;
+  SmallTmpfs& operator=(const SmallTmpfs&) = delete;
+  bool mounted() const noexcept { return mounted_; }
+  const std::filesystem::path& path() const noexcept { return dir_.path(); }
+
+  // Writes a file until the file system is full.
+  void fill() const {
+    const int fd = ::open((dir_.path() / "filler").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    const std::string page(4096, '\0');
+    while (::write(fd, page.data(), page.size()) > 0) {
+    }
+    ::close(fd);
+  }
+
+ private:
+  TempDir dir_;
+  bool mounted_ = false;
+};
+
+double unstored_events_in(const std::filesystem::path& file) {
+  const auto records = read_all(file);
+  const auto found = records.find("tokenspeed_metrics_prometheus_unstored_events");
+  return found == records.end() ? -1.0 : found->second.at(0);
+}
+
+}  // namespace
+
+TEST_CASE("a store whose file cannot grow keeps new series in memory and counts their events") {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  SmallTmpfs tmpfs(16 * page);
+  if (!tmpfs.mounted()) {
+    WARN("skipped: mounting a tmpfs needs root");
+    return;
+  }
+  MultiprocessMetricStore store({tmpfs.path(), "producer", page});
+  tmpfs.fill();
+  std::vector<double*> in_file;
+  std::vector<double*> in_memory;
+  for (int i = 0; i < 200; ++i) {
+    double* slots = nullptr;
+    REQUIRE_NOTHROW(slots = store.allocate_series(
+                        kCounter, std::vector<std::string>{"model-" + std::to_string(i)}));
+    (store.unstored_events_slot(slots) == nullptr ? in_file : in_memory).push_back(slots);
+  }
+  REQUIRE_FALSE(in_file.empty());
+  REQUIRE(in_memory.size() > 100);
+  CHECK(store.unstored().series == in_memory.size());
+  // What the collector does per event of such a series.
+  double* counter = store.unstored_events_slot(in_memory.front());
+  REQUIRE(counter != nullptr);
+  for (double* slots : in_memory) {
+    CHECK(store.unstored_events_slot(slots) == counter);
+    std::atomic_ref<double>(slots[0]).fetch_add(1);
+    std::atomic_ref<double>(*counter).fetch_add(1);
+  }
+  CHECK(store.unstored().events == in_memory.size());
+  // The counter is in the file (the space each region keeps for it).
+  CHECK(unstored_events_in(store.file_path()) == static_cast<double>(in_memory.size()));
+}
+
+TEST_CASE("a store without room for its file: a startup error naming it, or memory when asked") {
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  SmallTmpfs tmpfs(16 * page);
+  if (!tmpfs.mounted()) {
+    WARN("skipped: mounting a tmpfs needs root");
+    return;
+  }
+  tmpfs.fill();
+  try {
+    MultiprocessMetricStore store({tmpfs.path(), "launcher", 1u << 20});
+    FAIL("a store without room for its file was created");
+  } catch (const StartupError& error) {
+    CHECK(error.reporter() == "prometheus");
+    CHECK(error.key() == "--metrics-multiproc-dir");
+    CHECK(error.file().rfind((tmpfs.path() / "launcher_").string(), 0) == 0);
+    CHECK_THAT(error.message(), Catch::Contains("No space left on device"));
+  }
+  MultiprocessStoreOptions options{tmpfs.path(), "worker", 1u << 20};
+  options.keep_in_memory_without_file = true;
+  MultiprocessMetricStore store(options);
+  CHECK_FALSE(store.has_file());
+  double* slots = store.allocate_series(kCounter, std::vector<std::string>{"a"});
+  REQUIRE(store.unstored_events_slot(slots) != nullptr);
+  CHECK(store.unstored().series == 1);
+  CHECK(std::distance(std::filesystem::directory_iterator(tmpfs.path()),
+                      std::filesystem::directory_iterator()) == 1);  // the filler only
+}
+
+TEST_CASE("closing a store gives back its reserved space and keeps its records readable") {
+  TempDir dir;
+  MultiprocessMetricStore store({dir.path(), "producer", 1u << 20});
+  *store.allocate_series(kCounter, std::vector<std::string>{"a"}) = 3;
+  *store.allocate_series(kHistogram, std::vector<std::string>{"a"}) = 1;
+  struct stat before {};
+  REQUIRE(::stat(store.file_path().c_str(), &before) == 0);
+  store.close();
+  struct stat after {};
+  REQUIRE(::stat(store.file_path().c_str(), &after) == 0);
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  CHECK(static_cast<std::size_t>(after.st_size) == page);
+  CHECK(after.st_blocks * 512 <= static_cast<long>(page));
+  CHECK(before.st_size == (1 << 20));
+  MultiprocessFileInfo info;
+  const auto records = read_all(store.file_path(), &info);
+  CHECK(records.at("test:requests|a") == std::vector<double>{3});
+  CHECK_FALSE(info.live);
+  // A series made after close stays in memory: nothing is written past the end.
+  double* late = store.allocate_series(kCounter, std::vector<std::string>{"late"});
+  CHECK(store.unstored_events_slot(late) != nullptr);
+  *late = 1;
+  CHECK(store.unstored().series == 1);
+  CHECK(unstored_events_in(store.file_path()) == -1.0);  // its counter too stays out
+  struct stat last {};
+  REQUIRE(::stat(store.file_path().c_str(), &last) == 0);
+  CHECK(last.st_size == after.st_size);
+}
+
+TEST_CASE("a killed writer's file shrinks to its records; a live writer's file is left alone") {
+  TempDir dir;
+  MultiprocessMetricStore store({dir.path(), "producer", 1u << 20});
+  *store.allocate_series(kCounter, std::vector<std::string>{"a"}) = 5;
+  // The same file as a writer that is gone left it: its pid is a child
+  // that exited (reaped), and nobody holds its lock.
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  REQUIRE(child > 0);
+  int status = 0;
+  REQUIRE(::waitpid(child, &status, 0) == child);
+  const auto orphan = dir.path() / "producer_orphan.db";
+  std::filesystem::copy_file(store.file_path(), orphan);
+  {
+    std::fstream bytes(orphan, std::ios::in | std::ios::out | std::ios::binary);
+    const std::int64_t pid = child;
+    bytes.seekp(24);  // FileHeader::pid
+    bytes.write(reinterpret_cast<const char*>(&pid), sizeof pid);
+  }
+  CHECK_FALSE(reclaim_exited_writer_file(store.file_path()));  // alive, and it holds the lock
+  CHECK(std::filesystem::file_size(store.file_path()) == (1u << 20));
+  {
+    // Someone holds the orphan's lock (a child the writer forked): kept.
+    const int holder = ::open(orphan.c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(::flock(holder, LOCK_SH) == 0);
+    CHECK_FALSE(reclaim_exited_writer_file(orphan));
+    ::close(holder);
+  }
+  CHECK(reclaim_exited_writer_file(orphan));
+  const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  CHECK(std::filesystem::file_size(orphan) == page);
+  CHECK(read_all(orphan).at("test:requests|a") == std::vector<double>{5});
+  CHECK_FALSE(reclaim_exited_writer_file(orphan));  // once
 }

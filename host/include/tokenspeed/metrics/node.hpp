@@ -75,6 +75,11 @@ struct ShutdownReport {
   bool closed_in_time = true;         // every sink of this process closed within the budget
   std::chrono::nanoseconds elapsed{0};
   std::string table;  // the summary table, as tokenspeed-metrics simulate prints it
+  // This process's series that its Prometheus store kept in memory because
+  // the metric file could not grow (a full file system), and the events
+  // recorded into them: those are not on /metrics (docs/reliability.md).
+  std::uint64_t unstored_series = 0;
+  std::uint64_t unstored_events = 0;
 };
 
 class NodeImpl;
