@@ -172,6 +172,13 @@ class FilesThatAreNotRegular(h.CliTestCase):
                 self.assert_startup_error(result, f"file '{path}'",
                                           f"key 'tls_server_config.{key}'", kind)
 
+    def test_start_up_refuses_a_fifo_certificate_as_check_does(self):
+        path = self.write("tls_server_config:\n  cert_file: fifo\n  key_file: server.key\n")
+        result = h.run("simulate", "--duration", "1", "--enable-metrics", "--metrics-port", "0",
+                       "--metrics-web-config", path)
+        self.assert_startup_error(result, f"file '{path}'", "key 'tls_server_config.cert_file'",
+                                  "a FIFO")
+
     def test_a_web_configuration_that_is_a_fifo_is_refused_at_once(self):
         fifo = os.path.join(self.dir, "fifo")
         result = web_config_check(fifo)
