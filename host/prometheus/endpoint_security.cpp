@@ -6,6 +6,7 @@
 #include "prometheus/endpoint_security.hpp"
 
 #include <arpa/inet.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
@@ -303,6 +304,11 @@ Built build_security(const std::string& file, StampedReader& reader) {
   built.config = parse_web_config(text, file);
   const WebConfig& config = built.config;
   TlsFiles files;
+  // The private key's bytes are wiped once OpenSSL holds the key.
+  struct Wipe {
+    std::string& key;
+    ~Wipe() { OPENSSL_cleanse(key.data(), key.size()); }
+  } wipe{files.key};
   const std::tuple<const std::string&, std::string&, const char*, const char*> named[] = {
       {config.tls.cert_file, files.cert, "tls_server_config.cert_file", "certificate"},
       {config.tls.key_file, files.key, "tls_server_config.key_file", "private key"},
