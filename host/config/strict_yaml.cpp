@@ -5,15 +5,27 @@
 #include <yaml.h>
 
 #include <memory>
+#include <string>
+#include <unordered_set>
 
 #include "core/input_excerpt.hpp"
 
 namespace tokenspeed::metrics {
 namespace {
 
+// Key equality that counts its calls (YamlParseCounts::key_comparisons).
+struct CountingEqual {
+  std::size_t* count;
+  bool operator()(std::string_view a, std::string_view b) const noexcept {
+    ++*count;
+    return a == b;
+  }
+};
+using KeySet = std::unordered_set<std::string, std::hash<std::string>, CountingEqual>;
+
 class Parser {
  public:
-  explicit Parser(std::string_view text) {
+  Parser(std::string_view text, YamlParseCounts& counts) : counts_(counts) {
     if (yaml_parser_initialize(&parser_) == 0) throw std::bad_alloc();
     yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()),
                                  text.size());
@@ -87,6 +99,7 @@ class Parser {
       case YAML_MAPPING_START_EVENT: {
         check_depth(depth, path);
         result.kind = YamlNode::Kind::mapping;
+        KeySet keys(0, std::hash<std::string>(), CountingEqual{&counts_.key_comparisons});
         for (yaml_event_type_t key = next(); key != YAML_MAPPING_END_EVENT; key = next()) {
           if (key != YAML_SCALAR_EVENT) {
             throw StrictYamlError("a mapping key must be a plain string", path, line());
@@ -95,11 +108,9 @@ class Parser {
                            event_.data.scalar.length);
           const std::string key_path = path.empty() ? name : path + "." + name;
           const std::size_t key_line = line();
-          for (const auto& entry : result.entries) {
-            if (entry.key == name) {
-              throw StrictYamlError("duplicate key '" + input_excerpt(name) + "'",
-                                    input_excerpt(key_path), line());
-            }
+          if (!keys.insert(name).second) {
+            throw StrictYamlError("duplicate key '" + input_excerpt(name) + "'",
+                                  input_excerpt(key_path), line());
           }
           YamlNode value = node(next(), key_path, depth + 1);
           value.key_line = key_line;
@@ -119,6 +130,7 @@ class Parser {
     }
   }
 
+  YamlParseCounts& counts_;
   yaml_parser_t parser_{};
   yaml_event_t event_{};
   bool has_event_ = false;
@@ -126,8 +138,9 @@ class Parser {
 
 }  // namespace
 
-YamlNode parse_strict_yaml(std::string_view text) {
-  Parser parser(text);
+YamlNode parse_strict_yaml(std::string_view text, YamlParseCounts* counts) {
+  YamlParseCounts ignored;
+  Parser parser(text, counts != nullptr ? *counts : ignored);
   return parser.document();
 }
 

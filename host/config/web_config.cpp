@@ -363,13 +363,8 @@ void read_tls(const Reader& in, const YamlNode& node, const std::string& file, W
             "a client CA is configured without a client certificate policy: set "
             "client_auth_type (RequireAndVerifyClientCert to verify clients)");
   }
-  const bool verifies = tls.client_auth_type == ClientAuthType::verify_client_cert_if_given ||
-                        tls.client_auth_type == ClientAuthType::require_and_verify_client_cert;
-  if (verifies && !client_ca) {
-    in.fail(section + ".client_ca_file", *client_auth_node,
-            "client_auth_type " + std::string(client_auth_type_name(tls.client_auth_type)) +
-                " verifies client certificates: give client_ca_file (or client_ca)");
-  }
+  // A verifying client_auth_type without a client CA verifies against the
+  // system's CAs, as Go does (endpoint_security loads OpenSSL's default paths).
   if (!tls.client_allowed_sans.empty() && tls.client_auth_type == ClientAuthType::no_client_cert) {
     in.fail(section + ".client_allowed_sans", node,
             "applies only with a client_auth_type that asks for client certificates");
@@ -468,6 +463,30 @@ void read_rate_limit(const Reader& in, const YamlNode& node, WebConfig& config) 
   }
 }
 
+// Go's HTTP/2 server (on unless http_server_config.http2 is false) refuses
+// to start when a cipher_suites list that still applies to TLS 1.2 holds
+// neither suite HTTP/2 requires; exporter-toolkit's servers then do not
+// start. The same file is refused here, so that it gets the same verdict
+// (the endpoint itself speaks HTTP/1.1).
+void check_http2_ciphers(const Reader& in, const YamlNode* cipher_node, const WebConfig& config) {
+  const TlsServerConfig& tls = config.tls;
+  if (!config.tls_enabled || !config.http.http2 || tls.cipher_suites.empty() ||
+      tls.min_version >= TlsVersion::tls13) {
+    return;
+  }
+  const bool required =
+      std::any_of(tls.cipher_suites.begin(), tls.cipher_suites.end(), [](const CipherSuite& suite) {
+        return suite.go_name == "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" ||
+               suite.go_name == "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256";
+      });
+  if (required) return;
+  in.fail_key("tls_server_config.cipher_suites", cipher_node != nullptr ? *cipher_node : YamlNode{},
+              "with http_server_config.http2 on (the default) the list must hold "
+              "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 or TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, "
+              "as Go's HTTP/2 server requires (exporter-toolkit's servers do not start without "
+              "one); add one, set min_version: TLS13, or set http_server_config.http2: false");
+}
+
 }  // namespace
 
 std::optional<int> bcrypt_hash_cost(std::string_view hash) {
@@ -513,11 +532,18 @@ WebConfig parse_web_config(std::string_view text, const std::string& file) {
   if (root.kind != YamlNode::Kind::null && root.kind != YamlNode::Kind::mapping) {
     in.fail("", root, "the top level of a web configuration must be a mapping");
   }
+  config.empty = root.kind == YamlNode::Kind::null;
+  const YamlNode* cipher_node = nullptr;
   for (const auto& [name, value] :
        in.mapping(root, "",
                   {"tls_server_config", "http_server_config", "basic_auth_users", "rate_limit"})) {
     if (name == "tls_server_config") {
       read_tls(in, value, file, config);
+      if (value.kind == YamlNode::Kind::mapping) {
+        for (const YamlEntry& entry : value.entries) {
+          if (entry.key == "cipher_suites") cipher_node = &entry.value;
+        }
+      }
     } else if (name == "http_server_config") {
       read_http(in, value, config);
     } else if (name == "basic_auth_users") {
@@ -526,6 +552,7 @@ WebConfig parse_web_config(std::string_view text, const std::string& file) {
       read_rate_limit(in, value, config);
     }
   }
+  check_http2_ciphers(in, cipher_node, config);
   return config;
 }
 

@@ -57,10 +57,10 @@ struct TlsServerConfig {
   ClientAuthType client_auth_type = ClientAuthType::no_client_cert;
   TlsVersion min_version = TlsVersion::tls12;
   TlsVersion max_version = TlsVersion::tls13;
-  // Empty: OpenSSL's defaults.
+  // Empty: Go's defaults (endpoint_security applies them).
   std::vector<CipherSuite> cipher_suites;
   bool prefer_server_cipher_suites = true;
-  // Empty: OpenSSL's defaults.
+  // Empty: Go's defaults (endpoint_security applies them).
   std::vector<Curve> curve_preferences;
   // Empty: any client certificate the policy accepts; otherwise one of its
   // DNS, IP, e-mail or URI subject alternative names must equal one of these.
@@ -83,6 +83,10 @@ struct RateLimitConfig {
 struct WebConfig {
   // The file it was read from, as given.
   std::string file;
+  // The file holds no YAML node at all: empty, blank or only comments.
+  // Accepted at startup as exporter-toolkit accepts it (plain HTTP, no
+  // users); a reload refuses it (a file being written looks like this).
+  bool empty = false;
   // True when any of the TLS keys that turn TLS on is given (cert, key,
   // client CA or client_auth_type); then cert (or cert_file) and key (or
   // key_file) are present, checked by the parser.
@@ -95,7 +99,8 @@ struct WebConfig {
 };
 
 // Reads and checks the web configuration file at path (a regular file, at
-// most kConfigurationFileLimit bytes). Throws StartupError naming the file
+// most kConfigurationFileLimit bytes, opened without blocking: a FIFO or a
+// device is refused). Throws StartupError naming the file
 // and the key path ("tls_server_config.client_auth_type") on an unreadable
 // file, invalid YAML, an unknown key or a bad value; one line, never a secret.
 WebConfig read_web_config(const std::string& path);

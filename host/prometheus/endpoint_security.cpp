@@ -1,17 +1,26 @@
 // endpoint_security.cpp — the web configuration turned into an OpenSSL server
-// context (through Boost.Asio's ssl::context), the users' verifier and the
-// headers; and the watch that rebuilds them when a file changes.
+// context (through Boost.Asio's ssl::context) with Go's crypto/tls defaults,
+// the users' verifier and the headers; and the watch that rebuilds them, on
+// its own thread, when a file changes. Files are opened without blocking and
+// read into memory: OpenSSL never opens a path.
 #include "prometheus/endpoint_security.hpp"
 
 #include <arpa/inet.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
-#include <algorithm>
-#include <string_view>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+#include <tuple>
+
+#include "core/bounded_file.hpp"
 #include "core/fault_log.hpp"
 #include "core/file_mode.hpp"
 #include "core/startup_error.hpp"
@@ -74,28 +83,31 @@ void set_client_verification(ssl::context& context, const TlsServerConfig& tls) 
   }
 }
 
-void load_credentials(ssl::context& context, const WebConfig& config) {
+// The PEM text of the certificate, key and client CA files, read by the
+// caller (without blocking, regular files only); "" for those not given.
+struct TlsFiles {
+  std::string cert;
+  std::string key;
+  std::string client_ca;
+};
+
+void load_credentials(ssl::context& context, const WebConfig& config, const TlsFiles& files) {
   const TlsServerConfig& tls = config.tls;
   boost::system::error_code error;
-  if (!tls.cert_file.empty()) {
-    context.use_certificate_chain_file(tls.cert_file, error);
-    if (error)
-      fail(config.file, "tls_server_config.cert_file",
-           "cannot load the certificate '" + tls.cert_file + "': " + openssl_reason(error));
-  } else {
-    context.use_certificate_chain(boost::asio::buffer(tls.cert), error);
-    if (error)
+  const std::string& cert = tls.cert_file.empty() ? tls.cert : files.cert;
+  context.use_certificate_chain(boost::asio::buffer(cert), error);
+  if (error) {
+    if (tls.cert_file.empty())
       fail(config.file, "tls_server_config.cert",
            "cannot load the certificate: " + openssl_reason(error));
+    fail(config.file, "tls_server_config.cert_file",
+         "cannot load the certificate '" + tls.cert_file + "': " + openssl_reason(error));
   }
   // The key's own text never enters a message: only OpenSSL's reason.
   const std::string key_name =
       tls.key_file.empty() ? "tls_server_config.key" : "tls_server_config.key_file";
-  if (!tls.key_file.empty()) {
-    context.use_private_key_file(tls.key_file, ssl::context::pem, error);
-  } else {
-    context.use_private_key(boost::asio::buffer(tls.key), ssl::context::pem, error);
-  }
+  const std::string& key = tls.key_file.empty() ? tls.key : files.key;
+  context.use_private_key(boost::asio::buffer(key), ssl::context::pem, error);
   const bool mismatch = (error && ERR_GET_REASON(static_cast<unsigned long>(error.value())) ==
                                       X509_R_KEY_VALUES_MISMATCH) ||
                         (!error && SSL_CTX_check_private_key(context.native_handle()) != 1);
@@ -109,7 +121,7 @@ void load_credentials(ssl::context& context, const WebConfig& config) {
          "cannot load the private key" + which + ": " + openssl_reason(error));
   }
   if (!tls.client_ca_file.empty()) {
-    context.load_verify_file(tls.client_ca_file, error);
+    context.add_certificate_authority(boost::asio::buffer(files.client_ca), error);
     if (error)
       fail(config.file, "tls_server_config.client_ca_file",
            "cannot load the client CA '" + tls.client_ca_file + "': " + openssl_reason(error));
@@ -118,24 +130,65 @@ void load_credentials(ssl::context& context, const WebConfig& config) {
     if (error)
       fail(config.file, "tls_server_config.client_ca",
            "cannot load the client CA: " + openssl_reason(error));
+  } else if (tls.client_auth_type == ClientAuthType::verify_client_cert_if_given ||
+             tls.client_auth_type == ClientAuthType::require_and_verify_client_cert) {
+    // No client CA: verified against the system's CAs, as Go verifies
+    // against its system roots (OpenSSL's default paths: /etc/ssl/certs).
+    context.set_default_verify_paths(error);
+    if (error)
+      fail(config.file, "tls_server_config.client_auth_type",
+           "cannot load the system's CAs to verify client certificates against: " +
+               openssl_reason(error));
   }
 }
+
+// Go's crypto/tls defaults (Go 1.22 and later): the TLS 1.0-1.2 suites
+// without RSA key exchange, 3DES, RC4 or CBC with SHA-256, AES-GCM first;
+// the three TLS 1.3 suites; the curves X25519, P-256, P-384, P-521.
+constexpr const char* kGoTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:"
+    "ECDHE-ECDSA-AES256-GCM-SHA384:ECDHE-RSA-AES256-GCM-SHA384:"
+    "ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305:"
+    "ECDHE-ECDSA-AES128-SHA:ECDHE-RSA-AES128-SHA:"
+    "ECDHE-ECDSA-AES256-SHA:ECDHE-RSA-AES256-SHA";
+constexpr const char* kGoTls13Ciphers =
+    "TLS_AES_128_GCM_SHA256:TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256";
+constexpr const char* kGoGroups = "X25519:P-256:P-384:P-521";
 
 void set_protocol(ssl::context& context, const WebConfig& config) {
   SSL_CTX* native = context.native_handle();
   const TlsServerConfig& tls = config.tls;
-  SSL_CTX_set_min_proto_version(native, openssl_version(tls.min_version));
-  SSL_CTX_set_max_proto_version(native, openssl_version(tls.max_version));
+  int min_version = openssl_version(tls.min_version);
   std::string ciphers;
   for (const CipherSuite& suite : tls.cipher_suites) {
     if (suite.tls13) continue;  // as in Go, TLS 1.3's suites are not configurable
     if (!ciphers.empty()) ciphers += ':';
     ciphers += suite.openssl_name;
   }
+  if (tls.cipher_suites.empty()) {
+    ciphers = kGoTls12Ciphers;
+  } else if (ciphers.empty()) {
+    // Only TLS 1.3 names: Go then has no suite for TLS 1.2 and older, so
+    // only TLS 1.3 handshakes succeed. OpenSSL's defaults must not fill in.
+    if (tls.max_version < TlsVersion::tls13) {
+      fail(config.file, "tls_server_config.cipher_suites",
+           "names only TLS 1.3 suites, which do not apply up to max_version " +
+               std::string(tls_version_name(tls.max_version)) + ": no handshake could succeed");
+    }
+    min_version = TLS1_3_VERSION;
+  }
+  SSL_CTX_set_min_proto_version(native, min_version);
+  SSL_CTX_set_max_proto_version(native, openssl_version(tls.max_version));
+  // With TLS 1.2 off there is no TLS 1.2 list to set (OpenSSL refuses an
+  // empty one).
   if (!ciphers.empty() && SSL_CTX_set_cipher_list(native, ciphers.c_str()) != 1) {
     ERR_clear_error();
     fail(config.file, "tls_server_config.cipher_suites",
          "OpenSSL accepts none of the cipher suites");
+  }
+  if (SSL_CTX_set_ciphersuites(native, kGoTls13Ciphers) != 1) {
+    ERR_clear_error();
+    fail(config.file, "tls_server_config.cipher_suites", "OpenSSL refuses the TLS 1.3 suites");
   }
   if (tls.prefer_server_cipher_suites) SSL_CTX_set_options(native, SSL_OP_CIPHER_SERVER_PREFERENCE);
   std::string groups;
@@ -143,13 +196,14 @@ void set_protocol(ssl::context& context, const WebConfig& config) {
     if (!groups.empty()) groups += ':';
     groups += curve.openssl_group;
   }
-  if (!groups.empty() && SSL_CTX_set1_groups_list(native, groups.c_str()) != 1) {
+  if (groups.empty()) groups = kGoGroups;
+  if (SSL_CTX_set1_groups_list(native, groups.c_str()) != 1) {
     ERR_clear_error();
     fail(config.file, "tls_server_config.curve_preferences", "OpenSSL accepts none of the curves");
   }
 }
 
-std::unique_ptr<ssl::context> make_tls_context(const WebConfig& config) {
+std::unique_ptr<ssl::context> make_tls_context(const WebConfig& config, const TlsFiles& files) {
   auto context = std::make_unique<ssl::context>(ssl::context::tls_server);
   context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 |
                        ssl::context::no_sslv3 | ssl::context::single_dh_use);
@@ -157,23 +211,139 @@ std::unique_ptr<ssl::context> make_tls_context(const WebConfig& config) {
   SSL_CTX_set_session_cache_mode(context->native_handle(), SSL_SESS_CACHE_OFF);
   SSL_CTX_set_options(context->native_handle(), SSL_OP_NO_TICKET);
   set_protocol(*context, config);
-  load_credentials(*context, config);
+  load_credentials(*context, config, files);
   set_client_verification(*context, config.tls);
   return context;
 }
 
-// The files the security was built from, besides the configuration itself.
-std::vector<std::string> named_files(const WebConfig& config) {
-  std::vector<std::string> files;
-  for (const std::string* file :
-       {&config.tls.cert_file, &config.tls.key_file, &config.tls.client_ca_file}) {
-    if (!file->empty()) files.push_back(*file);
-  }
-  return files;
+using FileStamp = EndpointSecurityWatch::FileStamp;
+
+std::string summary_of(const WebConfig& config);
+
+FileStamp stamp_of(const struct stat& info) noexcept {
+  FileStamp stamp;
+  stamp.device = info.st_dev;
+  stamp.inode = info.st_ino;
+  stamp.size = info.st_size;
+  stamp.modified = info.st_mtim;
+  stamp.changed = info.st_ctim;
+  return stamp;
+}
+
+// stat(2) never blocks on a FIFO; a file that cannot be examined has the
+// stamp of none.
+FileStamp stamp_of(const std::string& path) noexcept {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return FileStamp{};
+  return stamp_of(info);
 }
 
 bool same_time(const timespec& a, const timespec& b) noexcept {
   return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
+}
+
+// A file that changed while it was read (a writer still at work): the
+// reload waits for it to settle rather than judge half of it.
+struct ChangedWhileRead {};
+
+// Reads the files a security is built from: each opened without blocking (a
+// FIFO or a device is refused, never waited on), read whole up to the
+// configuration file limit, and stamped as it was before the read.
+class StampedReader {
+ public:
+  std::vector<std::string> paths;  // in the order read
+  std::vector<FileStamp> stamps;   // the same order
+  bool settled = true;             // no file changed while it was read
+
+  // Throws FileReadError.
+  std::string read(const std::string& path) {
+    paths.push_back(path);
+    const FileHandle file = open_regular_file(path);
+    struct stat before {};
+    if (::fstat(file.get(), &before) != 0) {
+      throw FileReadError(std::string("cannot be examined: ") + std::strerror(errno));
+    }
+    stamps.push_back(stamp_of(before));
+    const std::string too_large =
+        "is larger than the limit of " + describe_size(kConfigurationFileLimit);
+    std::string contents;
+    char chunk[65536];
+    for (;;) {
+      const ssize_t n = ::read(file.get(), chunk, sizeof chunk);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw FileReadError(std::string("cannot be read: ") + std::strerror(errno));
+      if (n == 0) break;
+      if (contents.size() + static_cast<std::size_t>(n) > kConfigurationFileLimit) {
+        throw FileReadError(too_large);
+      }
+      contents.append(chunk, static_cast<std::size_t>(n));
+    }
+    struct stat after {};
+    if (::fstat(file.get(), &after) != 0 || !(stamp_of(after) == stamps.back())) settled = false;
+    return contents;
+  }
+};
+
+// What building a security produced, besides the security.
+struct Built {
+  std::shared_ptr<EndpointSecurity> security;
+  WebConfig config;
+};
+
+// Reads file and the files it names through reader and builds the security.
+// Throws StartupError naming the file and the key.
+Built build_security(const std::string& file, StampedReader& reader) {
+  std::string text;
+  try {
+    text = reader.read(file);
+  } catch (const FileReadError& error) {
+    throw StartupError({"prometheus", file, "--metrics-web-config"},
+                       std::string("the web configuration ") + error.what());
+  }
+  Built built;
+  built.config = parse_web_config(text, file);
+  const WebConfig& config = built.config;
+  TlsFiles files;
+  // The private key's bytes are wiped once OpenSSL holds the key.
+  struct Wipe {
+    std::string& key;
+    ~Wipe() { OPENSSL_cleanse(key.data(), key.size()); }
+  } wipe{files.key};
+  const std::tuple<const std::string&, std::string&, const char*, const char*> named[] = {
+      {config.tls.cert_file, files.cert, "tls_server_config.cert_file", "certificate"},
+      {config.tls.key_file, files.key, "tls_server_config.key_file", "private key"},
+      {config.tls.client_ca_file, files.client_ca, "tls_server_config.client_ca_file", "client CA"},
+  };
+  for (const auto& [path, contents, key, what] : named) {
+    if (path.empty()) continue;
+    try {
+      contents = reader.read(path);
+    } catch (const FileReadError& error) {
+      fail(file, key,
+           std::string("cannot load the ") + what + " '" + path + "': the file " + error.what());
+    }
+  }
+  auto security = std::make_shared<EndpointSecurity>(config.basic_auth_users);
+  security->file = file;
+  security->source_files.assign(reader.paths.begin() + 1, reader.paths.end());
+  if (config.tls_enabled) security->tls = make_tls_context(config, files);
+  security->client_allowed_sans = config.tls.client_allowed_sans;
+  security->client_auth_type = config.tls.client_auth_type;
+  security->summary = summary_of(config);
+  security->headers = config.http.headers;
+  security->rate_limit = config.rate_limit;
+  built.security = std::move(security);
+  return built;
+}
+
+bool verifies(ClientAuthType type) noexcept {
+  return type == ClientAuthType::verify_client_cert_if_given ||
+         type == ClientAuthType::require_and_verify_client_cert;
+}
+
+bool requires_certificate(ClientAuthType type) noexcept {
+  return type == ClientAuthType::require_any_client_cert ||
+         type == ClientAuthType::require_and_verify_client_cert;
 }
 
 // "prometheus: /etc/tsm/web.yml: 'tls_server_config.key' holds a secret and
@@ -222,16 +392,29 @@ std::shared_ptr<const EndpointSecurity> open_endpoint_security() {
 }
 
 std::shared_ptr<const EndpointSecurity> load_endpoint_security(const std::string& file) {
-  const WebConfig config = read_web_config(file);
-  auto security = std::make_shared<EndpointSecurity>(config.basic_auth_users);
-  security->file = file;
-  security->source_files = named_files(config);
-  if (config.tls_enabled) security->tls = make_tls_context(config);
-  security->client_allowed_sans = config.tls.client_allowed_sans;
-  security->summary = summary_of(config);
-  security->headers = config.http.headers;
-  security->rate_limit = config.rate_limit;
-  return security;
+  StampedReader reader;
+  return build_security(file, reader).security;
+}
+
+const char* go_default_tls12_ciphers() noexcept { return kGoTls12Ciphers; }
+
+std::string security_switched_off(const EndpointSecurity& before, const EndpointSecurity& after) {
+  std::vector<std::string> off;
+  if (before.tls != nullptr && after.tls == nullptr) {
+    off.emplace_back("TLS");
+  } else if (before.tls != nullptr) {
+    if (verifies(before.client_auth_type) && !verifies(after.client_auth_type))
+      off.emplace_back("client certificate verification");
+    if (requires_certificate(before.client_auth_type) &&
+        !requires_certificate(after.client_auth_type))
+      off.emplace_back("required client certificates");
+    if (!before.client_allowed_sans.empty() && after.client_allowed_sans.empty())
+      off.emplace_back("client_allowed_sans");
+  }
+  if (before.users.enabled() && !after.users.enabled()) off.emplace_back("basic authentication");
+  std::string text;
+  for (const std::string& what : off) text += (text.empty() ? "" : ", ") + what;
+  return text;
 }
 
 bool certificate_has_allowed_san(const void* x509_certificate,
@@ -280,50 +463,113 @@ EndpointSecurityWatch::EndpointSecurityWatch(std::string file,
     current_ = open_endpoint_security();
     return;
   }
-  watched_ = {file_};
-  stamps_ = stamp_files();
-  current_ = load_endpoint_security(file_);  // throws StartupError
-  warn_of_readable_key(read_web_config(file_));
-  watch_files_of(*current_);
-  last_look_ = Clock::now();
+  // At startup an empty file is accepted, as exporter-toolkit accepts it.
+  // The stamps are those from before each read: a change during the read
+  // is seen by the first look.
+  StampedReader reader;
+  Built built = build_security(file_, reader);  // throws StartupError
+  warn_of_readable_key(built.config);
+  current_ = std::move(built.security);
+  watched_ = std::move(reader.paths);
+  stamps_ = std::move(reader.stamps);
+  thread_ = std::thread([this] { run(); });
 }
 
-std::vector<EndpointSecurityWatch::FileStamp> EndpointSecurityWatch::stamp_files() const {
+EndpointSecurityWatch::~EndpointSecurityWatch() {
+  {
+    std::lock_guard lock(stop_mutex_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void EndpointSecurityWatch::run() {
+  // At least 10 ms between looks, whatever the interval says.
+  const auto period = std::max(check_interval_, std::chrono::milliseconds(10));
+  std::unique_lock lock(stop_mutex_);
+  while (!stop_cv_.wait_for(lock, period, [this] { return stopping_; })) {
+    lock.unlock();
+    try {
+      look();
+    } catch (...) {
+      // look() reports its own failures; nothing may end the watch.
+    }
+    lock.lock();
+  }
+}
+
+std::shared_ptr<const EndpointSecurity> EndpointSecurityWatch::current() const {
+  std::lock_guard lock(current_mutex_);
+  return current_;
+}
+
+void EndpointSecurityWatch::publish(std::shared_ptr<const EndpointSecurity> security) {
+  std::shared_ptr<const EndpointSecurity> old;
+  {
+    std::lock_guard lock(current_mutex_);
+    old = std::exchange(current_, std::move(security));
+  }
+  // old is released here, outside the lock (its TLS context may be the last
+  // reference).
+}
+
+void EndpointSecurityWatch::look() {
+  if (file_.empty()) return;
+  std::lock_guard lock(look_mutex_);
   std::vector<FileStamp> stamps;
   stamps.reserve(watched_.size());
-  for (const std::string& path : watched_) {
-    FileStamp stamp;
-    struct stat info {};
-    if (::stat(path.c_str(), &info) == 0) {
-      stamp.device = info.st_dev;
-      stamp.inode = info.st_ino;
-      stamp.size = info.st_size;
-      stamp.modified = info.st_mtim;
-      stamp.changed = info.st_ctim;
-    }
-    stamps.push_back(stamp);
+  for (const std::string& path : watched_) stamps.push_back(stamp_of(path));
+  if (stamps == stamps_) {
+    pending_.reset();
+    return;
   }
-  return stamps;
+  // A change is applied once the files are the same at two looks in a row:
+  // a file still being written (truncated, then written) is waited for.
+  if (!pending_ || !(*pending_ == stamps)) {
+    pending_ = std::move(stamps);
+    return;
+  }
+  pending_.reset();
+  rebuild();
 }
 
-std::shared_ptr<const EndpointSecurity> EndpointSecurityWatch::current() {
-  std::lock_guard lock(mutex_);
-  if (file_.empty()) return current_;
-  const Clock::time_point now = Clock::now();
-  if (now - last_look_ < check_interval_) return current_;
-  last_look_ = now;
-  std::vector<FileStamp> stamps = stamp_files();
-  if (stamps == stamps_) return current_;
-  stamps_ = std::move(stamps);  // taken before the load: a later change is seen
+void EndpointSecurityWatch::rebuild() {
+  StampedReader reader;
   try {
-    current_ = load_endpoint_security(file_);
-    watch_files_of(*current_);
-    ++reloads_;
+    Built built = build_security(file_, reader);
+    if (!reader.settled) throw ChangedWhileRead{};
+    if (built.config.empty) {
+      throw StartupError({"prometheus", file_, "--metrics-web-config"},
+                         "the web configuration is empty (a file being written?); to serve "
+                         "plain HTTP without users on purpose, write '{}'");
+    }
+    const std::string off = security_switched_off(*current(), *built.security);
+    publish(std::move(built.security));
+    watched_ = std::move(reader.paths);
+    stamps_ = std::move(reader.stamps);
+    reloads_.fetch_add(1, std::memory_order_relaxed);
     last_failure_.clear();
-    write_log_line_to_stderr("tokenspeed-metrics: Prometheus endpoint: web configuration '" +
-                             file_ + "' reloaded");
+    if (off.empty()) {
+      write_log_line_to_stderr("tokenspeed-metrics: Prometheus endpoint: web configuration '" +
+                               file_ + "' reloaded");
+    } else {
+      write_log_line_to_stderr(
+          "tokenspeed-metrics: warning: Prometheus endpoint: web "
+          "configuration '" +
+          file_ + "' reloaded; it switches off " + off);
+    }
+  } catch (const ChangedWhileRead&) {
+    // Not settled: stamps_ stays as it was, so the next looks see the
+    // change again and rebuild once it holds still.
   } catch (const std::exception& error) {
-    ++failed_reloads_;
+    failed_reloads_.fetch_add(1, std::memory_order_relaxed);
+    // Watched from now on: the files this version names (a missing
+    // certificate that appears is a change), as they are now, so an
+    // unchanged broken file is not tried and counted again.
+    if (!reader.paths.empty()) watched_ = reader.paths;
+    stamps_.clear();
+    for (const std::string& path : watched_) stamps_.push_back(stamp_of(path));
     // One line per distinct failure: a file left broken is not logged at
     // every look. The message names file and key, never a secret.
     if (error.what() != last_failure_) {
@@ -334,26 +580,14 @@ std::shared_ptr<const EndpointSecurity> EndpointSecurityWatch::current() {
           last_failure_);
     }
   }
-  return current_;
 }
 
-void EndpointSecurityWatch::watch_files_of(const EndpointSecurity& security) {
-  std::vector<std::string> watched{file_};
-  watched.insert(watched.end(), security.source_files.begin(), security.source_files.end());
-  if (watched == watched_) return;
-  // Files named for the first time: stamped as they are now.
-  watched_ = std::move(watched);
-  stamps_ = stamp_files();
+std::uint64_t EndpointSecurityWatch::reloads() const noexcept {
+  return reloads_.load(std::memory_order_relaxed);
 }
 
-std::uint64_t EndpointSecurityWatch::reloads() const {
-  std::lock_guard lock(mutex_);
-  return reloads_;
-}
-
-std::uint64_t EndpointSecurityWatch::failed_reloads() const {
-  std::lock_guard lock(mutex_);
-  return failed_reloads_;
+std::uint64_t EndpointSecurityWatch::failed_reloads() const noexcept {
+  return failed_reloads_.load(std::memory_order_relaxed);
 }
 
 }  // namespace tokenspeed::metrics

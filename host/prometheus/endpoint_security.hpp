@@ -2,19 +2,23 @@
 // makes of the /metrics endpoint, ready to serve with: the OpenSSL server
 // context (certificate, key, client verification, versions, ciphers), the
 // basic-auth users, the response headers and the rate limit. Built at startup
-// and again when a file it was built from changes (EndpointSecurityWatch);
-// immutable once built, shared by the connections that use it.
+// and again, on a thread of its own, when a file it was built from changes
+// (EndpointSecurityWatch); immutable once built, shared by the connections
+// that use it. Never reads a file or parses on an endpoint I/O thread.
 #pragma once
 
 #include <sys/stat.h>
 
+#include <atomic>
 #include <chrono>
-#include <map>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -39,6 +43,8 @@ struct EndpointSecurity {
   BasicAuthVerifier users;
   std::vector<std::pair<std::string, std::string>> headers;  // added to every response
   RateLimitConfig rate_limit;
+  // The client certificate policy (meaningful with TLS only).
+  ClientAuthType client_auth_type = ClientAuthType::no_client_cert;
   // What it protects the endpoint with, for check: "TLS (client
   // certificates: RequireAndVerifyClientCert), 2 basic-auth users, 1
   // response header, no rate limit"; never a secret.
@@ -50,8 +56,22 @@ std::shared_ptr<const EndpointSecurity> open_endpoint_security();
 
 // Reads the web configuration file and builds its TLS context. Throws
 // StartupError naming the file and the key (a certificate that does not
-// load, a key that does not match it, a client CA that does not load).
+// load, a key that does not match it, a client CA that does not load, any of
+// them or the file itself not a regular file: a FIFO or a device is refused
+// without blocking on it).
 std::shared_ptr<const EndpointSecurity> load_endpoint_security(const std::string& file);
+
+// The TLS 1.2 (and older) cipher suites in force without cipher_suites, as
+// OpenSSL names them: Go's crypto/tls defaults (ECDHE key exchange with
+// AES-GCM, ChaCha20-Poly1305 or AES-CBC with SHA-1; no RSA key exchange, no
+// CBC with SHA-256 or SHA-384), in Go's order.
+const char* go_default_tls12_ciphers() noexcept;
+
+// What reloading from before to after switches off, for the warning of a
+// reload that lowers security: "TLS", "basic authentication", "client
+// certificate verification", "required client certificates",
+// "client_allowed_sans"; "" when nothing.
+std::string security_switched_off(const EndpointSecurity& before, const EndpointSecurity& after);
 
 // True when one of the subject alternative names (DNS, IP, e-mail, URI) of
 // x509_certificate (OpenSSL's X509, as the handshake presented it) is in
@@ -59,48 +79,78 @@ std::shared_ptr<const EndpointSecurity> load_endpoint_security(const std::string
 bool certificate_has_allowed_san(const void* x509_certificate,
                                  const std::vector<std::string>& allowed) noexcept;
 
-// Keeps the endpoint's security current: current() returns what is in
-// force, first rebuilding it when the web configuration file or a file it
-// names (certificate, key, client CA) changed since the last look, at most
-// once per check_interval. A file that no longer loads keeps the previous
-// security in force; the failure is logged and counted.
-// Threading: any thread; a look stats a few files and, on a change,
-// rebuilds under a mutex (the endpoint's I/O threads, never a producer).
+// Keeps the endpoint's security current. A thread of its own looks at the
+// web configuration file and the files it names (certificate, key, client
+// CA) once per check_interval and rebuilds the security when one changed;
+// current() only copies a pointer, so the endpoint's I/O threads never read a
+// file, parse, or wait for a rebuild.
+//
+// Reloads fail closed: a change is applied only when the files are the same
+// at two looks in a row and did not change while they were read (a file
+// still being written is waited for); a file that is empty (or blank, or
+// only comments), is not valid YAML, or does not load is a failed reload:
+// the last good security stays in force, the failure is counted and logged
+// once. A valid file that switches TLS, basic authentication or client
+// certificate checks off is applied, with a warning naming what it switched
+// off.
+// Threading: current(), reloads() and failed_reloads() from any thread;
+// look() from any one thread at a time (serialized with the watch's own).
 class EndpointSecurityWatch {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // file "": no web configuration (nothing to watch).
+  // file "": no web configuration (nothing to watch, no thread). Otherwise
+  // loads it (throws StartupError) and starts the watch's thread.
   EndpointSecurityWatch(std::string file, std::chrono::milliseconds check_interval);
+  ~EndpointSecurityWatch();
+  EndpointSecurityWatch(const EndpointSecurityWatch&) = delete;
+  EndpointSecurityWatch& operator=(const EndpointSecurityWatch&) = delete;
 
-  std::shared_ptr<const EndpointSecurity> current();
+  // The security in force: a copy of a pointer under a lock held for that
+  // copy only, never during a rebuild. No file I/O.
+  std::shared_ptr<const EndpointSecurity> current() const;
 
-  std::uint64_t reloads() const;         // rebuilt after a change
-  std::uint64_t failed_reloads() const;  // a change that did not load
+  // One look at the files, on the caller's thread: what the watch's thread
+  // does every check_interval (tests call it to step the watch).
+  void look();
 
- private:
+  std::uint64_t reloads() const noexcept;         // rebuilt after a change
+  std::uint64_t failed_reloads() const noexcept;  // a change that did not load
+
   struct FileStamp {
     dev_t device = 0;
     ino_t inode = 0;
-    off_t size = -1;
+    off_t size = -1;  // -1: the file could not be examined
     timespec modified{};
     timespec changed{};
     bool operator==(const FileStamp& other) const noexcept;
   };
-  std::vector<FileStamp> stamp_files() const;
-  // Watches the configuration file and the files security was built from.
-  void watch_files_of(const EndpointSecurity& security);
+
+ private:
+  void run();
+  void rebuild();
+  void publish(std::shared_ptr<const EndpointSecurity> security);
 
   const std::string file_;
   const std::chrono::milliseconds check_interval_;
-  mutable std::mutex mutex_;
+
+  mutable std::mutex current_mutex_;  // guards current_ only, for a copy or a swap
   std::shared_ptr<const EndpointSecurity> current_;
+
+  // Under look_mutex_ (the watch's thread, or a test's look()).
+  std::mutex look_mutex_;
   std::vector<std::string> watched_;  // the configuration file, then the files it names
-  std::vector<FileStamp> stamps_;
-  Clock::time_point last_look_;
-  std::uint64_t reloads_ = 0;
-  std::uint64_t failed_reloads_ = 0;
-  std::string last_failure_;  // logged once per distinct failure
+  std::vector<FileStamp> stamps_;     // as they were when last read
+  std::optional<std::vector<FileStamp>> pending_;  // a change seen at the last look
+  std::string last_failure_;                       // logged once per distinct failure
+
+  std::atomic<std::uint64_t> reloads_{0};
+  std::atomic<std::uint64_t> failed_reloads_{0};
+
+  std::mutex stop_mutex_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;
+  std::thread thread_;
 };
 
 }  // namespace tokenspeed::metrics

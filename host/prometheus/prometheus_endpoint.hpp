@@ -54,9 +54,9 @@ struct PrometheusEndpointOptions {
   int gzip_level = 1;  // zlib level 1-9
   // The web configuration file (--metrics-web-config: TLS, basic-auth users,
   // response headers, rate limit); "" serves plain HTTP to anyone. Its
-  // files are looked at again, at most once per web_config_check_interval,
-  // when a connection arrives or a request is read, and reloaded when one
-  // changed (prometheus/endpoint_security.hpp).
+  // files are looked at again once per web_config_check_interval by a
+  // thread of their own, and reloaded when one changed and holds still
+  // (prometheus/endpoint_security.hpp).
   std::string web_config_file;
   std::chrono::milliseconds web_config_check_interval{1'000};
 };

@@ -6,7 +6,12 @@ under RequireAndVerifyClientCert; a wrong password gets 401 and is counted and
 logged; without a trusted client certificate the handshake fails; plain HTTP
 to the TLS port fails cleanly while the endpoint keeps serving; a changed
 file takes effect, a broken one leaves the last good one in force; a bad
-file stops start-up with one line naming the file and the key.
+file stops start-up with one line naming the file and the key. Without
+Prometheus (curl and openssl s_client only): an emptied file is a failed
+reload, a deliberate lowering is applied with a warning, a certificate
+replaced by a FIFO is a failed reload while the endpoint serves on, TLS 1.2
+offers Go's default suites only, and client certificates are verified against
+the system's CAs when no client CA is given.
 
 Environment (set by test/integration/meson.build):
   TSM_BINARY      the tokenspeed-metrics executable
@@ -306,6 +311,147 @@ class EndpointTls(unittest.TestCase):
         self.assertIn("(mode 0644); restrict it (chmod 600) or use key_file", done.stderr)
         for line in key.splitlines()[1:-1]:
             self.assertNotIn(line, done.stdout + done.stderr)
+
+
+def s_client(port, ca_file, *args):
+    """openssl s_client's handshake with the endpoint: (succeeded, output)."""
+    done = subprocess.run(["openssl", "s_client", "-connect", f"127.0.0.1:{port}",
+                           "-CAfile", ca_file, "-verify_return_error", *args],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    return done.returncode == 0, done.stdout + done.stderr
+
+
+class EndpointTlsWithoutPrometheus(unittest.TestCase):
+    """What the endpoint does with its web configuration, seen with curl and
+    openssl s_client only: reloads that fail closed, files that are FIFOs,
+    Go's TLS defaults, client certificates verified against the system's CAs."""
+    maxDiff = None
+
+    def setUp(self):
+        self.tmp = sh.make_tmp()
+        self.addCleanup(shutil.rmtree, self.tmp, True)
+        self.tls = TlsMaterial(os.path.join(self.tmp, "tls"))
+        self.web_config = os.path.join(self.tmp, "web.yml")
+        self.run_ = None
+
+    def tearDown(self):
+        if self.run_ is not None:
+            self.run_.kill()
+
+    def start(self, web_config_text, env=None):
+        with open(self.web_config, "w") as file:
+            file.write(web_config_text)
+        os.chmod(self.web_config, 0o600)
+        self.run_ = sh.Simulation(["--enable-metrics", "--metrics-port", "0", "--ranks", "1",
+                                   "--duration", "0", "--metrics-web-config", self.web_config],
+                                  env=env)
+        url = self.run_.metrics_url()
+        return url, int(url.split(":")[2].split("/")[0])
+
+    def rewrite_in_place(self, text):
+        """As an editor saves: the same file truncated, then written."""
+        with open(self.web_config, "w") as file:
+            file.write(text)
+
+    def tls_server(self, material=None, extra=""):
+        material = material or self.tls
+        return (f"tls_server_config:\n  cert_file: {material.path('server.crt')}\n"
+                f"  key_file: {material.path('server.key')}\n{extra}")
+
+    def reloads(self, url, result, *auth):
+        code, out, _ = curl("--cacert", self.tls.path("ca.crt"), *auth, url)
+        body = out.split("\r\n\r\n", 1)[1] if "\r\n\r\n" in out else ""
+        if code != 0 or status_of(out) != 200:
+            return None
+        return sh.sample_sum(body, "tokenspeed_metrics_endpoint_web_config_reloads_total",
+                             result=result)
+
+    def test_an_emptied_file_keeps_tls_and_users_and_a_deliberate_lowering_is_warned(self):
+        url, _ = self.start(self.tls_server() + f"basic_auth_users:\n  alice: {bcrypt_hash('pw')}\n")
+        auth = ("-u", "alice:pw")
+        # Truncated in place and left empty (an editor between truncate and
+        # write): a failed reload; TLS and the user stay in force.
+        self.rewrite_in_place("")
+        self.assertTrue(sh.poll(lambda: self.reloads(url, "failure", *auth) == 1, 60, 0.2),
+                        self.run_.describe())
+        code, headers, _ = curl("--cacert", self.tls.path("ca.crt"), url)
+        self.assertEqual((code, status_of(headers)), (0, 401), headers)
+        self.assertTrue(any("web configuration is empty" in line for line in self.run_.stderr_lines),
+                        self.run_.describe())
+        # A complete file that drops the users on purpose: applied, with a
+        # warning naming what it switched off.
+        self.rewrite_in_place(self.tls_server())
+        self.assertTrue(sh.poll(lambda: self.reloads(url, "success") == 1, 60, 0.2),
+                        self.run_.describe())
+        warnings = [line for line in self.run_.stderr_lines if "switches off" in line]
+        self.assertEqual(len(warnings), 1, self.run_.describe())
+        self.assertIn("warning: Prometheus endpoint: web configuration", warnings[0])
+        self.assertIn("switches off basic authentication", warnings[0])
+        code, headers, _ = curl("--cacert", self.tls.path("ca.crt"), url)
+        self.assertEqual((code, status_of(headers)), (0, 200), headers)
+
+    def test_a_certificate_replaced_by_a_fifo_is_a_failed_reload_while_the_endpoint_serves(self):
+        url, _ = self.start(self.tls_server())
+        fifo = os.path.join(self.tmp, "fifo")
+        os.mkfifo(fifo)
+        os.replace(fifo, self.tls.path("server.crt"))
+        # Each curl has 20 s: a reload blocked in open(2) froze every connection.
+        self.assertTrue(sh.poll(lambda: self.reloads(url, "failure") == 1, 60, 0.2),
+                        self.run_.describe())
+        failed = [line for line in self.run_.stderr_lines if "not reloaded" in line]
+        self.assertEqual(len(failed), 1, self.run_.describe())
+        self.assertIn("key 'tls_server_config.cert_file'", failed[0])
+        self.assertIn("not a regular file (a FIFO)", failed[0])
+        self.assertEqual(self.reloads(url, "success"), 0)
+
+    def test_tls12_offers_gos_default_suites_and_refuses_the_rest(self):
+        rsa = TlsMaterial(os.path.join(self.tmp, "rsa"), server_key="RSA")
+        _, port = self.start(self.tls_server(rsa))
+        ca = rsa.path("ca.crt")
+        for suite in ("ECDHE-RSA-AES128-GCM-SHA256", "ECDHE-RSA-AES256-GCM-SHA384",
+                      "ECDHE-RSA-CHACHA20-POLY1305", "ECDHE-RSA-AES128-SHA",
+                      "ECDHE-RSA-AES256-SHA"):
+            with self.subTest(accepted=suite):
+                ok, out = s_client(port, ca, "-tls1_2", "-cipher", suite)
+                self.assertTrue(ok, out)
+                self.assertIn(f"Cipher is {suite}", out)
+        # RSA key exchange and CBC with SHA-256/384: Go's defaults leave them out.
+        for suite in ("AES128-GCM-SHA256", "AES256-GCM-SHA384", "AES128-SHA", "AES256-SHA",
+                      "AES128-SHA256", "AES256-SHA256", "ECDHE-RSA-AES128-SHA256",
+                      "ECDHE-RSA-AES256-SHA384"):
+            with self.subTest(refused=suite):
+                ok, out = s_client(port, ca, "-tls1_2", "-cipher", suite)
+                self.assertFalse(ok, out)
+        ok, out = s_client(port, ca, "-tls1_3")
+        self.assertTrue(ok, out)
+
+    def test_a_cipher_list_of_tls13_names_only_opens_no_tls12_suite(self):
+        _, port = self.start(self.tls_server(extra="  cipher_suites: [TLS_AES_128_GCM_SHA256]\n")
+                             + "http_server_config:\n  http2: false\n")
+        ca = self.tls.path("ca.crt")
+        for suite in ("ECDHE-ECDSA-AES128-GCM-SHA256", "ECDHE-ECDSA-AES256-SHA384",
+                      "ECDHE-ECDSA-AES128-SHA"):
+            with self.subTest(refused=suite):
+                ok, out = s_client(port, ca, "-tls1_2", "-cipher", suite)
+                self.assertFalse(ok, out)
+        ok, out = s_client(port, ca, "-tls1_3")
+        self.assertTrue(ok, out)
+
+    def test_client_certificates_are_verified_against_the_systems_cas_without_client_ca(self):
+        # OpenSSL's default verify paths honour SSL_CERT_FILE: here the
+        # "system's CAs" are the test CA.
+        env = dict(os.environ, SSL_CERT_FILE=self.tls.path("ca.crt"))
+        url, _ = self.start(self.tls_server(extra="  client_auth_type: RequireAndVerifyClientCert\n"),
+                            env=env)
+        client = ("--cert", self.tls.path("client.crt"), "--key", self.tls.path("client.key"))
+        code, headers, _ = curl("--cacert", self.tls.path("ca.crt"), *client, url)
+        self.assertEqual((code, status_of(headers)), (0, 200), headers + self.run_.describe())
+        code, headers, _ = curl("--cacert", self.tls.path("ca.crt"), "--cert",
+                                self.tls.path("stranger.crt"), "--key",
+                                self.tls.path("stranger.key"), url)
+        self.assertNotEqual(code, 0, headers)
+        code, headers, _ = curl("--cacert", self.tls.path("ca.crt"), url)
+        self.assertNotEqual(code, 0, headers)
 
 
 if __name__ == "__main__":

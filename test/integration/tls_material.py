@@ -11,9 +11,10 @@ def _run(*args, cwd):
                    stderr=subprocess.PIPE)
 
 
-def _key(name, cwd):
-    _run("openssl", "genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256",
-         "-out", name, cwd=cwd)
+def _key(name, cwd, algorithm="EC"):
+    options = (["-pkeyopt", "ec_paramgen_curve:P-256"] if algorithm == "EC"
+               else ["-pkeyopt", "rsa_keygen_bits:2048"])
+    _run("openssl", "genpkey", "-algorithm", algorithm, *options, "-out", name, cwd=cwd)
     os.chmod(os.path.join(cwd, name), 0o600)
 
 
@@ -24,8 +25,8 @@ def _ca(prefix, subject, cwd):
          "-addext", "keyUsage=critical,keyCertSign,cRLSign", "-out", prefix + ".crt", cwd=cwd)
 
 
-def _leaf(prefix, subject, ca, extensions, cwd):
-    _key(prefix + ".key", cwd)
+def _leaf(prefix, subject, ca, extensions, cwd, algorithm="EC"):
+    _key(prefix + ".key", cwd, algorithm)
     _run("openssl", "req", "-new", "-key", prefix + ".key", "-subj", subject,
          "-out", prefix + ".csr", cwd=cwd)
     with open(os.path.join(cwd, prefix + ".ext"), "w") as f:
@@ -37,17 +38,18 @@ def _leaf(prefix, subject, ca, extensions, cwd):
 
 class TlsMaterial:
     """Files in directory: ca.crt; server.crt/.key (SANs 127.0.0.1,
-    localhost); client.crt/.key (SAN DNS scraper.test, signed by ca);
-    stranger.crt/.key (signed by stranger-ca, which nothing trusts)."""
+    localhost; an RSA key with server_key="RSA", else P-256); client.crt/.key
+    (SAN DNS scraper.test, signed by ca); stranger.crt/.key (signed by
+    stranger-ca, which nothing trusts)."""
 
-    def __init__(self, directory):
+    def __init__(self, directory, server_key="EC"):
         self.dir = directory
         os.makedirs(directory, exist_ok=True)
         _ca("ca", "/CN=tokenspeed-metrics test CA", directory)
         _ca("stranger-ca", "/CN=an untrusted CA", directory)
         _leaf("server", "/CN=localhost", "ca",
               "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
-              "extendedKeyUsage=serverAuth\n", directory)
+              "extendedKeyUsage=serverAuth\n", directory, server_key)
         _leaf("client", "/CN=scraper", "ca",
               "subjectAltName=DNS:scraper.test\nextendedKeyUsage=clientAuth\n", directory)
         _leaf("stranger", "/CN=stranger", "stranger-ca",

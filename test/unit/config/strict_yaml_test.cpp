@@ -86,3 +86,28 @@ TEST_CASE("nesting past the bound is refused, not recursed into") {
   fine += std::string(kYamlDepthLimit, ']');
   CHECK(parse_strict_yaml(fine).kind == YamlNode::Kind::sequence);
 }
+
+TEST_CASE(
+    "duplicate keys are found in linear time: key comparisons grow with the keys, not their "
+    "square") {
+  // Keys that share a long prefix, as generated user names do.
+  auto mapping_of = [](int keys) {
+    std::string text;
+    for (int i = 0; i < keys; ++i) text += "user-with-a-long-prefix-" + std::to_string(i) + ": x\n";
+    return text;
+  };
+  for (const int keys : {1'000, 20'000}) {
+    INFO(keys << " keys");
+    YamlParseCounts counts;
+    const YamlNode root = parse_strict_yaml(mapping_of(keys), &counts);
+    REQUIRE(root.entries.size() == static_cast<std::size_t>(keys));
+    // A quadratic search compares each key with every earlier one: about
+    // keys * keys / 2 comparisons (200 million at 20,000 keys).
+    CHECK(counts.key_comparisons <= static_cast<std::size_t>(keys));
+  }
+  // And the duplicate is still found, at the end of a large mapping.
+  std::string key_path;
+  CHECK_THAT(error_of(mapping_of(20'000) + "user-with-a-long-prefix-7: y\n", &key_path),
+             Catch::Contains("duplicate key 'user-with-a-long-prefix-7'"));
+  CHECK(key_path == "user-with-a-long-prefix-7");
+}

@@ -2,7 +2,9 @@
 // a web configuration turned into a TLS context (certificates made here with
 // Debian's openssl command), the errors of files that do not load, the
 // subject alternative names of a client certificate, the watch that reloads
-// after a change and keeps the old security when the change is bad; and the
+// after a change (once it holds still, on its own thread, never in current())
+// and keeps the old security when the change is bad or the file emptied;
+// files that are FIFOs; Go's default cipher suites; and the
 // endpoint serving with it, over loopback: TLS, 401, 429 and the headers,
 // from several clients at once (so the sanitizer builds see the checks that
 // run off the I/O threads).
@@ -10,7 +12,9 @@
 
 #include <crypt.h>
 #include <openssl/pem.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -189,25 +193,36 @@ TEST_CASE("a client certificate's subject alternative names are matched exactly"
   X509_free(certificate);
 }
 
+// Two looks in a row: a change is applied once the files hold still.
+void settle(EndpointSecurityWatch& watch) {
+  watch.look();
+  watch.look();
+}
+
+const std::string kUserA =
+    "basic_auth_users:\n  a: $2b$04$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy\n";
+
 TEST_CASE("the watch reloads a changed file and keeps the old security when it is broken") {
   const Material material;
-  const auto file = material.config(
-      "basic_auth_users:\n  a: "
-      "$2b$04$N9qo8uLOickgx2ZMRZoMyeIjZAgcfl7p92ldGxad68LJZdL17lhWy\n");
-  EndpointSecurityWatch watch(file.string(), std::chrono::milliseconds(0));
+  const auto file = material.config(kUserA);
+  EndpointSecurityWatch watch(file.string(), std::chrono::hours(1));
   const auto first = watch.current();
   CHECK(first->users.enabled());
+  settle(watch);
   CHECK(watch.current() == first);  // unchanged: the same security
 
   material.config("http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
+  settle(watch);
   const auto second = watch.current();
   CHECK(second != first);
   CHECK_FALSE(second->users.enabled());
   CHECK(watch.reloads() == 1);
 
   material.config("tls_server_config:\n  cert_file: missing.crt\n  key_file: server.key\n");
+  settle(watch);
   CHECK(watch.current() == second);  // the broken file leaves the last good one in force
   CHECK(watch.failed_reloads() == 1);
+  settle(watch);
   CHECK(watch.current() == second);  // looked at again, unchanged: no second failure
   CHECK(watch.failed_reloads() == 1);
 }
@@ -216,7 +231,7 @@ TEST_CASE("the watch reloads when a certificate it was built from changes") {
   const Material material;
   const auto file =
       material.config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
-  EndpointSecurityWatch watch(file.string(), std::chrono::milliseconds(0));
+  EndpointSecurityWatch watch(file.string(), std::chrono::hours(1));
   const auto first = watch.current();
   // A rotated certificate: a new key pair written over the old files.
   const std::string d = material.dir.string();
@@ -225,18 +240,180 @@ TEST_CASE("the watch reloads when a certificate it was built from changes") {
       d + "/server.key.new -out " + d + "/server.crt.new");
   fs::rename(material.dir / "server.key.new", material.dir / "server.key");
   fs::rename(material.dir / "server.crt.new", material.dir / "server.crt");
+  settle(watch);
   CHECK(watch.current() != first);
   CHECK(watch.reloads() == 1);
 }
 
-TEST_CASE("the watch looks at the files at most once per interval") {
+TEST_CASE("current() never reads a file: a change takes effect through the watch's looks only") {
   const Material material;
-  const auto file = material.config("");
+  const auto file = material.config(kUserA);
   EndpointSecurityWatch watch(file.string(), std::chrono::hours(1));
   const auto first = watch.current();
   material.config("http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
-  CHECK(watch.current() == first);
+  for (int i = 0; i < 100; ++i) CHECK(watch.current() == first);
   CHECK(watch.reloads() == 0);
+  settle(watch);
+  CHECK(watch.current() != first);
+  CHECK(watch.reloads() == 1);
+}
+
+TEST_CASE("the watch's own thread applies a change") {
+  const Material material;
+  const auto file = material.config(kUserA);
+  EndpointSecurityWatch watch(file.string(), std::chrono::milliseconds(10));
+  const auto first = watch.current();
+  material.config("http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (watch.reloads() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling, not a fixed wait
+  }
+  CHECK(watch.reloads() == 1);
+  CHECK(watch.current() != first);
+  CHECK_FALSE(watch.current()->users.enabled());
+}
+
+TEST_CASE("a file emptied for a rewrite is a failed reload: the last good security stays") {
+  const Material material;
+  const auto file = material.config(
+      "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n" + kUserA);
+  EndpointSecurityWatch watch(file.string(), std::chrono::hours(1));
+  const auto first = watch.current();
+  for (const char* blank : {"", "\n  \n", "# being rewritten\n"}) {
+    INFO("'" << blank << "'");
+    const auto failed = watch.failed_reloads();
+    material.config(blank);  // truncated in place, as an editor does
+    settle(watch);
+    CHECK(watch.current() == first);
+    CHECK(watch.current()->tls != nullptr);
+    CHECK(watch.current()->users.enabled());
+    CHECK(watch.failed_reloads() == failed + 1);
+  }
+  CHECK(watch.reloads() == 0);
+}
+
+TEST_CASE("a file that changes between two looks is applied only once it holds still") {
+  const Material material;
+  const auto file = material.config(
+      "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n" + kUserA);
+  EndpointSecurityWatch watch(file.string(), std::chrono::hours(1));
+  const auto first = watch.current();
+  // Half written: cut after tls_server_config (valid, but without the users).
+  material.config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
+  watch.look();
+  CHECK(watch.current() == first);  // seen once: not yet applied
+  // The rest arrives before the next look.
+  material.config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n" + kUserA +
+                  "rate_limit:\n  interval: 1s\n  burst: 5\n");
+  watch.look();
+  CHECK(watch.current() == first);  // changed again: still waiting
+  watch.look();
+  CHECK(watch.current() != first);
+  CHECK(watch.current()->users.enabled());
+  CHECK(watch.current()->rate_limit.burst == 5);
+  CHECK(watch.reloads() == 1);  // the half-written file was never in force
+  CHECK(watch.failed_reloads() == 0);
+}
+
+TEST_CASE("what a reload switches off is named") {
+  const Material material;
+  const std::string tls = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n";
+  auto load = [&](const std::string& text) {
+    return load_endpoint_security(material.config(text).string());
+  };
+  const auto full = load(tls +
+                         "  client_auth_type: RequireAndVerifyClientCert\n"
+                         "  client_ca_file: server.crt\n"
+                         "  client_allowed_sans: [scraper.test]\n" +
+                         kUserA);
+  CHECK(security_switched_off(*full, *full).empty());
+  CHECK(security_switched_off(*full, *load("{}\n")) == "TLS, basic authentication");
+  CHECK(security_switched_off(*full, *load(tls + kUserA)) ==
+        "client certificate verification, required client certificates, client_allowed_sans");
+  CHECK(security_switched_off(*full, *load(tls +
+                                           "  client_auth_type: RequireAnyClientCert\n"
+                                           "  client_allowed_sans: [scraper.test]\n" +
+                                           kUserA)) == "client certificate verification");
+  CHECK(security_switched_off(*load("{}\n"), *full).empty());  // raising is not lowering
+}
+
+TEST_CASE("a certificate replaced by a FIFO is a failed reload, never a wait") {
+  const Material material;
+  const auto file =
+      material.config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
+  EndpointSecurityWatch watch(file.string(), std::chrono::hours(1));
+  const auto first = watch.current();
+  fs::remove(material.dir / "server.crt");
+  REQUIRE(::mkfifo((material.dir / "server.crt").c_str(), 0600) == 0);
+  settle(watch);  // would block in open(2) for ever if it opened the FIFO for reading
+  CHECK(watch.failed_reloads() == 1);
+  CHECK(watch.current() == first);
+}
+
+TEST_CASE("a FIFO, a device or a directory as a certificate, key or CA stops start-up by name") {
+  const Material material;
+  REQUIRE(::mkfifo((material.dir / "fifo").c_str(), 0600) == 0);
+  const std::string tls = "tls_server_config:\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"  cert_file: fifo\n  key_file: server.key\n", "tls_server_config.cert_file"},
+      {"  cert_file: /dev/null\n  key_file: server.key\n", "tls_server_config.cert_file"},
+      {"  cert_file: server.crt\n  key_file: fifo\n", "tls_server_config.key_file"},
+      {"  cert_file: server.crt\n  key_file: server.key\n  client_ca_file: fifo\n"
+       "  client_auth_type: RequireAndVerifyClientCert\n",
+       "tls_server_config.client_ca_file"},
+      {"  cert_file: server.crt\n  key_file: " + material.dir.string() + "\n",
+       "tls_server_config.key_file"},
+  };
+  for (const auto& [text, key] : cases) {
+    INFO(text);
+    const std::string error = startup_error_of(material.config(tls + text));
+    CHECK(error.find("key '" + key + "'") != std::string::npos);
+    CHECK((error.find("a FIFO") != std::string::npos ||
+           error.find("a character device") != std::string::npos ||
+           error.find("is a directory") != std::string::npos));
+  }
+}
+
+// The names of the suites a context offers, TLS 1.3's included.
+std::vector<std::string> cipher_names(const EndpointSecurity& security) {
+  std::vector<std::string> names;
+  STACK_OF(SSL_CIPHER)* ciphers = SSL_CTX_get_ciphers(security.tls->native_handle());
+  for (int i = 0; i < sk_SSL_CIPHER_num(ciphers); ++i)
+    names.emplace_back(SSL_CIPHER_get_name(sk_SSL_CIPHER_value(ciphers, i)));
+  return names;
+}
+
+TEST_CASE("without cipher_suites, TLS 1.2 offers Go's default suites only") {
+  const Material material;
+  const auto security = load_endpoint_security(
+      material.config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n")
+          .string());
+  const std::vector<std::string> expected{
+      "TLS_AES_128_GCM_SHA256",       "TLS_AES_256_GCM_SHA384",
+      "TLS_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256",
+      "ECDHE-RSA-AES128-GCM-SHA256",  "ECDHE-ECDSA-AES256-GCM-SHA384",
+      "ECDHE-RSA-AES256-GCM-SHA384",  "ECDHE-ECDSA-CHACHA20-POLY1305",
+      "ECDHE-RSA-CHACHA20-POLY1305",  "ECDHE-ECDSA-AES128-SHA",
+      "ECDHE-RSA-AES128-SHA",         "ECDHE-ECDSA-AES256-SHA",
+      "ECDHE-RSA-AES256-SHA"};
+  CHECK(cipher_names(*security) == expected);
+  CHECK(SSL_CTX_get_min_proto_version(security->tls->native_handle()) == TLS1_2_VERSION);
+}
+
+TEST_CASE("cipher_suites of TLS 1.3 names only leave TLS 1.2 without a suite, as in Go") {
+  const Material material;
+  const std::string tls =
+      "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+      "  cipher_suites: [TLS_AES_128_GCM_SHA256]\n";
+  const auto security = load_endpoint_security(
+      material.config(tls + "http_server_config:\n  http2: false\n").string());
+  // OpenSSL's own TLS 1.2 defaults never fill in: only TLS 1.3 is offered.
+  CHECK(SSL_CTX_get_min_proto_version(security->tls->native_handle()) == TLS1_3_VERSION);
+  // With max_version TLS12 no handshake could ever succeed: refused by name.
+  const std::string error = startup_error_of(
+      material.config(tls + "  max_version: TLS12\nhttp_server_config:\n  http2: false\n"));
+  CHECK(error.find("key 'tls_server_config.cipher_suites'") != std::string::npos);
+  CHECK(error.find("no handshake could succeed") != std::string::npos);
 }
 
 TEST_CASE("with users, only the right credentials see the exposition, from many clients at once") {
