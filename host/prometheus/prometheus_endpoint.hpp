@@ -47,9 +47,11 @@ struct PrometheusEndpointOptions {
   std::chrono::milliseconds linger_timeout{5'000};
   std::size_t max_request_bytes = 16 * 1024;  // request line + headers + body
   // Connections open at once. At the limit a new connection takes the place
-  // of the one that has waited longest without a complete request (idle or
-  // incomplete: counted as evicted); when every connection is busy with a
-  // request, the new one is closed at once (counted as rejected).
+  // of the one that has waited longest without a complete request (idle,
+  // incomplete, or waiting for its credential check: counted as evicted),
+  // looking first among those that had a request refused (401, 429, 503);
+  // when every connection is busy with a request, the new one is closed at
+  // once (counted as rejected).
   std::size_t max_connections = 64;
   int gzip_level = 1;  // zlib level 1-9
   // The web configuration file (--metrics-web-config: TLS, basic-auth users,
