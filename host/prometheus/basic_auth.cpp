@@ -18,8 +18,8 @@
 namespace tokenspeed::metrics {
 namespace {
 
-// A syntactically valid bcrypt hash that no password is known to produce;
-// its cost is replaced by the users' highest.
+// A syntactically valid bcrypt hash that no password is known to produce, of
+// cost 10 (BasicAuthVerifier::kUnknownUserCost).
 constexpr std::string_view kUnknownUserHash =
     "$2b$10$QOauhQNbBCuQDKes6eFzPeMqBSjb7Mr5DUmpZ/VcEd00UAV/LDeSi";
 
@@ -57,11 +57,10 @@ BasicAuthVerifier::BasicAuthVerifier(std::map<std::string, std::string> users)
       verified_(std::make_unique<Verified>()) {
   if (RAND_bytes(verified_->salt.data(), static_cast<int>(verified_->salt.size())) != 1)
     throw std::runtime_error("no random bytes for the credentials' salt");
-  int cost = 0;
-  for (const auto& [user, hash] : users_) cost = std::max(cost, bcrypt_hash_cost(hash).value_or(0));
-  if (cost == 0) cost = 10;
-  unknown_user_hash_[4] = static_cast<char>('0' + cost / 10);
-  unknown_user_hash_[5] = static_cast<char>('0' + cost % 10);
+}
+
+int BasicAuthVerifier::unknown_user_cost() const noexcept {
+  return bcrypt_hash_cost(unknown_user_hash_).value_or(0);
 }
 
 BasicAuthVerifier::Digest BasicAuthVerifier::digest_of(std::string_view user,

@@ -1,7 +1,7 @@
 // basic_auth.hpp — checks a basic-auth user name and password against the
 // bcrypt hashes of the web configuration (basic_auth_users), through
-// libxcrypt's crypt_r. An unknown user costs what a known one does. Keeps no
-// password: a pair that verified is remembered as a salted SHA-256 digest, so
+// libxcrypt's crypt_r. An unknown user costs one bcrypt at a fixed cost. Keeps
+// no password: a pair that verified is remembered as a salted SHA-256 digest, so
 // a scraper that sends the same credentials every scrape pays bcrypt (tens of
 // milliseconds at cost 10) once; every other check is one bcrypt computation,
 // so it is never called on a thread that must not wait.
@@ -29,8 +29,11 @@ class BasicAuthVerifier {
   bool enabled() const noexcept { return !users_.empty(); }
 
   // True when user is known and password hashes to its hash. An unknown user
-  // is checked against a fixed hash of the highest cost among the users, so
-  // the answer takes as long as for the slowest known one. A password holding
+  // is checked against a stand-in hash of kUnknownUserCost whatever the
+  // users' costs, as exporter-toolkit does: a name the file does not hold
+  // costs as much as a user of that cost (the recommended one), and never
+  // more, so unknown names cannot buy a file's slowest check. A user whose
+  // cost differs is told apart by timing (docs/operators.md). A password holding
   // a NUL byte never matches (crypt would see only its start). A pair that
   // verified before answers true without bcrypt; a failure is never
   // remembered, so every wrong guess costs a bcrypt computation.
@@ -39,6 +42,13 @@ class BasicAuthVerifier {
   // True when the pair verified before (and is still remembered): a check
   // of microseconds, for the I/O thread before it hands verify elsewhere.
   bool verified_before(std::string_view user, std::string_view password) const;
+
+  // The bcrypt cost of the stand-in hash an unknown user is checked against
+  // (kUnknownUserCost).
+  int unknown_user_cost() const noexcept;
+
+  // The cost of exporter-toolkit's stand-in hash and of htpasswd -B's default.
+  static constexpr int kUnknownUserCost = 10;
 
  private:
   using Digest = std::array<unsigned char, 32>;

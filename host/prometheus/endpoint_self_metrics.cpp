@@ -39,7 +39,7 @@ std::vector<MetricDefinition> build_definitions() {
       MetricDefinition{"tokenspeed_metrics_endpoint_requests_refused",
                        MetricKind::counter,
                        "Requests the /metrics endpoint refused by the web configuration, by "
-                       "reason (unauthorized: 401, rate_limited: 429).",
+                       "reason (unauthorized: 401, rate_limited: 429, auth_queue_full: 503).",
                        "requests",
                        {"reason"},
                        {},
@@ -90,7 +90,9 @@ void add_endpoint_self_figures(PrometheusMerge& merge, const EndpointCounters& c
   }
   add(defs[2], {}, counters.requests);
   const std::pair<std::string_view, std::uint64_t> refused[] = {
-      {"unauthorized", counters.unauthorized}, {"rate_limited", counters.rate_limited}};
+      {"unauthorized", counters.unauthorized},
+      {"rate_limited", counters.rate_limited},
+      {"auth_queue_full", counters.credential_checks_refused}};
   for (const auto& [reason, count] : refused) {
     const std::string_view labels[] = {reason};
     add(defs[3], labels, count);

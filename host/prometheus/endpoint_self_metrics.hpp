@@ -22,7 +22,8 @@ class PrometheusMerge;
 //       "bad_request" (400) and "tls_handshake" (refused or broken off)
 //   tokenspeed_metrics_endpoint_requests_total                         counter
 //   tokenspeed_metrics_endpoint_requests_refused_total{reason}         counter,
-//       reason "unauthorized" (401) and "rate_limited" (429)
+//       reason "unauthorized" (401), "rate_limited" (429) and
+//       "auth_queue_full" (503: too many credential checks waiting)
 //   tokenspeed_metrics_endpoint_web_config_reloads_total{result}       counter,
 //       result "success" and "failure"
 //   tokenspeed_metrics_endpoint_connections_open                       gauge

@@ -16,20 +16,24 @@
 #include <variant>
 #include <vector>
 
+#include <errno.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/strand.hpp>
-#include <boost/asio/thread_pool.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 #include <tokenspeed/kit/gzip.hpp>
 
+#include "prometheus/credential_check_queue.hpp"
 #include "prometheus/endpoint_security.hpp"
 #include "prometheus/prometheus_exposition.hpp"
+#include "prometheus/request_rate_limit.hpp"
 #include "core/fault_log.hpp"
 #include "core/startup_error.hpp"
 
@@ -119,7 +123,7 @@ struct PrometheusEndpoint::Impl {
   ScrapeHandler handler;
   std::atomic<std::uint64_t> accepted{0}, rejected{0}, evicted{0}, requests{0}, idle_timeouts{0},
       timeouts{0}, oversized{0}, bad_requests{0}, tls_handshake_failures{0}, unauthorized{0},
-      rate_limited{0};
+      rate_limited{0}, checks_refused{0};
   std::atomic<std::size_t> open{0};  // sessions alive (evicted ones until they are gone)
 
   // A handler of the I/O threads that threw (the endpoint keeps serving):
@@ -127,18 +131,17 @@ struct PrometheusEndpoint::Impl {
   std::mutex handler_log_mutex;
   FaultLog handler_log{"Prometheus endpoint", std::chrono::seconds(10), {}};
   void log_handler_exception() noexcept;
-  // A request refused for its credentials: the same log, one line per 10 s
-  // with the count (never a user name or password: either may be a secret).
+  // A request refused for its credentials, or because the checking queue
+  // is full: the same log, one line per 10 s with the count (never a user
+  // name or password: either may be a secret).
   void log_unauthorized() noexcept;
+  void log_checks_refused() noexcept;
 
   // The web configuration in force (TLS, users, headers, rate limit).
   std::optional<EndpointSecurityWatch> security;
-  // Under rate_mutex: the token bucket of the web configuration's rate_limit.
-  std::mutex rate_mutex;
-  double rate_tokens = 0;
-  std::chrono::steady_clock::time_point rate_refilled{};
-  // False when the request arriving now is over the rate limit.
-  bool admit_request(const RateLimitConfig& limit);
+  // The web configuration's rate_limit, one bucket for authenticated
+  // requests and one for the others.
+  RequestRateLimit rate_limit;
 
   // The admitted sessions, for eviction at the limit. Guarded by
   // sessions_mutex, as are each session's waiting fields and `admitted`.
@@ -170,15 +173,18 @@ struct PrometheusEndpoint::Impl {
   std::optional<tcp::acceptor> acceptor{std::in_place, *io};
   std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
   // Checks basic-auth passwords, one bcrypt at a time, off the I/O threads
-  // (a flood of wrong passwords costs one core, never the accept loop).
+  // (a flood of wrong passwords costs one core, never the accept loop), at
+  // most options.max_pending_credential_checks at once.
   // Declared after io: stopped and destroyed before it, with the sessions
   // its pending checks hold.
-  std::optional<asio::thread_pool> auth_pool;
+  std::optional<CredentialCheckQueue> credential_checks;
 
   void do_accept();
   void admit(tcp::socket socket);
   // Under sessions_mutex: chooses the session that has waited longest
-  // without a complete request and marks it evicted; null when none waits.
+  // without a complete request (or for its credential check), among those
+  // that had a request refused first, and marks it evicted; null when none
+  // waits.
   // Every session it looks at is kept in `seen`, so that none is destroyed
   // (which takes sessions_mutex) before the caller lets the mutex go.
   std::shared_ptr<Session> choose_eviction_locked(std::vector<std::shared_ptr<Session>>& seen);
@@ -263,6 +269,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
   bool waiting_locked() const noexcept { return waiting_ && !evicted_; }
   Clock::time_point waiting_since_locked() const noexcept { return waiting_since_; }
+  bool refused_locked() const noexcept { return refused_; }
   void mark_evicted_locked() noexcept { evicted_ = true; }
 
   void start() {
@@ -343,10 +350,37 @@ class Session : public std::enable_shared_from_this<Session> {
       // Refused (no or an untrusted client certificate, a plain HTTP
       // request, no common version or cipher) or broken off; a connection
       // closed by eviction is counted as evicted alone.
-      if (!evicted()) server_.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+      if (evicted()) return close();
+      server_.tls_handshake_failures.fetch_add(1, std::memory_order_relaxed);
+      if (is_plain_http_request(ec)) return answer_plain_http();
       return close();
     }
     wait_for_request();
+  }
+
+  // True when the handshake failed because the client's first bytes were an
+  // HTTP request line ("GET ", "HEAD ", "POST ", "PUT "), not a TLS record:
+  // OpenSSL then sends no alert, so the TCP stream is clean for plain text.
+  static bool is_plain_http_request(const beast::error_code& ec) noexcept {
+    if (ec.category() != asio::error::get_ssl_category()) return false;
+    const auto code = static_cast<unsigned long>(static_cast<unsigned int>(ec.value()));
+    return ERR_GET_LIB(code) == ERR_LIB_SSL && ERR_GET_REASON(code) == SSL_R_HTTP_REQUEST;
+  }
+
+  // What Go's net/http answers a plain HTTP request on its TLS port (then
+  // it closes): written on the TCP layer under the TLS one, which never
+  // began, and the connection closed as after an error (linger).
+  void answer_plain_http() {
+    static constexpr std::string_view kAnswer =
+        "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
+    tcp_layer().expires_after(server_.options.write_timeout);
+    asio::async_write(tcp_layer(), asio::buffer(kAnswer.data(), kAnswer.size()),
+                      [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                        if (ec == beast::error::timeout)
+                          self->server_.timeouts.fetch_add(1, std::memory_order_relaxed);
+                        if (ec) return;
+                        self->linger();
+                      });
   }
 
   bool evicted() {
@@ -432,30 +466,137 @@ class Session : public std::enable_shared_from_this<Session> {
     // connection began applies to it (the TLS of the connection stays).
     security_ = server_.security->current();
     const http::request<http::string_body>& request = parser_->get();
-    if (!server_.admit_request(security_->rate_limit)) {
-      server_.rate_limited.fetch_add(1, std::memory_order_relaxed);
-      return send_refusal(http::status::too_many_requests);
+    using Bucket = RequestRateLimit::Bucket;
+    if (!security_->users.enabled()) {
+      if (!admit(Bucket::authenticated)) return send_refusal(http::status::too_many_requests);
+      return route();
     }
-    if (!security_->users.enabled()) return route();
     std::string user;
     std::string password;
     const auto header = request[http::field::authorization];
-    if (!decode_basic_credentials(std::string_view(header.data(), header.size()), user, password))
-      return unauthorized();
-    if (security_->users.verified_before(user, password)) return route();
-    // bcrypt takes tens of milliseconds: on the check thread, answered back
-    // on this session's strand.
-    asio::post(*server_.auth_pool,
-               [self = shared_from_this(), security = security_, user = std::move(user),
-                password = std::move(password)]() mutable {
-                 const bool verified = security->users.verify(user, password);
-                 OPENSSL_cleanse(password.data(), password.size());
-                 auto executor = self->executor();
-                 asio::post(executor, [self = std::move(self), verified] {
-                   if (verified) return self->route();
-                   self->unauthorized();
-                 });
-               });
+    const bool decoded =
+        decode_basic_credentials(std::string_view(header.data(), header.size()), user, password);
+    // Remembered credentials (a SHA-256, microseconds) are the authorized
+    // scraper's: its own bucket, which requests without them never drain.
+    if (decoded && security_->users.verified_before(user, password)) {
+      OPENSSL_cleanse(password.data(), password.size());
+      if (!admit(Bucket::authenticated)) return send_refusal(http::status::too_many_requests);
+      return route();
+    }
+    if (!admit(Bucket::unauthenticated)) {
+      OPENSSL_cleanse(password.data(), password.size());
+      return send_refusal(http::status::too_many_requests);
+    }
+    if (!decoded) return unauthorized();
+    check_credentials(std::move(user), std::move(password));
+  }
+
+  // False (counted) when a request of bucket is over the rate limit.
+  bool admit(RequestRateLimit::Bucket bucket) {
+    if (server_.rate_limit.admit(security_->rate_limit, bucket, Clock::now())) return true;
+    server_.rate_limited.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+
+  // A check queued for the checking thread: skipped when the session was
+  // evicted or its client went away meanwhile; its answer is posted back to
+  // the session's strand. Holds the password until it is dropped, then wipes it.
+  class Check final : public CredentialCheck {
+   public:
+    Check(std::shared_ptr<Session> session, std::string user, std::string password)
+        : session_(std::move(session)),
+          security_(session_->security_),
+          user_(std::move(user)),
+          password_(std::move(password)) {}
+    ~Check() override {
+      OPENSSL_cleanse(user_.data(), user_.size());
+      OPENSSL_cleanse(password_.data(), password_.size());
+    }
+    bool wanted() override { return session_->check_wanted(); }
+    void run() override {
+      bool verified = false;
+      try {
+        verified = security_->users.verify(user_, password_);
+      } catch (...) {
+        session_->server_.log_handler_exception();  // refused, as a wrong password
+      }
+      auto executor = session_->executor();
+      asio::post(executor, [session = session_, verified] { session->on_checked(verified); });
+    }
+
+   private:
+    std::shared_ptr<Session> session_;
+    std::shared_ptr<const EndpointSecurity> security_;  // the session's, when it asked
+    std::string user_;
+    std::string password_;
+  };
+
+  // bcrypt takes tens of milliseconds: on the checking thread. Meanwhile the
+  // connection waits as if for a request (evictable), and a client that
+  // closes it is noticed (its check then skipped).
+  void check_credentials(std::string user, std::string password) {
+    if (!set_waiting(true)) return;  // chosen for eviction just before
+    auto check = std::make_unique<Check>(shared_from_this(), std::move(user), std::move(password));
+    if (!server_.credential_checks->submit(std::move(check))) {
+      if (!set_waiting(false)) return;
+      server_.checks_refused.fetch_add(1, std::memory_order_relaxed);
+      server_.log_checks_refused();
+      return send_refusal(http::status::service_unavailable);
+    }
+    checking_ = true;
+    watch_for_hangup();
+  }
+
+  // On the checking thread: false when the check is not worth running.
+  bool check_wanted() {
+    std::lock_guard lock(server_.sessions_mutex);
+    return !evicted_ && !hung_up_;
+  }
+
+  void on_checked(bool verified) {
+    checking_ = false;
+    if (watching_) {
+      watching_ = false;
+      ++watch_generation_;  // a completion already queued is ignored
+      beast::error_code ignored;
+      tcp_layer().socket().cancel(ignored);  // the hang-up watch
+    }
+    if (!set_waiting(false)) return;  // evicted meanwhile: already closed
+    if (hung_up()) return;
+    if (verified) return route();
+    unauthorized();
+  }
+
+  // Waits for the socket to become readable while a check is pending: an
+  // end of stream or a reset there means the client went away (a client
+  // that half-closes after its request is taken for gone too, as nginx does
+  // when it is not told to ignore client aborts). Pipelined bytes end the
+  // watch; they are read after the answer.
+  void watch_for_hangup() {
+    watching_ = true;
+    tcp_layer().socket().async_wait(
+        tcp::socket::wait_read,
+        [self = shared_from_this(), generation = watch_generation_](beast::error_code ec) {
+          if (generation != self->watch_generation_) return;  // a watch ended by on_checked
+          self->watching_ = false;
+          if (ec || !self->checking_) return;
+          char byte = 0;
+          const ssize_t peeked =
+              ::recv(self->tcp_layer().socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+          if (peeked > 0) return;
+          if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+            return self->watch_for_hangup();
+          {
+            std::lock_guard lock(self->server_.sessions_mutex);
+            self->hung_up_ = true;
+          }
+          self->close();
+        });
+  }
+
+  bool hung_up() {
+    std::lock_guard lock(server_.sessions_mutex);
+    return hung_up_;
   }
 
   void unauthorized() {
@@ -464,8 +605,12 @@ class Session : public std::enable_shared_from_this<Session> {
     send_refusal(http::status::unauthorized);
   }
 
-  // 401 or 429 on a connection that stays open: the client may try again.
+  // 401, 429 or 503 on a connection that stays open: the client may try again.
   void send_refusal(http::status status) {
+    {
+      std::lock_guard lock(server_.sessions_mutex);
+      refused_ = true;  // evicted before the others at the limit
+    }
     const http::request<http::string_body>& request = parser_->get();
     response_ = {};
     response_.result(status);
@@ -473,6 +618,8 @@ class Session : public std::enable_shared_from_this<Session> {
     response_.keep_alive(request.keep_alive());
     if (status == http::status::unauthorized)
       response_.set(http::field::www_authenticate, "Basic realm=\"tokenspeed-metrics\"");
+    // The checking queue drains in about capacity bcrypt checks.
+    if (status == http::status::service_unavailable) response_.set(http::field::retry_after, "1");
     response_.set(http::field::content_type, "text/plain; charset=utf-8");
     response_.body() = std::string(http::obsolete_reason(status)) + "\n";
     response_.prepare_payload();
@@ -572,7 +719,13 @@ class Session : public std::enable_shared_from_this<Session> {
   bool registered_ = false;
   bool waiting_ = false;  // no complete request received since waiting_since_
   bool evicted_ = false;
+  bool hung_up_ = false;  // the client closed while its credentials were checked
+  bool refused_ = false;  // a request of it was answered 401, 429 or 503
   Clock::time_point waiting_since_;
+  // The credential check in progress (read on the session's strand only).
+  bool checking_ = false;
+  bool watching_ = false;  // a hang-up watch is pending
+  std::uint64_t watch_generation_ = 0;
   // The scrape waiting for a render (read on the session's strand only).
   unsigned scrape_version_ = 11;
   bool scrape_keep_alive_ = true;
@@ -683,24 +836,14 @@ void PrometheusEndpoint::Impl::log_unauthorized() noexcept {
   }
 }
 
-bool PrometheusEndpoint::Impl::admit_request(const RateLimitConfig& limit) {
-  if (limit.interval.count() <= 0) return true;
-  // A token bucket, as Go's rate.Limiter: one token per interval, at most
-  // burst of them saved up.
-  std::lock_guard lock(rate_mutex);
-  const auto now = std::chrono::steady_clock::now();
-  const double burst = static_cast<double>(limit.burst);
-  if (rate_refilled == std::chrono::steady_clock::time_point{}) {
-    rate_tokens = burst;
-  } else {
-    const double earned = std::chrono::duration<double>(now - rate_refilled).count() /
-                          std::chrono::duration<double>(limit.interval).count();
-    rate_tokens = std::min(burst, rate_tokens + earned);
+void PrometheusEndpoint::Impl::log_checks_refused() noexcept {
+  try {
+    std::lock_guard lock(handler_log_mutex);
+    handler_log.report("requests refused (503): too many credential checks waiting", 1,
+                       FaultLog::Clock::now());
+  } catch (...) {
+    // No memory for the line: the refusal is still counted.
   }
-  rate_refilled = now;
-  if (rate_tokens < 1) return false;
-  rate_tokens -= 1;
-  return true;
 }
 
 void PrometheusEndpoint::Impl::thread_finished() {
@@ -711,16 +854,22 @@ void PrometheusEndpoint::Impl::thread_finished() {
 
 std::shared_ptr<Session> PrometheusEndpoint::Impl::choose_eviction_locked(
     std::vector<std::shared_ptr<Session>>& seen) {
-  std::shared_ptr<Session> oldest;
+  // Connections that had a request refused go first: a client flooding
+  // wrong passwords and reconnecting when evicted then evicts its own kind
+  // before a scraper's connection that has just opened.
+  std::shared_ptr<Session> oldest_refused;
+  std::shared_ptr<Session> oldest_other;
   seen.reserve(sessions.size());
   for (const std::weak_ptr<Session>& entry : sessions) {
     std::shared_ptr<Session> session = entry.lock();
     if (!session) continue;
     seen.push_back(session);
     if (!session->waiting_locked()) continue;
+    std::shared_ptr<Session>& oldest = session->refused_locked() ? oldest_refused : oldest_other;
     if (!oldest || session->waiting_since_locked() < oldest->waiting_since_locked())
       oldest = session;
   }
+  std::shared_ptr<Session> oldest = oldest_refused ? oldest_refused : oldest_other;
   if (oldest) {
     oldest->mark_evicted_locked();
     --admitted;
@@ -778,7 +927,8 @@ PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, Scrape
   if (impl.options.threads == 0) impl.options.threads = 1;
   // Throws StartupError naming the web configuration file and its key.
   impl.security.emplace(impl.options.web_config_file, impl.options.web_config_check_interval);
-  if (!impl.options.web_config_file.empty()) impl.auth_pool.emplace(1);
+  if (!impl.options.web_config_file.empty())
+    impl.credential_checks.emplace(impl.options.max_pending_credential_checks);
   const std::string& host = impl.options.host;
   const unsigned short port = impl.options.port;
   const std::string where = host + ":" + std::to_string(port);
@@ -867,6 +1017,9 @@ EndpointCounters PrometheusEndpoint::counters() const noexcept {
   counters.tls_handshake_failures = impl.tls_handshake_failures.load();
   counters.unauthorized = impl.unauthorized.load();
   counters.rate_limited = impl.rate_limited.load();
+  counters.credential_checks_refused = impl.checks_refused.load();
+  if (impl.credential_checks)
+    counters.credential_checks_skipped = impl.credential_checks->skipped_count();
   if (impl.security) {
     counters.web_config_reloads = impl.security->reloads();
     counters.web_config_reload_failures = impl.security->failed_reloads();
@@ -887,7 +1040,7 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   }
   impl.render_cv.notify_all();
   // Checks of passwords still queued are dropped with their connections.
-  if (impl.auth_pool) impl.auth_pool->stop();
+  if (impl.credential_checks) impl.credential_checks->stop();
   impl.work.reset();
   impl.io->stop();
   std::unique_lock lock(impl.done_mutex);
@@ -900,10 +1053,8 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   }
   // No server thread runs any more: close the listener, then destroy the
   // pending handlers, which owns and so closes every open connection.
-  if (impl.auth_pool) {
-    impl.auth_pool->join();
-    impl.auth_pool.reset();
-  }
+  // The queue itself stays (empty) until the destructor: counters() reads it.
+  if (impl.credential_checks) impl.credential_checks->join();
   impl.scrape_waiters.clear();
   impl.acceptor.reset();
   impl.io.reset();

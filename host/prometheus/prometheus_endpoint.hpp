@@ -47,9 +47,11 @@ struct PrometheusEndpointOptions {
   std::chrono::milliseconds linger_timeout{5'000};
   std::size_t max_request_bytes = 16 * 1024;  // request line + headers + body
   // Connections open at once. At the limit a new connection takes the place
-  // of the one that has waited longest without a complete request (idle or
-  // incomplete: counted as evicted); when every connection is busy with a
-  // request, the new one is closed at once (counted as rejected).
+  // of the one that has waited longest without a complete request (idle,
+  // incomplete, or waiting for its credential check: counted as evicted),
+  // looking first among those that had a request refused (401, 429, 503);
+  // when every connection is busy with a request, the new one is closed at
+  // once (counted as rejected).
   std::size_t max_connections = 64;
   int gzip_level = 1;  // zlib level 1-9
   // The web configuration file (--metrics-web-config: TLS, basic-auth users,
@@ -59,6 +61,12 @@ struct PrometheusEndpointOptions {
   // (prometheus/endpoint_security.hpp).
   std::string web_config_file;
   std::chrono::milliseconds web_config_check_interval{1'000};
+  // Basic-auth checks (bcrypt) waiting or running at once, on the one
+  // checking thread. A request whose credentials need a check beyond it is
+  // answered 503 with Retry-After at once (counted). A connection waiting
+  // for its check counts as waiting for eviction at max_connections, and a
+  // check whose connection was evicted or closed is skipped.
+  std::size_t max_pending_credential_checks = 16;
 };
 
 // Renders the exposition body. Called on a render thread, concurrently from
@@ -80,6 +88,8 @@ struct EndpointCounters {
   std::uint64_t tls_handshake_failures = 0;      // handshake refused or broken off (not timed out)
   std::uint64_t unauthorized = 0;                // answered 401: credentials missing or wrong
   std::uint64_t rate_limited = 0;                // answered 429 under the web config's rate_limit
+  std::uint64_t credential_checks_refused = 0;   // answered 503: the checking queue was full
+  std::uint64_t credential_checks_skipped = 0;   // their connection evicted or gone before bcrypt
   std::uint64_t web_config_reloads = 0;          // web configuration reloaded after a change
   std::uint64_t web_config_reload_failures = 0;  // a change that did not load (old one kept)
 };
@@ -96,11 +106,14 @@ bool accepts_gzip(std::string_view accept_encoding) noexcept;
 // the connection closes. Connections are kept
 // alive as HTTP/1.1 asks; pipelined requests are answered in order.
 // With a web configuration: TLS on every connection (a handshake counts
-// against read_timeout, like a slow request), a request over the rate limit
-// 429, one without valid basic-auth credentials 401 with
+// against read_timeout, like a slow request; plain HTTP sent to it is
+// answered Go's "HTTP/1.0 400 Bad Request" and closed), a request over the
+// rate limit 429 (authenticated requests and the others in buckets of their
+// own), one without valid basic-auth credentials 401 with
 // "WWW-Authenticate: Basic" (checked off the I/O threads, one bcrypt at a
-// time; failures logged at most once per 10 s with their count), and the
-// configured headers on every response.
+// time, at most max_pending_credential_checks waiting, 503 beyond; failures
+// logged at most once per 10 s with their count), and the configured headers
+// on every response.
 //
 // Threading: the constructor binds and starts the server threads; stop and
 // the destructor may be called from any one thread, not from a handler.

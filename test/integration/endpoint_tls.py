@@ -4,7 +4,7 @@ curl, with certificates and bcrypt hashes made by openssl and htpasswd:
 Prometheus scrapes over HTTPS with basic auth, and with a client certificate
 under RequireAndVerifyClientCert; a wrong password gets 401 and is counted and
 logged; without a trusted client certificate the handshake fails; plain HTTP
-to the TLS port fails cleanly while the endpoint keeps serving; a changed
+to the TLS port gets Go's 400 while the endpoint keeps serving; a changed
 file takes effect, a broken one leaves the last good one in force; a bad
 file stops start-up with one line naming the file and the key. Without
 Prometheus (curl and openssl s_client only): an emptied file is a failed
@@ -208,10 +208,11 @@ class EndpointTls(unittest.TestCase):
                                            "--key", self.tls.path("stranger.key"))
         self.assertNotEqual(code, 0, headers)
         self.assertEqual(headers, "")
-        # Plain HTTP to the TLS port: refused cleanly, no HTTP answer.
-        code, headers, err = curl(url.replace("https://", "http://"))
-        self.assertNotEqual(code, 0)
-        self.assertEqual(headers, "")
+        # Plain HTTP to the TLS port: Go's answer (400 and its text), closed.
+        code, out, err = curl(url.replace("https://", "http://"))
+        self.assertEqual(code, 0, err)
+        self.assertEqual(out, "HTTP/1.0 400 Bad Request\r\n\r\n"
+                              "Client sent an HTTP request to an HTTPS server.\n")
         # The endpoint keeps serving, and counted the three.
         code, headers, _ = self.curl_tls(url, *client)
         self.assertEqual((code, status_of(headers)), (0, 200), headers)

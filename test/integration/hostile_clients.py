@@ -9,7 +9,7 @@ the jsonl output's rows in the shutdown report show every event delivered,
 none dropped. HostileClientsOverTls runs it all again against the endpoint
 serving TLS (--metrics-web-config), where the thousand idle connections never
 begin their handshake, and adds a client that stops in the middle of its
-handshake and one that speaks plain HTTP to the TLS port.
+handshake and one that speaks plain HTTP to the TLS port (answered Go's 400).
 
 Environment (set by test/integration/meson.build):
   TSM_BINARY      the tokenspeed-metrics executable
@@ -362,10 +362,13 @@ class HostileClientsOverTls(HostileClients):
         stalled = self.open_tcp(port)
         stalled.settimeout(90)  # hang guard of the wait below
         stalled.sendall(b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03")
-        # Plain HTTP to the TLS port: the handshake fails, no HTTP answer.
+        # Plain HTTP to the TLS port: the handshake fails, and the client is
+        # told so in plain HTTP, as Go's server does, then closed.
         plain = self.open_tcp(port)
         plain.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
-        self.assertEqual(status_of(read_until_closed(plain)), 0)
+        self.assertEqual(read_until_closed(plain),
+                         b"HTTP/1.0 400 Bad Request\r\n\r\n"
+                         b"Client sent an HTTP request to an HTTPS server.\n")
         self.assertTrue(closed_by_server(stalled), "the stalled handshake was never closed")
         # The idle connections closed during their handshake count as
         # evicted, not as failed handshakes.

@@ -21,6 +21,7 @@ TEST_CASE(
   counters.timeouts = 21;
   counters.oversized_requests = 3;
   counters.bad_requests = 6;
+  counters.credential_checks_refused = 48;
   ScrapeSources sources;
   sources.extra = [&](PrometheusMerge& merge) { add_endpoint_self_figures(merge, counters); };
   const std::string text = render_exposition(merge_scrape(sources));
@@ -34,6 +35,7 @@ TEST_CASE(
       "tokenspeed_metrics_endpoint_connections_closed_total{reason=\"oversized\"} 3\n",
       "tokenspeed_metrics_endpoint_connections_closed_total{reason=\"bad_request\"} 6\n",
       "tokenspeed_metrics_endpoint_requests_total 150\n",
+      "tokenspeed_metrics_endpoint_requests_refused_total{reason=\"auth_queue_full\"} 48\n",
       "# TYPE tokenspeed_metrics_endpoint_connections_open gauge\n",
       "tokenspeed_metrics_endpoint_connections_open 64\n",
   };

@@ -1,11 +1,23 @@
 // prometheus_endpoint_test.cpp — the /metrics server over real loopback HTTP:
 // GET/HEAD, 404, 405, keep-alive, gzip, concurrent scrapes, idle and slow
-// clients, oversized requests, port in use, stop.
+// clients, oversized requests, port in use, stop; with a web configuration,
+// a remembered scraper under a flood of wrong passwords, the bounded and
+// evictable credential checks, the rate limit's two buckets, and plain HTTP
+// sent to the TLS port.
 #include <catch2/catch.hpp>
+
+#include <crypt.h>
+#include <openssl/evp.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <boost/asio/connect.hpp>
@@ -84,6 +96,92 @@ std::string gunzip(const std::string& data) {
   inflateEnd(&stream);
   REQUIRE(rc == Z_STREAM_END);
   return out;
+}
+
+// Polls condition until it holds or 60 s pass (a hang guard, not a timing).
+bool eventually(const std::function<bool()>& condition) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+// A temporary directory for a web configuration (and certificates).
+struct TempDir {
+  std::filesystem::path dir;
+  TempDir() {
+    char name[] = "/tmp/tsm-endpoint-test-XXXXXX";
+    REQUIRE(::mkdtemp(name) != nullptr);
+    dir = name;
+  }
+  ~TempDir() { std::filesystem::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir / name, std::ios::trunc) << text;
+    return (dir / name).string();
+  }
+};
+
+// A bcrypt hash of password at cost, made with libxcrypt.
+std::string bcrypt_hash(const std::string& password, int cost) {
+  char setting[CRYPT_GENSALT_OUTPUT_SIZE];
+  REQUIRE(crypt_gensalt_rn("$2b$", cost, nullptr, 0, setting, sizeof setting) != nullptr);
+  crypt_data data{};
+  const char* hash = crypt_r(password.c_str(), setting, &data);
+  REQUIRE(hash != nullptr);
+  return hash;
+}
+
+// A well-formed bcrypt hash of cost that no password is expected to match:
+// checking a password against it costs a full bcrypt at that cost, without
+// the test spending that time to make it.
+std::string slow_unmatchable_hash(int cost) {
+  const std::string fast = bcrypt_hash("never sent", 4);
+  return "$2b$" + std::to_string(cost) + fast.substr(6);
+}
+
+// "Basic " credentials of user and password.
+std::string basic(const std::string& user, const std::string& password) {
+  const std::string pair = user + ":" + password;
+  std::string encoded(4 * ((pair.size() + 2) / 3) + 1, '\0');
+  const int size = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(encoded.data()),
+                                   reinterpret_cast<const unsigned char*>(pair.data()),
+                                   static_cast<int>(pair.size()));
+  encoded.resize(static_cast<std::size_t>(size));
+  return "Basic " + encoded;
+}
+
+// Sends GET /metrics with authorization (none when empty) on client's
+// connection and reads the answer; nullopt when the connection failed.
+std::optional<http::response<http::string_body>> get_metrics(Client& client,
+                                                             const std::string& authorization,
+                                                             bool keep_alive = true) {
+  http::request<http::empty_body> request{http::verb::get, "/metrics", 11};
+  request.set(http::field::host, "127.0.0.1");
+  if (!authorization.empty()) request.set(http::field::authorization, authorization);
+  request.keep_alive(keep_alive);
+  beast::error_code ec;
+  http::write(client.socket, request, ec);
+  if (ec) return std::nullopt;
+  http::response<http::string_body> response;
+  http::read(client.socket, client.buffer, response, ec);
+  if (ec) return std::nullopt;
+  return response;
+}
+
+// The status of one scrape on a fresh connection (0 when the connection was
+// closed without an answer).
+unsigned scrape_status(unsigned short port, const std::string& authorization) {
+  Client client(port);
+  const auto response = get_metrics(client, authorization, false);
+  return response ? response->result_int() : 0;
+}
+
+PrometheusEndpointOptions options_with(const std::string& web_config) {
+  PrometheusEndpointOptions options = test_options();
+  options.web_config_file = web_config;
+  return options;
 }
 
 }  // namespace
@@ -522,4 +620,184 @@ TEST_CASE("scrapes that arrive while a render runs share the next render, gzip o
     CHECK(body == kBody + "# render 1\n");
   }
   CHECK(renders == 2);
+}
+
+TEST_CASE(
+    "a scraper whose credentials are remembered is answered while 64 connections flood "
+    "wrong passwords") {
+  // Each wrong password costs a bcrypt of cost 10 on the one checking
+  // thread. Before, the 64 connections waited for it unevictably and the
+  // scraper's connections were refused at the limit (0 of 22 answered).
+  TempDir dir;
+  PrometheusEndpointOptions options = options_with(
+      dir.write("web.yml", "basic_auth_users:\n  prometheus: " + bcrypt_hash("right", 10) + "\n"));
+  REQUIRE(options.max_connections == 64);
+  PrometheusEndpoint endpoint(options, [] { return kBody; });
+  const std::string right = basic("prometheus", "right");
+  REQUIRE(scrape_status(endpoint.port(), right) == 200);  // verified once, then remembered
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> answered_401{0}, answered_503_retry{0}, answered_other{0};
+  std::vector<std::thread> flood;
+  for (int i = 0; i < 64; ++i) {
+    flood.emplace_back([&, i] {
+      const std::string wrong = basic("prometheus", "guess-" + std::to_string(i));
+      while (!stop) {  // reconnects when closed (evicted), as an attacker would
+        try {
+          Client client(endpoint.port());
+          while (!stop) {
+            const auto response = get_metrics(client, wrong);
+            if (!response) break;
+            if (response->result() == http::status::unauthorized)
+              ++answered_401;
+            else if (response->result() == http::status::service_unavailable &&
+                     (*response)[http::field::retry_after] == "1")
+              ++answered_503_retry;
+            else
+              ++answered_other;
+          }
+        } catch (const std::exception&) {
+          // Connection refused once the endpoint stops: the loop ends.
+        }
+      }
+    });
+  }
+  // The flood at full strength: every flooding connection sent a request,
+  // and the checking queue is full (16 waiting, the others answered 503 at
+  // once, again and again). Before, nothing was ever refused at once.
+  CHECK(eventually([&] { return endpoint.counters().requests >= 1 + 64; }));
+  CHECK(eventually([&] { return endpoint.counters().credential_checks_refused >= 64; }));
+
+  constexpr int kScrapes = 10;
+  std::vector<unsigned> statuses;
+  for (int i = 0; i < kScrapes; ++i) statuses.push_back(scrape_status(endpoint.port(), right));
+  const EndpointCounters during = endpoint.counters();
+  stop = true;
+  CHECK(endpoint.stop(std::chrono::seconds(60)));
+  for (std::thread& thread : flood) thread.join();
+
+  CHECK(statuses == std::vector<unsigned>(kScrapes, 200));
+  // The flood ran meanwhile, answered 401 or 503 with Retry-After (the
+  // checks themselves, starved of CPU by the flood, may not even finish:
+  // how many 401 is left open).
+  INFO("401: " << answered_401 << ", 503: " << answered_503_retry << ", evicted "
+               << during.connections_evicted << ", skipped checks "
+               << during.credential_checks_skipped);
+  CHECK(answered_503_retry > 0);
+  CHECK(answered_other == 0);
+  CHECK(during.credential_checks_refused >= 64);
+}
+
+TEST_CASE(
+    "a connection waiting for its credential check is evicted at the limit, its check "
+    "skipped") {
+  TempDir dir;
+  // victim's hash has cost 14: a check of it takes about a second or more.
+  PrometheusEndpointOptions options = options_with(
+      dir.write("web.yml", "basic_auth_users:\n  prometheus: " + bcrypt_hash("right", 4) +
+                               "\n  victim: " + slow_unmatchable_hash(14) + "\n"));
+  options.max_connections = 2;
+  PrometheusEndpoint endpoint(options, [] { return kBody; });
+  const std::string right = basic("prometheus", "right");
+  REQUIRE(scrape_status(endpoint.port(), right) == 200);
+  const std::string wrong =
+      "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: " + basic("victim", "wrong") + "\r\n\r\n";
+  Client running(endpoint.port());  // its check runs
+  asio::write(running.socket, asio::buffer(wrong));
+  REQUIRE(eventually([&] { return endpoint.counters().requests == 2; }));
+  Client queued(endpoint.port());  // its check waits behind
+  asio::write(queued.socket, asio::buffer(wrong));
+  REQUIRE(eventually([&] { return endpoint.counters().requests == 3; }));
+
+  // Both wait for a check: a new connection evicts the one waiting longest.
+  Client scraper(endpoint.port());
+  const auto first = get_metrics(scraper, right, false);
+  REQUIRE(first);
+  CHECK(first->result() == http::status::ok);
+  CHECK(running.closed_by_server());
+  Client another(endpoint.port());
+  const auto second = get_metrics(another, right, false);
+  REQUIRE(second);
+  CHECK(second->result() == http::status::ok);
+  CHECK(queued.closed_by_server());
+  CHECK(endpoint.counters().connections_evicted == 2);
+  CHECK(endpoint.counters().connections_rejected == 0);
+  // The queued check is skipped when its turn comes, without bcrypt.
+  CHECK(eventually([&] { return endpoint.counters().credential_checks_skipped == 1; }));
+}
+
+TEST_CASE("a check whose client closed its connection is skipped without bcrypt") {
+  TempDir dir;
+  PrometheusEndpointOptions options = options_with(
+      dir.write("web.yml", "basic_auth_users:\n  victim: " + slow_unmatchable_hash(14) + "\n"));
+  PrometheusEndpoint endpoint(options, [] { return kBody; });
+  const std::string wrong =
+      "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: " + basic("victim", "wrong") + "\r\n\r\n";
+  Client running(endpoint.port());  // its check runs, about a second or more
+  asio::write(running.socket, asio::buffer(wrong));
+  REQUIRE(eventually([&] { return endpoint.counters().requests == 1; }));
+  for (int i = 0; i < 4; ++i) {
+    Client gone(endpoint.port());
+    asio::write(gone.socket, asio::buffer(wrong));
+    REQUIRE(eventually([&] { return endpoint.counters().requests == 2u + i; }));
+  }  // each closed right after its request
+  const auto answer = [&] {
+    http::response<http::string_body> response;
+    http::read(running.socket, running.buffer, response);
+    return response.result();
+  }();
+  CHECK(answer == http::status::unauthorized);
+  CHECK(eventually([&] { return endpoint.counters().credential_checks_skipped == 4; }));
+  CHECK(endpoint.counters().unauthorized == 1);
+}
+
+TEST_CASE(
+    "requests without valid credentials over the rate limit never make the authorized "
+    "scraper get 429") {
+  TempDir dir;
+  PrometheusEndpointOptions options = options_with(
+      dir.write("web.yml", "basic_auth_users:\n  prometheus: " + bcrypt_hash("right", 4) +
+                               "\nrate_limit:\n  interval: 1h\n  burst: 5\n"));
+  PrometheusEndpoint endpoint(options, [] { return kBody; });
+  const std::string right = basic("prometheus", "right");
+  CHECK(scrape_status(endpoint.port(), right) == 200);  // a first login: unauthenticated bucket
+  int refused_429 = 0;
+  for (int i = 0; i < 40; ++i) {
+    const std::string credentials = i % 2 == 0 ? "" : basic("prometheus", "wrong");
+    const unsigned status = scrape_status(endpoint.port(), credentials);
+    CHECK((status == 401 || status == 429));
+    refused_429 += status == 429 ? 1 : 0;
+  }
+  CHECK(refused_429 == 40 - 4);
+  // The remembered scraper has a bucket of its own: 5 at once, then limited too.
+  for (int i = 0; i < 5; ++i) CHECK(scrape_status(endpoint.port(), right) == 200);
+  CHECK(scrape_status(endpoint.port(), right) == 429);
+  CHECK(endpoint.counters().rate_limited == 40 - 4 + 1);
+}
+
+TEST_CASE("plain HTTP sent to the TLS port is answered 400 as Go's server does, then closed") {
+  TempDir dir;
+  const std::string d = dir.dir.string();
+  REQUIRE(std::system(("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
+                       "-days 1 -subj /CN=test -addext subjectAltName=IP:127.0.0.1 -keyout " +
+                       d + "/server.key -out " + d + "/server.crt >/dev/null 2>&1")
+                          .c_str()) == 0);
+  PrometheusEndpoint endpoint(options_with(dir.write("web.yml",
+                                                     "tls_server_config:\n  cert_file: server.crt\n"
+                                                     "  key_file: server.key\n")),
+                              [] { return kBody; });
+  for (const std::string method : {"GET", "HEAD", "POST", "PUT"}) {
+    INFO(method);
+    Client plain(endpoint.port());
+    asio::write(plain.socket, asio::buffer(method + " /metrics HTTP/1.1\r\nHost: x\r\n\r\n"));
+    std::string received;
+    char chunk[4096];
+    beast::error_code ec;
+    while (!ec) received.append(chunk, plain.socket.read_some(asio::buffer(chunk), ec));
+    CHECK(ec == asio::error::eof);  // closed after the answer, not reset
+    CHECK(received ==
+          "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n");
+  }
+  CHECK(endpoint.counters().tls_handshake_failures == 4);
+  CHECK(endpoint.counters().requests == 0);
 }
