@@ -885,7 +885,7 @@ void PrometheusEndpoint::Impl::admit(tcp::socket socket) {
   std::vector<std::shared_ptr<Session>> seen;  // released after the mutex
   std::shared_ptr<Session> victim;
   std::shared_ptr<Session> session;
-  // Looked at before the lock: it may reload the web configuration.
+  // The configuration in force when the connection began (a pointer copy).
   std::shared_ptr<const EndpointSecurity> in_force = security->current();
   {
     std::lock_guard lock(sessions_mutex);

@@ -510,6 +510,8 @@ TEST_CASE("with TLS, a client that trusts the certificate is served; plain HTTP 
   std::size_t total = 0;
   while (!ec) total += plain.read_some(asio::buffer(received.data() + total, 4096 - total), ec);
   received.resize(total);
-  CHECK(received.find("HTTP/1.1") == std::string::npos);  // no HTTP answer, only TLS's alert
+  // Never served over plain HTTP: only Go's plain 400 (HTTP/1.0), no HTTP/1.1 exposition.
+  CHECK(received.find("HTTP/1.1") == std::string::npos);
+  CHECK(received.rfind("HTTP/1.0 400 Bad Request\r\n", 0) == 0);
   CHECK(endpoint.counters().tls_handshake_failures == 1);
 }
