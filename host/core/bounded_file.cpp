@@ -62,27 +62,32 @@ FileHandle open_regular_file(const std::string& path) {
   return file;
 }
 
-std::string read_bounded_file(const std::string& path, std::size_t limit) {
-  const FileHandle file = open_regular_file(path);
-  const std::string too_large = "is larger than the limit of " + describe_size(limit);
-  struct stat info {};
-  if (::fstat(file.get(), &info) == 0 && static_cast<std::size_t>(info.st_size) > limit) {
-    throw FileReadError(too_large + " (" + std::to_string(info.st_size) + " bytes)");
-  }
+std::string read_bounded(const FileHandle& file, std::size_t limit) {
   std::string contents;
-  contents.reserve(static_cast<std::size_t>(info.st_size));
   char chunk[65536];
   for (;;) {
     const ssize_t n = ::read(file.get(), chunk, sizeof chunk);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw FileReadError(std::string("cannot be read: ") + std::strerror(errno));
     if (n == 0) break;
-    // The size can change after fstat (a file still being written, or one
+    // The size can change after an fstat (a file still being written, or one
     // whose reported size is 0): the bound holds for what is read.
-    if (contents.size() + static_cast<std::size_t>(n) > limit) throw FileReadError(too_large);
+    if (contents.size() + static_cast<std::size_t>(n) > limit) {
+      throw FileReadError("is larger than the limit of " + describe_size(limit));
+    }
     contents.append(chunk, static_cast<std::size_t>(n));
   }
   return contents;
+}
+
+std::string read_bounded_file(const std::string& path, std::size_t limit) {
+  const FileHandle file = open_regular_file(path);
+  struct stat info {};
+  if (::fstat(file.get(), &info) == 0 && static_cast<std::size_t>(info.st_size) > limit) {
+    throw FileReadError("is larger than the limit of " + describe_size(limit) + " (" +
+                        std::to_string(info.st_size) + " bytes)");
+  }
+  return read_bounded(file, limit);
 }
 
 }  // namespace tokenspeed::metrics

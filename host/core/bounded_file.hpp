@@ -42,6 +42,11 @@ class FileHandle {
 // followed. Throws FileReadError otherwise.
 FileHandle open_regular_file(const std::string& path);
 
+// What is left to read of file (opened by open_regular_file), at most limit
+// bytes. Throws FileReadError when there is more (the file grew past the
+// limit while being read) or a read fails.
+std::string read_bounded(const FileHandle& file, std::size_t limit);
+
 // The whole content of the regular file at path, at most limit bytes.
 // Throws FileReadError when it cannot be opened, is not a regular file, is
 // larger than limit (also when it grows past it while being read) or a read

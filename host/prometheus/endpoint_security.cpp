@@ -264,20 +264,7 @@ class StampedReader {
       throw FileReadError(std::string("cannot be examined: ") + std::strerror(errno));
     }
     stamps.push_back(stamp_of(before));
-    const std::string too_large =
-        "is larger than the limit of " + describe_size(kConfigurationFileLimit);
-    std::string contents;
-    char chunk[65536];
-    for (;;) {
-      const ssize_t n = ::read(file.get(), chunk, sizeof chunk);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw FileReadError(std::string("cannot be read: ") + std::strerror(errno));
-      if (n == 0) break;
-      if (contents.size() + static_cast<std::size_t>(n) > kConfigurationFileLimit) {
-        throw FileReadError(too_large);
-      }
-      contents.append(chunk, static_cast<std::size_t>(n));
-    }
+    std::string contents = read_bounded(file, kConfigurationFileLimit);
     struct stat after {};
     if (::fstat(file.get(), &after) != 0 || !(stamp_of(after) == stamps.back())) settled = false;
     return contents;
