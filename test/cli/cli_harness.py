@@ -208,5 +208,31 @@ class CliTestCase(unittest.TestCase):
         return None
 
 
+def tmpfs_unavailable():
+    """Why a small tmpfs cannot be mounted for a full-disk test, or None."""
+    if os.geteuid() != 0:
+        return "needs root: mounts a small tmpfs to fill it"
+    if shutil.which("mount") is None:
+        return "mount (util-linux) is not installed"
+    return None
+
+
+class SmallTmpfs:
+    """A real tmpfs of size_kib KiB (mode 0700) mounted on a fresh directory,
+    to fill up: a full disk without a fake. Unmounted and removed by close()."""
+
+    def __init__(self, size_kib):
+        self.path = tempfile.mkdtemp(prefix="tsm-tmpfs-", dir=TMP_ROOT)
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kib}k,mode=0700",
+                                  "tmpfs", self.path], capture_output=True, text=True, check=False)
+        if mounted.returncode != 0:
+            os.rmdir(self.path)
+            raise unittest.SkipTest(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+
+    def close(self):
+        subprocess.run(["umount", "-l", self.path], check=False, capture_output=True)
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
 def main():
     unittest.main(verbosity=2)

@@ -12,7 +12,6 @@ import os
 import re
 import shutil
 import signal
-import subprocess
 import tempfile
 import time
 import unittest
@@ -28,19 +27,10 @@ from simulate_harness import plugin_figures  # noqa: E402
 # Hang guards for conditions on a loaded machine; never slept through.
 CONDITION_TIMEOUT_S = 60
 POLL_INTERVAL_S = 0.05
-TMPFS_SIZE = "256k"
+TMPFS_KIB = 256
 
 
-def mount_unavailable():
-    """Why a tmpfs cannot be mounted here, or None."""
-    if os.geteuid() != 0:
-        return "needs root: mounts a small tmpfs to fill it"
-    if shutil.which("mount") is None:
-        return "mount (util-linux) is not installed"
-    return None
-
-
-SKIP_REASON = mount_unavailable()
+SKIP_REASON = cli_harness.tmpfs_unavailable()
 
 
 @unittest.skipIf(SKIP_REASON is not None, SKIP_REASON)
@@ -50,13 +40,9 @@ class JsonlOnAFullDisk(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="tsm-full-disk-", dir=cli_harness.TMP_ROOT)
         self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
-        self.disk = os.path.join(self.tmp, "disk")
-        os.mkdir(self.disk)
-        mount = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={TMPFS_SIZE}", "tmpfs",
-                                self.disk], capture_output=True, text=True, check=False)
-        if mount.returncode != 0:
-            self.skipTest(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
-        self.addCleanup(subprocess.run, ["umount", "-l", self.disk], check=False)
+        disk = cli_harness.SmallTmpfs(TMPFS_KIB)
+        self.addCleanup(disk.close)
+        self.disk = disk.path
 
     @staticmethod
     def events_lost(url):
@@ -84,7 +70,7 @@ class JsonlOnAFullDisk(unittest.TestCase):
         while not self.events_lost(url):
             self.assertIsNone(run.process.poll(), run.describe())
             self.assertLess(time.monotonic(), deadline,
-                            f"no jsonl write failed on the full {TMPFS_SIZE} tmpfs\n"
+                            f"no jsonl write failed on the full {TMPFS_KIB} KiB tmpfs\n"
                             f"{run.describe()}")
             time.sleep(POLL_INTERVAL_S)
         run.process.send_signal(signal.SIGTERM)
