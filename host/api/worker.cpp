@@ -1,13 +1,15 @@
 // worker.cpp — the public Worker: a process an engine started attaches to its
 // Node from the environment, registers the plugins again (never validate or
 // start_node), records, and at close drains within its budget and leaves its
-// report in the run directory.
-// Tested in test/unit/api/node_test.cpp and
+// report in the run directory. Standalone, it records into a directory the
+// engine shares between its processes (or its memory) with no Node at all.
+// Tested in test/unit/api/node_test.cpp, test/unit/api/standalone_worker_test.cpp and
 // test/embedding/test_example_engine.py.
 #include <unistd.h>
 
 #include <condition_variable>
 #include <cstdio>
+#include <filesystem>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -16,6 +18,8 @@
 #include "plugin/plugin_loader.hpp"
 #include "process/process_metrics.hpp"
 #include "process/producer_handoff.hpp"
+#include "prometheus/prometheus_exposition.hpp"
+#include "prometheus/prometheus_merge.hpp"
 #include "tokenspeed/metrics/node.hpp"
 
 namespace tokenspeed::metrics {
@@ -51,6 +55,26 @@ class WorkerImpl {
       loader_ = std::make_unique<PluginLoader>(registry_, warn);
       loader_->load(search);
     }
+    start_recording();
+  }
+
+  // No handoff and no plugins: the series go to the shared directory (or
+  // stay in memory), where any process of the engine renders them.
+  WorkerImpl(std::string name, const StandaloneRecording& standalone)
+      : name_(process_name(std::move(name))) {
+    if (!standalone.shared_dir.empty()) {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(standalone.shared_dir, ec)) {
+        throw StartupError({"", standalone.shared_dir, ""},
+                           "the shared metrics directory does not exist or is not a directory");
+      }
+    }
+    handoff_.run_dir = standalone.shared_dir;
+    standalone_ = true;
+    start_recording();
+  }
+
+  void start_recording() {
     RouterOptions router;
     router.queue_size = handoff_.queue_size;
     // A worker records on when its metric file cannot be created (a full
@@ -69,6 +93,14 @@ class WorkerImpl {
         metrics_->publish_self_figures();
       }
     });
+  }
+
+  std::string render_metrics() const {
+    if (!metrics_) return {};
+    if (!handoff_.run_dir.empty()) return render_metric_files(handoff_.run_dir);
+    ScrapeSources sources;
+    sources.local_store = metrics_->memory_store();
+    return render_exposition(merge_scrape(sources));
   }
 
   ~WorkerImpl() {
@@ -95,7 +127,8 @@ class WorkerImpl {
     stop_figures();
     const bool in_time = metrics_->close(budget);
     const ProcessSummary summary{name_, ::getpid(), metrics_->sink_stats()};
-    if (!handoff_.run_dir.empty()) write_process_summary(handoff_.run_dir, summary);
+    // A shared directory is the engine's: no Node reads summaries there.
+    if (!handoff_.run_dir.empty() && !standalone_) write_process_summary(handoff_.run_dir, summary);
     report_ = shutdown_report_from({summary});
     report_->closed_in_time = in_time;
     const UnstoredFigures unstored = metrics_->unstored();
@@ -107,6 +140,7 @@ class WorkerImpl {
 
   std::string name_;
   ProducerHandoff handoff_;
+  bool standalone_ = false;
   ReporterRegistry registry_;
   std::unique_ptr<PluginLoader> loader_;
   std::unique_ptr<ProcessMetrics> metrics_;  // null with metrics disabled
@@ -122,11 +156,16 @@ class WorkerImpl {
 
 Worker::Worker(std::string name) : impl_(std::make_unique<WorkerImpl>(std::move(name))) {}
 
+Worker::Worker(std::string name, const StandaloneRecording& standalone)
+    : impl_(std::make_unique<WorkerImpl>(std::move(name), standalone)) {}
+
 Worker::~Worker() = default;
 
 Recorder& Worker::recorder() noexcept { return impl_->recorder_; }
 
 bool Worker::enabled() const noexcept { return impl_->metrics_ != nullptr; }
+
+std::string Worker::render_metrics() const { return impl_->render_metrics(); }
 
 ShutdownReport Worker::close(std::chrono::nanoseconds budget) { return impl_->close(budget); }
 

@@ -156,6 +156,10 @@ ProcessMetrics::~ProcessMetrics() {
   }
 }
 
+const InProcessMetricStore* ProcessMetrics::memory_store() const noexcept {
+  return file_store_ ? nullptr : static_cast<const InProcessMetricStore*>(store_.get());
+}
+
 UnstoredFigures ProcessMetrics::unstored() const {
   return file_store_ != nullptr ? file_store_->unstored() : UnstoredFigures{};
 }

@@ -57,6 +57,10 @@ class ProcessMetrics {
   // Null when no external output is selected (no event is ever built).
   EventRouter* router() noexcept { return router_.get(); }
 
+  // The store of this process's series when they live in its memory (no
+  // run directory), for rendering them; null with a metric file.
+  const InProcessMetricStore* memory_store() const noexcept;
+
   // What the Prometheus store could not keep in the metric file (zero
   // without a file store).
   UnstoredFigures unstored() const;

@@ -1,9 +1,10 @@
-// native_state.cpp — start, attach, close and fork handling of the Python
-// module. The GIL is released around every call that may block (plugin
-// registration, start_node, shutdown), never around recording. Close is
-// final for the process: every handle then raises ClosedError.
+// native_state.cpp — start, attach, standalone recording, rendering, close
+// and fork handling of the Python module. The GIL is released around every call that may block
+// (plugin registration, start_node, shutdown), never around recording. Close is final for the
+// process: every handle then raises ClosedError.
 #include "native_state.hpp"
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,6 +20,8 @@ namespace {
 
 std::unique_ptr<Node> node;
 std::unique_ptr<Worker> worker;
+// The worker records standalone (prometheus_client's modes, no Node).
+bool standalone = false;
 Recorder* recorder = nullptr;
 PyObject* attach_hook = nullptr;  // called when a handle needs a recorder
 // Set by close(); a child forked afterwards keeps it (the launcher's run
@@ -59,6 +62,11 @@ bool refuse_second_start() {
   if (closed) {
     PyErr_Format(closed_error_type, "%s (metrics cannot start again in this process)",
                  closed_message);
+  } else if (standalone) {
+    PyErr_SetString(PyExc_RuntimeError,
+                    "tokenspeed_metrics: this process already records standalone (as "
+                    "prometheus_client does, without the host's outputs): call start() before "
+                    "the first recording");
   } else {
     PyErr_SetString(PyExc_RuntimeError,
                     "tokenspeed_metrics: metrics are already started in this process");
@@ -171,6 +179,16 @@ PyObject* extract_metrics_flags(PyObject*, PyObject* args_list) {
   }
 }
 
+// metrics_flags_from_environment() -> the flags the TOKENSPEED_METRICS_*
+// variables stand for.
+PyObject* metrics_flags_from_environment(PyObject*, PyObject*) {
+  try {
+    return to_list(metrics_options_from_environment().to_flags());
+  } catch (...) {
+    return raise_from_cpp();
+  }
+}
+
 // start_node(metrics_flags): the launcher (or only) process.
 PyObject* start_node(PyObject*, PyObject* flags_list) {
   AttachLock attaching;
@@ -205,21 +223,25 @@ PyObject* start_node(PyObject*, PyObject* flags_list) {
   }
 }
 
-// attach_worker(name): a process the engine started.
-PyObject* attach_worker(PyObject*, PyObject* name) {
+// Makes this process's Worker (attached, or standalone with shared_dir).
+PyObject* make_worker(PyObject* name, const StandaloneRecording* standalone_recording) {
   AttachLock attaching;
   if (refuse_second_start()) return nullptr;
   const char* text = PyUnicode_AsUTF8(name);
   if (text == nullptr) return nullptr;
   try {
-    std::unique_ptr<Worker> attached;
+    std::unique_ptr<Worker> made;
     std::exception_ptr failure;
     const std::string worker_name(text);
-    Py_BEGIN_ALLOW_THREADS try { attached = std::make_unique<Worker>(worker_name); } catch (...) {
+    Py_BEGIN_ALLOW_THREADS try {
+      made = standalone_recording ? std::make_unique<Worker>(worker_name, *standalone_recording)
+                                  : std::make_unique<Worker>(worker_name);
+    } catch (...) {
       failure = std::current_exception();
     }
     Py_END_ALLOW_THREADS if (failure) std::rethrow_exception(failure);
-    worker = std::move(attached);
+    worker = std::move(made);
+    standalone = standalone_recording != nullptr;
     recorder = &worker->recorder();
     closed = false;
     ++binding_generation;
@@ -227,6 +249,19 @@ PyObject* attach_worker(PyObject*, PyObject* name) {
   } catch (...) {
     return raise_from_cpp();
   }
+}
+
+// attach_worker(name): a process the engine started.
+PyObject* attach_worker(PyObject*, PyObject* name) { return make_worker(name, nullptr); }
+
+// record_standalone(name, shared_dir): no launcher; shared_dir "" keeps the
+// series in this process's memory.
+PyObject* record_standalone(PyObject*, PyObject* args) {
+  PyObject* name = nullptr;
+  const char* shared_dir = nullptr;
+  if (!PyArg_ParseTuple(args, "Us", &name, &shared_dir)) return nullptr;
+  const StandaloneRecording standalone_recording{shared_dir};
+  return make_worker(name, &standalone_recording);
 }
 
 // close(budget_seconds or None) -> report dict; None when nothing started.
@@ -257,7 +292,7 @@ PyObject* close_metrics(PyObject*, PyObject* budget) {
 
 PyObject* role(PyObject*, PyObject*) {
   if (node) return PyUnicode_FromString("node");
-  if (worker) return PyUnicode_FromString("worker");
+  if (worker) return PyUnicode_FromString(standalone ? "standalone" : "worker");
   Py_RETURN_NONE;
 }
 
@@ -266,20 +301,38 @@ PyObject* metrics_url(PyObject*, PyObject*) {
   return PyUnicode_FromString(node->metrics_url().c_str());
 }
 
-PyObject* render_metrics(PyObject*, PyObject*) {
-  if (!node) {
-    PyErr_SetString(PyExc_RuntimeError,
-                    "tokenspeed_metrics: only the process that started the node renders /metrics");
-    return nullptr;
-  }
+// Renders without the GIL: a scrape never stops the engine's threads.
+PyObject* rendered(const std::function<std::string()>& render) {
   try {
     std::string text;
-    Py_BEGIN_ALLOW_THREADS text = node->render_metrics();
-    Py_END_ALLOW_THREADS return PyUnicode_FromStringAndSize(text.data(),
-                                                            static_cast<Py_ssize_t>(text.size()));
+    std::exception_ptr failure;
+    Py_BEGIN_ALLOW_THREADS try { text = render(); } catch (...) {
+      failure = std::current_exception();
+    }
+    Py_END_ALLOW_THREADS if (failure) std::rethrow_exception(failure);
+    return PyUnicode_FromStringAndSize(text.data(), static_cast<Py_ssize_t>(text.size()));
   } catch (...) {
     return raise_from_cpp();
   }
+}
+
+// The exposition of every process of this one's node or shared directory,
+// from any process that records (single-process: its own series).
+PyObject* render_metrics(PyObject*, PyObject*) {
+  if (node) return rendered([] { return node->render_metrics(); });
+  if (worker) return rendered([] { return worker->render_metrics(); });
+  PyErr_SetString(PyExc_RuntimeError,
+                  "tokenspeed_metrics: this process records nothing yet (render_directory reads "
+                  "a shared directory)");
+  return nullptr;
+}
+
+// render_directory(path): the processes that record into path.
+PyObject* render_directory(PyObject*, PyObject* path) {
+  const char* text = PyUnicode_AsUTF8(path);
+  if (text == nullptr) return nullptr;
+  const std::string directory(text);
+  return rendered([&directory] { return render_metric_files(directory); });
 }
 
 PyObject* metrics_help(PyObject*, PyObject*) {
@@ -302,6 +355,7 @@ PyObject* after_fork_in_child(PyObject*, PyObject*) {
   attach_mutex = new std::recursive_mutex;
   static_cast<void>(node.release());
   static_cast<void>(worker.release());
+  standalone = false;
   recorder = nullptr;
   ++binding_generation;
   Py_RETURN_NONE;
@@ -362,10 +416,17 @@ PyMethodDef state_functions[] = {
     {"start_node", start_node, METH_O,
      "start_node(metrics_flags) -> [name, value, ...] of the worker environment"},
     {"attach_worker", attach_worker, METH_O, "attach_worker(name) -> enabled"},
+    {"record_standalone", record_standalone, METH_VARARGS,
+     "record_standalone(name, shared_dir) -> True: no launcher, shared_dir or memory"},
+    {"metrics_flags_from_environment", metrics_flags_from_environment, METH_NOARGS,
+     "the metrics flags of the TOKENSPEED_METRICS_* variables"},
+    {"render_directory", render_directory, METH_O,
+     "render_directory(path) -> the exposition of the processes recording there"},
     {"close", close_metrics, METH_O, "close(budget_seconds or None) -> report"},
-    {"role", role, METH_NOARGS, "'node', 'worker' or None"},
+    {"role", role, METH_NOARGS, "'node', 'worker', 'standalone' or None"},
     {"metrics_url", metrics_url, METH_NOARGS, "the /metrics URL, or ''"},
-    {"render_metrics", render_metrics, METH_NOARGS, "the node's exposition"},
+    {"render_metrics", render_metrics, METH_NOARGS,
+     "the exposition of this process's node or shared directory"},
     {"metrics_help", metrics_help, METH_NOARGS, "the metrics flags' help"},
     {"set_attach_hook", set_attach_hook, METH_O, "hook() attaches when a handle needs it"},
     {"after_fork_in_child", after_fork_in_child, METH_NOARGS, "os.register_at_fork hook"},

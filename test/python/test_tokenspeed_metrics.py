@@ -97,8 +97,10 @@ if __name__ == "__main__":
                     "--metrics-reporter-config", {os.path.join(workdir, "m.json")!r},
                     "--metrics-plugin-dir", {JSONL_DIR!r}, "--metrics-port", "0",
                     "--metrics-multiproc-dir", {workdir!r}, "--engine-flag", "kept"]
-    tokenspeed_metrics.start()
-    assert sys.argv[1:] == ["--engine-flag", "kept"], sys.argv
+    given = list(sys.argv)
+    rest = tokenspeed_metrics.start(sys.argv[1:])
+    assert rest == ["--engine-flag", "kept"], rest
+    assert sys.argv == given, sys.argv  # the engine's command line is its own
     context = multiprocessing.get_context({start_method!r})
     workers = [context.Process(target=record_in_worker, args=(i,)) for i in range(3)]
     for w in workers: w.start()
@@ -279,19 +281,16 @@ if __name__ == "__main__":
         assert check.returncode in (0, 3) and not problems, check.stdout + check.stderr
 
 
-def test_negative_increments_and_recording_before_start_are_refused():
+def test_negative_increments_are_refused_and_recording_before_start_records_standalone():
     script = """
 import os, tokenspeed_metrics
 for v in ("TOKENSPEED_METRICS_HANDOFF_FILE", "TOKENSPEED_METRICS_HANDOFF_FD",
-          "TOKENSPEED_METRICS_DISABLED"):
+          "TOKENSPEED_METRICS_DISABLED", "PROMETHEUS_MULTIPROC_DIR"):
     os.environ.pop(v, None)
 c = tokenspeed_metrics.Counter("py:early", "Early.")
-try:
-    c.inc()
-except RuntimeError as error:
-    print("refused:", error)
-tokenspeed_metrics.start([])  # metrics disabled: handles do nothing
-c.inc()
+c.inc(2)
+print("role:", tokenspeed_metrics.role())
+print(tokenspeed_metrics.generate_latest().decode())
 try:
     c.inc(-1)
 except ValueError as error:
@@ -299,7 +298,8 @@ except ValueError as error:
 """
     result = run_python("-c", script)
     assert result.returncode == 0, result.stderr
-    assert "refused: tokenspeed_metrics: metrics are not started" in result.stdout
+    assert "role: standalone" in result.stdout
+    assert "py:early_total 2" in result.stdout
     assert "negative: Counters can only be incremented by non-negative amounts." in result.stdout
 
 

@@ -6,11 +6,15 @@ The API a prometheus_client user knows::
     REQUESTS = Counter("myengine:requests", "Requests served.", ["model"])
     REQUESTS.labels("llama").inc()
 
-and one call at start-up in the launcher, which takes the metrics flags
-(--enable-metrics, --metrics-*) out of sys.argv::
+Without start() a process records as prometheus_client does: into
+PROMETHEUS_MULTIPROC_DIR when it is set (every process of the engine there,
+rendered by any of them), else in its memory. For the host's outputs and
+its /metrics endpoint, one call at start-up in the launcher, with the flags
+from the TOKENSPEED_METRICS_* environment or from an explicit list::
 
     import tokenspeed_metrics
-    tokenspeed_metrics.start()
+    tokenspeed_metrics.start()                      # TOKENSPEED_METRICS_ENABLE=1, ...
+    rest = tokenspeed_metrics.start(sys.argv[1:])   # or: --enable-metrics, --metrics-*
 
 Processes the engine starts (multiprocessing with the spawn or fork start
 method, subprocess) attach to the launcher's node from their environment on
@@ -29,7 +33,7 @@ from . import _signals
 __all__ = [
     "Counter", "Gauge", "Histogram", "Summary", "StartupError", "ClosedError", "start", "attach", "close",
     "metrics_url", "generate_latest", "extract_metrics_flags", "metrics_help", "role",
-    "CONTENT_TYPE_LATEST",
+    "multiprocess_dir", "CONTENT_TYPE_LATEST",
 ]
 
 CONTENT_TYPE_LATEST = "text/plain; version=0.0.4; charset=utf-8"
@@ -111,18 +115,25 @@ def metrics_help():
 def start(argv=None, *, export=True):
     """Starts the metrics node of this process (the launcher, or the only
     process): validates every output, runs start_node, serves /metrics when
-    prometheus is selected. With argv None the metrics flags are taken out of
-    sys.argv in place; otherwise argv (without the program name) is the list
-    of flags and arguments. Returns the arguments that are not metrics flags.
-    With export, the processes this one starts later inherit what they need
-    to attach. Raises StartupError (.reporter, .file, .key) on a bad setup.
+    prometheus is selected. The metrics flags come from argv when it is a
+    list (the arguments without the program name; the others are returned,
+    untouched and in order) and otherwise from the TOKENSPEED_METRICS_*
+    environment (TOKENSPEED_METRICS_ENABLE=1 for --enable-metrics,
+    TOKENSPEED_METRICS_<NAME> for --metrics-<name>); sys.argv is never read
+    or changed. With export, the processes this one starts later inherit
+    what they need to attach. Raises StartupError (.reporter, .file, .key)
+    on a bad setup, and RuntimeError when this process already records
+    standalone (start() comes before the first recording).
 
     Called from the main thread, it also installs handlers for SIGTERM and
     SIGINT that close the node (removing the run directory) and then chain
     to the handlers they replaced; see docs/python.md."""
-    use_sys_argv = argv is None
-    args = sys.argv[1:] if use_sys_argv else list(argv)
-    flags, rest = _native.extract_metrics_flags(args)
+    if argv is None:
+        flags, rest = _native.metrics_flags_from_environment(), None
+        if "--enable-metrics" not in flags:
+            _warn_of_unread_argv_flags()
+    else:
+        flags, rest = _native.extract_metrics_flags(list(argv))
     environment = _native.start_node(flags)
     if export:
         for variable in ("TOKENSPEED_METRICS_HANDOFF_FD", "TOKENSPEED_METRICS_HANDOFF_FILE",
@@ -130,11 +141,30 @@ def start(argv=None, *, export=True):
             os.environ.pop(variable, None)
         for name, value in zip(environment[::2], environment[1::2]):
             os.environ[name] = value
-    if use_sys_argv:
-        sys.argv[1:] = rest
     atexit.register(close)
     _signals.install(close)
     return rest
+
+
+def _warn_of_unread_argv_flags():
+    """Metrics left disabled while the command line carries metrics flags:
+    said once, as those flags may be the engine's own (SGLang's
+    --enable-metrics) or meant for start(sys.argv[1:])."""
+    named = [arg.split("=", 1)[0] for arg in sys.argv[1:]
+             if arg.startswith(("--enable-metrics", "--metrics-"))]
+    if named:
+        sys.stderr.write(
+            "tokenspeed-metrics: warning: the host's metrics are disabled: start() reads its "
+            "flags from TOKENSPEED_METRICS_* variables or an explicit list, not from sys.argv "
+            "(which has %s); pass start(sys.argv[1:]) to use them\n" % ", ".join(named))
+
+
+def multiprocess_dir():
+    """The directory the engine's processes share as prometheus_client's
+    multiprocess mode does (PROMETHEUS_MULTIPROC_DIR, or the older lower-case
+    prometheus_multiproc_dir), or ''."""
+    return (os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+            or os.environ.get("prometheus_multiproc_dir") or "")
 
 
 def _process_name():
@@ -167,15 +197,33 @@ def _close_at_exit():
         pass
 
 
+def _handoff_in_environment():
+    return any(os.environ.get(variable) for variable in (
+        "TOKENSPEED_METRICS_HANDOFF_FD", "TOKENSPEED_METRICS_HANDOFF_FILE",
+        "TOKENSPEED_METRICS_DISABLED"))
+
+
+def _in_launched_node():
+    """Whether this process belongs to a launcher's node: it started it,
+    attached, or (not having recorded yet) has the launcher's handoff, and
+    then attaches now, as its first recording would."""
+    current = _native.role()
+    if current is None and _handoff_in_environment():
+        attach()
+        current = _native.role()
+    return current in ("node", "worker")
+
+
 def _attach_on_first_use():
-    if not any(os.environ.get(variable) for variable in (
-            "TOKENSPEED_METRICS_HANDOFF_FD", "TOKENSPEED_METRICS_HANDOFF_FILE",
-            "TOKENSPEED_METRICS_DISABLED")):
-        raise RuntimeError(
-            "tokenspeed_metrics: metrics are not started in this process: call "
-            "tokenspeed_metrics.start() in the launcher before recording (its workers attach "
-            "by themselves)")
-    attach()
+    """The first recording of a process that neither started nor attached:
+    it attaches to the launcher that exported a handoff, or else records
+    standalone as prometheus_client would (into multiprocess_dir(), or in
+    memory)."""
+    if _handoff_in_environment():
+        attach()
+        return
+    _native.record_standalone(_process_name(), multiprocess_dir())
+    _close_at_exit()
 
 
 # One close at a time: the SIGTERM handler, atexit and an engine thread may
@@ -209,14 +257,26 @@ def metrics_url():
 
 
 def generate_latest(registry=None):
-    """The node's merged exposition of every process, as bytes (the
-    launcher only), as prometheus_client.generate_latest gives it."""
+    """The merged exposition of every process of this process's node (or of
+    its shared directory), as bytes, as prometheus_client.generate_latest
+    gives it; any process that records may call it."""
     return _native.render_metrics().encode()
 
 
 def role():
-    """'node', 'worker' or None."""
+    """'node' (start() ran here), 'worker' (attached to a launcher),
+    'standalone' (recording without a launcher) or None (nothing yet)."""
     return _native.role()
+
+
+def _startup_error_part(index):
+    return property(lambda error: error.args[index] if len(error.args) > index else "",
+                    doc="the %s at fault, '' if none" % ("reporter", "file", "key")[index - 1])
+
+
+StartupError.reporter = _startup_error_part(1)
+StartupError.file = _startup_error_part(2)
+StartupError.key = _startup_error_part(3)
 
 
 _native.set_attach_hook(_attach_on_first_use)

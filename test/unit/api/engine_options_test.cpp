@@ -2,8 +2,11 @@
 // command line, and options built in code checked as the flags are.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <functional>
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/engine_options.hpp"
@@ -206,5 +209,71 @@ TEST_CASE("the metrics flags' help lists every flag") {
         "--metrics-shutdown-timeout", "--metrics-host", "--metrics-port", "--metrics-multiproc-dir",
         "--metrics-max-series-per-family", "--metrics-node-name"}) {
     CHECK_THAT(help, Catch::Contains(flag));
+  }
+}
+
+namespace {
+
+// Sets variables for one scope and removes them after, also on a failed REQUIRE.
+class ScopedEnvironment {
+ public:
+  ScopedEnvironment(std::initializer_list<std::pair<const char*, const char*>> variables) {
+    for (const auto& [name, value] : variables) {
+      ::setenv(name, value, 1);
+      names_.emplace_back(name);
+    }
+  }
+  ~ScopedEnvironment() {
+    for (const std::string& name : names_) ::unsetenv(name.c_str());
+  }
+  ScopedEnvironment(const ScopedEnvironment&) = delete;
+  ScopedEnvironment& operator=(const ScopedEnvironment&) = delete;
+
+ private:
+  std::vector<std::string> names_;
+};
+
+}  // namespace
+
+TEST_CASE("the metrics options come from TOKENSPEED_METRICS_ variables, one per flag") {
+  CHECK(metrics_flag_variable("--enable-metrics") == "TOKENSPEED_METRICS_ENABLE");
+  CHECK(metrics_flag_variable("--metrics-reporter-queue-size") ==
+        "TOKENSPEED_METRICS_REPORTER_QUEUE_SIZE");
+  {
+    const ScopedEnvironment environment{{"TOKENSPEED_METRICS_ENABLE", "yes"},
+                                        {"TOKENSPEED_METRICS_REPORTERS", "prometheus,jsonl"},
+                                        {"TOKENSPEED_METRICS_PLUGIN_DIR", "/opt/a::/opt/b"},
+                                        {"TOKENSPEED_METRICS_PORT", "9100"},
+                                        {"TOKENSPEED_METRICS_ALLOW_INSECURE_PLUGINS", "off"}};
+    const Options options = metrics_options_from_environment();
+    CHECK(options.enable_metrics);
+    CHECK(options.reporters == std::vector<std::string>{"prometheus,jsonl"});
+    CHECK(options.plugin_dirs == std::vector<std::string>{"/opt/a", "/opt/b"});
+    CHECK(options.port == 9100);
+    CHECK_FALSE(options.allow_insecure_plugins);
+    CHECK_FALSE(options.host.has_value());
+  }
+  CHECK_FALSE(metrics_options_from_environment().enable_metrics);  // nothing set: the defaults
+}
+
+TEST_CASE("a bad TOKENSPEED_METRICS_ value is a startup error keyed by the variable") {
+  SECTION("a value out of range") {
+    const ScopedEnvironment environment{{"TOKENSPEED_METRICS_PORT", "70000"}};
+    try {
+      static_cast<void>(metrics_options_from_environment());
+      FAIL("no error");
+    } catch (const StartupError& error) {
+      CHECK(error.key() == "TOKENSPEED_METRICS_PORT");
+    }
+  }
+  SECTION("a switch that is neither yes nor no") {
+    const ScopedEnvironment environment{{"TOKENSPEED_METRICS_ENABLE", "maybe"}};
+    try {
+      static_cast<void>(metrics_options_from_environment());
+      FAIL("no error");
+    } catch (const StartupError& error) {
+      CHECK(error.key() == "TOKENSPEED_METRICS_ENABLE");
+      CHECK_THAT(error.what(), Catch::Contains("yes"));
+    }
   }
 }

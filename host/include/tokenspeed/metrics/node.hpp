@@ -85,6 +85,22 @@ struct ShutdownReport {
 class NodeImpl;
 class WorkerImpl;
 
+// A process that records on its own, with no Node: prometheus_client's
+// multiprocess mode (every process keeps its file in one shared directory,
+// and any process renders all of them) or, without a directory, its
+// single-process mode. No output plugin runs and no endpoint is served.
+struct StandaloneRecording {
+  // The directory every process of the engine records into (the engine's
+  // PROMETHEUS_MULTIPROC_DIR); "" keeps this process's series in its memory.
+  std::string shared_dir;
+};
+
+// The exposition of every process that records into directory (a
+// StandaloneRecording's shared_dir, or a Node's run directory), merged as a
+// Node merges its workers: what any process of the engine may serve. "" for
+// a directory that does not exist or holds no metric file.
+std::string render_metric_files(const std::string& directory);
+
 // Threading: one control thread calls everything but recorder(), which any
 // thread may use.
 class Node {
@@ -138,12 +154,19 @@ class Worker {
   // ("" means "worker-<pid>"). Throws StartupError when the environment has
   // no handoff.
   explicit Worker(std::string name = "");
+  // Records standalone (see StandaloneRecording). Throws StartupError when
+  // shared_dir is given and is not a directory.
+  Worker(std::string name, const StandaloneRecording& standalone);
   ~Worker();  // close() with the handoff's budget, unless called
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
   Recorder& recorder() noexcept;
   bool enabled() const noexcept;
+  // The merged exposition of every process of the node (or of the shared
+  // directory), as a scrape of the Node returns it without the endpoint's
+  // own figures; standalone without a directory, this process's series.
+  std::string render_metrics() const;
 
   // Drains and closes this process's sinks within budget and leaves its
   // report for the Node. Repeated calls return the first report.

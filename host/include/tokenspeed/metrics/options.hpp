@@ -53,6 +53,17 @@ ExtractedOptions extract_metrics_options(const std::vector<std::string>& args);
 // place (argv[0] stays; argc shrinks; argv[argc] becomes null).
 Options extract_metrics_options(int& argc, char** argv);
 
+// The metrics options an operator set in the environment, for an engine
+// whose command line is its own: TOKENSPEED_METRICS_ENABLE stands for
+// --enable-metrics and TOKENSPEED_METRICS_<NAME> for --metrics-<name>
+// (upper case, '-' as '_'; metrics_flag_variable gives it). A switch takes
+// 1, true, yes or on (0, false, no, off or empty: not given); the plugin
+// directories are a list separated by ':', as PATH is. Checked as the flags
+// are: StartupError, its key the variable. An unset variable is a flag not
+// given.
+Options metrics_options_from_environment();
+std::string metrics_flag_variable(const std::string& flag);
+
 // The metrics flags with their defaults and descriptions, for an engine's
 // own --help.
 std::string metrics_options_help();

@@ -1,23 +1,41 @@
-"""MultiProcessCollector and mark_process_dead: the launcher's exposition of
-the node. The host merges every process's store itself (as
-prometheus_client's multiprocess collector merges its files): no directory
-is read from PROMETHEUS_MULTIPROC_DIR, and a dead process's live gauges
-leave /metrics without mark_process_dead."""
-from .registry import node_metrics
+"""MultiProcessCollector and mark_process_dead: the exposition of every
+process, as prometheus_client's multiprocess mode gives it. Under a launcher
+(tokenspeed_metrics.start()) it is the launcher's node, in any process of
+it; without one it is the directory the engine's processes record into,
+PROMETHEUS_MULTIPROC_DIR, as there. A dead process's live gauges leave the
+exposition without mark_process_dead."""
+import os
+
+import _tokenspeed_metrics as _native
+
+import tokenspeed_metrics as _tsm
+
+from ._exposition_reader import read_exposition
 
 
 class MultiProcessCollector:
     """Registered in a CollectorRegistry, makes it show every family of every
-    process of the node (the launcher's merged exposition). path is not
-    read: the host knows its run directory."""
+    process. Without a launcher, path (default PROMETHEUS_MULTIPROC_DIR) is
+    the directory read, and ValueError says it is missing, as in
+    prometheus_client; under a launcher the node's run directory is read."""
 
     def __init__(self, registry, path=None):
+        if path is None:
+            path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+        if not _tsm._in_launched_node() and (not path or not os.path.isdir(path)):
+            raise ValueError("env PROMETHEUS_MULTIPROC_DIR is not set or not a directory")
         self._path = path
         if registry:
             registry.register(self)
 
+    def exposition_text(self):
+        """Every process's families in the text format (0.0.4)."""
+        if _tsm._in_launched_node():
+            return _native.render_metrics()
+        return _native.render_directory(self._path)
+
     def collect(self):
-        return node_metrics()
+        return read_exposition(self.exposition_text())
 
 
 def mark_process_dead(pid, path=None):

@@ -9,6 +9,8 @@ import threading
 
 import _tokenspeed_metrics as _native
 
+import tokenspeed_metrics as _tsm
+
 from ._exposition_reader import python_bound_text, read_exposition
 
 _TYPE_SUFFIXES = {
@@ -20,15 +22,13 @@ _TYPE_SUFFIXES = {
 
 
 def node_exposition():
-    """The node's merged text exposition of every process."""
-    role = _native.role()
-    if role != "node":
-        raise RuntimeError(
-            "tokenspeed_metrics.prometheus_client: the exposition of every process is read in "
-            "the launcher (the process that called tokenspeed_metrics.start()), not in a %s; "
-            "scrape tokenspeed_metrics.metrics_url() from elsewhere" % (role or "process "
-                                                                       "without metrics"))
-    return _native.render_metrics()
+    """The merged text exposition of every process: this process's node (any
+    process of it), or the directory its processes share (the standalone
+    processes of PROMETHEUS_MULTIPROC_DIR); in a single process, its own."""
+    if _tsm._in_launched_node() or _native.role() is not None:
+        return _native.render_metrics()
+    directory = _tsm.multiprocess_dir()
+    return _native.render_directory(directory) if directory else ""
 
 
 def node_metrics():
@@ -142,7 +142,7 @@ class CollectorRegistry(Collector):
         other process with that process's own (with a MultiProcessCollector:
         every process's, launcher only)."""
         if self._shows_everything():
-            return node_metrics()
+            return self._multiprocess_collectors[0].collect()
         if not collects_node():
             with self._lock:
                 collectors = list(self._collector_to_names)
@@ -156,9 +156,9 @@ class CollectorRegistry(Collector):
         """The text of generate_latest(self)."""
         if not self._shows_everything() and not collects_node():
             return text_of(self.collect())
-        text = node_exposition()
         if self._shows_everything():
-            return text
+            return self._multiprocess_collectors[0].exposition_text()
+        text = node_exposition()
         with self._lock:
             names = set(self._names_to_collectors)
         return _blocks_named(text, names)
