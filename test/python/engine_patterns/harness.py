@@ -15,13 +15,17 @@ import urllib.request
 
 CLIENT = os.environ.get("ENGINE_PATTERNS_CLIENT", "prometheus_client")
 OURS = CLIENT == "tokenspeed_metrics"
+# tokenspeed_metrics with the imports changed and nothing else: no start(),
+# PROMETHEUS_MULTIPROC_DIR as for prometheus_client.
+ZERO_LINE = os.environ.get("ENGINE_PATTERNS_ZERO_LINE") == "1"
 
 
 def start_launcher(workdir):
     """The launcher's one start-up line: prometheus_client reads its directory
     from the environment (set before it is imported, as engines do);
-    tokenspeed_metrics starts its node with the flags the test gives."""
-    if OURS:
+    tokenspeed_metrics starts its node with the flags the test gives, or,
+    with the imports changed and nothing else, runs as prometheus_client."""
+    if OURS and not ZERO_LINE:
         import tokenspeed_metrics
         flags = json.loads(os.environ.get("ENGINE_PATTERNS_FLAGS", "[]"))
         tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",

@@ -35,9 +35,10 @@ JSONL_DIR = os.environ.get("TSM_JSONL_PLUGIN_DIR", "")
 TIMEOUT_S = 300  # hang guard only: the machine may be loaded
 
 
-def run_program(program, client, workdir, flags=()):
+def run_program(program, client, workdir, flags=(), zero_line=False):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TOKENSPEED_", "PROMETHEUS_"))}
     env["ENGINE_PATTERNS_CLIENT"] = client
+    env["ENGINE_PATTERNS_ZERO_LINE"] = "1" if zero_line else "0"
     env["ENGINE_PATTERNS_FLAGS"] = json.dumps(list(flags))
     result = subprocess.run([sys.executable, os.path.join(HERE, program), workdir],
                             capture_output=True, text=True, timeout=TIMEOUT_S, env=env,
@@ -125,6 +126,19 @@ def run_both(program, workdir):
     return reference, ours, ours_dir
 
 
+def run_zero_line(program, workdir):
+    """The program on prometheus_client and on this package with its imports
+    changed and nothing else (no start(), no outputs)."""
+    reference_dir = os.path.join(workdir, "reference")
+    ours_dir = os.path.join(workdir, "zero-line")
+    os.mkdir(reference_dir)
+    os.mkdir(ours_dir)
+    reference, _ = run_program(program, "prometheus_client", reference_dir)
+    ours, stderr = run_program(program, "tokenspeed_metrics", ours_dir, zero_line=True)
+    assert "Traceback" not in stderr, stderr
+    return reference, ours
+
+
 def test_a_tokenspeed_style_engine_gives_the_same_metrics_and_one_event_per_batch(workdir):
     reference, ours, ours_dir = run_both("tokenspeed_program.py", workdir)
     assert ours["content_type"] == reference["content_type"]
@@ -141,6 +155,20 @@ def test_a_vllm_style_engine_gives_the_same_metrics_before_and_after_its_workers
     assert_same_samples(after["reference"], after["ours"], clock)
     assert ours["snapshot"] == reference["snapshot"]
     assert any(row[1] == "vllm:launcher_requests" for row in ours["snapshot"])
+    # An API server that records nothing renders every process's families.
+    from_child = {key: dict(run, exposition=run["from_child"]) for key, run in
+                  (("reference", reference), ("ours", ours))}
+    assert_same_samples(from_child["reference"], from_child["ours"], clock)
+
+
+def test_a_vllm_style_engine_runs_unchanged_but_its_imports_without_start(workdir):
+    reference, ours = run_zero_line("vllm_program.py", workdir)
+    clock = {"vllm:lora_requests_info"}
+    assert_same_samples(reference, ours, clock)
+    for exposition in ("after_exit", "from_child"):
+        assert_same_samples(dict(reference, exposition=reference[exposition]),
+                            dict(ours, exposition=ours[exposition]), clock)
+    assert ours["snapshot"] == reference["snapshot"]
 
 
 def test_an_sglang_style_engine_gives_the_same_metrics_and_one_event_per_batch(workdir):
@@ -151,3 +179,9 @@ def test_an_sglang_style_engine_gives_the_same_metrics_and_one_event_per_batch(w
     # One series per scheduler process for the default mode (all), by pid.
     retracted = {key for key in samples(ours, ()) if key[0] == "sglang:num_retracted_reqs"}
     assert {dict(labels)["pid"] for _, labels in retracted} == {"scheduler-0", "scheduler-1"}
+
+
+def test_an_sglang_style_engine_runs_unchanged_but_its_imports_without_start(workdir):
+    reference, ours = run_zero_line("sglang_program.py", workdir)
+    assert ours["content_type"] == reference["content_type"]
+    assert_same_samples(reference, ours)

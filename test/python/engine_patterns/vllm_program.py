@@ -8,7 +8,9 @@ gauge set with set_to_current_time() and an integer label value. The
 launcher records too and reads REGISTRY.collect() back as vLLM's snapshot
 reader does, serves /metrics from CollectorRegistry + MultiProcessCollector
 + make_asgi_app, scrapes it, and calls mark_process_dead(pid) for each
-worker that ended. The import lines are the only difference between runs."""
+worker that ended; a third API server, recording nothing, renders the
+same exposition in its own process. The import lines are the only difference between runs."""
+import os
 import sys
 
 from harness import OURS, Workers, now, report, scrape, serve_asgi, start_launcher
@@ -117,6 +119,20 @@ def api_server(engine_indexes):
             logger.record(step, engine_idx)
 
 
+def serve_from_child(path):
+    """An API server that serves /metrics itself (vLLM with
+    --api-server-count > 1): every process's families, read in this child."""
+    if OURS:
+        from tokenspeed_metrics.prometheus_client import (
+            CollectorRegistry, generate_latest, multiprocess)
+    else:
+        from reference_client import CollectorRegistry, generate_latest, multiprocess
+    registry = CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry)
+    with open(path, "wb") as out:
+        out.write(generate_latest(registry))
+
+
 def get_metrics_snapshot():
     """vLLM's reader: REGISTRY.collect() as (type, name, labels, value) rows."""
     if OURS:
@@ -158,8 +174,10 @@ def main(workdir):
         from reference_client import CollectorRegistry, make_asgi_app, multiprocess
     record_in_launcher()
     snapshot = get_metrics_snapshot()
+    child_exposition = os.path.join(workdir, "child-exposition.txt")
     workers = Workers([("api-server-0", api_server, ([0, 1],)),
-                       ("api-server-1", api_server, ([2],))])
+                       ("api-server-1", api_server, ([2],)),
+                       ("api-server-2", serve_from_child, (child_exposition,))])
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
     url = serve_asgi(make_asgi_app(registry=registry))
@@ -167,7 +185,10 @@ def main(workdir):
     for pid in workers.finish():
         multiprocess.mark_process_dead(pid)
     _, after_exit = scrape(url + "/metrics")
-    report(text, workers.roles, [window_start, now()], after_exit=after_exit, snapshot=snapshot)
+    with open(child_exposition) as child:
+        from_child = child.read()
+    report(text, workers.roles, [window_start, now()], after_exit=after_exit, snapshot=snapshot,
+           from_child=from_child)
 
 
 if __name__ == "__main__":
