@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "prometheus/prometheus_options.hpp"
+#include "tokenspeed/metrics/startup_error.hpp"
 
 namespace tokenspeed::metrics {
 namespace {

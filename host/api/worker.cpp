@@ -21,6 +21,7 @@
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
 #include "tokenspeed/metrics/node.hpp"
+#include "tokenspeed/metrics/startup_error.hpp"
 
 namespace tokenspeed::metrics {
 namespace {

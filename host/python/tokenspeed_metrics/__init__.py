@@ -33,7 +33,7 @@ from . import _signals
 __all__ = [
     "Counter", "Gauge", "Histogram", "Summary", "StartupError", "ClosedError", "start", "attach", "close",
     "metrics_url", "generate_latest", "extract_metrics_flags", "metrics_help", "role",
-    "multiprocess_dir", "CONTENT_TYPE_LATEST",
+    "multiprocess_dir", "exposition_text", "CONTENT_TYPE_LATEST",
 ]
 
 CONTENT_TYPE_LATEST = "text/plain; version=0.0.4; charset=utf-8"
@@ -256,11 +256,21 @@ def metrics_url():
     return _native.metrics_url()
 
 
+def exposition_text():
+    """The merged text exposition of every process: this process's node (from
+    any process of it), or the directory its processes share
+    (multiprocess_dir(), whether this process records or not); a process
+    recording in its memory gives its own series."""
+    if _in_launched_node() or _native.role() is not None:
+        return _native.render_metrics()
+    directory = multiprocess_dir()
+    return _native.render_directory(directory) if directory else ""
+
+
 def generate_latest(registry=None):
-    """The merged exposition of every process of this process's node (or of
-    its shared directory), as bytes, as prometheus_client.generate_latest
-    gives it; any process that records may call it."""
-    return _native.render_metrics().encode()
+    """exposition_text() as bytes, as prometheus_client.generate_latest
+    gives it; any process may call it."""
+    return exposition_text().encode()
 
 
 def role():

@@ -22,13 +22,8 @@ _TYPE_SUFFIXES = {
 
 
 def node_exposition():
-    """The merged text exposition of every process: this process's node (any
-    process of it), or the directory its processes share (the standalone
-    processes of PROMETHEUS_MULTIPROC_DIR); in a single process, its own."""
-    if _tsm._in_launched_node() or _native.role() is not None:
-        return _native.render_metrics()
-    directory = _tsm.multiprocess_dir()
-    return _native.render_directory(directory) if directory else ""
+    """The merged text exposition of every process (tokenspeed_metrics.exposition_text)."""
+    return _tsm.exposition_text()
 
 
 def node_metrics():
