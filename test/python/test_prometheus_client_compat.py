@@ -5,9 +5,10 @@ family be defined again; Info and Enum; time(), track_inprogress(),
 count_exceptions(); start_http_server and make_wsgi_app served and scraped;
 the gauge modes mostrecent and livemostrecent across processes; reads of a
 child and REGISTRY in a worker give that process's own figures; exemplars
-and set(value=...); the bound on series per family.
+and set(value=...); the bound on series per family; mark_process_dead.
 
-Each case runs a launcher in a subprocess (start() is process-wide)."""
+Each case runs a launcher in a subprocess (start() is process-wide), but
+mark_process_dead's, which needs no node."""
 import json
 import os
 import subprocess
@@ -321,3 +322,22 @@ print(len(c._children_by_native), c.labels("r0") is c.labels("r0"),
       c.labels("r4") is c.labels("r4"), c.labels("r0")._value.get())
 """, flags=["--metrics-max-series-per-family", "3"])
     assert lines[0] == "3 True False 1.0"
+
+
+def test_mark_process_dead_takes_prometheus_clients_arguments_and_never_fails(monkeypatch,
+                                                                               tmp_path):
+    import inspect
+
+    from prometheus_client import multiprocess as reference
+    from tokenspeed_metrics.prometheus_client import multiprocess
+    assert (inspect.signature(multiprocess.mark_process_dead)
+            == inspect.signature(reference.mark_process_dead))
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    monkeypatch.delenv("prometheus_multiproc_dir", raising=False)
+    assert multiprocess.mark_process_dead(12345) is None  # no directory at all
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "absent"))
+    assert multiprocess.mark_process_dead(12345) is None
+    theirs = tmp_path / "gauge_livesum_12345.db"  # prometheus_client's file, not the host's
+    theirs.write_bytes(b"")
+    assert multiprocess.mark_process_dead(pid=12345, path=str(tmp_path)) is None
+    assert theirs.exists()
