@@ -114,35 +114,42 @@ def read_exposition(text):
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
-def _respelled_labels(text):
+def _respelled_labels(text, numbers):
     """A label set's text (between the braces) with the labels sorted by name
     and le spelled as prometheus_client spells it."""
     pairs = _LABEL.findall(text)
     pairs.sort()
-    return ",".join('%s="%s"' % (name, python_bound_text(value) if name == "le" else value)
-                    for name, value in pairs)
+    parts = []
+    for name, value in pairs:
+        if name == "le":
+            value = _spelled(value, numbers)
+        parts.append(name + '="' + value + '"')
+    return ",".join(parts)
+
+
+def _spelled(number, numbers):
+    """floatToGoString of a number's text; numbers caches each distinct text."""
+    spelled = numbers.get(number)
+    if spelled is None:
+        spelled = numbers[number] = python_bound_text(number)
+    return spelled
 
 
 def _respelled_sample(line, numbers):
     """One sample line as prometheus_client writes it: labels sorted by name,
-    the value as its floatToGoString spells it (numbers caches the spelling
-    of each distinct text of a value)."""
+    the value as its floatToGoString spells it."""
     brace = line.find("{")
     if brace < 0:
         name, _, rest = line.partition(" ")
-        labels = ""
+        head = name
     else:
         close = line.rfind("}")
-        name = line[:brace]
-        labels = "{%s}" % _respelled_labels(line[brace + 1:close])
+        head = line[:brace] + "{" + _respelled_labels(line[brace + 1:close], numbers) + "}"
         rest = line[close + 1:].lstrip(" ")
     value, _, timestamp = rest.partition(" ")
-    spelled = numbers.get(value)
-    if spelled is None:
-        spelled = numbers[value] = python_bound_text(value)
     if timestamp:
-        return "%s%s %s %s\n" % (name, labels, spelled, timestamp)
-    return "%s%s %s\n" % (name, labels, spelled)
+        return head + " " + _spelled(value, numbers) + " " + timestamp + "\n"
+    return head + " " + _spelled(value, numbers) + "\n"
 
 
 class _Series:
