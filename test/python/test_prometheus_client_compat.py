@@ -5,9 +5,10 @@ family be defined again; Info and Enum; time(), track_inprogress(),
 count_exceptions(); start_http_server and make_wsgi_app served and scraped;
 the gauge modes mostrecent and livemostrecent across processes; reads of a
 child and REGISTRY in a worker give that process's own figures; exemplars
-and set(value=...); the bound on series per family.
+and set(value=...); the bound on series per family; mark_process_dead.
 
-Each case runs a launcher in a subprocess (start() is process-wide)."""
+Each case runs a launcher in a subprocess (start() is process-wide), but
+mark_process_dead's, which needs no node."""
 import json
 import os
 import subprocess
@@ -67,8 +68,8 @@ print(pc.generate_latest().decode())
     for line in lines[:4]:
         assert "use child.observe(value, weight)" in line
     assert lines[4] == "[2.0, 0.0, 0.0] 0.02"  # the refused batches left nothing behind
-    assert 'c:itl_seconds_bucket{m="x",le="0.01"} 2' in lines
-    assert 'c:itl_seconds_count{m="x"} 2' in lines
+    assert 'c:itl_seconds_bucket{le="0.01",m="x"} 2.0' in lines
+    assert 'c:itl_seconds_count{m="x"} 2.0' in lines
     assert 'c:itl_seconds_sum{m="x"} 0.02' in lines
 
 
@@ -87,8 +88,8 @@ print(refused(lambda: g.labels("1")._value.set(3)))
 """)
     assert lines[0].startswith("NotImplementedError: Gauge.set_function() is not offered")
     assert "call set(value)" in lines[0]
-    assert lines[1].startswith("ValueError: tokenspeed_metrics.prometheus_client: <object")
-    assert "custom collectors are not offered" in lines[1]
+    # Not a collector: REGISTRY (auto_describe) calls its collect(), as prometheus_client's does.
+    assert lines[1] == "AttributeError: 'object' object has no attribute 'collect'"
     assert lines[2] == "ValueError: Duplicated timeseries in CollectorRegistry: {'c:g'}"
     assert lines[3] == "ValueError: Invalid multiprocess mode: median"
     assert lines[4].startswith("NotImplementedError: the Pushgateway is not offered")
@@ -116,14 +117,15 @@ again = pc.Counter("c:requests", "Requests.", ["route"])
 print(sorted(pc.REGISTRY._names_to_collectors))
 """)
     rows = [eval(line.replace("null", "None")) for line in lines[:2]]  # noqa: S307 - our JSON
-    assert rows[0] == ["c:latency_seconds", "histogram", "Latency.", [
+    # In the order of registration, as prometheus_client's registry collects.
+    assert rows[0] == ["c:requests", "counter", "Requests.",
+                       [["c:requests_total", {"route": "/a"}, 3.0]]]
+    assert rows[1] == ["c:latency_seconds", "histogram", "Latency.", [
         ["c:latency_seconds_bucket", {"le": "1.0"}, 1.0],
         ["c:latency_seconds_bucket", {"le": "10.0"}, 1.0],
         ["c:latency_seconds_bucket", {"le": "+Inf"}, 1.0],
         ["c:latency_seconds_sum", {}, 0.5],
         ["c:latency_seconds_count", {}, 1.0]]]
-    assert rows[1] == ["c:requests", "counter", "Requests.",
-                       [["c:requests_total", {"route": "/a"}, 3.0]]]
     assert lines[2] == "3.0"
     assert lines[3] == str(sorted(
         ["c:latency_seconds", "c:latency_seconds_bucket", "c:latency_seconds_count",
@@ -160,12 +162,12 @@ print(pc.generate_latest().decode())
     assert lines[0].startswith("ValueError: Info c:build: info() was already called")
     assert lines[1] == "inside 2.0"
     assert lines[2] == "ValueError: x"
-    assert 'c:build_info{commit="abc",version="1.2"} 1' in lines
-    assert 'c_state{engine="0",c_state="running"} 1' in lines  # the host keeps label order
-    assert 'c_state{engine="0",c_state="starting"} 0' in lines
-    assert "c:busy 0" in lines
-    assert "c:step_seconds_count 1" in lines
-    assert "c:errors_total 1" in lines
+    assert 'c:build_info{commit="abc",version="1.2"} 1.0' in lines
+    assert 'c_state{c_state="running",engine="0"} 1.0' in lines  # labels sorted by name
+    assert 'c_state{c_state="starting",engine="0"} 0.0' in lines
+    assert "c:busy 0.0" in lines
+    assert "c:step_seconds_count 1.0" in lines
+    assert "c:errors_total 1.0" in lines
     assert any(line.startswith("c:last_seconds{pid=") for line in lines)  # mode all
     assert not any("_created" in line for line in lines)
 
@@ -178,7 +180,7 @@ pc.Counter("c:served", "Served.").inc(5)
 server, thread = pc.start_http_server(0, addr="127.0.0.1")
 with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % server.server_port, timeout=60) as r:
     print(r.headers["Content-Type"]); text = r.read().decode()
-print("c:served_total 5" in text.splitlines())
+print("c:served_total 5.0" in text.splitlines())
 registry = pc.CollectorRegistry()
 pc.multiprocess.MultiProcessCollector(registry)
 httpd = make_server("127.0.0.1", 0, pc.make_wsgi_app(registry))
@@ -187,7 +189,7 @@ request = urllib.request.Request("http://127.0.0.1:%d/" % httpd.server_port,
                                  headers={"Accept-Encoding": "gzip"})
 with urllib.request.urlopen(request, timeout=60) as r:
     print(r.headers.get("Content-Encoding")); text = gzip.decompress(r.read()).decode()
-print("c:served_total 5" in text.splitlines(), "tokenspeed_metrics_" in text)
+print("c:served_total 5.0" in text.splitlines(), "tokenspeed_metrics_" in text)
 pc.multiprocess.mark_process_dead(12345)
 """)
     assert lines == ["text/plain; version=0.0.4; charset=utf-8", "True", "gzip", "True True"]
@@ -226,9 +228,9 @@ def test_mostrecent_takes_the_latest_set_across_processes_and_livemostrecent_dro
     lines = run_launcher(workdir, MOST_RECENT)
     split = lines.index("=====")
     before, after = lines[:split], lines[split + 1:]
-    assert "c:recent 3" in before  # the later set, though smaller
-    assert "c:live_recent 10" in before  # the process that set 3 has ended
-    assert "c:recent 3" in after
+    assert "c:recent 3.0" in before  # the later set, though smaller
+    assert "c:live_recent 10.0" in before  # the process that set 3 has ended
+    assert "c:recent 3.0" in after
     assert not any(line.startswith("c:live_recent ") for line in after)
 
 
@@ -320,3 +322,22 @@ print(len(c._children_by_native), c.labels("r0") is c.labels("r0"),
       c.labels("r4") is c.labels("r4"), c.labels("r0")._value.get())
 """, flags=["--metrics-max-series-per-family", "3"])
     assert lines[0] == "3 True False 1.0"
+
+
+def test_mark_process_dead_takes_prometheus_clients_arguments_and_never_fails(monkeypatch,
+                                                                               tmp_path):
+    import inspect
+
+    from prometheus_client import multiprocess as reference
+    from tokenspeed_metrics.prometheus_client import multiprocess
+    assert (inspect.signature(multiprocess.mark_process_dead)
+            == inspect.signature(reference.mark_process_dead))
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
+    monkeypatch.delenv("prometheus_multiproc_dir", raising=False)
+    assert multiprocess.mark_process_dead(12345) is None  # no directory at all
+    monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path / "absent"))
+    assert multiprocess.mark_process_dead(12345) is None
+    theirs = tmp_path / "gauge_livesum_12345.db"  # prometheus_client's file, not the host's
+    theirs.write_bytes(b"")
+    assert multiprocess.mark_process_dead(pid=12345, path=str(tmp_path)) is None
+    assert theirs.exists()

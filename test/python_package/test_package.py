@@ -1,6 +1,7 @@
 """test_package.py — `pip install .` proven in a fresh virtual environment of
 one interpreter (argv: NAME PYTHON): offline, with Debian's meson-python as
-the backend; then, in the environment's own interpreter, the package's
+the backend, by the install line of README.md, docs/python.md and
+docs/packaging.md (checked to be one line, and run as written); then, in the environment's own interpreter, the package's
 import, start() with prometheus + jsonl + the specification's example Python
 plugin package, spawned workers, the scrape, the jsonl and example files, the
 tokenspeed-metrics console script, and that every file of ours (the
@@ -18,6 +19,7 @@ import glob
 import json
 import math
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -28,7 +30,8 @@ from prometheus_client.parser import text_string_to_metric_families
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.environ["TSM_SOURCE_ROOT"]
 BUILD_ROOT = os.environ["TSM_PACKAGE_BUILD_ROOT"]
-DIST_PACKAGES = "/usr/lib/python3/dist-packages"  # Debian's: meson-python and its needs
+DIST_PACKAGES = "/usr/lib/python3/dist-packages"  # Debian's: prometheus_client for --bench
+INSTALL_LINE_START = "B=$(mktemp -d) &&"  # the documented offline install line
 EXAMPLE = os.path.join(SOURCE, "test", "python_plugins", "packages", "example_metrics")
 PIP_TIMEOUT_S = 1500  # a cold build of the whole tree on two busy cores
 RUN_TIMEOUT_S = 180  # hang guard only
@@ -53,20 +56,20 @@ def run(args, env=None, timeout=RUN_TIMEOUT_S, check=True, cwd=None):
     return result
 
 
-def backend_path(folder, python):
-    """A folder for PYTHONPATH during the build only: Debian's meson-python
-    and what it imports, and, for Python 3.12 and later (no distutils),
-    setuptools' copy of distutils, which Debian's Meson 1.0 asks the
-    interpreter for. Nothing else of dist-packages (not its pip)."""
-    shutil.rmtree(folder, ignore_errors=True)
-    os.makedirs(folder)
-    for module in ("mesonpy", "pyproject_metadata", "tomli", "packaging"):
-        os.symlink(os.path.join(DIST_PACKAGES, module), os.path.join(folder, module))
-    version = run([python, "-c", "import sys; print(sys.version_info >= (3, 12))"]).stdout
-    if version.strip() == "True":
-        os.symlink(os.path.join(DIST_PACKAGES, "setuptools", "_distutils"),
-                   os.path.join(folder, "distutils"))
-    return folder
+def documented_install_line():
+    """The offline install line, the same in README.md, docs/python.md and
+    docs/packaging.md (the line that starts with INSTALL_LINE_START): what
+    this test runs."""
+    found = {}
+    for doc in ("README.md", os.path.join("docs", "python.md"), os.path.join("docs", "packaging.md")):
+        with open(os.path.join(SOURCE, doc), encoding="utf-8") as text:
+            lines = [line.strip() for line in text if line.strip().startswith(INSTALL_LINE_START)]
+        assert len(lines) == 1, f"{doc}: {len(lines)} install lines starting {INSTALL_LINE_START!r}"
+        found[doc] = lines[0]
+    assert len(set(found.values())) == 1, f"the install lines differ: {found}"
+    line = found["README.md"]
+    assert "pip install -v --no-build-isolation --no-index ." in line, line
+    return line
 
 
 def venv_environment(venv, extra=None):
@@ -257,18 +260,23 @@ def main():
     vpython = os.path.join(venv, "bin", "python")
     done(started)
 
-    started = step(f"pip install --no-build-isolation --no-index {SOURCE}")
-    env = venv_environment(venv, {"PYTHONPATH": backend_path(os.path.join(work, "backend"), vpython),
-                                  "CCACHE_NOHASHDIR": "1"})
-    settings = ["--config-settings", f"builddir={builddir}", "--config-settings", "compile-args=-j2"]
+    line = documented_install_line()
+    started = step(f"the documented install line, in {SOURCE}: {line}")
+    settings = ["--disable-pip-version-check", "--config-settings", f"builddir={builddir}",
+                "--config-settings", "compile-args=-j2"]
     if os.path.exists(os.path.join(builddir, "meson-private", "coredata.dat")):
         # meson-python reconfigures a given build folder only while its
         # native file (in the source tree, shared by every interpreter) is
         # unchanged; this one was configured for this interpreter.
         settings += ["--config-settings", "setup-args=--reconfigure"]
-    result = run([vpython, "-m", "pip", "install", "--no-index", "--no-build-isolation",
-                  "--disable-pip-version-check", "-v", *settings, SOURCE],
-                 env=env, timeout=PIP_TIMEOUT_S)
+    # The line runs as written, in the environment (its pip first on PATH);
+    # pip is given this test's build folder (kept per interpreter, for
+    # ccache and repeat runs) and two jobs after the line's own arguments.
+    wrapper = "pip() { command pip \"$@\" %s; }; " % " ".join(shlex.quote(a) for a in settings)
+    env = venv_environment(venv, {"CCACHE_NOHASHDIR": "1", "TMPDIR": work})
+    result = run(["bash", "-c", wrapper + line], env=env, timeout=PIP_TIMEOUT_S, cwd=SOURCE)
+    for folder in glob.glob(os.path.join(work, "tmp.*")):  # the line's mktemp -d
+        shutil.rmtree(folder)
     steps = [line for line in (result.stdout + result.stderr).splitlines()
              if line.lstrip().startswith("[") and "/" in line.split("]")[0]]
     print(f"   {len(steps)} build steps; " + (steps[-1].strip() if steps else "nothing to build"))

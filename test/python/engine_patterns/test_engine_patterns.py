@@ -6,8 +6,9 @@ output selected). Every sample of the launcher's /metrics must be equal.
 
 Normalisation of the two expositions, parsed with prometheus_client's
 parser (each documented in docs/python.md):
-- le is compared as a number (prometheus_client writes le="1.0", the host
-  le="1", as the Go client does);
+- le is compared as a number (generate_latest writes le="1.0" as
+  prometheus_client does, the host's own /metrics le="1" as the Go client
+  does);
 - the pid label of multiprocess_mode="all" gauges becomes the worker's role
   (pids differ between runs);
 - families of the host itself (tokenspeed_metrics_*) are left out: they are

@@ -6,7 +6,7 @@ generate_latest(registry)) is what prometheus_client's multiprocess mode
 gives, every selected output plugin receives the events, and a cached
 child's inc() is one native call. What cannot be matched raises, naming what
 to use instead; see docs/python.md ("The prometheus_client module")."""
-from . import exposition, metrics, metrics_core, multiprocess, registry, samples
+from . import core, exposition, metrics, metrics_core, multiprocess, registry, samples
 from .asgi import make_asgi_app
 from .exposition import (
     CONTENT_TYPE_LATEST, delete_from_gateway, generate_latest, make_wsgi_app, push_to_gateway,

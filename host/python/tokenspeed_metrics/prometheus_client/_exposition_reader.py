@@ -1,8 +1,10 @@
 """Reads the node's text exposition (version 0.0.4, as the host renders it)
-back into Metric objects, for REGISTRY.collect() and get_sample_value(). A
-bucket's le is given as prometheus_client writes it in Python ("1.0" where
+back into Metric objects, for REGISTRY.collect() and get_sample_value(), and
+re-spells it as prometheus_client writes it, for generate_latest(registry).
+A bucket's le is given as prometheus_client writes it in Python ("1.0" where
 the host's text says "1"): readers key their buckets by that string."""
 import math
+import re
 
 from .metrics_core import Metric
 
@@ -105,3 +107,144 @@ def read_exposition(text):
             families.append(current)
         current.add_sample(sample_name, labels, value, timestamp)
     return families
+
+
+# One label of the host's text: its name and its value as written (escapes
+# kept: the host escapes \\, \n and \" as prometheus_client does).
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def _respelled_labels(text, numbers):
+    """A label set's text (between the braces) with the labels sorted by name
+    and le spelled as prometheus_client spells it."""
+    pairs = _LABEL.findall(text)
+    pairs.sort()
+    parts = []
+    for name, value in pairs:
+        if name == "le":
+            value = _spelled(value, numbers)
+        parts.append(name + '="' + value + '"')
+    return ",".join(parts)
+
+
+def _spelled(number, numbers):
+    """floatToGoString of a number's text; numbers caches each distinct text."""
+    spelled = numbers.get(number)
+    if spelled is None:
+        spelled = numbers[number] = python_bound_text(number)
+    return spelled
+
+
+def _respelled_sample(line, numbers):
+    """One sample line as prometheus_client writes it: labels sorted by name,
+    the value as its floatToGoString spells it."""
+    brace = line.find("{")
+    if brace < 0:
+        name, _, rest = line.partition(" ")
+        head = name
+    else:
+        close = line.rfind("}")
+        head = line[:brace] + "{" + _respelled_labels(line[brace + 1:close], numbers) + "}"
+        rest = line[close + 1:].lstrip(" ")
+    value, _, timestamp = rest.partition(" ")
+    if timestamp:
+        return head + " " + _spelled(value, numbers) + " " + timestamp + "\n"
+    return head + " " + _spelled(value, numbers) + "\n"
+
+
+class _Series:
+    """The lines of one histogram or summary series, by kind, as the host
+    writes them one series after another (buckets, _sum, _count)."""
+    __slots__ = ("buckets", "sum", "count")
+
+    def __init__(self):
+        self.buckets, self.sum, self.count = [], None, None
+
+
+def _grouped(lines, family, layout):
+    """A histogram's or summary's sample lines (respelled) in
+    prometheus_client's order: its multiprocess collector writes every
+    series' _sum first, then each series' buckets and _count (a summary:
+    _count, _sum per series); its own collect() each series' buckets,
+    _count, _sum."""
+    sums, bodies, series = [], [], _Series()
+
+    def flush(series):
+        if series.sum is None and series.count is None and not series.buckets:
+            return
+        tail = [series.count] if series.count is not None else []
+        total = [series.sum] if series.sum is not None else []
+        if not series.buckets:  # a summary
+            bodies.extend(tail + total)
+        elif layout == "multiprocess":
+            sums.extend(total)
+            bodies.extend(series.buckets + tail)
+        else:
+            bodies.extend(series.buckets + tail + total)
+
+    for name, line in lines:
+        kind = name[len(family):]
+        if kind == "_bucket":
+            if series.sum is not None or series.count is not None:
+                flush(series)
+                series = _Series()
+            series.buckets.append(line)
+        elif kind == "_sum" or kind == "_count":
+            slot = "sum" if kind == "_sum" else "count"
+            if getattr(series, slot) is not None:
+                flush(series)
+                series = _Series()
+            setattr(series, slot, line)
+        else:  # not the host's: kept where it is
+            flush(series)
+            series = _Series()
+            bodies.append(line)
+    flush(series)
+    return sums + bodies
+
+
+def respelled_exposition(text, layout="multiprocess"):
+    """The host's text exposition as prometheus_client's generate_latest
+    writes the same families: HELP and TYPE lines as they are, each sample's
+    labels sorted by name, le and values spelled by floatToGoString ("3.0",
+    le="0.0", "1e+06"), a histogram's and a summary's samples in the order
+    of prometheus_client's multiprocess collector (layout "multiprocess")
+    or of its own collect() (layout "single"). Families stay in the host's
+    order (by name)."""
+    out, numbers = [], {}
+    family, typ, pending = None, None, []
+
+    def flush():
+        if pending:
+            out.extend(_grouped(pending, family, layout))
+            del pending[:]
+
+    for line in text.split("\n"):
+        if not line:
+            continue
+        if line[0] == "#":
+            if line.startswith("# HELP "):
+                flush()
+                out.append(line + "\n")
+            elif line.startswith("# TYPE "):
+                flush()
+                family, _, typ = line[7:].partition(" ")
+                out.append(line + "\n")
+            continue
+        if typ == "histogram" or typ == "summary":
+            end = line.find("{")
+            if end < 0:
+                end = line.find(" ")
+            pending.append((line[:end], _respelled_sample(line, numbers)))
+        else:
+            out.append(_respelled_sample(line, numbers))
+    flush()
+    return "".join(out)
+
+
+def exposition_blocks(text):
+    """{family name as its HELP line gives it: its lines} of the host's text."""
+    blocks = {}
+    for block in ("\n" + text).split("\n# HELP ")[1:]:
+        blocks[block[:block.find(" ")]] = "# HELP " + block + "\n"
+    return blocks

@@ -1,6 +1,7 @@
-"""generate_latest, the WSGI app and server, write_to_textfile: the node's
-text exposition (version 0.0.4) of a registry. OpenMetrics is not offered:
-a scraper asking for it gets the text format, which Prometheus accepts."""
+"""generate_latest, the WSGI app and server, write_to_textfile: the text
+exposition (version 0.0.4) of a registry, as prometheus_client writes it.
+OpenMetrics is not offered: a scraper asking for it gets the text format,
+which Prometheus accepts."""
 import gzip
 import os
 import threading
@@ -8,19 +9,24 @@ from socketserver import ThreadingMixIn
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from .registry import REGISTRY, CollectorRegistry
+from .registry import REGISTRY, CollectorRegistry, text_of
 
 CONTENT_TYPE_LATEST = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def generate_latest(registry=REGISTRY):
-    """The node's exposition of registry, as bytes (launcher only). With a
-    MultiProcessCollector registered: every family of every process."""
-    if not isinstance(registry, CollectorRegistry):
+    """The text exposition of registry, as bytes, written as
+    prometheus_client writes it. With a MultiProcessCollector registered:
+    every family of every process (the node's), then the custom collectors'.
+    Any other object with collect() (a custom collector, prometheus_client's
+    own registry) is written from what its collect() gives."""
+    if isinstance(registry, CollectorRegistry):
+        return registry.exposition_text().encode("utf-8")
+    if not callable(getattr(registry, "collect", None)):
         raise TypeError(
             "generate_latest() takes a CollectorRegistry of tokenspeed_metrics.prometheus_client "
-            "(got %r): the node is the registry" % (registry,))
-    return registry.exposition_text().encode("utf-8")
+            "or another object with collect() (got %r)" % (registry,))
+    return text_of(registry.collect()).encode("utf-8")
 
 
 def _refuse_restriction(params):

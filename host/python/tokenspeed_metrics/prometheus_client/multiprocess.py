@@ -39,7 +39,13 @@ class MultiProcessCollector:
 
 
 def mark_process_dead(pid, path=None):
-    """Does nothing, correctly: the host notices a process's end itself and
-    drops its live gauges (liveall, livesum, livemax, livemin,
-    livemostrecent) from /metrics, as this call makes prometheus_client do."""
+    """Takes what prometheus_client's takes (pid, and path: a directory,
+    $PROMETHEUS_MULTIPROC_DIR there when None) and removes nothing, so a
+    directory that is not set or does not exist is no error. The host
+    notices a process's end itself and drops its live gauges (liveall,
+    livesum, livemax, livemin, livemostrecent) from /metrics, which is what
+    this call makes prometheus_client do by deleting the process's
+    gauge_live*_<pid>.db files; the host's own files hold a process's series
+    under its pid and are left to the host, which may still be merging
+    them."""
     return None

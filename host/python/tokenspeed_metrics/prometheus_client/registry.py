@@ -1,24 +1,35 @@
-"""CollectorRegistry and REGISTRY: which families a registry names, with
-prometheus_client's duplicate check. In the launcher a registry reads the
-node's merged exposition; one holding a MultiProcessCollector gives all of
-it, as prometheus_client's multiprocess registry gives every process's
-files. In any other process a registry without a MultiProcessCollector
-gives this process's own figures of its families, as prometheus_client's
-registry does there."""
+"""CollectorRegistry and REGISTRY: which collectors a registry holds, with
+prometheus_client's duplicate check, and their text as prometheus_client's
+generate_latest writes it. In the launcher a registry reads the node's
+merged exposition; one holding a MultiProcessCollector gives all of it, as
+prometheus_client's multiprocess registry gives every process's files. In
+any other process a registry without a MultiProcessCollector gives this
+process's own figures of its families, as prometheus_client's registry does
+there. Custom collectors (any object with collect()) are called as
+prometheus_client calls them, in the order they were registered."""
 import threading
 
 import _tokenspeed_metrics as _native
 
 import tokenspeed_metrics as _tsm
 
-from ._exposition_reader import python_bound_text, read_exposition
+from ._exposition_reader import (
+    exposition_blocks, python_bound_text, read_exposition, respelled_exposition,
+)
 
+# The sample names a family of each type claims besides its own name, for
+# the duplicate check (prometheus_client's table).
 _TYPE_SUFFIXES = {
     "counter": ("_total", "_created"),
     "summary": ("_sum", "_count", "_created"),
     "histogram": ("_bucket", "_sum", "_count", "_created"),
+    "gaugehistogram": ("_bucket", "_gsum", "_gcount"),
     "info": ("_info",),
 }
+
+# Munging of OpenMetrics types into the text format's (generate_latest's).
+_TEXT_TYPES = {"info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram",
+               "unknown": "untyped"}
 
 
 def node_exposition():
@@ -36,38 +47,58 @@ def collects_node():
     return _native.role() == "node"
 
 
-def _escaped(text, quotes):
-    text = text.replace("\\", r"\\").replace("\n", r"\n")
-    return text.replace('"', r'\"') if quotes else text
+def _escaped_help(text):
+    return text.replace("\\", r"\\").replace("\n", r"\n")
+
+
+def _sample_line(sample):
+    labels = ""
+    if sample.labels:
+        labels = "{%s}" % ",".join(
+            '%s="%s"' % (key, value.replace("\\", r"\\").replace("\n", r"\n").replace('"', r'\"'))
+            for key, value in sorted(sample.labels.items()))
+    timestamp = ""
+    if sample.timestamp is not None:
+        timestamp = " %d" % int(float(sample.timestamp) * 1000)  # milliseconds
+    return "%s%s %s%s\n" % (sample.name, labels, python_bound_text(sample.value), timestamp)
 
 
 def text_of(metrics):
-    """metrics in the text format (0.0.4), as prometheus_client's
-    generate_latest writes them."""
+    """metrics in the text format (0.0.4), exactly as prometheus_client's
+    generate_latest writes them: a counter named <name>_total, info and
+    stateset as gauges, labels sorted by name, values by floatToGoString,
+    and _created, _gsum and _gcount samples moved into gauge families of
+    their own after their family."""
     out = []
     for metric in metrics:
         name, typ = metric.name, metric.type
         if typ == "counter":
             name += "_total"
         elif typ == "info":
-            name, typ = name + "_info", "gauge"
-        elif typ == "stateset":
-            typ = "gauge"
-        elif typ == "unknown":
-            typ = "untyped"
-        out.append("# HELP %s %s\n" % (name, _escaped(metric.documentation, False)))
+            name += "_info"
+        typ = _TEXT_TYPES.get(typ, typ)
+        documentation = _escaped_help(metric.documentation)
+        out.append("# HELP %s %s\n" % (name, documentation))
         out.append("# TYPE %s %s\n" % (name, typ))
+        moved = {}
         for sample in metric.samples:
-            labels = ""
-            if sample.labels:
-                labels = "{%s}" % ",".join('%s="%s"' % (key, _escaped(value, True))
-                                           for key, value in sorted(sample.labels.items()))
-            out.append("%s%s %s\n" % (sample.name, labels, python_bound_text(sample.value)))
+            for suffix in ("_created", "_gsum", "_gcount"):
+                if sample.name == metric.name + suffix:
+                    moved.setdefault(suffix, []).append(_sample_line(sample))
+                    break
+            else:
+                out.append(_sample_line(sample))
+        for suffix, lines in sorted(moved.items()):
+            out.append("# HELP %s%s %s\n" % (metric.name, suffix, documentation))
+            out.append("# TYPE %s%s gauge\n" % (metric.name, suffix))
+            out.extend(lines)
     return "".join(out)
 
 
 class Collector:
-    """prometheus_client's Collector interface, for isinstance checks."""
+    """prometheus_client's Collector interface: collect() gives Metric
+    objects; describe(), when there, the families it will give (for the
+    duplicate check at registration)."""
 
     def collect(self):
         raise NotImplementedError
@@ -76,18 +107,10 @@ class Collector:
         return []
 
 
-def _names_of(collector):
-    """The sample names a family of this package claims, as prometheus_client's
-    registry counts them for its duplicate check."""
-    typ = getattr(collector, "_type", None)
-    name = getattr(collector, "_name", None)
-    if typ is None or name is None or not getattr(collector, "_node_family", False):
-        raise ValueError(
-            "tokenspeed_metrics.prometheus_client: %r is not a family of this module; custom "
-            "collectors are not offered (the node merges what families record): record the "
-            "values with a Gauge or a Counter of tokenspeed_metrics.prometheus_client instead"
-            % (collector,))
-    return [name] + [name + suffix for suffix in _TYPE_SUFFIXES.get(typ, ())]
+def _is_node_family(collector):
+    """A family of this module: its figures are the host's (the node's
+    exposition in the launcher, the process's own elsewhere)."""
+    return getattr(collector, "_node_family", False)
 
 
 class CollectorRegistry(Collector):
@@ -99,16 +122,35 @@ class CollectorRegistry(Collector):
         self._collector_to_names = {}
         self._names_to_collectors = {}
         self._multiprocess_collectors = []
+        self._auto_describe = auto_describe
         self._lock = threading.Lock()
 
+    def _get_names(self, collector):
+        """The sample names collector claims, as prometheus_client counts
+        them: from describe() when it has one, else from collect() in a
+        registry with auto_describe (REGISTRY), else none."""
+        describe = getattr(collector, "describe", None)
+        if not describe and self._auto_describe:
+            describe = collector.collect
+        if not describe:
+            return []
+        names = []
+        for metric in describe():
+            names.append(metric.name)
+            names.extend(metric.name + suffix for suffix in _TYPE_SUFFIXES.get(metric.type, ()))
+        return names
+
     def register(self, collector):
+        """Adds a family of this module, a MultiProcessCollector, or a custom
+        collector (any object with collect()); a name another collector of
+        this registry claims raises prometheus_client's ValueError
+        ("Duplicated timeseries in CollectorRegistry")."""
         from .multiprocess import MultiProcessCollector
         with self._lock:
-            if isinstance(collector, MultiProcessCollector):
-                self._multiprocess_collectors.append(collector)
-                self._collector_to_names[collector] = []
-                return
-            names = _names_of(collector)
+            # A MultiProcessCollector's families are the node's: it claims no
+            # name (its collect() would read the whole node here).
+            multiprocess = isinstance(collector, MultiProcessCollector)
+            names = [] if multiprocess else self._get_names(collector)
             duplicates = set(self._names_to_collectors).intersection(names)
             if duplicates:
                 raise ValueError("Duplicated timeseries in CollectorRegistry: {}".format(
@@ -116,11 +158,13 @@ class CollectorRegistry(Collector):
             for name in names:
                 self._names_to_collectors[name] = collector
             self._collector_to_names[collector] = names
+            if multiprocess:
+                self._multiprocess_collectors.append(collector)
 
     def unregister(self, collector):
-        """Forgets the family here (a new one of the same name may be
-        registered). Its series stay on /metrics, as its file keeps them in
-        prometheus_client's multiprocess mode."""
+        """Forgets the collector here (a new one of the same name may be
+        registered). A family's series stay on /metrics, as its file keeps
+        them in prometheus_client's multiprocess mode."""
         with self._lock:
             for name in self._collector_to_names[collector]:
                 del self._names_to_collectors[name]
@@ -128,35 +172,64 @@ class CollectorRegistry(Collector):
             if collector in self._multiprocess_collectors:
                 self._multiprocess_collectors.remove(collector)
 
-    def _shows_everything(self):
-        return bool(self._multiprocess_collectors)
+    def _snapshot(self):
+        """(collectors in the order of registration, {collector: names},
+        whether a MultiProcessCollector is among them)."""
+        with self._lock:
+            names = dict(self._collector_to_names)
+            return list(names), names, bool(self._multiprocess_collectors)
 
     def collect(self):
-        """The families of this registry as Metric objects (name, documentation,
-        type, samples): in the launcher with the node's merged values, in any
-        other process with that process's own (with a MultiProcessCollector:
-        every process's, launcher only)."""
-        if self._shows_everything():
-            return self._multiprocess_collectors[0].collect()
-        if not collects_node():
-            with self._lock:
-                collectors = list(self._collector_to_names)
-            return [collector._process_metric() for collector in collectors]
-        metrics = node_metrics()
-        with self._lock:
-            names = set(self._names_to_collectors)
-        return [metric for metric in metrics if metric.name in names]
+        """The families of this registry as Metric objects (name,
+        documentation, type, samples), collector by collector in the order
+        of registration: a MultiProcessCollector's are every family of the
+        node; a family of this module is the node's merged one in the
+        launcher, this process's own elsewhere (with a MultiProcessCollector
+        it is already among the node's); a custom collector's are what its
+        collect() gives."""
+        from .multiprocess import MultiProcessCollector
+        collectors, names, everything = self._snapshot()
+        metrics, node = [], None
+        for collector in collectors:
+            if isinstance(collector, MultiProcessCollector):
+                metrics.extend(collector.collect())
+            elif not _is_node_family(collector):
+                metrics.extend(collector.collect())
+            elif everything:
+                continue
+            elif collects_node():
+                if node is None:
+                    node = node_metrics()
+                wanted = names[collector]
+                metrics.extend(metric for metric in node if metric.name in wanted)
+            else:
+                metrics.append(collector._process_metric())
+        return metrics
 
     def exposition_text(self):
-        """The text of generate_latest(self)."""
-        if not self._shows_everything() and not collects_node():
-            return text_of(self.collect())
-        if self._shows_everything():
-            return self._multiprocess_collectors[0].exposition_text()
-        text = node_exposition()
-        with self._lock:
-            names = set(self._names_to_collectors)
-        return _blocks_named(text, names)
+        """The text of generate_latest(self): what collect() gives, written
+        as prometheus_client writes it. The node's families are read from
+        its exposition and re-spelled (labels sorted, values and le by
+        floatToGoString, histogram samples in prometheus_client's order)."""
+        from .multiprocess import MultiProcessCollector
+        collectors, names, everything = self._snapshot()
+        parts, blocks = [], None
+        for collector in collectors:
+            if isinstance(collector, MultiProcessCollector):
+                parts.append(respelled_exposition(collector.exposition_text(), "multiprocess"))
+            elif not _is_node_family(collector):
+                parts.append(text_of(collector.collect()))
+            elif everything:
+                continue
+            elif collects_node():
+                if blocks is None:
+                    blocks = exposition_blocks(node_exposition())
+                for name in names[collector]:
+                    if name in blocks:
+                        parts.append(respelled_exposition(blocks[name], "single"))
+            else:
+                parts.append(text_of([collector._process_metric()]))
+        return "".join(parts)
 
     def get_sample_value(self, name, labels=None):
         labels = labels or {}
@@ -170,19 +243,6 @@ class CollectorRegistry(Collector):
         raise NotImplementedError(
             "restricted_registry() is not offered: read generate_latest(registry) and keep the "
             "families you need")
-
-
-def _blocks_named(text, names):
-    """The families of text whose name (a counter's without _total) is in names."""
-    kept, keep = [], False
-    for line in text.splitlines(keepends=True):
-        if line.startswith("# HELP "):
-            sample_name = line[7:].split(" ", 1)[0]
-            keep = sample_name in names or (sample_name.endswith("_total")
-                                            and sample_name[:-6] in names)
-        if keep:
-            kept.append(line)
-    return "".join(kept)
 
 
 REGISTRY = CollectorRegistry(auto_describe=True)
