@@ -244,3 +244,15 @@ def test_the_hosts_text_is_respelled_as_prometheus_client_writes_its_families():
     for layout, order in (("multiprocess", multiprocess), ("single", single)):
         expected = reference.generate_latest(Parsed(order)).decode()
         assert respelled_exposition(HOST_TEXT, layout) == expected, layout
+
+
+def test_le_of_a_sample_that_is_not_a_bucket_is_the_engines_own_label_value_kept_as_written():
+    # SGLang's gauge histograms: gauges labelled gt and le.
+    text = ('# HELP g Routing keys.\n# TYPE g gauge\ng{le="1",gt="0"} 2\n'
+            '# HELP h Latency.\n# TYPE h histogram\nh_bucket{le="1"} 2\nh_bucket{le="+Inf"} 2\n'
+            'h_sum 1.5\nh_count 2\n')
+    respelled = respelled_exposition(text, "multiprocess")
+    assert 'g{gt="0",le="1"} 2.0\n' in respelled
+    assert 'h_bucket{le="1.0"} 2.0\n' in respelled
+    gauge = [m for m in ours.registry.read_exposition(text) if m.name == "g"][0]
+    assert gauge.samples[0].labels == {"le": "1", "gt": "0"}

@@ -98,7 +98,8 @@ def read_exposition(text):
         else:
             sample_name, rest = line[:space], line[space:].split()
             labels = {}
-        if "le" in labels:
+        if "le" in labels and current is not None and current.type in (
+                "histogram", "gaugehistogram") and sample_name == current.name + "_bucket":
             labels["le"] = python_bound_text(labels["le"])
         value = float(rest[0])
         timestamp = float(rest[1]) / 1000 if len(rest) > 1 else None
@@ -114,14 +115,15 @@ def read_exposition(text):
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
-def _respelled_labels(text, numbers):
+def _respelled_labels(text, numbers, bucket):
     """A label set's text (between the braces) with the labels sorted by name
-    and le spelled as prometheus_client spells it."""
+    and a bucket's le spelled as prometheus_client spells it (le of any
+    other sample is the engine's own label value, kept as written)."""
     pairs = _LABEL.findall(text)
     pairs.sort()
     parts = []
     for name, value in pairs:
-        if name == "le":
+        if bucket and name == "le":
             value = _spelled(value, numbers)
         parts.append(name + '="' + value + '"')
     return ",".join(parts)
@@ -135,16 +137,18 @@ def _spelled(number, numbers):
     return spelled
 
 
-def _respelled_sample(line, numbers):
+def _respelled_sample(line, numbers, bucket=False):
     """One sample line as prometheus_client writes it: labels sorted by name,
-    the value as its floatToGoString spells it."""
+    the value as its floatToGoString spells it (and le when bucket: a
+    histogram's _bucket sample)."""
     brace = line.find("{")
     if brace < 0:
         name, _, rest = line.partition(" ")
         head = name
     else:
         close = line.rfind("}")
-        head = line[:brace] + "{" + _respelled_labels(line[brace + 1:close], numbers) + "}"
+        head = line[:brace] + "{" + _respelled_labels(line[brace + 1:close], numbers,
+                                                      bucket) + "}"
         rest = line[close + 1:].lstrip(" ")
     value, _, timestamp = rest.partition(" ")
     if timestamp:
@@ -235,7 +239,8 @@ def respelled_exposition(text, layout="multiprocess"):
             end = line.find("{")
             if end < 0:
                 end = line.find(" ")
-            pending.append((line[:end], _respelled_sample(line, numbers)))
+            name = line[:end]
+            pending.append((name, _respelled_sample(line, numbers, name == family + "_bucket")))
         else:
             out.append(_respelled_sample(line, numbers))
     flush()
