@@ -55,6 +55,7 @@ const kit::SettingsTable& settings_table() {
       kit::http_basic_auth_setting(),
       kit::http_bearer_token_file_setting(),
       kit::http_tls_setting(),
+      kit::http_sigv4_setting(),
   }};
   return table;
 }

@@ -1,7 +1,7 @@
 """http_credential_settings.py — the TLS and credential settings every HTTP
-output takes from the kit (tls, basic_auth, bearer_token_file, headers), as
-an operator meets their mistakes: a test mixin for the CLI tests of each such
-output. The test class provides check(settings) -> (path, result) and
+output takes from the kit (tls, basic_auth, bearer_token_file, headers,
+sigv4), as an operator meets their mistakes: a test mixin for the CLI tests
+of each such output. The test class provides check(settings) -> (path, result) and
 assert_startup_error(settings, *expected), and HTTP_URL_SETTING: a settings object
 holding its URL key with an http:// URL.
 """
@@ -48,3 +48,47 @@ class HttpCredentialSettings:
         self.assert_startup_error({"basic_auth": {"username": "u", "password_file": token},
                                    "bearer_token_file": token},
                                   "'basic_auth' and 'bearer_token_file' cannot both be set")
+
+    # ------------------------------------------------------------ sigv4
+    def sigv4_files(self):
+        return {"access_key_id_file": self.secret_file("AKIDCLITEST\n"),
+                "secret_access_key_file": self.secret_file("sk-S3CRET-cli\n")}
+
+    def test_sigv4_with_credential_files_passes_check_which_prints_paths_never_secrets(self):
+        files = self.sigv4_files()
+        path, result = self.check({"sigv4": {"region": "eu-west-1", **files}})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn(files["secret_access_key_file"], result.stdout)
+        self.assertNotIn("sk-S3CRET-cli", result.stderr + result.stdout)
+
+    def test_sigv4_beside_basic_auth_or_a_bearer_token_fails_startup(self):
+        files = self.sigv4_files()
+        token = self.secret_file("tok")
+        self.assert_startup_error({"bearer_token_file": token,
+                                   "sigv4": {"region": "eu-west-1", **files}},
+                                  "'sigv4' and 'basic_auth' or 'bearer_token_file' cannot both "
+                                  "be set")
+        self.assert_startup_error({"headers": {"Authorization": "x"},
+                                   "sigv4": {"region": "eu-west-1", **files}},
+                                  "'Authorization' header beside sigv4")
+
+    def test_sigv4_role_arn_fails_startup_as_not_supported_yet(self):
+        self.assert_startup_error({"sigv4": {"region": "eu-west-1", **self.sigv4_files(),
+                                             "role_arn": "arn:aws:iam::123456789012:role/w"}},
+                                  "'sigv4.role_arn': assuming a role through STS is not "
+                                  "supported yet")
+
+    def test_sigv4_keys_without_a_region_or_an_unreadable_key_file_fail_startup(self):
+        files = self.sigv4_files()
+        self.assert_startup_error({"sigv4": files}, "'sigv4.access_key_id_file' needs "
+                                  "'sigv4.region'")
+        missing = os.path.join(cli_harness.TMP_ROOT, "no-such-secret-key-file")
+        self.assert_startup_error({"sigv4": {"region": "eu-west-1", **files,
+                                             "secret_access_key_file": missing}},
+                                  "'sigv4.secret_access_key_file'", missing)
+        broken = self.secret_file("sk-S3CRET-broken\nsecond line\n")
+        path, result = self.check({"sigv4": {"region": "eu-west-1", **files,
+                                             "session_token_file": broken}})
+        self.assertEqual(result.returncode, 2, result.stderr)
+        self.assertIn("'sigv4.session_token_file'", result.stderr)
+        self.assertNotIn("S3CRET", result.stderr + result.stdout)

@@ -105,6 +105,7 @@ class VendorPlugin(h.CliTestCase):
                         env=env)
         self.assertEqual(http.returncode, 0, http.stderr)
         self.assertIn("libcurl >= 7.68.0", http.stdout)
+        self.assertIn("libcrypto >= 3.0", http.stdout)
         plain = run_tool(["pkg-config", "--print-requires", "tokenspeed-metrics-plugin"], env=env)
         self.assertEqual((plain.returncode, plain.stdout.strip()), (0, ""),
                          "a plugin of the C header alone needs nothing")

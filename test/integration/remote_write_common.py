@@ -320,8 +320,8 @@ class Simulation(simulate_harness.OutputSimulation):
     """One `simulate` process with prometheus and remote_write (settings: the
     remote_write output's settings object)."""
 
-    def __init__(self, tmp, settings, *args):
-        super().__init__(tmp, "remote_write", settings, PLUGIN_DIR, *args)
+    def __init__(self, tmp, settings, *args, env=None):
+        super().__init__(tmp, "remote_write", settings, PLUGIN_DIR, *args, env=env)
 
     def output_table(self):
         """{process: [accepted, delivered, dropped, discarded, status]} of remote_write."""

@@ -305,13 +305,14 @@ class Simulation:
 class OutputSimulation(Simulation):
     """`simulate` with the built-in prometheus output on an ephemeral port and
     the plugin output called name, configured with settings (written to a
-    configuration file in tmp) and loaded from plugin_dir."""
+    configuration file in tmp) and loaded from plugin_dir; env: its whole
+    environment (None: this process's)."""
 
-    def __init__(self, tmp, name, settings, plugin_dir, *args):
+    def __init__(self, tmp, name, settings, plugin_dir, *args, env=None):
         config = os.path.join(tmp, "metrics.json")
         with open(config, "w") as file:
             json.dump({name: settings}, file)
         super().__init__(["--enable-metrics", "--metrics-port", "0",
                           "--metrics-reporters", "prometheus", "--metrics-reporters", name,
                           "--metrics-reporter-config", config, "--metrics-plugin-dir", plugin_dir,
-                          *args])
+                          *args], env=env)

@@ -6,7 +6,8 @@
  * part of the body. TLS (a CA, a client certificate, the name verified, the
  * lowest version) and credentials (basic auth, a bearer token, headers whose
  * values are files), the files read again at each request so that they can
- * be rotated without a restart. Link libcurl (dependency('libcurl')).
+ * be rotated without a restart; a request signer called last (AWS
+ * Signature V4: sigv4.hpp). Link libcurl (dependency('libcurl')).
  * Delivery thread only, except interrupt. Never logs, and no error it
  * returns quotes a credential.
  */
@@ -27,6 +28,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -78,11 +81,11 @@ struct HttpTlsOptions {
 /* The largest credential file read (a password, a token, a header value). */
 inline constexpr std::size_t kMaxCredentialFileBytes = std::size_t{64} * 1024;
 
-/* Reads the credential in the file at path into out: a regular file of at
- * most kMaxCredentialFileBytes, its trailing line breaks dropped, not empty
- * and without a line break left inside (it goes into a header). Returns ""
- * or why not, naming the path and never the content. */
-inline std::string read_credential_file(const std::string& path, std::string& out) {
+/* Reads the file at path into out as it is: a regular file of at most
+ * kMaxCredentialFileBytes (a shared credentials file of several lines).
+ * Returns "" or why not, naming the path and never the content (out then
+ * wiped and empty). */
+inline std::string read_secret_file(const std::string& path, std::string& out) {
   out.clear();
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return "cannot read " + path + ": " + std::strerror(errno);
@@ -110,8 +113,22 @@ inline std::string read_credential_file(const std::string& path, std::string& ou
         break;
       }
     }
+    std::fill(std::begin(buffer), std::end(buffer), '\0');
   }
   ::close(fd);
+  if (!problem.empty()) {
+    std::fill(out.begin(), out.end(), '\0');
+    out.clear();
+  }
+  return problem;
+}
+
+/* Reads the credential in the file at path into out: a regular file of at
+ * most kMaxCredentialFileBytes, its trailing line breaks dropped, not empty
+ * and without a line break left inside (it goes into a header). Returns ""
+ * or why not, naming the path and never the content. */
+inline std::string read_credential_file(const std::string& path, std::string& out) {
+  std::string problem = read_secret_file(path, out);
   while (problem.empty() && !out.empty() && (out.back() == '\n' || out.back() == '\r'))
     out.pop_back();
   if (problem.empty() && out.empty()) problem = path + " is empty";
@@ -123,6 +140,14 @@ inline std::string read_credential_file(const std::string& path, std::string& ou
   }
   return problem;
 }
+
+/* Signs one request: given its method, URL, body and every header it will
+ * carry ("Name: value" lines), adds the headers of its signature (AWS
+ * Signature V4: kit/sigv4.hpp's SigV4Signer). Returns "" or why it cannot
+ * (then nothing is sent), naming a setting or a file, never a secret. */
+using HttpRequestSigner =
+    std::function<std::string(std::string_view method, std::string_view url, std::string_view body,
+                              std::vector<std::string>& headers)>;
 
 /* What every request of one client shares: where it goes, the operator's
  * headers, TLS, credentials and how much of an answer is kept. Whoever
@@ -139,6 +164,10 @@ struct HttpClientOptions {
   std::string basic_auth_password_file;  // the password
   std::string bearer_token_file;         // Authorization: Bearer <the file's content>
   std::vector<std::pair<std::string, std::string>> header_files;  // header name, file of its value
+  /* Called on every request after every other header is in place (empty:
+   * none); its failure fails the request before it is sent, like a
+   * credential file that cannot be read. */
+  HttpRequestSigner sign;
 };
 
 /* Threading: post is called from one thread at a time (the delivery thread);
@@ -216,6 +245,18 @@ class HttpClient {
         request.basic_auth_password = password;
       }
       request.headers.insert(request.headers.end(), content_headers.begin(), content_headers.end());
+      if (options_.sign) {
+        try {
+          response.error = options_.sign("POST", request.url, body, request.headers);
+        } catch (const std::exception& e) {
+          response.error = std::string("cannot sign the request: ") + e.what();
+        }
+        if (!response.error.empty()) {
+          forget(request.headers);
+          forget(password);
+          return response;
+        }
+      }
       request.headers.emplace_back("Expect:");  // no 100-continue round trip
     } catch (...) {
       forget(request.headers);

@@ -19,11 +19,12 @@
  *   };
  *
  * Also the settings every HTTP exporter has: the rows of the URL, headers,
- * TLS and credentials (tls, basic_auth, bearer_token_file, header_files), the
- * URL, header, TLS, credential and backoff checks, the HttpClientOptions and
- * DeliveryOptions they make; and the delivery figures of every request
- * (sent, refused, lost, retries, pending), reported to the host and summed
- * up at close. Header-only C++17; needs libcurl (http_client.hpp).
+ * TLS and credentials (tls, basic_auth, bearer_token_file, header_files,
+ * sigv4), the URL, header, TLS, credential and backoff checks, the
+ * HttpClientOptions and DeliveryOptions they make; and the delivery figures
+ * of every request (sent, refused, lost, retries, pending), reported to the
+ * host and summed up at close. Header-only C++17; needs libcurl
+ * (http_client.hpp) and libcrypto (sigv4.hpp).
  */
 #ifndef TOKENSPEED_KIT_HTTP_EXPORTER_HPP
 #define TOKENSPEED_KIT_HTTP_EXPORTER_HPP
@@ -42,6 +43,7 @@
 #include <tokenspeed/kit/rate_limited_log.hpp>
 #include <tokenspeed/kit/refused_events.hpp>
 #include <tokenspeed/kit/settings.hpp>
+#include <tokenspeed/kit/sigv4.hpp>
 #include <tokenspeed/metric_reporter.hpp>
 
 #include <algorithm>
@@ -53,6 +55,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -117,6 +120,28 @@ inline constexpr Setting kHttpBasicAuthFields[] = {
      "File holding the password, read at every request (a trailing line break dropped)."},
 };
 
+/* The sub-rows of the sigv4 row (http_sigv4_setting). */
+inline constexpr Setting kHttpSigV4Fields[] = {
+    {"region", SettingType::kString, R"("")", 0, 0,
+     "AWS region of the receiver, e.g. \"eu-west-1\"; set: every request is signed (AWS "
+     "Signature V4)."},
+    {"service", SettingType::kString, R"("aps")", 0, 0,
+     "AWS service the signature is for (\"aps\": Amazon Managed Service for Prometheus)."},
+    {"access_key_id_file", SettingType::kString, R"("")", 0, 0,
+     "File holding the access key ID, read at every request; with secret_access_key_file. "
+     "\"\": AWS_ACCESS_KEY_ID, else the shared credentials file."},
+    {"secret_access_key_file", SettingType::kString, R"("")", 0, 0,
+     "File holding the secret access key, read at every request."},
+    {"session_token_file", SettingType::kString, R"("")", 0, 0,
+     "File holding the session token of temporary credentials, read at every request "
+     "(else AWS_SESSION_TOKEN or the profile's)."},
+    {"profile", SettingType::kString, R"("")", 0, 0,
+     "Profile of the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else "
+     "~/.aws/credentials), read at every request; \"\": AWS_PROFILE, else default."},
+    {"role_arn", SettingType::kString, R"("")", 0, 0,
+     "Role to assume through STS: not supported yet (startup error when set)."},
+};
+
 /* The TLS and credential rows, read by check_http_settings and
  * http_client_options when the table has them. Each file is checked at
  * startup and read again at every request (rotation without a restart). */
@@ -134,6 +159,11 @@ constexpr Setting http_bearer_token_file_setting() {
   return Setting("bearer_token_file", SettingType::kString, R"("")", 0, 0,
                  "File holding a token sent as Authorization: Bearer, read at every request; "
                  "not with basic_auth.");
+}
+constexpr Setting http_sigv4_setting() {
+  return Setting::object("sigv4", kHttpSigV4Fields,
+                         "AWS Signature V4 of every request (Amazon Managed Service for "
+                         "Prometheus); not with basic_auth or bearer_token_file.");
 }
 constexpr Setting http_header_files_setting() {
   return Setting("header_files", SettingType::kHeaderMap, "{}", 0, 0,
@@ -173,6 +203,90 @@ inline void check_credential_file(const std::string& what, const std::string& pa
   const std::string problem = read_credential_file(path, content);
   std::fill(content.begin(), content.end(), '\0');
   if (!problem.empty()) throw std::invalid_argument(what + ": " + problem);
+}
+
+/* The SigV4Options of a normalized sigv4 object. */
+inline SigV4Options sigv4_options(const json::Value& sigv4) {
+  SigV4Options options;
+  options.region = sigv4.at("region").as_string();
+  options.service = sigv4.at("service").as_string();
+  options.access_key_id_file = sigv4.at("access_key_id_file").as_string();
+  options.secret_access_key_file = sigv4.at("secret_access_key_file").as_string();
+  options.session_token_file = sigv4.at("session_token_file").as_string();
+  options.profile = sigv4.at("profile").as_string();
+  return options;
+}
+
+/* An AWS region or service name: lower-case letters, digits and '-'. */
+inline bool aws_name(std::string_view name) noexcept {
+  if (name.empty()) return false;
+  for (const char c : name) {
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-')) return false;
+  }
+  return true;
+}
+
+/* The sigv4 object: off unless region is set (then no other key may be);
+ * on, it signs the Authorization header, so neither basic_auth,
+ * bearer_token_file (authorization) nor an Authorization or X-Amz-* header
+ * of headers or header_files (names) may be set; role_arn is refused; the
+ * credentials must be found now, where the first request will look. */
+inline void check_sigv4_settings(const json::Value& sigv4, bool authorization,
+                                 const std::vector<std::string>& names) {
+  const std::string& region = sigv4.at("region").as_string();
+  if (region.empty()) {
+    for (const auto& [key, value] : sigv4.as_object()) {
+      const bool set = key == "service" ? value.as_string() != "aps" : !value.as_string().empty();
+      if (set) throw std::invalid_argument("'sigv4." + key + "' needs 'sigv4.region'");
+    }
+    return;
+  }
+  if (!aws_name(region)) {
+    throw std::invalid_argument(
+        "'sigv4.region' must be an AWS region (lower-case letters, "
+        "digits and '-'), got \"" +
+        printable(region) + "\"");
+  }
+  const std::string& service = sigv4.at("service").as_string();
+  if (!aws_name(service)) {
+    throw std::invalid_argument(
+        "'sigv4.service' must be an AWS service name (lower-case "
+        "letters, digits and '-'), got \"" +
+        printable(service) + "\"");
+  }
+  if (!sigv4.at("role_arn").as_string().empty()) {
+    throw std::invalid_argument(
+        "'sigv4.role_arn': assuming a role through STS is not supported "
+        "yet; give the role's credentials (files, AWS_* environment or "
+        "a profile)");
+  }
+  if (authorization) {
+    throw std::invalid_argument(
+        "'sigv4' and 'basic_auth' or 'bearer_token_file' cannot both be "
+        "set (one Authorization header)");
+  }
+  for (const std::string& name : names) {
+    if (same_header(name, "Authorization") || lower(name).rfind("x-amz-", 0) == 0) {
+      throw std::invalid_argument("'" + name + "' header beside sigv4, which sets it: remove it");
+    }
+  }
+  const SigV4Options options = sigv4_options(sigv4);
+  const bool id = !options.access_key_id_file.empty();
+  if (id != !options.secret_access_key_file.empty()) {
+    throw std::invalid_argument(
+        id ? "'sigv4.access_key_id_file' needs 'sigv4.secret_access_key_file'"
+           : "'sigv4.secret_access_key_file' needs 'sigv4.access_key_id_file'");
+  }
+  if (!id && !options.session_token_file.empty()) {
+    throw std::invalid_argument(
+        "'sigv4.session_token_file' needs 'sigv4.access_key_id_file' and "
+        "'sigv4.secret_access_key_file'");
+  }
+  if (id && !options.profile.empty())
+    throw std::invalid_argument(
+        "'sigv4.profile' and 'sigv4.access_key_id_file' cannot both be set");
+  const std::string problem = SigV4Signer(options).check();
+  if (!problem.empty()) throw std::invalid_argument("'sigv4': " + problem);
 }
 
 }  // namespace detail
@@ -270,6 +384,8 @@ inline void check_http_settings(const json::Value& settings, std::string_view ur
       }
     }
   }
+  if (const json::Value* sigv4 = settings.find("sigv4"))
+    detail::check_sigv4_settings(*sigv4, authorization, names);
 }
 
 /* The HttpClientOptions of checked settings: the URL and the headers as
@@ -304,6 +420,15 @@ inline HttpClientOptions http_client_options(const Settings& settings, std::stri
     options.bearer_token_file = settings.string("bearer_token_file");
   if (all.find("header_files") != nullptr)
     options.header_files = settings.string_map("header_files");
+  if (const json::Value* sigv4 = all.find("sigv4")) {
+    if (!sigv4->at("region").as_string().empty()) {
+      auto signer = std::make_shared<const SigV4Signer>(detail::sigv4_options(*sigv4));
+      options.sign = [signer](std::string_view method, std::string_view url, std::string_view body,
+                              std::vector<std::string>& headers) {
+        return signer->sign(method, url, body, headers);
+      };
+    }
+  }
   return options;
 }
 
