@@ -45,7 +45,7 @@ def mark_process_dead(pid, path=None):
     notices a process's end itself and drops its live gauges (liveall,
     livesum, livemax, livemin, livemostrecent) from /metrics, which is what
     this call makes prometheus_client do by deleting the process's
-    gauge_live*_<pid>.db files; the host's own files hold a process's series
-    under its pid and are left to the host, which may still be merging
-    them."""
+    gauge_live*_<pid>.db files. The host's own file of that process also
+    holds its counters and histograms, which stay on /metrics (as
+    prometheus_client keeps their files): it is the host's to keep."""
     return None
