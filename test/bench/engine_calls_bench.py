@@ -1,0 +1,196 @@
+"""The recording calls of SGLang's and vLLM's metrics code, timed on
+prometheus_client's multiprocess mode (the mode both engines run) and on
+tokenspeed_metrics.prometheus_client, side by side in one run
+(docs/performance.md, "Engine call shapes (SGLang, vLLM)"). A benchmark, not
+a test: it prints ns per call and the ratio of each shape, and asserts
+nothing. Run with Debian's interpreter (prometheus_client 0.16), the package
+and the extension on PYTHONPATH:
+
+    PYTHONPATH=host/python:build/host/python /usr/bin/python3 test/bench/engine_calls_bench.py
+
+The shapes, each written as the engine writes it:
+- SGLang records per call through labels(**self.labels) with the same dict
+  every time (2 labels: model_name and one rank; 6: the scheduler's full
+  set): gauge .set(x), counter .inc(n), histogram .observe(x);
+- SGLang's batched inter-token-latency idiom: _sum.inc(interval), then a
+  Python loop over _upper_bounds (23 bounds) to one _buckets[i].inc(n);
+- vLLM keeps the children labels(*values) returns, once per engine, and
+  records on them: counter .inc(n), gauge .set(x), histogram .observe(x).
+
+The "engine's own Python" row runs the idiom's function with the cheapest
+stand-ins a C call can be (labels a dict lookup, inc the builtin abs): the
+cost of the engine's code itself, which no metrics library removes, and so
+the bound on the idiom's ratio.
+
+Each figure is the best of REPEATS timeit repeats, in ns per call. Each side
+runs in a child process of its own (prometheus_client reads
+PROMETHEUS_MULTIPROC_DIR at import; tokenspeed_metrics.start() is
+process-wide)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import timeit
+
+N = 200_000
+REPEATS = 5
+
+LABELS_2 = {"model_name": "tiny-qwen", "tp_rank": 0}
+LABELS_6 = {"model_name": "tiny-qwen", "engine_type": "unified", "tp_rank": 0, "pp_rank": 0,
+            "dp_rank": 0, "moe_ep_rank": 0}
+# SGLang's inter-token-latency buckets (23 bounds).
+ITL_BUCKETS = [0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040,
+               0.060, 0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000,
+               8.000]
+# Intervals of 4 tokens landing in buckets 1 to 15 (an engine's decode
+# steps), cycled by the idiom's row.
+ITL_INTERVALS = [4 * v for v in (0.003, 0.007, 0.012, 0.018, 0.027, 0.045, 0.09, 0.3)]
+
+
+def observe_inter_token_latency(histogram, labels, interval, num_new_tokens):
+    """SGLang's TokenizerMetricsCollector.observe_inter_token_latency, as it
+    is written there (its metrics object passed in)."""
+    adjusted_interval = interval / num_new_tokens
+    his = histogram.labels(**labels)
+    his._sum.inc(interval)
+    for i, bound in enumerate(his._upper_bounds):
+        if adjusted_interval <= bound:
+            his._buckets[i].inc(num_new_tokens)
+            break
+
+
+def best_ns(statement, namespace, number=N, per=1):
+    seconds = min(timeit.repeat(statement, globals=namespace, number=number, repeat=REPEATS))
+    return seconds / number / per * 1e9
+
+
+def shapes(pc, gauge_mode):
+    """{shape: ns per call} with pc the prometheus_client module to time."""
+    figures = {}
+    for labels in (LABELS_2, LABELS_6):
+        n = len(labels)
+        names = list(labels)
+        gauge = pc.Gauge(f"bench:gauge_{n}", "G.", names, multiprocess_mode=gauge_mode)
+        counter = pc.Counter(f"bench:counter_{n}_total", "C.", names)
+        histogram = pc.Histogram(f"bench:histogram_{n}_seconds", "H.", names,
+                                 buckets=ITL_BUCKETS)
+        ns = {"gauge": gauge, "counter": counter, "histogram": histogram, "labels": labels}
+        figures[f"SGLang gauge labels(**{n} labels).set(x)"] = best_ns(
+            "gauge.labels(**labels).set(0.5)", ns)
+        figures[f"SGLang counter labels(**{n} labels).inc(n)"] = best_ns(
+            "counter.labels(**labels).inc(3)", ns)
+        figures[f"SGLang histogram labels(**{n} labels).observe(x)"] = best_ns(
+            "histogram.labels(**labels).observe(0.02)", ns)
+    itl = pc.Histogram("bench:inter_token_latency_seconds", "ITL.", list(LABELS_2),
+                       buckets=ITL_BUCKETS)
+    ns = {"f": observe_inter_token_latency, "h": itl, "labels": LABELS_2,
+          "intervals": ITL_INTERVALS}
+    figures["SGLang idiom: _sum.inc + loop over 23 bounds + _buckets[i].inc"] = best_ns(
+        "for v in intervals: f(h, labels, v, 4)", ns, number=N // len(ITL_INTERVALS),
+        per=len(ITL_INTERVALS))
+    # vLLM: children made once per engine, recorded on ever after.
+    values = ("tiny-qwen", "0")
+    counter = pc.Counter("vllm:prompt_tokens_total", "P.", ["model_name", "engine"])
+    gauge = pc.Gauge("vllm:num_requests_running", "R.", ["model_name", "engine"],
+                     multiprocess_mode=gauge_mode)
+    histogram = pc.Histogram("vllm:time_to_first_token_seconds", "T.", ["model_name", "engine"],
+                             buckets=ITL_BUCKETS)
+    ns = {"counter": {0: counter.labels(*values)}, "gauge": {0: gauge.labels(*values)},
+          "histogram": {0: histogram.labels(*values)}}
+    figures["vLLM cached child counter[e].inc(n)"] = best_ns("counter[0].inc(17)", ns)
+    figures["vLLM cached child gauge[e].set(x)"] = best_ns("gauge[0].set(3)", ns)
+    figures["vLLM cached child histogram[e].observe(x)"] = best_ns("histogram[0].observe(0.02)",
+                                                                   ns)
+    return figures
+
+
+def idiom_with_stand_ins(labels_call, his, labels, interval, num_new_tokens):
+    """observe_inter_token_latency with its library calls made C calls that
+    do nothing: labels_call(**labels) builds the keywords and calls a C
+    function ("".format), his is the child the real code gets back."""
+    adjusted_interval = interval / num_new_tokens
+    labels_call(**labels)
+    his._sum.inc(interval)
+    for i, bound in enumerate(his._upper_bounds):
+        if adjusted_interval <= bound:
+            his._buckets[i].inc(num_new_tokens)
+            break
+
+
+def engine_floor():
+    """The engine's own Python in the idiom: its function with stand-ins
+    that cost one C call each (inc is the builtin abs)."""
+    class Part:
+        __slots__ = ("inc",)
+
+        def __init__(self):
+            self.inc = abs
+
+    class Child:
+        __slots__ = ("_sum", "_buckets", "_upper_bounds")
+
+    child = Child()
+    child._sum = Part()
+    child._buckets = tuple(Part() for _ in range(len(ITL_BUCKETS) + 1))
+    child._upper_bounds = ITL_BUCKETS + [float("inf")]
+    ns = {"f": idiom_with_stand_ins, "call": "".format, "his": child, "labels": LABELS_2,
+          "intervals": ITL_INTERVALS}
+    lean = best_ns("for v in intervals: f(call, his, labels, v, 4)", ns,
+                   number=N // len(ITL_INTERVALS), per=len(ITL_INTERVALS))
+    return {"engine's own Python: the idiom with one-C-call stand-ins": lean}
+
+
+def child_main(mode):
+    if mode == "prometheus_client":
+        import prometheus_client as pc
+        assert os.environ.get("PROMETHEUS_MULTIPROC_DIR"), "multiprocess mode only"
+        # 0.16 has no mostrecent (0.18): max records alike for one process.
+        print(json.dumps(shapes(pc, "max")))
+    elif mode == "floor":
+        print(json.dumps(engine_floor()))
+    else:
+        import tokenspeed_metrics
+        tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0"])
+        from tokenspeed_metrics import prometheus_client as pc
+        figures = shapes(pc, "mostrecent")  # SGLang's mode for its gauges
+        tokenspeed_metrics.close()
+        print(json.dumps(figures))
+
+
+def run_child(mode, env):
+    result = subprocess.run([sys.executable, __file__, "--child", mode], capture_output=True,
+                            text=True, env=env, check=False)
+    if result.returncode != 0:
+        sys.exit("%s failed:\n%s" % (mode, result.stderr))
+    return json.loads(result.stdout)
+
+
+def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--child":
+        child_main(sys.argv[2])
+        return
+    clean = {k: v for k, v in os.environ.items()
+             if not k.startswith(("TOKENSPEED_", "PROMETHEUS_"))}
+    load_before = os.getloadavg()
+    with tempfile.TemporaryDirectory() as multiproc:
+        reference = run_child("prometheus_client", dict(clean, PROMETHEUS_MULTIPROC_DIR=multiproc))
+    ours = run_child("ours", clean)
+    floor = run_child("floor", clean)
+    load_after = os.getloadavg()
+    width = max(len(shape) for shape in reference)
+    print("| call shape | prometheus_client 0.16 multiprocess (ns) | "
+          "tokenspeed_metrics.prometheus_client (ns) | ratio |")
+    print("|---|---|---|---|")
+    for shape, theirs in reference.items():
+        print(f"| {shape:<{width}} | {theirs:8.1f} | {ours[shape]:7.1f} | "
+              f"{theirs / ours[shape]:5.1f}x |")
+    idiom = "SGLang idiom: _sum.inc + loop over 23 bounds + _buckets[i].inc"
+    for shape, ns in floor.items():
+        print(f"| {shape:<{width}} | - | {ns:7.1f} | cap {reference[idiom] / ns:5.1f}x |")
+    print()
+    print("load average %.2f %.2f %.2f before, %.2f %.2f %.2f after" % (load_before + load_after))
+
+
+if __name__ == "__main__":
+    main()
