@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <structmember.h>
+
 #include "native_idiom.hpp"
 
 namespace tokenspeed::metrics::python {
@@ -160,6 +162,7 @@ void child_dealloc(ChildObject* self) {
   PyObject_GC_UnTrack(self);
   Py_CLEAR(self->idiom_sum);
   Py_CLEAR(self->idiom_buckets);
+  Py_CLEAR(self->upper_bounds);
   Py_CLEAR(self->family);
   Py_CLEAR(self->values);
   Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
@@ -427,23 +430,8 @@ PyObject* child_values(ChildObject* self, void*) {
   return self->values;
 }
 
-// A histogram child's batched idiom (native_idiom): _sum, _buckets and
-// _upper_bounds, as prometheus_client's child has them.
-PyObject* child_idiom_sum(ChildObject* self, void*) {
-  if (self->idiom_sum == nullptr && !make_idiom_parts(self)) return nullptr;
-  Py_INCREF(self->idiom_sum);
-  return self->idiom_sum;
-}
-
-PyObject* child_idiom_buckets(ChildObject* self, void*) {
-  if (self->idiom_buckets == nullptr && !make_idiom_parts(self)) return nullptr;
-  Py_INCREF(self->idiom_buckets);
-  return self->idiom_buckets;
-}
-
 // The family's bounds with +Inf, one list for every child (made once).
-PyObject* child_upper_bounds(ChildObject* self, void*) {
-  FamilyObject* family = self->family;
+PyObject* family_upper_bounds(FamilyObject* family) {
   if (family->upper_bounds == nullptr) {
     const std::vector<double>& buckets = family->definition->buckets;
     PyObject* bounds = PyList_New(static_cast<Py_ssize_t>(buckets.size() + 1));
@@ -458,7 +446,6 @@ PyObject* child_upper_bounds(ChildObject* self, void*) {
     }
     family->upper_bounds = bounds;
   }
-  Py_INCREF(family->upper_bounds);
   return family->upper_bounds;
 }
 
@@ -472,23 +459,24 @@ PyGetSetDef child_getset[] = {
     CHILD_GETTER("_values", child_values, "the label values, in the family's labelnames order"),
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
-PyGetSetDef histogram_child_getset[] = {
-    CHILD_GETTER("kept", child_kept,
-                 "False when the host refused this series (past the bound on series per family)"),
-    CHILD_GETTER("_family", child_family, "the family of this series"),
-    CHILD_GETTER("_values", child_values, "the label values, in the family's labelnames order"),
-    CHILD_GETTER("_sum", child_idiom_sum,
-                 "the batched idiom's _sum: inc(total) opens a batch, get() reads the sum"),
-    CHILD_GETTER("_buckets", child_idiom_buckets,
-                 "the batched idiom's buckets: _buckets[i].inc(n) closes the batch, get() reads "
-                 "bucket i (not cumulative)"),
-    CHILD_GETTER("_upper_bounds", child_upper_bounds, "the bucket bounds with +Inf (a list)"),
-    {nullptr, nullptr, nullptr, nullptr, nullptr}};
+// A histogram child of tokenspeed_metrics.prometheus_client has the
+// batched idiom's parts (native_idiom) as prometheus_client's child has
+// them, as plain fields: reading one is a load the interpreter specialises.
+PyMemberDef histogram_child_members[] = {
+    {"_sum", T_OBJECT_EX, offsetof(ChildObject, idiom_sum), READONLY,
+     "the batched idiom's _sum: inc(total) opens a batch, get() reads the sum"},
+    {"_buckets", T_OBJECT_EX, offsetof(ChildObject, idiom_buckets), READONLY,
+     "the batched idiom's buckets: _buckets[i].inc(n) closes the batch, get() reads bucket i "
+     "(not cumulative)"},
+    {"_upper_bounds", T_OBJECT_EX, offsetof(ChildObject, upper_bounds), READONLY,
+     "the bucket bounds with +Inf (a list)"},
+    {nullptr, 0, 0, 0, nullptr}};
 
 // Python subclasses (tokenspeed_metrics.prometheus_client's children) add
 // methods, never instance fields; every child type is collected (see
 // child_traverse).
-PyTypeObject make_child_type(const char* name, PyMethodDef* methods, PyGetSetDef* getset) {
+PyTypeObject make_child_type(const char* name, PyMethodDef* methods,
+                             PyMemberDef* members = nullptr) {
   PyTypeObject type = blank_type();
   type.tp_name = name;
   type.tp_basicsize = sizeof(ChildObject);
@@ -498,18 +486,19 @@ PyTypeObject make_child_type(const char* name, PyMethodDef* methods, PyGetSetDef
   type.tp_traverse = reinterpret_cast<traverseproc>(child_traverse);
   type.tp_clear = reinterpret_cast<inquiry>(child_clear);
   type.tp_methods = methods;
-  type.tp_getset = getset;
+  type.tp_members = members;
+  type.tp_getset = child_getset;
   return type;
 }
 
 PyTypeObject counter_child_type =
-    make_child_type("tokenspeed_metrics.CounterChild", counter_child_methods, child_getset);
+    make_child_type("tokenspeed_metrics.CounterChild", counter_child_methods);
 PyTypeObject gauge_child_type =
-    make_child_type("tokenspeed_metrics.GaugeChild", gauge_child_methods, child_getset);
+    make_child_type("tokenspeed_metrics.GaugeChild", gauge_child_methods);
 PyTypeObject histogram_child_type = make_child_type(
-    "tokenspeed_metrics.HistogramChild", histogram_child_methods, histogram_child_getset);
+    "tokenspeed_metrics.HistogramChild", histogram_child_methods, histogram_child_members);
 PyTypeObject summary_child_type =
-    make_child_type("tokenspeed_metrics.SummaryChild", histogram_child_methods, child_getset);
+    make_child_type("tokenspeed_metrics.SummaryChild", histogram_child_methods);
 
 PyTypeObject* child_type_of(MetricKind kind) {
   switch (kind) {
@@ -527,7 +516,15 @@ PyTypeObject* child_type_of(MetricKind kind) {
 
 // --------------------------------------------------------------- families
 
-// A child of values, not bound yet (child_ready binds it).
+// True for a family of tokenspeed_metrics.prometheus_client (its children
+// are a subclass of the kind's child type).
+bool is_compat_family(const FamilyObject* family) {
+  return family->child_type != nullptr &&
+         family->child_type != child_type_of(family->definition->kind);
+}
+
+// A child of values, not bound yet (child_ready binds it); a histogram
+// child of tokenspeed_metrics.prometheus_client with the idiom's parts.
 ChildObject* make_child(FamilyObject* family, PyObject* values) {
   PyTypeObject* type =
       family->child_type != nullptr ? family->child_type : child_type_of(family->definition->kind);
@@ -543,6 +540,15 @@ ChildObject* make_child(FamilyObject* family, PyObject* values) {
   new (&child->histogram) Histogram();
   child->idiom_sum = nullptr;
   child->idiom_buckets = nullptr;
+  child->upper_bounds = nullptr;
+  if (family->definition->kind == MetricKind::histogram && is_compat_family(family)) {
+    PyObject* bounds = family_upper_bounds(family);
+    if (bounds == nullptr || !make_idiom_parts(child)) {
+      Py_DECREF(child);
+      return nullptr;
+    }
+    child->upper_bounds = Py_NewRef(bounds);
+  }
   return child;
 }
 
@@ -638,11 +644,6 @@ inline PyObject* label_text(PyObject* value) {
 
 // True when the names are the same str, by identity first.
 inline bool same_name(PyObject* a, PyObject* b) { return a == b || PyUnicode_Compare(a, b) == 0; }
-
-bool is_compat_family(const FamilyObject* family) {
-  return family->child_type != nullptr &&
-         family->child_type != child_type_of(family->definition->kind);
-}
 
 // The key of a labels() call: its values as str in labelnames' order, or
 // null with prometheus_client's ValueError.
@@ -993,17 +994,17 @@ PyGetSetDef family_getset[] = {
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 // What tokenspeed_metrics.prometheus_client's families use of their base.
-#define COMPAT_FAMILY_METHODS                                                               \
-  {"_unlabelled", reinterpret_cast<PyCFunction>(family_unlabelled), METH_NOARGS,            \
-   "_unlabelled(): the child of a family without labels"},                                  \
-      {"_set_child_class", FASTCALL_KW(family_set_child_class), METH_FASTCALL,              \
-       "_set_child_class(child_class, caller_names): what labels() makes"},                 \
-      {"_forget_child", reinterpret_cast<PyCFunction>(family_forget_child), METH_O,         \
-       "_forget_child(values): drops the cached child of those label values"},              \
-  {                                                                                         \
-    "_forget_children", reinterpret_cast<PyCFunction>(family_forget_children), METH_NOARGS, \
-        "_forget_children(): drops every cached child"                                      \
-  }
+// clang-format off
+#define COMPAT_FAMILY_METHODS                                                                  \
+  {"_unlabelled", reinterpret_cast<PyCFunction>(family_unlabelled), METH_NOARGS,               \
+   "_unlabelled(): the child of a family without labels"},                                     \
+  {"_set_child_class", FASTCALL_KW(family_set_child_class), METH_FASTCALL,                     \
+   "_set_child_class(child_class, caller_names): what labels() makes"},                        \
+  {"_forget_child", reinterpret_cast<PyCFunction>(family_forget_child), METH_O,                \
+   "_forget_child(values): drops the cached child of those label values"},                     \
+  {"_forget_children", reinterpret_cast<PyCFunction>(family_forget_children), METH_NOARGS,     \
+   "_forget_children(): drops every cached child"}
+// clang-format on
 
 PyMethodDef counter_family_methods[] = {
     {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS,

@@ -51,10 +51,12 @@ struct ChildObject {
   Counter counter;
   Gauge gauge;
   Histogram histogram;
-  // Histograms: the batched idiom's _sum and the tuple of _buckets[i]
-  // (native_idiom), made on first use.
+  // Histograms of tokenspeed_metrics.prometheus_client (null otherwise):
+  // the batched idiom's _sum, the tuple of _buckets[i] (native_idiom) and
+  // the family's list of bounds with +Inf.
   PyObject* idiom_sum;
   PyObject* idiom_buckets;
+  PyObject* upper_bounds;
 };
 
 // Binds the child's handle to this process's Recorder (after start, attach

@@ -28,7 +28,8 @@
 namespace tokenspeed::metrics::python {
 
 // Makes child->idiom_sum and child->idiom_buckets (one per bucket, +Inf
-// last). False with a Python exception set on failure.
+// last) when the child is made. False with a Python exception set on
+// failure.
 bool make_idiom_parts(ChildObject* child);
 
 // Readies the idiom's types (HistogramSum, HistogramBucket) and adds them to

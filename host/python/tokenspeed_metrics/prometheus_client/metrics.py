@@ -68,6 +68,9 @@ class _CompatFamily:
         children (positional values in prometheus_client's order), and the
         family joins registry."""
         self._set_child_class(self._child_class, self._labelnames)
+        # labels() bound once and kept in the instance: family.labels(...)
+        # finds it there instead of binding the method on every call.
+        self.labels = self.labels
         if registry:
             registry.register(self)
 
