@@ -63,20 +63,33 @@ bool bind_family(FamilyObject* family) {
   return bound;
 }
 
-}  // namespace
-
-bool bind_child(ChildObject* child) {
-  FamilyObject* family = child->family;
-  if (!bind_family(family)) return false;
-  const Py_ssize_t n = PyTuple_GET_SIZE(child->values);
-  std::vector<std::string_view> views;
+// The label values as views into their str objects (valid while values
+// lives); false with a Python exception set.
+bool label_views(PyObject* values, std::vector<std::string_view>& views) {
+  const Py_ssize_t n = PyTuple_GET_SIZE(values);
   views.reserve(static_cast<std::size_t>(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
     Py_ssize_t size = 0;
-    const char* text = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(child->values, i), &size);
+    const char* text = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(values, i), &size);
     if (text == nullptr) return false;
     views.emplace_back(text, static_cast<std::size_t>(size));
   }
+  return true;
+}
+
+}  // namespace
+
+bool bind_histogram(FamilyObject* family, PyObject* values, Histogram& handle) {
+  std::vector<std::string_view> views;
+  if (!bind_family(family) || !label_views(values, views)) return false;
+  return raising_on_failure(
+      [&] { handle = static_cast<HistogramFamily*>(family->native)->labels(views); });
+}
+
+bool bind_child(ChildObject* child) {
+  FamilyObject* family = child->family;
+  std::vector<std::string_view> views;
+  if (!bind_family(family) || !label_views(child->values, views)) return false;
   const bool bound = raising_on_failure([&] {
     switch (family->definition->kind) {
       case MetricKind::counter:
@@ -160,6 +173,7 @@ bool named_arguments(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
 
 void child_dealloc(ChildObject* self) {
   PyObject_GC_UnTrack(self);
+  detach_idiom_parts(self);
   Py_CLEAR(self->idiom_sum);
   Py_CLEAR(self->idiom_buckets);
   Py_CLEAR(self->upper_bounds);
@@ -168,20 +182,11 @@ void child_dealloc(ChildObject* self) {
   Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
 }
 
-// A child is in two cycles the collector must see: family -> children ->
-// child -> family, and child -> _sum (or a bucket) -> child.
+// A child is in a cycle the collector must see: family -> children ->
+// child -> family (the family's tp_clear breaks it). The idiom's parts hold
+// no reference back (see native_idiom.hpp).
 int child_traverse(ChildObject* self, visitproc visit, void* arg) {
   Py_VISIT(self->family);
-  Py_VISIT(self->idiom_sum);
-  Py_VISIT(self->idiom_buckets);
-  return 0;
-}
-
-// Breaks the idiom's cycles; the family stays (every method needs it), its
-// own tp_clear breaks the other cycle.
-int child_clear(ChildObject* self) {
-  Py_CLEAR(self->idiom_sum);
-  Py_CLEAR(self->idiom_buckets);
   return 0;
 }
 
@@ -484,7 +489,6 @@ PyTypeObject make_child_type(const char* name, PyMethodDef* methods,
   type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
   type.tp_doc = "One series of a metric family: a handle to keep and record with.";
   type.tp_traverse = reinterpret_cast<traverseproc>(child_traverse);
-  type.tp_clear = reinterpret_cast<inquiry>(child_clear);
   type.tp_methods = methods;
   type.tp_members = members;
   type.tp_getset = child_getset;

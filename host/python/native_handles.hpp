@@ -64,6 +64,10 @@ struct ChildObject {
 // after close (ClosedError).
 bool bind_child(ChildObject* child);
 
+// Binds handle to the series of values (a tuple of str) of a histogram or
+// summary family, as bind_child does for a child's.
+bool bind_histogram(FamilyObject* family, PyObject* values, Histogram& handle);
+
 // True when the child records into this process's current binding, binding
 // it first when the generation moved.
 inline bool child_ready(ChildObject* child) {

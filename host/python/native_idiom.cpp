@@ -21,8 +21,16 @@ struct Pending {
   double total;
 };
 
+// The child holds its parts; a part holds no reference back, so there is
+// no cycle (a refused child, made anew by every labels(), goes as soon as it
+// is dropped). The child's dealloc hands its series to its _sum (family,
+// values, handle): parts kept past their child go on recording into it.
 struct SumObject {
-  PyObject_HEAD ChildObject* child;  // strong reference
+  PyObject_HEAD ChildObject* child;  // borrowed; null once the child is gone
+  FamilyObject* family;              // once the child is gone: strong reference
+  PyObject* values;                  // once the child is gone: strong reference
+  Histogram histogram;               // once the child is gone: the series' handle
+  std::uint64_t generation;          // of histogram
   std::vector<Pending> pending;      // one per thread with an open batch (few)
 };
 
@@ -90,11 +98,37 @@ PyObject* sum_inc(SumObject* self, PyObject* const* args, Py_ssize_t nargs, PyOb
   Py_RETURN_NONE;
 }
 
+// Runs use(handle) with the series' handle bound to this process's
+// Recorder: the child's while it lives (held meanwhile: binding can run
+// Python code, the attach hook, that could drop its other references),
+// else the sum's own. False with a Python exception set.
+template <typename Use>
+bool with_series(SumObject* sum, Use&& use) {
+  if (ChildObject* child = sum->child) {
+    Py_INCREF(child);
+    const bool ready = child_ready(child);
+    if (ready) use(child->histogram);
+    Py_DECREF(child);
+    return ready;
+  }
+  if (sum->generation != binding_generation) {
+    if (!bind_histogram(sum->family, sum->values, sum->histogram)) return false;
+    sum->generation = binding_generation;
+  }
+  use(sum->histogram);
+  return true;
+}
+
+// The family of a part's series.
+const FamilyObject* family_of(const SumObject* sum) {
+  return sum->child != nullptr ? sum->child->family : sum->family;
+}
+
 // _sum.get(): this process's sum, with this thread's pending total
 // (prometheus_client's _sum.inc() has added it already).
 PyObject* sum_get(SumObject* self, PyObject*) {
-  if (!child_ready(self->child)) return nullptr;
-  double total = self->child->histogram.sum();
+  double total = 0.0;
+  if (!with_series(self, [&](const Histogram& series) { total = series.sum(); })) return nullptr;
   if (const Pending* batch = pending_of(self, PyThread_get_thread_ident())) total += batch->total;
   return PyFloat_FromDouble(total);
 }
@@ -104,14 +138,9 @@ PyObject* sum_value(SumObject* self, void*) { return sum_get(self, nullptr); }
 // prometheus_client's multiprocess mode keeps no exemplar either.
 PyObject* no_exemplar(PyObject*, PyObject*) { Py_RETURN_NONE; }
 
-int sum_traverse(SumObject* self, visitproc visit, void* arg) {
-  Py_VISIT(self->child);
-  return 0;
-}
-
 void sum_dealloc(SumObject* self) {
-  PyObject_GC_UnTrack(self);
-  Py_CLEAR(self->child);
+  Py_CLEAR(self->family);
+  Py_CLEAR(self->values);
   self->pending.~vector();
   Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
 }
@@ -193,8 +222,7 @@ PyObject* bucket_inc(BucketObject* self, PyObject* const* args, Py_ssize_t nargs
   sum->pending.pop_back();
   const std::uint64_t count = sample_count(self, amount);
   if (count == 0) return nullptr;
-  ChildObject* child = sum->child;
-  const std::vector<double>& bounds = child->family->definition->buckets;
+  const std::vector<double>& bounds = family_of(sum)->definition->buckets;
   const double value = total / static_cast<double>(count);
   std::size_t expected = 0;
   while (expected < bounds.size() && !(value <= bounds[expected])) ++expected;
@@ -202,27 +230,23 @@ PyObject* bucket_inc(BucketObject* self, PyObject* const* args, Py_ssize_t nargs
     return wrong_bucket(self, count, total, value, expected,
                         expected < bounds.size() ? bounds[expected] : INFINITY);
   }
-  if (!child_ready(child)) return nullptr;
-  child->histogram.observe_total(total, count);
+  if (!with_series(sum, [&](const Histogram& series) { series.observe_total(total, count); })) {
+    return nullptr;
+  }
   Py_RETURN_NONE;
 }
 
 // _buckets[i].get(): this process's count of bucket i (not cumulative).
 PyObject* bucket_get(BucketObject* self, PyObject*) {
-  ChildObject* child = self->sum->child;
-  if (!child_ready(child)) return nullptr;
-  return PyFloat_FromDouble(child->histogram.bucket_count(self->index));
+  double count = 0.0;
+  const bool read = with_series(
+      self->sum, [&](const Histogram& series) { count = series.bucket_count(self->index); });
+  return read ? PyFloat_FromDouble(count) : nullptr;
 }
 
 PyObject* bucket_value(BucketObject* self, void*) { return bucket_get(self, nullptr); }
 
-int bucket_traverse(BucketObject* self, visitproc visit, void* arg) {
-  Py_VISIT(self->sum);
-  return 0;
-}
-
 void bucket_dealloc(BucketObject* self) {
-  PyObject_GC_UnTrack(self);
   Py_CLEAR(self->sum);
   Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
 }
@@ -254,19 +278,16 @@ PyGetSetDef bucket_getset[] = {{"_value", reinterpret_cast<getter>(bucket_value)
                                {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
 // A static type object: zeroed, with the reference a static object holds.
-// Collected (a child holds its parts, the parts their child); the child's
-// tp_clear breaks the cycle.
+// Not collected: a part is in no cycle.
 PyTypeObject make_part_type(const char* name, Py_ssize_t size, destructor dealloc,
-                            traverseproc traverse, PyMethodDef* methods, PyGetSetDef* getset,
-                            const char* doc) {
+                            PyMethodDef* methods, PyGetSetDef* getset, const char* doc) {
   PyTypeObject type{};
   type.ob_base.ob_base.ob_refcnt = 1;
   type.tp_name = name;
   type.tp_basicsize = size;
   type.tp_dealloc = dealloc;
-  type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC;
+  type.tp_flags = Py_TPFLAGS_DEFAULT;
   type.tp_doc = doc;
-  type.tp_traverse = traverse;
   type.tp_methods = methods;
   type.tp_getset = getset;
   return type;
@@ -274,12 +295,11 @@ PyTypeObject make_part_type(const char* name, Py_ssize_t size, destructor deallo
 
 PyTypeObject sum_type = make_part_type(
     "tokenspeed_metrics.HistogramSum", sizeof(SumObject), reinterpret_cast<destructor>(sum_dealloc),
-    reinterpret_cast<traverseproc>(sum_traverse), sum_methods, sum_getset,
-    "A histogram child's _sum for the batched idiom.");
-PyTypeObject bucket_type = make_part_type(
-    "tokenspeed_metrics.HistogramBucket", sizeof(BucketObject),
-    reinterpret_cast<destructor>(bucket_dealloc), reinterpret_cast<traverseproc>(bucket_traverse),
-    bucket_methods, bucket_getset, "A histogram child's _buckets[i] for the batched idiom.");
+    sum_methods, sum_getset, "A histogram child's _sum for the batched idiom.");
+PyTypeObject bucket_type =
+    make_part_type("tokenspeed_metrics.HistogramBucket", sizeof(BucketObject),
+                   reinterpret_cast<destructor>(bucket_dealloc), bucket_methods, bucket_getset,
+                   "A histogram child's _buckets[i] for the batched idiom.");
 
 }  // namespace
 
@@ -287,8 +307,9 @@ bool make_idiom_parts(ChildObject* child) {
   if (child->idiom_sum != nullptr && child->idiom_buckets != nullptr) return true;
   auto* sum = reinterpret_cast<SumObject*>(sum_type.tp_alloc(&sum_type, 0));
   if (sum == nullptr) return false;
+  new (&sum->histogram) Histogram();
   new (&sum->pending) std::vector<Pending>();
-  sum->child = reinterpret_cast<ChildObject*>(Py_NewRef(reinterpret_cast<PyObject*>(child)));
+  sum->child = child;
   const std::size_t n = child->family->definition->buckets.size() + 1;
   PyObject* buckets = PyTuple_New(static_cast<Py_ssize_t>(n));
   if (buckets == nullptr) {
@@ -309,6 +330,17 @@ bool make_idiom_parts(ChildObject* child) {
   Py_XSETREF(child->idiom_sum, reinterpret_cast<PyObject*>(sum));
   Py_XSETREF(child->idiom_buckets, buckets);
   return true;
+}
+
+void detach_idiom_parts(ChildObject* child) {
+  auto* sum = reinterpret_cast<SumObject*>(child->idiom_sum);
+  if (sum == nullptr || sum->child != child) return;
+  sum->child = nullptr;
+  sum->family =
+      reinterpret_cast<FamilyObject*>(Py_NewRef(reinterpret_cast<PyObject*>(child->family)));
+  sum->values = Py_NewRef(child->values);
+  sum->histogram = child->histogram;
+  sum->generation = child->generation;
 }
 
 int add_idiom_types(PyObject* module) {

@@ -32,6 +32,11 @@ namespace tokenspeed::metrics::python {
 // failure.
 bool make_idiom_parts(ChildObject* child);
 
+// Called by the child's dealloc: its _sum (which its buckets hold, and
+// which may outlive it) takes over its series (family, values, handle) and
+// keeps recording into it.
+void detach_idiom_parts(ChildObject* child);
+
 // Readies the idiom's types (HistogramSum, HistogramBucket) and adds them to
 // module. Returns -1 with an exception set on failure.
 int add_idiom_types(PyObject* module);

@@ -319,3 +319,36 @@ after_clear = c.labels(**kept[1]) is second
 print(json.dumps([refused_twice, remembered, after_remove, after_clear, sorted(c._children)]))
 """, flags=["--metrics-max-series-per-family", "2"])
     assert result == [False, True, False, False, [["r1"]]]
+
+
+def test_refused_histogram_children_go_at_once_and_kept_parts_outlive_their_child(workdir):
+    [result] = run_launcher(workdir, """
+import gc
+h = pc.Histogram("c:itl_seconds", "ITL.", ["request"], buckets=[0.01, 0.1])
+his = h.labels(request="r0")
+parts = (his._sum, his._buckets)
+gc.collect()
+gc.disable()
+for i in range(200):  # refused: a new child each time, with its _sum and _buckets
+    refused_child = h.labels(request="r%d" % (i + 1))
+    refused_child._sum.inc(0.02)
+    refused_child._buckets[1].inc(1)
+del refused_child
+alive = sum(1 for o in gc.get_objects() if type(o).__name__ == "HistogramChild")
+gc.enable()
+h.remove("r0")
+del his
+gc.collect()
+parts[0].inc(0.03)      # the child is gone: its parts record into its series
+parts[1][1].inc(2)
+labels = {"request": "r0"}
+print(json.dumps([alive, pc.REGISTRY.get_sample_value("c:itl_seconds_count", labels),
+                  pc.REGISTRY.get_sample_value("c:itl_seconds_sum", labels),
+                  [b.get() for b in parts[1]], parts[0].get()]))
+""", flags=["--metrics-max-series-per-family", "1"])
+    alive, count, total, buckets, own_sum = result
+    assert alive == 1  # r0's only: no refused child waits for the collector
+    assert count == 2.0
+    assert math.isclose(total, 0.03)
+    assert buckets == [0.0, 2.0, 0.0]
+    assert math.isclose(own_sum, 0.03)
