@@ -22,7 +22,8 @@ stand-ins a C call can be (labels a dict lookup, inc the builtin abs): the
 cost of the engine's code itself, which no metrics library removes, and so
 the bound on the idiom's ratio.
 
-Each figure is the best of REPEATS timeit repeats, in ns per call. Each side
+Each figure is the best of REPEATS timeit repeats, in ns per call (--json
+prints the figures as one JSON object instead of the table). Each side
 runs in a child process of its own (prometheus_client reads
 PROMETHEUS_MULTIPROC_DIR at import; tokenspeed_metrics.start() is
 process-wide)."""
@@ -178,6 +179,10 @@ def main():
     ours = run_child("ours", clean)
     floor = run_child("floor", clean)
     load_after = os.getloadavg()
+    if "--json" in sys.argv[1:]:
+        print(json.dumps({"prometheus_client": reference, "tokenspeed_metrics": ours,
+                          "engine": floor, "load": [load_before, load_after]}))
+        return
     width = max(len(shape) for shape in reference)
     print("| call shape | prometheus_client 0.16 multiprocess (ns) | "
           "tokenspeed_metrics.prometheus_client (ns) | ratio |")
