@@ -224,9 +224,15 @@ PyObject* bucket_inc(BucketObject* self, PyObject* const* args, Py_ssize_t nargs
   if (count == 0) return nullptr;
   const std::vector<double>& bounds = family_of(sum)->definition->buckets;
   const double value = total / static_cast<double>(count);
-  std::size_t expected = 0;
-  while (expected < bounds.size() && !(value <= bounds[expected])) ++expected;
-  if (expected != self->index && !std::isnan(value)) {
+  // Bucket i holds the values above bound i - 1 up to bound i (the bounds
+  // ascend; the last bucket has no upper bound): two comparisons, the search
+  // only for the message.
+  const std::size_t i = self->index;
+  const bool in_bucket =
+      (i == bounds.size() || value <= bounds[i]) && (i == 0 || value > bounds[i - 1]);
+  if (!in_bucket && !std::isnan(value)) {
+    std::size_t expected = 0;
+    while (expected < bounds.size() && !(value <= bounds[expected])) ++expected;
     return wrong_bucket(self, count, total, value, expected,
                         expected < bounds.size() ? bounds[expected] : INFINITY);
   }

@@ -22,11 +22,12 @@ stand-ins a C call can be (labels a dict lookup, inc the builtin abs): the
 cost of the engine's code itself, which no metrics library removes, and so
 the bound on the idiom's ratio.
 
-Each figure is the best of REPEATS timeit repeats, in ns per call (--json
+Each figure is the best of REPEATS timeit runs, in ns per call (--json
 prints the figures as one JSON object instead of the table). Each side
-runs in a child process of its own (prometheus_client reads
+runs in a process of its own (prometheus_client reads
 PROMETHEUS_MULTIPROC_DIR at import; tokenspeed_metrics.start() is
-process-wide)."""
+process-wide), and the sides take turns run by run, so that a machine
+shared with other work slows both alike."""
 import json
 import os
 import subprocess
@@ -61,14 +62,22 @@ def observe_inter_token_latency(histogram, labels, interval, num_new_tokens):
             break
 
 
-def best_ns(statement, namespace, number=N, per=1):
-    seconds = min(timeit.repeat(statement, globals=namespace, number=number, repeat=REPEATS))
-    return seconds / number / per * 1e9
+class Shape:
+    """One call shape: statement run number times in namespace, per calls
+    each time."""
+
+    def __init__(self, statement, namespace, number=N, per=1):
+        self.statement, self.namespace, self.number, self.per = statement, namespace, number, per
+
+    def time_ns(self):
+        """ns per call of one timeit run."""
+        seconds = timeit.timeit(self.statement, globals=self.namespace, number=self.number)
+        return seconds / self.number / self.per * 1e9
 
 
 def shapes(pc, gauge_mode):
-    """{shape: ns per call} with pc the prometheus_client module to time."""
-    figures = {}
+    """{name: Shape} with pc the prometheus_client module to time."""
+    timed = {}
     for labels in (LABELS_2, LABELS_6):
         n = len(labels)
         names = list(labels)
@@ -77,19 +86,18 @@ def shapes(pc, gauge_mode):
         histogram = pc.Histogram(f"bench:histogram_{n}_seconds", "H.", names,
                                  buckets=ITL_BUCKETS)
         ns = {"gauge": gauge, "counter": counter, "histogram": histogram, "labels": labels}
-        figures[f"SGLang gauge labels(**{n} labels).set(x)"] = best_ns(
+        timed[f"SGLang gauge labels(**{n} labels).set(x)"] = Shape(
             "gauge.labels(**labels).set(0.5)", ns)
-        figures[f"SGLang counter labels(**{n} labels).inc(n)"] = best_ns(
+        timed[f"SGLang counter labels(**{n} labels).inc(n)"] = Shape(
             "counter.labels(**labels).inc(3)", ns)
-        figures[f"SGLang histogram labels(**{n} labels).observe(x)"] = best_ns(
+        timed[f"SGLang histogram labels(**{n} labels).observe(x)"] = Shape(
             "histogram.labels(**labels).observe(0.02)", ns)
     itl = pc.Histogram("bench:inter_token_latency_seconds", "ITL.", list(LABELS_2),
                        buckets=ITL_BUCKETS)
     ns = {"f": observe_inter_token_latency, "h": itl, "labels": LABELS_2,
           "intervals": ITL_INTERVALS}
-    figures["SGLang idiom: _sum.inc + loop over 23 bounds + _buckets[i].inc"] = best_ns(
-        "for v in intervals: f(h, labels, v, 4)", ns, number=N // len(ITL_INTERVALS),
-        per=len(ITL_INTERVALS))
+    timed[IDIOM] = Shape("for v in intervals: f(h, labels, v, 4)", ns,
+                         number=N // len(ITL_INTERVALS), per=len(ITL_INTERVALS))
     # vLLM: children made once per engine, recorded on ever after.
     values = ("tiny-qwen", "0")
     counter = pc.Counter("vllm:prompt_tokens_total", "P.", ["model_name", "engine"])
@@ -99,11 +107,14 @@ def shapes(pc, gauge_mode):
                              buckets=ITL_BUCKETS)
     ns = {"counter": {0: counter.labels(*values)}, "gauge": {0: gauge.labels(*values)},
           "histogram": {0: histogram.labels(*values)}}
-    figures["vLLM cached child counter[e].inc(n)"] = best_ns("counter[0].inc(17)", ns)
-    figures["vLLM cached child gauge[e].set(x)"] = best_ns("gauge[0].set(3)", ns)
-    figures["vLLM cached child histogram[e].observe(x)"] = best_ns("histogram[0].observe(0.02)",
-                                                                   ns)
-    return figures
+    timed["vLLM cached child counter[e].inc(n)"] = Shape("counter[0].inc(17)", ns)
+    timed["vLLM cached child gauge[e].set(x)"] = Shape("gauge[0].set(3)", ns)
+    timed["vLLM cached child histogram[e].observe(x)"] = Shape("histogram[0].observe(0.02)", ns)
+    return timed
+
+
+IDIOM = "SGLang idiom: _sum.inc + loop over 23 bounds + _buckets[i].inc"
+FLOOR = "engine's own Python: the idiom with one-C-call stand-ins"
 
 
 def idiom_with_stand_ins(labels_call, his, labels, interval, num_new_tokens):
@@ -137,52 +148,83 @@ def engine_floor():
     child._upper_bounds = ITL_BUCKETS + [float("inf")]
     ns = {"f": idiom_with_stand_ins, "call": "".format, "his": child, "labels": LABELS_2,
           "intervals": ITL_INTERVALS}
-    lean = best_ns("for v in intervals: f(call, his, labels, v, 4)", ns,
-                   number=N // len(ITL_INTERVALS), per=len(ITL_INTERVALS))
-    return {"engine's own Python: the idiom with one-C-call stand-ins": lean}
+    return {FLOOR: Shape("for v in intervals: f(call, his, labels, v, 4)", ns,
+                         number=N // len(ITL_INTERVALS), per=len(ITL_INTERVALS))}
 
 
-def child_main(mode):
-    if mode == "prometheus_client":
+def serve(side):
+    """A side's process: prints its shape names (one JSON line), then times
+    the shape named on each line of stdin once and prints ns per call."""
+    if side == "prometheus_client":
         import prometheus_client as pc
         assert os.environ.get("PROMETHEUS_MULTIPROC_DIR"), "multiprocess mode only"
         # 0.16 has no mostrecent (0.18): max records alike for one process.
-        print(json.dumps(shapes(pc, "max")))
-    elif mode == "floor":
-        print(json.dumps(engine_floor()))
+        timed = shapes(pc, "max")
+    elif side == "engine":
+        timed = engine_floor()
     else:
         import tokenspeed_metrics
         tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0"])
         from tokenspeed_metrics import prometheus_client as pc
-        figures = shapes(pc, "mostrecent")  # SGLang's mode for its gauges
-        tokenspeed_metrics.close()
-        print(json.dumps(figures))
+        timed = shapes(pc, "mostrecent")  # SGLang's mode for its gauges
+    print(json.dumps(list(timed)), flush=True)
+    for line in sys.stdin:
+        print(json.dumps(timed[line.strip()].time_ns()), flush=True)
 
 
-def run_child(mode, env):
-    result = subprocess.run([sys.executable, __file__, "--child", mode], capture_output=True,
-                            text=True, env=env, check=False)
-    if result.returncode != 0:
-        sys.exit("%s failed:\n%s" % (mode, result.stderr))
-    return json.loads(result.stdout)
+class Side:
+    """A side's serving process."""
+
+    def __init__(self, name, env):
+        self.name = name
+        self.process = subprocess.Popen([sys.executable, __file__, "--serve", name], env=env,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.shapes = self._answer()
+
+    def _answer(self):
+        line = self.process.stdout.readline()
+        if not line:
+            sys.exit("%s failed (its stderr is above)" % self.name)
+        return json.loads(line)
+
+    def time_ns(self, shape):
+        self.process.stdin.write(shape + "\n")
+        self.process.stdin.flush()
+        return self._answer()
+
+    def close(self):
+        self.process.stdin.close()
+        self.process.wait()
 
 
 def main():
-    if len(sys.argv) == 3 and sys.argv[1] == "--child":
-        child_main(sys.argv[2])
+    if len(sys.argv) == 3 and sys.argv[1] == "--serve":
+        serve(sys.argv[2])
         return
     clean = {k: v for k, v in os.environ.items()
              if not k.startswith(("TOKENSPEED_", "PROMETHEUS_"))}
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as multiproc:
-        reference = run_child("prometheus_client", dict(clean, PROMETHEUS_MULTIPROC_DIR=multiproc))
-    ours = run_child("ours", clean)
-    floor = run_child("floor", clean)
+        sides = [Side("prometheus_client", dict(clean, PROMETHEUS_MULTIPROC_DIR=multiproc)),
+                 Side("tokenspeed_metrics", clean), Side("engine", clean)]
+        # The sides take turns, run by run, so that all see the same
+        # machine (the engine's own Python beside the idiom); each keeps its
+        # best run.
+        figures = {side.name: {} for side in sides}
+        for shape in sides[0].shapes:
+            for _ in range(REPEATS):
+                for side in sides:
+                    name = shape if shape in side.shapes else {IDIOM: FLOOR}.get(shape)
+                    if name in side.shapes:
+                        ns = side.time_ns(name)
+                        figures[side.name][name] = min(figures[side.name].get(name, ns), ns)
+        for side in sides:
+            side.close()
     load_after = os.getloadavg()
     if "--json" in sys.argv[1:]:
-        print(json.dumps({"prometheus_client": reference, "tokenspeed_metrics": ours,
-                          "engine": floor, "load": [load_before, load_after]}))
+        print(json.dumps(dict(figures, load=[load_before, load_after])))
         return
+    reference, ours = figures["prometheus_client"], figures["tokenspeed_metrics"]
     width = max(len(shape) for shape in reference)
     print("| call shape | prometheus_client 0.16 multiprocess (ns) | "
           "tokenspeed_metrics.prometheus_client (ns) | ratio |")
@@ -190,9 +232,8 @@ def main():
     for shape, theirs in reference.items():
         print(f"| {shape:<{width}} | {theirs:8.1f} | {ours[shape]:7.1f} | "
               f"{theirs / ours[shape]:5.1f}x |")
-    idiom = "SGLang idiom: _sum.inc + loop over 23 bounds + _buckets[i].inc"
-    for shape, ns in floor.items():
-        print(f"| {shape:<{width}} | - | {ns:7.1f} | cap {reference[idiom] / ns:5.1f}x |")
+    for shape, ns in figures["engine"].items():
+        print(f"| {shape:<{width}} | - | {ns:7.1f} | cap {reference[IDIOM] / ns:5.1f}x |")
     print()
     print("load average %.2f %.2f %.2f before, %.2f %.2f %.2f after" % (load_before + load_after))
 
