@@ -2,7 +2,9 @@
 // API with METH_FASTCALL: a cached child's inc/set/observe parses its
 // arguments, checks the binding generation and calls the host's handle; it
 // allocates no Python object and never releases the GIL (the work is tens of
-// nanoseconds, less than releasing it would cost).
+// nanoseconds, less than releasing it would cost). A family's labels() that
+// repeats its previous call returns that call's child after comparing the
+// arguments by identity: no hashing, no str().
 #include "native_handles.hpp"
 
 #include <algorithm>
@@ -13,27 +15,12 @@
 #include <string>
 #include <vector>
 
-#include "native_state.hpp"
+#include <structmember.h>
+
+#include "native_idiom.hpp"
 
 namespace tokenspeed::metrics::python {
 namespace {
-
-struct FamilyObject {
-  PyObject_HEAD MetricDefinition* definition;  // checked; owned
-  void* native;  // CounterFamily*, GaugeFamily* or HistogramFamily* (histograms, summaries)
-  std::uint64_t generation;  // of native
-  PyObject* children;        // dict: tuple of label values -> child
-  PyObject* labelnames;      // tuple of str
-};
-
-struct ChildObject {
-  PyObject_HEAD FamilyObject* family;  // strong reference
-  PyObject* values;                    // tuple of str
-  std::uint64_t generation;
-  Counter counter;
-  Gauge gauge;
-  Histogram histogram;
-};
 
 PyTypeObject* child_type_of(MetricKind kind);
 
@@ -76,18 +63,33 @@ bool bind_family(FamilyObject* family) {
   return bound;
 }
 
-bool bind_child(ChildObject* child) {
-  FamilyObject* family = child->family;
-  if (!bind_family(family)) return false;
-  const Py_ssize_t n = PyTuple_GET_SIZE(child->values);
-  std::vector<std::string_view> views;
+// The label values as views into their str objects (valid while values
+// lives); false with a Python exception set.
+bool label_views(PyObject* values, std::vector<std::string_view>& views) {
+  const Py_ssize_t n = PyTuple_GET_SIZE(values);
   views.reserve(static_cast<std::size_t>(n));
   for (Py_ssize_t i = 0; i < n; ++i) {
     Py_ssize_t size = 0;
-    const char* text = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(child->values, i), &size);
+    const char* text = PyUnicode_AsUTF8AndSize(PyTuple_GET_ITEM(values, i), &size);
     if (text == nullptr) return false;
     views.emplace_back(text, static_cast<std::size_t>(size));
   }
+  return true;
+}
+
+}  // namespace
+
+bool bind_histogram(FamilyObject* family, PyObject* values, Histogram& handle) {
+  std::vector<std::string_view> views;
+  if (!bind_family(family) || !label_views(values, views)) return false;
+  return raising_on_failure(
+      [&] { handle = static_cast<HistogramFamily*>(family->native)->labels(views); });
+}
+
+bool bind_child(ChildObject* child) {
+  FamilyObject* family = child->family;
+  std::vector<std::string_view> views;
+  if (!bind_family(family) || !label_views(child->values, views)) return false;
   const bool bound = raising_on_failure([&] {
     switch (family->definition->kind) {
       case MetricKind::counter:
@@ -106,9 +108,7 @@ bool bind_child(ChildObject* child) {
   return bound;
 }
 
-inline bool ready(ChildObject* child) {
-  return child->generation == binding_generation || bind_child(child);
-}
+namespace {
 
 // A float argument (int and float exact types take the fast path).
 inline bool as_double(PyObject* object, double& out) {
@@ -172,9 +172,22 @@ bool named_arguments(PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames,
 // --------------------------------------------------------------- children
 
 void child_dealloc(ChildObject* self) {
-  Py_XDECREF(self->family);
-  Py_XDECREF(self->values);
+  PyObject_GC_UnTrack(self);
+  detach_idiom_parts(self);
+  Py_CLEAR(self->idiom_sum);
+  Py_CLEAR(self->idiom_buckets);
+  Py_CLEAR(self->upper_bounds);
+  Py_CLEAR(self->family);
+  Py_CLEAR(self->values);
   Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
+}
+
+// A child is in a cycle the collector must see: family -> children ->
+// child -> family (the family's tp_clear breaks it). The idiom's parts hold
+// no reference back (see native_idiom.hpp).
+int child_traverse(ChildObject* self, visitproc visit, void* arg) {
+  Py_VISIT(self->family);
+  return 0;
 }
 
 // Reads the optional argument amount (positional or by keyword) of inc and
@@ -205,7 +218,7 @@ PyObject* counter_inc(ChildObject* self, PyObject* const* args, Py_ssize_t nargs
     PyErr_SetString(PyExc_ValueError, "Counters can only be incremented by non-negative amounts.");
     return nullptr;
   }
-  if (!ready(self)) return nullptr;
+  if (!child_ready(self)) return nullptr;
   self->counter.inc(amount);
   Py_RETURN_NONE;
 }
@@ -223,7 +236,7 @@ PyObject* gauge_set(ChildObject* self, PyObject* const* args, Py_ssize_t nargs, 
   }
   double value = 0.0;
   if (!as_double(given, value)) return nullptr;
-  if (!ready(self)) return nullptr;
+  if (!child_ready(self)) return nullptr;
   self->gauge.set(value);
   Py_RETURN_NONE;
 }
@@ -232,7 +245,7 @@ template <int Sign>
 PyObject* gauge_add(ChildObject* self, PyObject* const* args, Py_ssize_t nargs, PyObject* kwnames) {
   double amount = 1.0;
   if (!optional_amount(args, nargs, kwnames, amount)) return nullptr;
-  if (!ready(self)) return nullptr;
+  if (!child_ready(self)) return nullptr;
   self->gauge.inc(Sign * amount);
   Py_RETURN_NONE;
 }
@@ -272,7 +285,7 @@ PyObject* histogram_observe(ChildObject* self, PyObject* const* args, Py_ssize_t
   std::uint64_t weight = 1;
   if (!as_double(amount, value)) return nullptr;
   if (weight_arg != nullptr && !weight_of(weight_arg, weight)) return nullptr;
-  if (!ready(self)) return nullptr;
+  if (!child_ready(self)) return nullptr;
   self->histogram.observe(value, weight);
   Py_RETURN_NONE;
 }
@@ -287,7 +300,7 @@ PyObject* histogram_observe_total(ChildObject* self, PyObject* const* args, Py_s
   double total = 0.0;
   std::uint64_t weight = 1;
   if (!as_double(args[0], total) || !weight_of(args[1], weight)) return nullptr;
-  if (!ready(self)) return nullptr;
+  if (!child_ready(self)) return nullptr;
   self->histogram.observe_total(total, weight);
   Py_RETURN_NONE;
 }
@@ -295,7 +308,7 @@ PyObject* histogram_observe_total(ChildObject* self, PyObject* const* args, Py_s
 // observe_many(values): every value of a sequence (or a buffer of doubles:
 // array('d'), a NumPy float64 array) once, in one call.
 PyObject* histogram_observe_many(ChildObject* self, PyObject* values) {
-  if (!ready(self)) return nullptr;
+  if (!child_ready(self)) return nullptr;
   if (PyObject_CheckBuffer(values)) {
     Py_buffer view;
     if (PyObject_GetBuffer(values, &view, PyBUF_FORMAT | PyBUF_C_CONTIGUOUS) == 0) {
@@ -337,18 +350,18 @@ PyObject* histogram_observe_many(ChildObject* self, PyObject* values) {
 // This process's own figures of a series (prometheus_client's _value.get()
 // in multiprocess mode); /metrics merges every process's.
 PyObject* counter_get(ChildObject* self, PyObject*) {
-  if (!ready(self)) return nullptr;
+  if (!child_ready(self)) return nullptr;
   return PyFloat_FromDouble(self->counter.value());
 }
 
 PyObject* gauge_get(ChildObject* self, PyObject*) {
-  if (!ready(self)) return nullptr;
+  if (!child_ready(self)) return nullptr;
   return PyFloat_FromDouble(self->gauge.value());
 }
 
 // (count of bucket 0, ..., count of +Inf): not cumulative.
 PyObject* histogram_bucket_counts(ChildObject* self, PyObject*) {
-  if (!ready(self)) return nullptr;
+  if (!child_ready(self)) return nullptr;
   const std::size_t n = self->family->definition->buckets.size();
   PyObject* counts = PyTuple_New(static_cast<Py_ssize_t>(n + 1));
   if (counts == nullptr) return nullptr;
@@ -364,7 +377,7 @@ PyObject* histogram_bucket_counts(ChildObject* self, PyObject*) {
 }
 
 PyObject* histogram_sum(ChildObject* self, PyObject*) {
-  if (!ready(self)) return nullptr;
+  if (!child_ready(self)) return nullptr;
   return PyFloat_FromDouble(self->histogram.sum());
 }
 
@@ -408,23 +421,76 @@ bool series_refused(const ChildObject* child);
 // series per process): recording through the child then does nothing but
 // count the refusal.
 PyObject* child_kept(ChildObject* self, void*) {
-  if (!ready(self)) return nullptr;
+  if (!child_ready(self)) return nullptr;
   return PyBool_FromLong(!series_refused(self));
 }
 
+PyObject* child_family(ChildObject* self, void*) {
+  Py_INCREF(self->family);
+  return reinterpret_cast<PyObject*>(self->family);
+}
+
+PyObject* child_values(ChildObject* self, void*) {
+  Py_INCREF(self->values);
+  return self->values;
+}
+
+// The family's bounds with +Inf, one list for every child (made once).
+PyObject* family_upper_bounds(FamilyObject* family) {
+  if (family->upper_bounds == nullptr) {
+    const std::vector<double>& buckets = family->definition->buckets;
+    PyObject* bounds = PyList_New(static_cast<Py_ssize_t>(buckets.size() + 1));
+    if (bounds == nullptr) return nullptr;
+    for (std::size_t i = 0; i <= buckets.size(); ++i) {
+      PyObject* bound = PyFloat_FromDouble(i < buckets.size() ? buckets[i] : INFINITY);
+      if (bound == nullptr) {
+        Py_DECREF(bounds);
+        return nullptr;
+      }
+      PyList_SET_ITEM(bounds, static_cast<Py_ssize_t>(i), bound);
+    }
+    family->upper_bounds = bounds;
+  }
+  return family->upper_bounds;
+}
+
+#define CHILD_GETTER(name, function, doc) \
+  { name, reinterpret_cast<getter>(function), nullptr, doc, nullptr }
+
 PyGetSetDef child_getset[] = {
-    {"kept", reinterpret_cast<getter>(child_kept), nullptr,
-     "False when the host refused this series (past the bound on series per family)", nullptr},
+    CHILD_GETTER("kept", child_kept,
+                 "False when the host refused this series (past the bound on series per family)"),
+    CHILD_GETTER("_family", child_family, "the family of this series"),
+    CHILD_GETTER("_values", child_values, "the label values, in the family's labelnames order"),
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
 
-PyTypeObject make_child_type(const char* name, PyMethodDef* methods) {
+// A histogram child of tokenspeed_metrics.prometheus_client has the
+// batched idiom's parts (native_idiom) as prometheus_client's child has
+// them, as plain fields: reading one is a load the interpreter specialises.
+PyMemberDef histogram_child_members[] = {
+    {"_sum", T_OBJECT_EX, offsetof(ChildObject, idiom_sum), READONLY,
+     "the batched idiom's _sum: inc(total) opens a batch, get() reads the sum"},
+    {"_buckets", T_OBJECT_EX, offsetof(ChildObject, idiom_buckets), READONLY,
+     "the batched idiom's buckets: _buckets[i].inc(n) closes the batch, get() reads bucket i "
+     "(not cumulative)"},
+    {"_upper_bounds", T_OBJECT_EX, offsetof(ChildObject, upper_bounds), READONLY,
+     "the bucket bounds with +Inf (a list)"},
+    {nullptr, 0, 0, 0, nullptr}};
+
+// Python subclasses (tokenspeed_metrics.prometheus_client's children) add
+// methods, never instance fields; every child type is collected (see
+// child_traverse).
+PyTypeObject make_child_type(const char* name, PyMethodDef* methods,
+                             PyMemberDef* members = nullptr) {
   PyTypeObject type = blank_type();
   type.tp_name = name;
   type.tp_basicsize = sizeof(ChildObject);
   type.tp_dealloc = reinterpret_cast<destructor>(child_dealloc);
-  type.tp_flags = Py_TPFLAGS_DEFAULT;
+  type.tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC;
   type.tp_doc = "One series of a metric family: a handle to keep and record with.";
+  type.tp_traverse = reinterpret_cast<traverseproc>(child_traverse);
   type.tp_methods = methods;
+  type.tp_members = members;
   type.tp_getset = child_getset;
   return type;
 }
@@ -433,8 +499,8 @@ PyTypeObject counter_child_type =
     make_child_type("tokenspeed_metrics.CounterChild", counter_child_methods);
 PyTypeObject gauge_child_type =
     make_child_type("tokenspeed_metrics.GaugeChild", gauge_child_methods);
-PyTypeObject histogram_child_type =
-    make_child_type("tokenspeed_metrics.HistogramChild", histogram_child_methods);
+PyTypeObject histogram_child_type = make_child_type(
+    "tokenspeed_metrics.HistogramChild", histogram_child_methods, histogram_child_members);
 PyTypeObject summary_child_type =
     make_child_type("tokenspeed_metrics.SummaryChild", histogram_child_methods);
 
@@ -454,8 +520,19 @@ PyTypeObject* child_type_of(MetricKind kind) {
 
 // --------------------------------------------------------------- families
 
-PyObject* new_child(FamilyObject* family, PyObject* values) {
-  auto* child = PyObject_New(ChildObject, child_type_of(family->definition->kind));
+// True for a family of tokenspeed_metrics.prometheus_client (its children
+// are a subclass of the kind's child type).
+bool is_compat_family(const FamilyObject* family) {
+  return family->child_type != nullptr &&
+         family->child_type != child_type_of(family->definition->kind);
+}
+
+// A child of values, not bound yet (child_ready binds it); a histogram
+// child of tokenspeed_metrics.prometheus_client with the idiom's parts.
+ChildObject* make_child(FamilyObject* family, PyObject* values) {
+  PyTypeObject* type =
+      family->child_type != nullptr ? family->child_type : child_type_of(family->definition->kind);
+  auto* child = reinterpret_cast<ChildObject*>(type->tp_alloc(type, 0));
   if (child == nullptr) return nullptr;
   Py_INCREF(family);
   Py_INCREF(values);
@@ -465,11 +542,18 @@ PyObject* new_child(FamilyObject* family, PyObject* values) {
   new (&child->counter) Counter();
   new (&child->gauge) Gauge();
   new (&child->histogram) Histogram();
-  if (!bind_child(child)) {
-    Py_DECREF(child);
-    return nullptr;
+  child->idiom_sum = nullptr;
+  child->idiom_buckets = nullptr;
+  child->upper_bounds = nullptr;
+  if (family->definition->kind == MetricKind::histogram && is_compat_family(family)) {
+    PyObject* bounds = family_upper_bounds(family);
+    if (bounds == nullptr || !make_idiom_parts(child)) {
+      Py_DECREF(child);
+      return nullptr;
+    }
+    child->upper_bounds = Py_NewRef(bounds);
   }
-  return reinterpret_cast<PyObject*>(child);
+  return child;
 }
 
 // True when the host refused the child's label set: its family is at the
@@ -490,34 +574,92 @@ bool series_refused(const ChildObject* child) {
   return false;
 }
 
-// The child of a tuple of str label values, cached in the family (unless
-// refused: see series_refused).
-PyObject* child_of(FamilyObject* family, PyObject* key) {
-  PyObject* child = PyDict_GetItemWithError(family->children, key);
-  if (child != nullptr) {
-    Py_INCREF(child);
-    return child;
-  }
-  if (PyErr_Occurred()) return nullptr;
-  if (PyTuple_GET_SIZE(key) != PyTuple_GET_SIZE(family->labelnames)) {
-    PyErr_SetString(PyExc_ValueError, "Incorrect label count");
-    return nullptr;
-  }
-  child = new_child(family, key);
-  if (child == nullptr) return nullptr;
-  if (series_refused(reinterpret_cast<const ChildObject*>(child))) return child;
-  if (PyDict_SetItem(family->children, key, child) != 0) {
-    Py_DECREF(child);
-    return nullptr;
-  }
-  return child;
+// ------------------------------------------------------ labels() and its cache
+
+// A value whose str() cannot change while a reference to it is held: the
+// last call may be recognised by the identity of such values.
+inline bool immutable_value(PyObject* value) {
+  return PyUnicode_CheckExact(value) || PyLong_CheckExact(value) || PyFloat_CheckExact(value) ||
+         PyBool_Check(value) || value == Py_None;
 }
 
-PyObject* family_labels(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs,
-                        PyObject* kwnames) {
+// Drops the remembered call (after remove() or clear(), or to remember
+// another). The references go after the fields are cleared: no Python code
+// (str, int, float, a child's dealloc run none) sees a half-cleared cache.
+void forget_last_call(FamilyObject* family) {
+  PyObject* child = family->last_child;
+  if (child == nullptr) return;
+  std::array<PyObject*, 2 * kRememberedArguments> held{};
+  std::size_t n = 0;
+  for (Py_ssize_t i = 0; i < family->last_nkw; ++i) held[n++] = family->last_names[i];
+  for (Py_ssize_t i = 0; i < family->last_nargs + family->last_nkw; ++i) {
+    held[n++] = family->last_values[i];
+  }
+  family->last_child = nullptr;
+  family->last_nargs = family->last_nkw = 0;
+  for (std::size_t i = 0; i < n; ++i) Py_DECREF(held[i]);
+  Py_DECREF(child);
+}
+
+// Remembers a call and its child when its arguments allow it (exact str
+// names, immutable values, no more than kRememberedArguments).
+void remember_last_call(FamilyObject* family, PyObject* const* args, Py_ssize_t nargs,
+                        PyObject* kwnames, PyObject* child) {
+  forget_last_call(family);
+  const Py_ssize_t nkw = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+  if (nargs + nkw > kRememberedArguments) return;
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(kwnames, k))) return;
+  }
+  for (Py_ssize_t i = 0; i < nargs + nkw; ++i) {
+    if (!immutable_value(args[i])) return;
+  }
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    family->last_names[k] = Py_NewRef(PyTuple_GET_ITEM(kwnames, k));
+  }
+  for (Py_ssize_t i = 0; i < nargs + nkw; ++i) family->last_values[i] = Py_NewRef(args[i]);
+  family->last_nargs = nargs;
+  family->last_nkw = nkw;
+  family->last_child = Py_NewRef(child);
+}
+
+// True when this call passes the very objects of the remembered one, in the
+// same places (the same dict of labels gives the same key objects in the
+// same order, and its values unless one was replaced).
+inline bool repeats_last_call(const FamilyObject* family, PyObject* const* args, Py_ssize_t nargs,
+                              PyObject* kwnames) {
+  const Py_ssize_t nkw = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
+  if (family->last_child == nullptr || family->last_nargs != nargs || family->last_nkw != nkw) {
+    return false;
+  }
+  for (Py_ssize_t k = 0; k < nkw; ++k) {
+    if (PyTuple_GET_ITEM(kwnames, k) != family->last_names[k]) return false;
+  }
+  for (Py_ssize_t i = 0; i < nargs + nkw; ++i) {
+    if (args[i] != family->last_values[i]) return false;
+  }
+  return true;
+}
+
+// str(value), as prometheus_client makes a label value.
+inline PyObject* label_text(PyObject* value) {
+  return PyUnicode_CheckExact(value) ? Py_NewRef(value) : PyObject_Str(value);
+}
+
+// True when the names are the same str, by identity first.
+inline bool same_name(PyObject* a, PyObject* b) { return a == b || PyUnicode_Compare(a, b) == 0; }
+
+// The key of a labels() call: its values as str in labelnames' order, or
+// null with prometheus_client's ValueError.
+PyObject* label_key(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                    PyObject* kwnames) {
   const Py_ssize_t expected = PyTuple_GET_SIZE(self->labelnames);
   if (expected == 0) {
-    PyErr_SetString(PyExc_ValueError, "No label names were set when constructing this metric");
+    if (is_compat_family(self)) {
+      PyErr_Format(PyExc_ValueError, "No label names were set when constructing %S", self);
+    } else {
+      PyErr_SetString(PyExc_ValueError, "No label names were set when constructing this metric");
+    }
     return nullptr;
   }
   const Py_ssize_t nkw = kwnames != nullptr ? PyTuple_GET_SIZE(kwnames) : 0;
@@ -525,51 +667,84 @@ PyObject* family_labels(FamilyObject* self, PyObject* const* args, Py_ssize_t na
     PyErr_SetString(PyExc_ValueError, "Can't pass both *args and **kwargs");
     return nullptr;
   }
-  PyObject* key = PyTuple_New(nargs != 0 ? nargs : expected);
+  if (nkw != 0 ? nkw != expected : nargs != expected) {
+    PyErr_SetString(PyExc_ValueError, nkw != 0 ? "Incorrect label names" : "Incorrect label count");
+    return nullptr;
+  }
+  PyObject* key = PyTuple_New(expected);
   if (key == nullptr) return nullptr;
-  if (nkw != 0) {
-    if (nkw != expected) {
-      Py_DECREF(key);
-      PyErr_SetString(PyExc_ValueError, "Incorrect label names");
-      return nullptr;
-    }
-    for (Py_ssize_t i = 0; i < expected; ++i) {
-      PyObject* wanted = PyTuple_GET_ITEM(self->labelnames, i);
-      PyObject* found = nullptr;
-      for (Py_ssize_t k = 0; k < nkw; ++k) {
-        if (PyUnicode_Compare(PyTuple_GET_ITEM(kwnames, k), wanted) == 0) found = args[k];
+  for (Py_ssize_t i = 0; i < expected; ++i) {
+    PyObject* wanted = PyTuple_GET_ITEM(self->labelnames, i);
+    PyObject* value = nullptr;
+    if (nkw != 0) {
+      for (Py_ssize_t k = 0; k < nkw && value == nullptr; ++k) {
+        if (same_name(PyTuple_GET_ITEM(kwnames, k), wanted)) value = args[k];
       }
-      if (found == nullptr) {
+      if (value == nullptr) {
         Py_DECREF(key);
         PyErr_SetString(PyExc_ValueError, "Incorrect label names");
         return nullptr;
       }
-      PyObject* text =
-          PyUnicode_CheckExact(found) ? (Py_INCREF(found), found) : PyObject_Str(found);
-      if (text == nullptr) {
-        Py_DECREF(key);
-        return nullptr;
+    } else if (self->caller_names == nullptr) {
+      value = args[i];
+    } else {  // the caller's order differs: the value of the same name
+      for (Py_ssize_t j = 0; j < expected && value == nullptr; ++j) {
+        if (same_name(PyTuple_GET_ITEM(self->caller_names, j), wanted)) value = args[j];
       }
-      PyTuple_SET_ITEM(key, i, text);
     }
-  } else {
-    for (Py_ssize_t i = 0; i < nargs; ++i) {
-      PyObject* value = args[i];
-      PyObject* text =
-          PyUnicode_CheckExact(value) ? (Py_INCREF(value), value) : PyObject_Str(value);
-      if (text == nullptr) {
-        Py_DECREF(key);
-        return nullptr;
-      }
-      PyTuple_SET_ITEM(key, i, text);
+    PyObject* text = value != nullptr ? label_text(value) : nullptr;
+    if (text == nullptr) {
+      if (!PyErr_Occurred()) PyErr_SetString(PyExc_ValueError, "Incorrect label names");
+      Py_DECREF(key);
+      return nullptr;
     }
+    PyTuple_SET_ITEM(key, i, text);
   }
-  PyObject* child = child_of(self, key);
+  return key;
+}
+
+// The child of key, cached in the family unless the host refused its series
+// (see series_refused); kept says which.
+PyObject* child_of(FamilyObject* family, PyObject* key, bool& kept) {
+  kept = true;
+  PyObject* found = PyDict_GetItemWithError(family->children, key);
+  if (found != nullptr) return Py_NewRef(found);
+  if (PyErr_Occurred()) return nullptr;
+  ChildObject* child = make_child(family, key);
+  if (child == nullptr) return nullptr;
+  if (!bind_child(child)) {
+    Py_DECREF(child);
+    return nullptr;
+  }
+  if (series_refused(child)) {
+    kept = false;
+    return reinterpret_cast<PyObject*>(child);
+  }
+  // Another thread may have made it meanwhile (making one can run Python
+  // code): the first one stays.
+  PyObject* cached = PyDict_SetDefault(family->children, key, reinterpret_cast<PyObject*>(child));
+  Py_DECREF(child);
+  return cached != nullptr ? Py_NewRef(cached) : nullptr;
+}
+
+// labels(*values) or labels(**values), prometheus_client's: the child of
+// that series. A call that repeats the previous one returns its child at
+// once.
+PyObject* family_labels(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs,
+                        PyObject* kwnames) {
+  if (repeats_last_call(self, args, nargs, kwnames)) return Py_NewRef(self->last_child);
+  PyObject* key = label_key(self, args, nargs, kwnames);
+  if (key == nullptr) return nullptr;
+  bool kept = true;
+  PyObject* child = child_of(self, key, kept);
   Py_DECREF(key);
+  if (child != nullptr && kept) remember_last_call(self, args, nargs, kwnames, child);
   return child;
 }
 
-// The child of a family without labels, for family.inc() and the like.
+// The child of a family without labels, for family.inc() and the like:
+// made once and kept, unbound until it records (its one series is the
+// family's, whatever the bound on series).
 PyObject* unlabelled_child(FamilyObject* self) {
   if (PyTuple_GET_SIZE(self->labelnames) != 0) {
     PyErr_Format(PyExc_ValueError, "%s metric is missing label values",
@@ -578,9 +753,93 @@ PyObject* unlabelled_child(FamilyObject* self) {
   }
   PyObject* empty = PyTuple_New(0);
   if (empty == nullptr) return nullptr;
-  PyObject* child = child_of(self, empty);
+  PyObject* found = PyDict_GetItemWithError(self->children, empty);
+  if (found != nullptr || PyErr_Occurred()) {
+    Py_DECREF(empty);
+    return found != nullptr ? Py_NewRef(found) : nullptr;
+  }
+  ChildObject* child = make_child(self, empty);
+  PyObject* cached = child != nullptr ? PyDict_SetDefault(self->children, empty,
+                                                          reinterpret_cast<PyObject*>(child))
+                                      : nullptr;
+  Py_XDECREF(child);
   Py_DECREF(empty);
-  return child;
+  return cached != nullptr ? Py_NewRef(cached) : nullptr;
+}
+
+PyObject* family_unlabelled(FamilyObject* self, PyObject*) { return unlabelled_child(self); }
+
+// _set_child_class(child_class, caller_names): labels() makes child_class
+// (a subclass of this kind's child type) from now on; caller_names is the
+// order of positional label values (labelnames in another order, or None).
+PyObject* family_set_child_class(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  if (nargs != 2 || !PyType_Check(args[0])) {
+    PyErr_SetString(PyExc_TypeError, "_set_child_class(child_class, caller_names)");
+    return nullptr;
+  }
+  auto* type = reinterpret_cast<PyTypeObject*>(args[0]);
+  if (self->definition == nullptr ||
+      !PyType_IsSubtype(type, child_type_of(self->definition->kind))) {
+    PyErr_SetString(PyExc_TypeError, "the child class must derive from this family's child type");
+    return nullptr;
+  }
+  if (self->children == nullptr || PyDict_GET_SIZE(self->children) != 0) {
+    PyErr_SetString(PyExc_ValueError, "_set_child_class() comes before the first labels()");
+    return nullptr;
+  }
+  PyObject* caller_names = args[1] != Py_None ? PySequence_Tuple(args[1]) : nullptr;
+  if (args[1] != Py_None) {
+    if (caller_names == nullptr) return nullptr;
+    const Py_ssize_t n = PyTuple_GET_SIZE(self->labelnames);
+    bool permutation = PyTuple_GET_SIZE(caller_names) == n;
+    bool same_order = permutation;
+    for (Py_ssize_t i = 0; i < n && permutation; ++i) {
+      PyObject* name = PyTuple_GET_ITEM(self->labelnames, i);
+      bool found = false;
+      for (Py_ssize_t j = 0; j < n && !found; ++j) {
+        PyObject* other = PyTuple_GET_ITEM(caller_names, j);
+        found = PyUnicode_Check(other) && same_name(other, name);
+        same_order = same_order && (!found || i == j);
+      }
+      permutation = found;
+    }
+    if (!permutation) {
+      Py_DECREF(caller_names);
+      PyErr_SetString(PyExc_ValueError, "caller_names must be the family's label names");
+      return nullptr;
+    }
+    if (same_order) Py_CLEAR(caller_names);
+  }
+  Py_INCREF(type);
+  Py_XSETREF(self->child_type, type);
+  Py_XSETREF(self->caller_names, caller_names);
+  forget_last_call(self);
+  Py_RETURN_NONE;
+}
+
+PyObject* family_children(FamilyObject* self, void*) {
+  if (self->children == nullptr) return PyDict_New();
+  return Py_NewRef(self->children);
+}
+
+// _forget_child(values): drops the cached child of those label values (in
+// labelnames' order, str); False when there was none.
+PyObject* family_forget_child(FamilyObject* self, PyObject* key) {
+  if (self->children == nullptr) Py_RETURN_FALSE;
+  forget_last_call(self);
+  if (PyDict_GetItemWithError(self->children, key) == nullptr) {
+    if (PyErr_Occurred()) return nullptr;
+    Py_RETURN_FALSE;
+  }
+  if (PyDict_DelItem(self->children, key) != 0) return nullptr;
+  Py_RETURN_TRUE;
+}
+
+// _forget_children(): drops every cached child.
+PyObject* family_forget_children(FamilyObject* self, PyObject*) {
+  forget_last_call(self);
+  if (self->children != nullptr) PyDict_Clear(self->children);
+  Py_RETURN_NONE;
 }
 
 template <auto Method>
@@ -684,25 +943,30 @@ int family_init(FamilyObject* self, PyObject* args, PyObject* kwargs) {
   Py_XSETREF(self->labelnames, names);
   if (self->children == nullptr) self->children = PyDict_New();
   if (self->children == nullptr) return -1;
+  Py_CLEAR(self->upper_bounds);
+  forget_last_call(self);
   self->native = nullptr;
   self->generation = 0;
   return 0;
 }
 
 PyObject* family_new(PyTypeObject* type, PyObject*, PyObject*) {
-  auto* self = reinterpret_cast<FamilyObject*>(type->tp_alloc(type, 0));
-  if (self == nullptr) return nullptr;
-  self->definition = nullptr;
-  self->native = nullptr;
-  self->generation = 0;
-  self->children = nullptr;
-  self->labelnames = nullptr;
-  return reinterpret_cast<PyObject*>(self);
+  // tp_alloc zeroes every field: no definition, children, cache.
+  return type->tp_alloc(type, 0);
+}
+
+int family_clear(FamilyObject* self) {
+  forget_last_call(self);
+  Py_CLEAR(self->children);
+  Py_CLEAR(self->child_type);
+  Py_CLEAR(self->caller_names);
+  Py_CLEAR(self->upper_bounds);
+  return 0;
 }
 
 void family_dealloc(FamilyObject* self) {
   PyObject_GC_UnTrack(self);
-  Py_CLEAR(self->children);
+  family_clear(self);
   Py_CLEAR(self->labelnames);
   delete self->definition;
   Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
@@ -710,11 +974,8 @@ void family_dealloc(FamilyObject* self) {
 
 int family_traverse(FamilyObject* self, visitproc visit, void* arg) {
   Py_VISIT(self->children);
-  return 0;
-}
-
-int family_clear(FamilyObject* self) {
-  Py_CLEAR(self->children);
+  Py_VISIT(self->child_type);
+  Py_VISIT(self->last_child);
   return 0;
 }
 
@@ -732,7 +993,22 @@ PyObject* family_labelnames(FamilyObject* self, void*) {
 PyGetSetDef family_getset[] = {
     {"name", reinterpret_cast<getter>(family_name), nullptr, "the family name", nullptr},
     {"labelnames", reinterpret_cast<getter>(family_labelnames), nullptr, "label names", nullptr},
+    {"_children", reinterpret_cast<getter>(family_children), nullptr,
+     "the cached children: dict of label values (labelnames' order) to child", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};
+
+// What tokenspeed_metrics.prometheus_client's families use of their base.
+// clang-format off
+#define COMPAT_FAMILY_METHODS                                                                  \
+  {"_unlabelled", reinterpret_cast<PyCFunction>(family_unlabelled), METH_NOARGS,               \
+   "_unlabelled(): the child of a family without labels"},                                     \
+  {"_set_child_class", FASTCALL_KW(family_set_child_class), METH_FASTCALL,                     \
+   "_set_child_class(child_class, caller_names): what labels() makes"},                        \
+  {"_forget_child", reinterpret_cast<PyCFunction>(family_forget_child), METH_O,                \
+   "_forget_child(values): drops the cached child of those label values"},                     \
+  {"_forget_children", reinterpret_cast<PyCFunction>(family_forget_children), METH_NOARGS,     \
+   "_forget_children(): drops every cached child"}
+// clang-format on
 
 PyMethodDef counter_family_methods[] = {
     {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS,
@@ -741,6 +1017,7 @@ PyMethodDef counter_family_methods[] = {
      "inc(amount=1, exemplar=None)"},
     {"get", reinterpret_cast<PyCFunction>(forward_noargs<counter_get>), METH_NOARGS,
      "get(): what this process has counted"},
+    COMPAT_FAMILY_METHODS,
     {nullptr, nullptr, 0, nullptr}};
 PyMethodDef gauge_family_methods[] = {
     {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS, "labels(*values)"},
@@ -751,6 +1028,7 @@ PyMethodDef gauge_family_methods[] = {
      "dec(amount=1)"},
     {"get", reinterpret_cast<PyCFunction>(forward_noargs<gauge_get>), METH_NOARGS,
      "get(): this process's current value"},
+    COMPAT_FAMILY_METHODS,
     {nullptr, nullptr, 0, nullptr}};
 PyMethodDef histogram_family_methods[] = {
     {"labels", FASTCALL_KW(family_labels), METH_FASTCALL | METH_KEYWORDS, "labels(*values)"},
@@ -764,6 +1042,7 @@ PyMethodDef histogram_family_methods[] = {
      METH_NOARGS, "bucket_counts(): this process's count per bucket, +Inf last"},
     {"sum", reinterpret_cast<PyCFunction>(forward_noargs<histogram_sum>), METH_NOARGS,
      "sum(): this process's sum"},
+    COMPAT_FAMILY_METHODS,
     {nullptr, nullptr, 0, nullptr}};
 
 template <MetricKind Kind>

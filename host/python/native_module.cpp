@@ -4,6 +4,7 @@
 #include <Python.h>
 
 #include "native_handles.hpp"
+#include "native_idiom.hpp"
 #include "native_state.hpp"
 
 namespace {
@@ -36,7 +37,7 @@ PyMODINIT_FUNC PyInit__tokenspeed_metrics() {
   if (startup_error_type == nullptr || closed_error_type == nullptr ||
       PyModule_AddObjectRef(module, "StartupError", startup_error_type) < 0 ||
       PyModule_AddObjectRef(module, "ClosedError", closed_error_type) < 0 ||
-      add_handle_types(module) < 0) {
+      add_handle_types(module) < 0 || add_idiom_types(module) < 0) {
     Py_DECREF(module);
     return nullptr;
   }

@@ -318,7 +318,7 @@ def test_past_the_bound_on_series_a_child_is_not_kept(workdir):
 c = pc.Counter("c:per_request", "Per request.", ["request"])
 for i in range(5):
     c.labels("r%d" % i).inc()
-print(len(c._children_by_native), c.labels("r0") is c.labels("r0"),
+print(len(c._children), c.labels("r0") is c.labels("r0"),
       c.labels("r4") is c.labels("r4"), c.labels("r0")._value.get())
 """, flags=["--metrics-max-series-per-family", "3"])
     assert lines[0] == "3 True False 1.0"

@@ -1,16 +1,17 @@
-"""The children labels() returns: a series handle whose recording methods
-are the native child's own bound methods (a cached child's inc() is one
-native call), plus what prometheus_client's children offer around them
+"""The children labels() returns: the native module's children (labels()
+makes them, without a Python frame; a child's inc() is one native call),
+subclassed for what prometheus_client's children offer around recording
 (time(), track_inprogress(), count_exceptions(), set_to_current_time(), a
-histogram's _sum/_buckets/_upper_bounds for the batched idiom, a summary's
-_count/_sum) and their reads. A read gives this process's own figures, as
-prometheus_client's multiprocess mode does (/metrics merges every
-process's): _value.get() of a counter or gauge, _sum.get() and
-_buckets[i].get() (or ._value) of a histogram, _count.get() and _sum.get()
-of a summary."""
+summary's _count/_sum) and their reads. A histogram child's _sum, _buckets
+and _upper_bounds for the batched idiom are native (native_idiom.hpp). A
+read gives this process's own figures, as prometheus_client's multiprocess
+mode does (/metrics merges every process's): _value.get() of a counter or
+gauge, _sum.get() and _buckets[i].get() (or ._value) of a histogram,
+_count.get() and _sum.get() of a summary."""
 import time as _time
 
-from ._batched_observe import batched_parts
+import _tokenspeed_metrics as _native
+
 from ._exposition_reader import python_bound_text
 from .context_managers import ExceptionCounter, InprogressTracker, Timer
 
@@ -39,14 +40,19 @@ class ReadOnlyValue:
 
 
 class _Child:
-    __slots__ = ("_family", "_labelvalues", "_native")
+    """What every child adds to its native base (no fields: labels() makes
+    the child natively). _family and _values (labelnames' order, as the host
+    has them) are the native child's."""
+    __slots__ = ()
 
-    def __init__(self, family, labelvalues, native):
-        self._family = family
-        self._labelvalues = labelvalues
-        # The native child; for a family without labels the family itself,
-        # whose methods (recording and reads) are its unlabelled child's.
-        self._native = native
+    @property
+    def _labelvalues(self):
+        """The label values in the order the family was given its names."""
+        family = self._family
+        if not family._reorder:
+            return self._values
+        by_name = dict(zip(family.labelnames, self._values))
+        return tuple(by_name[name] for name in family._labelnames)
 
     def labels(self, *args, **kwargs):
         raise ValueError("%s already has labels set (%s); can not chain calls to .labels()"
@@ -57,39 +63,29 @@ class _Child:
                              dict(zip(self._family._labelnames, self._labelvalues)))
 
 
-class CounterChild(_Child):
-    __slots__ = ("inc",)
-
-    def __init__(self, family, labelvalues, native):
-        super().__init__(family, labelvalues, native)
-        self.inc = native.inc
+class CounterChild(_Child, _native.CounterChild):
+    __slots__ = ()
 
     @property
     def _value(self):
-        return ReadOnlyValue(self._native.get)
+        return ReadOnlyValue(self.get)
 
     def _samples(self):
-        return (("_total", {}, self._native.get()),)
+        return (("_total", {}, self.get()),)
 
     def count_exceptions(self, exception=Exception):
         return ExceptionCounter(self, exception)
 
 
-class GaugeChild(_Child):
-    __slots__ = ("set", "inc", "dec")
-
-    def __init__(self, family, labelvalues, native):
-        super().__init__(family, labelvalues, native)
-        self.set = native.set
-        self.inc = native.inc
-        self.dec = native.dec
+class GaugeChild(_Child, _native.GaugeChild):
+    __slots__ = ()
 
     @property
     def _value(self):
-        return ReadOnlyValue(self._native.get)
+        return ReadOnlyValue(self.get)
 
     def _samples(self):
-        return (("", {}, self._native.get()),)
+        return (("", {}, self.get()),)
 
     def set_to_current_time(self):
         self.set(_time.time())
@@ -106,42 +102,37 @@ class GaugeChild(_Child):
             "such a gauge out of /metrics too; call set(value) when the value changes instead")
 
 
-class HistogramChild(_Child):
-    __slots__ = ("observe", "_sum", "_buckets", "_upper_bounds")
-
-    def __init__(self, family, labelvalues, native):
-        super().__init__(family, labelvalues, native)
-        self.observe = native.observe
-        self._upper_bounds = family._upper_bounds
-        self._sum, self._buckets = batched_parts(self._upper_bounds, native.observe_total,
-                                                 native.sum, native.bucket_counts)
+class HistogramChild(_Child, _native.HistogramChild):
+    __slots__ = ()
 
     def _samples(self):
         """prometheus_client's: cumulative buckets, _count, then _sum (left
         out when the first bound is negative)."""
-        counts = self._native.bucket_counts()
+        counts = self.bucket_counts()
         samples, cumulative = [], 0.0
         for bound, count in zip(self._upper_bounds, counts):
             cumulative += count
             samples.append(("_bucket", {"le": python_bound_text(bound)}, cumulative))
         samples.append(("_count", {}, cumulative))
         if self._upper_bounds[0] >= 0:
-            samples.append(("_sum", {}, self._native.sum()))
+            samples.append(("_sum", {}, self.sum()))
         return samples
 
     def time(self):
         return Timer(self, "observe")
 
 
-class SummaryChild(_Child):
-    __slots__ = ("observe", "_count", "_sum")
+class SummaryChild(_Child, _native.SummaryChild):
+    __slots__ = ()
 
-    def __init__(self, family, labelvalues, native):
-        super().__init__(family, labelvalues, native)
-        self.observe = native.observe
-        counts = native.bucket_counts  # a summary's: (count,)
-        self._count = ReadOnlyValue(lambda: counts()[0])
-        self._sum = ReadOnlyValue(native.sum)
+    @property
+    def _count(self):
+        counts = self.bucket_counts  # a summary's: (count,)
+        return ReadOnlyValue(lambda: counts()[0])
+
+    @property
+    def _sum(self):
+        return ReadOnlyValue(self.sum)
 
     def _samples(self):
         return (("_count", {}, self._count.get()), ("_sum", {}, self._sum.get()))

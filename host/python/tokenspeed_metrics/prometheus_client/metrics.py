@@ -41,10 +41,11 @@ def enable_created_metrics():
 
 class _CompatFamily:
     """What every family adds to its native base: prometheus_client's names,
-    labels() returning the compatibility children, registration."""
+    registration, remove() and clear(). labels() is the native base's: it
+    makes and caches this family's child class (_children.py) and returns
+    the child of a repeated call without hashing its labels."""
     _type = None
     _child_class = None
-    _native_labels = None  # the native base's labels()
     _node_family = True  # what a registry accepts
 
     def _prepare(self, name, documentation, labelnames, namespace, subsystem, unit):
@@ -60,35 +61,25 @@ class _CompatFamily:
         native_names = (tuple(sorted(self._labelnames))
                         if isinstance(labelnames, (set, frozenset)) else self._labelnames)
         self._reorder = native_names != self._labelnames
-        self._children_by_native = {}
-        self._lock = threading.Lock()
-        self._unlabelled_child = None
         return native_names
 
-    def _register(self, registry):
+    def _finish(self, registry):
+        """After the native base's __init__: labels() makes this family's
+        children (positional values in prometheus_client's order), and the
+        family joins registry."""
+        self._set_child_class(self._child_class, self._labelnames)
+        # labels() bound once and kept in the instance: family.labels(...)
+        # finds it there instead of binding the method on every call.
+        self.labels = self.labels
         if registry:
             registry.register(self)
 
-    def labels(self, *labelvalues, **labelkwargs):
-        if self._reorder and labelvalues and not labelkwargs:
-            if len(labelvalues) != len(self._labelnames):
-                raise ValueError("Incorrect label count")
-            labelkwargs = dict(zip(self._labelnames, labelvalues))
-            labelvalues = ()
-        native = self._native_labels(*labelvalues, **labelkwargs)
-        child = self._children_by_native.get(native)
-        if child is not None:
-            return child
-        values = (tuple(str(labelkwargs[n]) for n in self._labelnames) if labelkwargs
-                  else tuple(str(v) for v in labelvalues))
-        child = self._child_class(self, values, native)
-        # Past the bound on series per family the host refuses new series
-        # (native.kept is False): such a child is not kept here either, so
-        # refused label values leave memory flat.
-        if native.kept:
-            with self._lock:
-                child = self._children_by_native.setdefault(native, child)
-        return child
+    def _host_order(self, labelvalues):
+        """Label values in prometheus_client's order as the host orders them."""
+        if not self._reorder:
+            return labelvalues
+        by_name = dict(zip(self._labelnames, labelvalues))
+        return tuple(by_name[name] for name in self.labelnames)
 
     def remove(self, *labelvalues):
         """Forgets the cached child. The series stays on /metrics, as it
@@ -99,26 +90,12 @@ class _CompatFamily:
             raise ValueError("Incorrect label count (expected %d, got %s)"
                              % (len(self._labelnames), labelvalues))
         wanted = tuple(str(v) for v in labelvalues)
-        with self._lock:
-            for native, child in list(self._children_by_native.items()):
-                if child._labelvalues == wanted:
-                    del self._children_by_native[native]
-                    return
-        raise KeyError(wanted)
+        if not self._forget_child(self._host_order(wanted)):
+            raise KeyError(wanted)
 
     def clear(self):
         """Forgets every cached child; the series stay on /metrics (see remove)."""
-        with self._lock:
-            self._children_by_native = {}
-
-    def _unlabelled(self):
-        """The child of a family without labels: its recording methods are
-        the family's own."""
-        if self._labelnames:
-            raise ValueError("%s metric is missing label values" % self._type)
-        if self._unlabelled_child is None:
-            self._unlabelled_child = self._child_class(self, (), self)
-        return self._unlabelled_child
+        self._forget_children()
 
     def describe(self):
         from .metrics_core import Metric
@@ -140,11 +117,8 @@ class _CompatFamily:
         there)."""
         from .metrics_core import Metric
         metric = Metric(self._name, self._documentation, self._type, self._unit)
-        if not self._labelnames:
-            children = [self._unlabelled()]
-        else:
-            with self._lock:
-                children = list(self._children_by_native.values())
+        children = ([self._unlabelled()] if not self._labelnames
+                    else list(self._children.values()))
         for child in children:
             labels = dict(zip(self._labelnames, child._labelvalues))
             for suffix, extra, value in child._samples():
@@ -161,13 +135,12 @@ class _CompatFamily:
 class Counter(_CompatFamily, _tsm.Counter):
     _type = "counter"
     _child_class = CounterChild
-    _native_labels = _native.CounterFamily.labels
 
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
                  registry=REGISTRY, _labelvalues=None):
         native_names = self._prepare(name, documentation, labelnames, namespace, subsystem, unit)
         _native.CounterFamily.__init__(self, self._name, documentation, native_names, unit)
-        self._register(registry)
+        self._finish(registry)
 
     def count_exceptions(self, exception=Exception):
         self._unlabelled()
@@ -181,7 +154,6 @@ class Counter(_CompatFamily, _tsm.Counter):
 class Gauge(_CompatFamily, _tsm.Gauge):
     _type = "gauge"
     _child_class = GaugeChild
-    _native_labels = _native.GaugeFamily.labels
     _MULTIPROC_MODES = frozenset(_tsm._GAUGE_MODES)  # every mode of prometheus_client
 
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
@@ -192,7 +164,7 @@ class Gauge(_CompatFamily, _tsm.Gauge):
         native_names = self._prepare(name, documentation, labelnames, namespace, subsystem, unit)
         _native.GaugeFamily.__init__(self, self._name, documentation, native_names, unit, None,
                                      multiprocess_mode)
-        self._register(registry)
+        self._finish(registry)
 
     def set_to_current_time(self):
         self._unlabelled().set_to_current_time()
@@ -226,7 +198,6 @@ def _prepare_buckets(source_buckets):
 class Histogram(_CompatFamily, _tsm.Histogram):
     _type = "histogram"
     _child_class = HistogramChild
-    _native_labels = _native.HistogramFamily.labels
     DEFAULT_BUCKETS = _tsm.DEFAULT_BUCKETS
 
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
@@ -237,7 +208,7 @@ class Histogram(_CompatFamily, _tsm.Histogram):
             raise ValueError("Reserved label metric name: le")
         _native.HistogramFamily.__init__(self, self._name, documentation, native_names, unit,
                                          self._upper_bounds)
-        self._register(registry)
+        self._finish(registry)
 
     def time(self):
         return Timer(self, "observe")
@@ -256,7 +227,6 @@ class Summary(_CompatFamily, _tsm.Summary):
     """count and sum, no quantiles (prometheus_client has none either)."""
     _type = "summary"
     _child_class = SummaryChild
-    _native_labels = _native.SummaryFamily.labels
 
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
                  registry=REGISTRY, _labelvalues=None):
@@ -264,7 +234,7 @@ class Summary(_CompatFamily, _tsm.Summary):
         if "quantile" in self._labelnames:
             raise ValueError("Reserved label metric name: quantile")
         _native.SummaryFamily.__init__(self, self._name, documentation, native_names, unit)
-        self._register(registry)
+        self._finish(registry)
 
     def time(self):
         return Timer(self, "observe")
