@@ -76,7 +76,7 @@ def test_the_quick_start_without_start_records_into_prometheus_multiproc_dir(wor
     starts = [line for line in program.splitlines() if "tokenspeed_metrics.start(" in line]
     assert len(starts) == 1, starts
     program = program.replace(starts[0] + "\n", "")  # imports swapped, nothing else
-    directory = os.path.join(workdir, "multiproc")
+    directory = os.path.abspath(os.path.join(workdir, "multiproc"))
     os.makedirs(directory)
     lines = run_program(program, workdir, {"PROMETHEUS_MULTIPROC_DIR": directory})
     for line in EXPECTED:
