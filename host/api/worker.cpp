@@ -53,6 +53,7 @@ class WorkerImpl {
       search.plugin_dirs = handoff_.plugin_dirs;
       search.disabled_plugins = handoff_.disabled_plugins;
       search.allow_insecure = handoff_.allow_insecure_plugins;
+      search.warn_unmatched_disabled = false;  // the launcher already said so
       loader_ = std::make_unique<PluginLoader>(registry_, warn);
       loader_->load(search);
     }

@@ -434,3 +434,31 @@ print(tokenspeed_metrics.generate_latest().decode())
     assert found[("py:s_count", (("k", "a"),))] == 3
     assert found[("py:g", (("k", "a"),))] == 7
     assert "# TYPE py:s summary" in exposition
+
+
+def test_a_disabled_plugin_name_that_matches_nothing_is_warned_once_by_the_launcher(workdir):
+    script = f"""
+import multiprocessing, sys
+sys.path.insert(0, {HERE!r})
+import tokenspeed_metrics
+from test_tokenspeed_metrics import record_in_worker
+if __name__ == "__main__":
+    config = {os.path.join(workdir, "m.json")!r}
+    tokenspeed_metrics.start(["--enable-metrics", "--metrics-reporters", "jsonl",
+                              "--metrics-reporter-config", config,
+                              "--metrics-plugin-dir", {JSONL_DIR!r},
+                              "--metrics-multiproc-dir", {workdir!r}])
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=record_in_worker, args=(i,)) for i in range(2)]
+    for w in workers: w.start()
+    for w in workers: w.join(); assert w.exitcode == 0, w.exitcode
+    tokenspeed_metrics.close()
+"""
+    with open(os.path.join(workdir, "m.json"), "w") as config:
+        json.dump({"jsonl": {"path": os.path.join(workdir, "events-{pid}.jsonl")}}, config)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
+    env["TOKENSPEED_DISABLE_PLUGINS"] = "jsnol"
+    result = run_script(workdir, script, env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("TOKENSPEED_DISABLE_PLUGINS names 'jsnol'") == 1, result.stderr
+    assert glob.glob(os.path.join(workdir, "events-*.jsonl"))  # the workers recorded
