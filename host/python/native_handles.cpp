@@ -520,6 +520,16 @@ PyTypeObject* child_type_of(MetricKind kind) {
 
 // --------------------------------------------------------------- families
 
+// False with TypeError for a family whose __init__ has not run.
+bool initialised(const FamilyObject* family) {
+  if (family->definition != nullptr && family->labelnames != nullptr &&
+      family->children != nullptr) {
+    return true;
+  }
+  PyErr_SetString(PyExc_TypeError, "the metric family's __init__ has not run");
+  return false;
+}
+
 // True for a family of tokenspeed_metrics.prometheus_client (its children
 // are a subclass of the kind's child type).
 bool is_compat_family(const FamilyObject* family) {
@@ -653,6 +663,7 @@ inline bool same_name(PyObject* a, PyObject* b) { return a == b || PyUnicode_Com
 // null with prometheus_client's ValueError.
 PyObject* label_key(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs,
                     PyObject* kwnames) {
+  if (!initialised(self)) return nullptr;
   const Py_ssize_t expected = PyTuple_GET_SIZE(self->labelnames);
   if (expected == 0) {
     if (is_compat_family(self)) {
@@ -746,6 +757,7 @@ PyObject* family_labels(FamilyObject* self, PyObject* const* args, Py_ssize_t na
 // made once and kept, unbound until it records (its one series is the
 // family's, whatever the bound on series).
 PyObject* unlabelled_child(FamilyObject* self) {
+  if (!initialised(self)) return nullptr;
   if (PyTuple_GET_SIZE(self->labelnames) != 0) {
     PyErr_Format(PyExc_ValueError, "%s metric is missing label values",
                  std::string(to_string(self->definition->kind)).c_str());

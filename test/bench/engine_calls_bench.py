@@ -35,8 +35,8 @@ import sys
 import tempfile
 import timeit
 
-N = 200_000
-REPEATS = 5
+N = 50_000
+REPEATS = 15
 
 LABELS_2 = {"model_name": "tiny-qwen", "tp_rank": 0}
 LABELS_6 = {"model_name": "tiny-qwen", "engine_type": "unified", "tp_rank": 0, "pp_rank": 0,
