@@ -153,7 +153,7 @@ class Counter(_CompatFamily, _tsm.Counter):
 class Gauge(_CompatFamily, _tsm.Gauge):
     _type = "gauge"
     _child_class = GaugeChild
-    _MULTIPROC_MODES = frozenset(_tsm._GAUGE_MODES)  # every mode of prometheus_client
+    _MULTIPROC_MODES = frozenset(_tsm.MULTIPROCESS_MODES)  # every mode of prometheus_client
 
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
                  registry=REGISTRY, _labelvalues=None, multiprocess_mode="all"):
