@@ -59,13 +59,13 @@ def sample_lines(text):
 def ours(workdir):
     import tokenspeed_metrics
     from tokenspeed_metrics import prometheus_client as pc
-    from tokenspeed_metrics.prometheus_client import multiprocess, registry as compat_registry
+    from tokenspeed_metrics.prometheus_client import _node, multiprocess
     tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
                               "--metrics-multiproc-dir", workdir])
     record(pc)
     merged = pc.CollectorRegistry()
     multiprocess.MultiProcessCollector(merged)
-    raw_median, raw_best, raw = timed(compat_registry.node_exposition)
+    raw_median, raw_best, raw = timed(_node.node_exposition)
     median, best, text = timed(lambda: pc.generate_latest(merged))
     figures = {"raw": [raw_median, raw_best, sample_lines(raw)],
                "re-rendered": [median, best, sample_lines(text.decode())]}

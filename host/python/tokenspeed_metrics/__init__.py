@@ -42,8 +42,9 @@ CONTENT_TYPE_LATEST = "text/plain; version=0.0.4; charset=utf-8"
 DEFAULT_BUCKETS = (.005, .01, .025, .05, .075, .1, .25, .5, .75, 1.0, 2.5, 5.0, 7.5, 10.0,
                    float("inf"))
 
-_GAUGE_MODES = ("livemax", "livesum", "max", "min", "livemin", "sum", "all", "liveall",
-                "mostrecent", "livemostrecent")
+# The multiprocess_mode values a Gauge takes: every mode of prometheus_client.
+MULTIPROCESS_MODES = ("livemax", "livesum", "max", "min", "livemin", "sum", "all", "liveall",
+                      "mostrecent", "livemostrecent")
 
 
 def _full_name(name, namespace, subsystem, unit):
@@ -72,7 +73,7 @@ class Gauge(_native.GaugeFamily):
 
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="",
                  unit="", registry=None, multiprocess_mode="all", **_ignored):
-        if multiprocess_mode not in _GAUGE_MODES:
+        if multiprocess_mode not in MULTIPROCESS_MODES:
             raise ValueError("Invalid multiprocess mode: " + str(multiprocess_mode))
         super().__init__(_full_name(name, namespace, subsystem, unit), documentation,
                          tuple(labelnames), unit, None, multiprocess_mode)
@@ -167,6 +168,10 @@ def multiprocess_dir():
             or os.environ.get("prometheus_multiproc_dir") or "")
 
 
+# multiprocessing is imported by the processes that record, when they
+# record: importing it costs milliseconds, and multiprocessing.util registers
+# an exit handler, which a process importing this package only to start()
+# or render should not get.
 def _process_name():
     try:
         import multiprocessing
@@ -269,7 +274,10 @@ def exposition_text():
 
 def generate_latest(registry=None):
     """exposition_text() as bytes, as prometheus_client.generate_latest
-    gives it; any process may call it."""
+    gives it; any process may call it. registry is not read: this is the
+    node's text as the host renders it (what a registry of
+    tokenspeed_metrics.prometheus_client gives, written as prometheus_client
+    writes it, is that module's generate_latest(registry))."""
     return exposition_text().encode()
 
 

@@ -4,14 +4,15 @@ OpenMetrics is not offered: a scraper asking for it gets the text format,
 which Prometheus accepts."""
 import gzip
 import os
+import socket
 import threading
 from socketserver import ThreadingMixIn
 from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
-from .registry import REGISTRY, CollectorRegistry, text_of
+from tokenspeed_metrics import CONTENT_TYPE_LATEST
 
-CONTENT_TYPE_LATEST = "text/plain; version=0.0.4; charset=utf-8"
+from .registry import REGISTRY, CollectorRegistry, text_of
 
 
 def generate_latest(registry=REGISTRY):
@@ -19,7 +20,9 @@ def generate_latest(registry=REGISTRY):
     prometheus_client writes it. With a MultiProcessCollector registered:
     every family of every process (the node's), then the custom collectors'.
     Any other object with collect() (a custom collector, prometheus_client's
-    own registry) is written from what its collect() gives."""
+    own registry) is written from what its collect() gives. (The package's
+    tokenspeed_metrics.generate_latest() is the node's text as the host
+    renders it, whatever it is given.)"""
     if isinstance(registry, CollectorRegistry):
         return registry.exposition_text().encode("utf-8")
     if not callable(getattr(registry, "collect", None)):
@@ -82,7 +85,6 @@ def start_wsgi_server(port, addr="0.0.0.0", registry=REGISTRY, certfile=None, ke
             "host's own /metrics endpoint (tokenspeed_metrics.metrics_url())")
     server_class = type("_Server", (_ThreadingWSGIServer,), {})
     if ":" in addr:
-        import socket
         server_class.address_family = socket.AF_INET6
     httpd = make_server(addr, port, make_wsgi_app(registry), server_class,
                         handler_class=_SilentHandler)

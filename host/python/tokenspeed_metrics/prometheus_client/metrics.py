@@ -11,7 +11,9 @@ import _tokenspeed_metrics as _native
 import tokenspeed_metrics as _tsm
 
 from ._children import CounterChild, GaugeChild, HistogramChild, SummaryChild
+from ._node import collects_node, node_metrics
 from .context_managers import ExceptionCounter, InprogressTracker, Timer
+from .metrics_core import Metric
 from .registry import REGISTRY
 
 INF = float("inf")
@@ -98,13 +100,11 @@ class _CompatFamily:
         self._forget_children()
 
     def describe(self):
-        from .metrics_core import Metric
         return [Metric(self._name, self._documentation, self._type, self._unit)]
 
     def collect(self):
         """This family as the node's merged exposition shows it in the
         launcher; elsewhere with this process's own figures."""
-        from .registry import collects_node, node_metrics
         if collects_node():
             return [m for m in node_metrics() if m.name == self._name]
         return [self._process_metric()]
@@ -115,7 +115,6 @@ class _CompatFamily:
         series when it has no labels, else every series this process made
         through labels() and keeps (remove() and clear() forget them, as
         there)."""
-        from .metrics_core import Metric
         metric = Metric(self._name, self._documentation, self._type, self._unit)
         children = ([self._unlabelled()] if not self._labelnames
                     else list(self._children.values()))
@@ -154,7 +153,7 @@ class Counter(_CompatFamily, _tsm.Counter):
 class Gauge(_CompatFamily, _tsm.Gauge):
     _type = "gauge"
     _child_class = GaugeChild
-    _MULTIPROC_MODES = frozenset(_tsm._GAUGE_MODES)  # every mode of prometheus_client
+    _MULTIPROC_MODES = frozenset(_tsm.MULTIPROCESS_MODES)  # every mode of prometheus_client
 
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
                  registry=REGISTRY, _labelvalues=None, multiprocess_mode="all"):
@@ -290,13 +289,11 @@ class Info:
             self._gauge.labels(**val).set(1)
 
     def describe(self):
-        from .metrics_core import Metric
         return [Metric(self._name, self._documentation, "info")]
 
     def _process_metric(self):
         """As prometheus_client's collect() gives it in this process: the
         pairs of this process's info() call (none yet: no pairs), value 1."""
-        from .metrics_core import Metric
         metric = Metric(self._name, self._documentation, "info")
         if not self._labelnames:
             with self._lock:
@@ -354,14 +351,12 @@ class Enum:
         self.labels().state(state)
 
     def describe(self):
-        from .metrics_core import Metric
         return [Metric(self._name, self._documentation, "stateset")]
 
     def _process_metric(self):
         """As prometheus_client's collect() gives it in this process: each
         series' states, 1 for the current one (the first state until
         state() is called)."""
-        from .metrics_core import Metric
         metric = Metric(self._name, self._documentation, "stateset")
         current = {key: child._index for key, child in list(self._children.items())}
         if not self._labelnames:

@@ -6,11 +6,8 @@ PROMETHEUS_MULTIPROC_DIR, as there. A dead process's live gauges leave the
 exposition without mark_process_dead."""
 import os
 
-import _tokenspeed_metrics as _native
-
-import tokenspeed_metrics as _tsm
-
 from ._exposition_reader import read_exposition
+from ._node import every_process_exposition, in_launched_node
 
 
 class MultiProcessCollector:
@@ -22,7 +19,7 @@ class MultiProcessCollector:
     def __init__(self, registry, path=None):
         if path is None:
             path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
-        if not _tsm._in_launched_node() and (not path or not os.path.isdir(path)):
+        if not in_launched_node() and (not path or not os.path.isdir(path)):
             raise ValueError("env PROMETHEUS_MULTIPROC_DIR is not set or not a directory")
         self._path = path
         if registry:
@@ -30,9 +27,7 @@ class MultiProcessCollector:
 
     def exposition_text(self):
         """Every process's families in the text format (0.0.4)."""
-        if _tsm._in_launched_node():
-            return _native.render_metrics()
-        return _native.render_directory(self._path)
+        return every_process_exposition(self._path)
 
     def collect(self):
         return read_exposition(self.exposition_text())

@@ -9,13 +9,12 @@ there. Custom collectors (any object with collect()) are called as
 prometheus_client calls them, in the order they were registered."""
 import threading
 
-import _tokenspeed_metrics as _native
-
-import tokenspeed_metrics as _tsm
-
-from ._exposition_reader import (
+# read_exposition stays a name of this module, where it was first.
+from ._exposition_reader import (  # noqa: F401
     exposition_blocks, python_bound_text, read_exposition, respelled_exposition,
 )
+from ._node import collects_node, node_exposition, node_metrics
+from .multiprocess import MultiProcessCollector
 
 # The sample names a family of each type claims besides its own name, for
 # the duplicate check (prometheus_client's table).
@@ -30,21 +29,6 @@ _TYPE_SUFFIXES = {
 # Munging of OpenMetrics types into the text format's (generate_latest's).
 _TEXT_TYPES = {"info": "gauge", "stateset": "gauge", "gaugehistogram": "histogram",
                "unknown": "untyped"}
-
-
-def node_exposition():
-    """The merged text exposition of every process (tokenspeed_metrics.exposition_text)."""
-    return _tsm.exposition_text()
-
-
-def node_metrics():
-    return read_exposition(node_exposition())
-
-
-def collects_node():
-    """Whether a registry without a MultiProcessCollector reads the node's
-    merged exposition (in the launcher) or this process's own figures."""
-    return _native.role() == "node"
 
 
 def _escaped_help(text):
@@ -145,7 +129,6 @@ class CollectorRegistry(Collector):
         collector (any object with collect()); a name another collector of
         this registry claims raises prometheus_client's ValueError
         ("Duplicated timeseries in CollectorRegistry")."""
-        from .multiprocess import MultiProcessCollector
         with self._lock:
             # A MultiProcessCollector's families are the node's: it claims no
             # name (its collect() would read the whole node here).
@@ -187,7 +170,6 @@ class CollectorRegistry(Collector):
         launcher, this process's own elsewhere (with a MultiProcessCollector
         it is already among the node's); a custom collector's are what its
         collect() gives."""
-        from .multiprocess import MultiProcessCollector
         collectors, names, everything = self._snapshot()
         metrics, node = [], None
         for collector in collectors:
@@ -211,7 +193,6 @@ class CollectorRegistry(Collector):
         as prometheus_client writes it. The node's families are read from
         its exposition and re-spelled (labels sorted, values and le by
         floatToGoString, histogram samples in prometheus_client's order)."""
-        from .multiprocess import MultiProcessCollector
         collectors, names, everything = self._snapshot()
         parts, blocks = [], None
         for collector in collectors:
