@@ -404,10 +404,30 @@ TEST_CASE("an idle worker parks: an idle process uses about no CPU") {
   // A spinning worker would use about all of the 500 ms; allow a tenth.
   CHECK(cpu(after) - cpu(before) < wall / 10);
   CHECK(p.stats(0).parks >= 1);
-  c.inc();  // a parked worker is woken by the producer
-  REQUIRE(eventually([&] { return p.stats(0).delivered == 2; }));
-  CHECK(p.stats(0).wakeups >= 1);
   p.router.close(30s);
+}
+
+TEST_CASE("a parked worker is woken by the producer, not by its park timeout") {
+  TestSink sink;
+  RouterOptions options;
+  // Once parked, the worker stays parked until woken: with the default
+  // timeout a busy machine could let it wake on its own just before the
+  // event and deliver it without a wake call.
+  options.idle_park_timeout = std::chrono::hours(1);
+  Pipeline p({test_output("a", &sink)}, options);
+  Counter c = p.counter();
+  c.inc();
+  // Each park ends only by a wake, so more parks than wakeups means the
+  // worker is parked now (c.inc() has returned: its wake is counted).
+  REQUIRE(eventually([&] {
+    const SinkStats s = p.stats(0);
+    return s.delivered == 1 && s.parks > s.wakeups;
+  }));
+  const std::uint64_t before = p.stats(0).wakeups;
+  c.inc();
+  REQUIRE(eventually([&] { return p.stats(0).delivered == 2; }));
+  CHECK(p.stats(0).wakeups == before + 1);
+  REQUIRE(p.router.close(30s));
 }
 
 TEST_CASE(
