@@ -12,7 +12,7 @@
 #include <boost/program_options/options_description.hpp>
 
 #include "config/metrics_flags.hpp"
-#include "config/reporter_config.hpp"
+#include "config/metrics_startup.hpp"
 #include "config/secret_redaction.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 #include "prometheus/prometheus_endpoint.hpp"
@@ -66,7 +66,7 @@ int run_check(int argc, char** argv) {
   }
   const MetricsSettings settings = check_options(given_options(values));
   const MetricsStartup startup =
-      validate_metrics_startup(settings.metrics, [](const std::string& line) {
+      load_metrics_startup(settings.metrics, [](const std::string& line) {
         std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
       });
   const ReporterSelection& selection = startup.selection;

@@ -42,7 +42,7 @@ struct GivenOptions {
 // The metrics options of a node, checked, with their defaults: what the
 // commands, the launcher and the engine API use.
 struct MetricsSettings {
-  // Checked against the loaded plugins at startup (validate_metrics_startup).
+  // Checked against the loaded plugins at startup (load_metrics_startup).
   MetricsOptions metrics;
   std::size_t queue_size = kDefaultQueueSize;  // events per ring (collector thread x output)
   std::chrono::nanoseconds shutdown_timeout = kDefaultShutdownTimeout;  // the node's budget
@@ -68,7 +68,7 @@ struct MetricsSettings {
 // printable ASCII characters without space, '/', ',' or quotes.
 // Throws StartupError naming the flag. The selection, the configuration
 // file and the plugin directories are carried over as given; they are
-// checked with the plugins loaded, at startup (validate_metrics_startup).
+// checked with the plugins loaded, at startup (load_metrics_startup).
 MetricsSettings check_options(const GivenOptions& given);
 
 // Adds --enable-metrics, --metrics-reporters (repeatable, comma lists),

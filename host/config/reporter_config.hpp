@@ -69,26 +69,4 @@ boost::json::object read_reporter_config_file(const std::string& path);
 ReporterSelection resolve_reporters(const MetricsOptions& options, const ReporterRegistry& registry,
                                     const PluginLoader* loader);
 
-// The registry, the loaded plugins and the validated selection of one process.
-// Threading: built and read on the startup thread; the registry and loader
-// must live as long as any Reporter pointer in selection is used.
-struct MetricsStartup {
-  std::unique_ptr<ReporterRegistry> registry;
-  std::unique_ptr<PluginLoader> loader;  // null when metrics are disabled
-  ReporterSelection selection;
-};
-
-// The complete startup validation: warns about ignored flags, and with
-// metrics enabled loads the plugins (search options from the flags and the
-// environment) and resolves the selection (then says its warnings). With
-// metrics disabled nothing is loaded. Warnings go to warn, one line each.
-// Throws StartupError.
-MetricsStartup validate_metrics_startup(const MetricsOptions& options,
-                                        const std::function<void(const std::string&)>& warn);
-
-// Same, with explicit plugin search options (tests).
-MetricsStartup validate_metrics_startup(const MetricsOptions& options,
-                                        const PluginSearchOptions& search,
-                                        const std::function<void(const std::string&)>& warn);
-
 }  // namespace tokenspeed::metrics

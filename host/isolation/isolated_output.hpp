@@ -25,7 +25,7 @@
 #include "isolation/shared_channel.hpp"
 #include "core/fault_log.hpp"
 #include "core/named_process.hpp"
-#include "pipeline/sink_worker.hpp"
+#include "pipeline/sink_stats.hpp"
 
 namespace tokenspeed::metrics::isolation {
 

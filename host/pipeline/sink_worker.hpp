@@ -27,22 +27,11 @@
 #include "core/named_process.hpp"
 #include "pipeline/event_clock.hpp"
 #include "pipeline/event_ring.hpp"
-#include "pipeline/plugin_figures.hpp"
+#include "pipeline/output_definition.hpp"
 #include "pipeline/series_table.hpp"
+#include "pipeline/sink_stats.hpp"
 
 namespace tokenspeed::metrics {
-
-// One external output as the router sees it: a name and the factory of its
-// process-local sink. create_sink fills out (vtable, self) and returns TSM_OK,
-// or returns nonzero with a message in error, having released what it
-// allocated. It is called at most once, on the output's worker thread.
-struct SinkStats;
-struct OutputDefinition {
-  std::string name;
-  std::function<int(tsm_sink& out, std::string& error)> create_sink;
-  std::string plugin_path;  // the plugin file, for crash and stall lines ("" unknown)
-  std::function<void(SinkStats&)> adjust_stats{};  // an isolated sink's own fates, or empty
-};
 
 // The plugin functions a worker calls, for crash lines and stall reports.
 enum class PluginCall : std::uint8_t { create_sink = 0, emit = 1, close = 2 };
@@ -55,41 +44,6 @@ struct PluginCallProbe {
   std::uint64_t sequence = 0;
   PluginCall call = PluginCall::emit;
   bool inside() const noexcept { return (sequence & 1) != 0; }
-};
-
-// Per-sink accounting. Every event offered to the sink (accepted) has exactly
-// one fate:
-//   accepted = delivered + dropped_ring_full + dropped_sink_disabled
-//              + dropped_after_close + discarded_at_deadline + lost_in_helper + queue_depth
-// queue_depth (in a ring, or inside an emit call that has not returned) is zero
-// once close() has returned: what remained then is discarded_at_deadline.
-struct SinkStats {
-  std::string name;
-  std::uint64_t accepted = 0;               // offered by a collector thread
-  std::uint64_t delivered = 0;              // emit returned 0
-  std::uint64_t dropped_ring_full = 0;      // the thread's ring was full
-  std::uint64_t dropped_sink_disabled = 0;  // sink disabled or never created;
-                                            // includes the event whose emit failed
-  std::uint64_t dropped_after_close = 0;    // offered after close() began
-  std::uint64_t discarded_at_deadline = 0;  // still queued (or in emit) at the deadline
-  std::uint64_t queue_depth = 0;            // not yet resolved
-  std::uint64_t lost_in_helper = 0;         // isolated: inside a sink helper that crashed or hung
-  std::uint64_t helper_restarts = 0;        // isolated: sink helpers restarted
-  bool isolated = false;                    // the sink runs in a helper process
-  bool created = false;                     // create_sink returned success
-  bool create_failed = false;               // create_sink failed (never retried)
-  bool disabled = false;                    // emit failed, or create_sink failed
-  bool closed = false;                      // the plugin's close returned (or no sink to close)
-  bool close_failed = false;                // close returned nonzero or threw
-  bool abandoned = false;                   // the worker missed the deadline; left running
-  std::string abandoned_in;                 // when abandoned: the plugin call it was in
-                                            // ("emit", "create_sink", "close"), or ""
-  std::uint64_t wakeups = 0;                // futex wake calls (collector threads; one by close)
-  std::uint64_t parks = 0;                  // times the worker went to sleep
-  // What the plugin reported of the events it accepted (sent to its back
-  // end, refused by its own limits, lost, retries, pending); not part of the
-  // host's accounting above, which ends where the plugin's emit returned.
-  PluginFigures plugin;
 };
 
 struct SinkWorkerOptions {

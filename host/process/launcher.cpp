@@ -41,7 +41,7 @@ void Launcher::start() {
   started_ = true;
   auto warn_line = [this](const std::string& line) { warn(line); };
   const MetricsSettings& settings = options_.settings;
-  startup_ = validate_metrics_startup(settings.metrics, warn_line);
+  startup_ = load_metrics_startup(settings.metrics, warn_line);
   const ReporterSelection& selection = startup_.selection;
   const bool enabled = selection.enabled;
 

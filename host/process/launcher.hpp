@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "config/metrics_flags.hpp"
-#include "config/reporter_config.hpp"
+#include "config/metrics_startup.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 #include "process/node_sessions.hpp"
 #include "process/process_metrics.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/sink_worker.hpp"
+#include "pipeline/sink_stats.hpp"
 #include "process/producer_supervisor.hpp"
 
 namespace tokenspeed::metrics {

@@ -11,11 +11,6 @@
 
 namespace tokenspeed::metrics {
 
-// The environment variable a launcher may use to hand the run directory to
-// the producer processes it starts (the same role as prometheus_client's
-// PROMETHEUS_MULTIPROC_DIR).
-inline constexpr const char* kMultiprocessDirEnv = "TOKENSPEED_METRICS_MULTIPROC_DIR";
-
 // A process as the kernel knows it: the pid plus its start time (clock ticks
 // since boot, /proc/<pid>/stat field 22), so a reused pid is not mistaken for
 // the process that wrote a file. start_time 0 means "unknown": pid only.

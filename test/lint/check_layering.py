@@ -4,7 +4,10 @@
 Fails, printing each offending line, on an include of a folder that comes
 later in the list (an include that runs upward), on an include from a
 "public-api" folder of anything but include/ and its own folder, on a folder
-the list does not name, and on any cycle among host/'s files.
+the list does not name, and on any cycle among host/'s files. Also checks
+each folder's links= (the libraries only its component library links): a
+file that includes a library's headers in a folder that does not name it
+fails, and so does a folder naming a library none of its files includes.
 
 Usage: check_layering.py SOURCE_ROOT
 """
@@ -13,10 +16,26 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
+SYSTEM_INCLUDE = re.compile(r'^\s*#\s*include\s*<([^>]+)>')
+# How the headers of each library a folder may link begin (host/meson.build's
+# names for them).
+LIBRARY_HEADERS = {
+    "openssl": ("openssl/", "boost/asio/ssl", "boost/beast/ssl", "tokenspeed/kit/sigv4.hpp"),
+    "crypt": ("crypt.h",),
+    "yaml": ("yaml.h",),
+    "zlib": ("zlib.h", "tokenspeed/kit/gzip.hpp"),
+}
+
+
+def library_of(header):
+    for library, prefixes in LIBRARY_HEADERS.items():
+        if header.startswith(prefixes):
+            return library
+    return None
 
 
 def read_layers(path):
-    order, public_api = [], set()
+    order, public_api, links = [], set(), {}
     for line in path.read_text().splitlines():
         words = line.split("#", 1)[0].split()
         if not words:
@@ -24,14 +43,21 @@ def read_layers(path):
         order.append(words[0])
         if "public-api" in words[1:]:
             public_api.add(words[0])
-    return order, public_api
+        links[words[0]] = [name for word in words[1:] if word.startswith("links=")
+                           for name in word[len("links="):].split(",")]
+    return order, public_api, links
 
 
 def main(root):
     host = root / "host"
-    order, public_api = read_layers(host / "layers.txt")
+    order, public_api, links = read_layers(host / "layers.txt")
     rank = {folder: index for index, folder in enumerate(order)}
     problems = []
+    for folder, names in links.items():
+        problems += [f"host/layers.txt: '{folder}' links '{name}', a library the check "
+                     f"does not know ({', '.join(LIBRARY_HEADERS)})"
+                     for name in names if name not in LIBRARY_HEADERS]
+    used = {folder: set() for folder in order}  # folder -> libraries its files include
     graph = {}  # host file -> host files it includes
     files = sorted(p for p in host.rglob("*") if p.suffix in (".cpp", ".hpp", ".h"))
     includes = 0
@@ -43,6 +69,14 @@ def main(root):
             continue
         edges = graph.setdefault(relative, set())
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            system = SYSTEM_INCLUDE.match(line)
+            library = library_of(system.group(1)) if system else None
+            if library:
+                used[folder].add(library)
+                if library not in links[folder]:
+                    problems.append(f"host/{relative}:{number}: {line.strip()}: uses '{library}', "
+                                    f"which host/layers.txt does not give '{folder}' "
+                                    f"(links={library})")
             match = INCLUDE.match(line)
             if not match:
                 continue
@@ -67,6 +101,10 @@ def main(root):
             elif rank[to] > rank[folder]:
                 problems.append(f"{where}: runs upward: '{folder}' may not include "
                                 f"'{to}' (host/layers.txt lists '{to}' after it)")
+    for folder in order:
+        problems += [f"host/layers.txt: '{folder}' links '{name}' but none of its files "
+                     f"includes that library's headers" for name in links[folder]
+                     if name in LIBRARY_HEADERS and name not in used[folder]]
     problems += cycles(graph)
     for problem in problems:
         print(problem)

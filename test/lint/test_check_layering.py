@@ -8,7 +8,7 @@ import tempfile
 import unittest
 
 CHECK = pathlib.Path(__file__).with_name("check_layering.py")
-LAYERS = "include\ncore\npipeline\nsimulator public-api\n"
+LAYERS = "include\ncore\npipeline links=zlib\nsimulator public-api\n"
 
 
 def run_check(files):
@@ -30,7 +30,7 @@ class CheckLayering(unittest.TestCase):
             "include/tokenspeed/metrics/api.hpp": "",
             "core/a.hpp": '#include "tokenspeed/metrics/api.hpp"\n',
             "pipeline/b.cpp": '#include "core/a.hpp"\n#include "b.hpp"\n',
-            "pipeline/b.hpp": "",
+            "pipeline/b.hpp": "#include <zlib.h>\n",
             "simulator/s.cpp": '#include "tokenspeed/metrics/api.hpp"\n',
         })
         self.assertEqual(code, 0, out)
@@ -58,6 +58,26 @@ class CheckLayering(unittest.TestCase):
                                "core/b.hpp": '#include "a.hpp"\n'})
         self.assertEqual(code, 1)
         self.assertIn("include cycle: host/core/a.hpp -> host/core/b.hpp -> host/core/a.hpp", out)
+
+
+    def test_a_library_the_folder_does_not_name_fails(self):
+        code, out = run_check({"core/a.cpp": "#include <vector>\n#include <openssl/ssl.h>\n",
+                               "pipeline/b.cpp": "#include <zlib.h>\n"})
+        self.assertEqual(code, 1)
+        self.assertIn("host/core/a.cpp:2: #include <openssl/ssl.h>: uses 'openssl', which "
+                      "host/layers.txt does not give 'core' (links=openssl)", out)
+
+    def test_a_kit_header_counts_as_its_library(self):
+        code, out = run_check({"core/a.cpp": "#include <tokenspeed/kit/gzip.hpp>\n",
+                               "pipeline/b.cpp": "#include <zlib.h>\n"})
+        self.assertEqual(code, 1)
+        self.assertIn("uses 'zlib', which host/layers.txt does not give 'core'", out)
+
+    def test_a_named_library_no_file_includes_fails(self):
+        code, out = run_check({"pipeline/b.cpp": "#include <vector>\n"})
+        self.assertEqual(code, 1)
+        self.assertIn("host/layers.txt: 'pipeline' links 'zlib' but none of its files "
+                      "includes that library's headers", out)
 
 
 if __name__ == "__main__":

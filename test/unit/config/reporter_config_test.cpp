@@ -15,6 +15,7 @@
 #include "core/abi_buffer.hpp"
 #include "config/metrics_flags.hpp"
 #include "plugins/unit_plugin_files.hpp"
+#include "config/metrics_startup.hpp"
 #include "config/reporter_config.hpp"
 #include "core/startup_error.hpp"
 
@@ -427,7 +428,7 @@ TEST_CASE("with metrics disabled no plugin is loaded and nothing is validated", 
   PluginSearchOptions search;
   search.plugin_dirs = {plugins.str()};
   std::vector<std::string> warnings;
-  const MetricsStartup startup = validate_metrics_startup(
+  const MetricsStartup startup = load_metrics_startup(
       options, search, [&](const std::string& line) { warnings.push_back(line); });
   CHECK_FALSE(startup.selection.enabled);
   CHECK(startup.loader == nullptr);
@@ -444,7 +445,7 @@ TEST_CASE("startup validation loads plugins and validates the selection", "[conf
   options.reporters = {"unit-beta,prometheus"};
   PluginSearchOptions search;
   search.plugin_dirs = {plugins.str()};
-  const MetricsStartup startup = validate_metrics_startup(options, search, {});
+  const MetricsStartup startup = load_metrics_startup(options, search, {});
   REQUIRE(startup.selection.outputs.size() == 1);
   CHECK(startup.selection.prometheus);
   // The plugin's validate turns {} into its defaults.
@@ -461,7 +462,7 @@ TEST_CASE("a selected plugin that is disabled causes an unknown-reporter error s
   PluginSearchOptions search;
   search.plugin_dirs = {plugins.str()};
   search.disabled_plugins = "unit_two_names";
-  const StartupError error = startup_error([&] { validate_metrics_startup(options, search, {}); });
+  const StartupError error = startup_error([&] { load_metrics_startup(options, search, {}); });
   CHECK(contains(error.message(), "unknown reporter"));
   CHECK(contains(error.message(), path));
   CHECK(contains(error.message(), "disabled by TOKENSPEED_DISABLE_PLUGINS"));
@@ -478,8 +479,8 @@ TEST_CASE("a selected plugin that failed registration causes an unknown-reporter
   search.plugin_dirs = {plugins.str()};
   std::vector<std::string> warnings;
   const StartupError error = startup_error([&] {
-    validate_metrics_startup(options, search,
-                             [&](const std::string& line) { warnings.push_back(line); });
+    load_metrics_startup(options, search,
+                         [&](const std::string& line) { warnings.push_back(line); });
   });
   CHECK(error.context().reporter == "unit_rollback");
   CHECK(contains(error.message(), "unknown reporter"));
