@@ -1,8 +1,8 @@
 // producer_command.cpp — `tokenspeed-metrics producer`: one producer process of
-// the simulated engine, started by `simulate`. It reads the launcher's
-// handoff, registers the plugins again (once per process), records its role's
-// metrics, and on SIGTERM drains its sinks within its budget and exits.
-// Never runs validate or start_node.
+// the simulated engine, started by `simulate`, over the host's Producer (the
+// launcher's handoff, the plugins again, never validate or start_node). It
+// records its role's metrics, follows its launcher, and on SIGTERM drains its
+// sinks within its budget and exits.
 // Tested in test/cli/test_launcher.py (every producer the launcher spawns).
 #include <signal.h>
 #include <sys/prctl.h>
@@ -13,15 +13,14 @@
 #include <cstdio>
 #include <iostream>
 #include <thread>
+#include <utility>
 
 #include <boost/program_options/options_description.hpp>
 
 #include "config/metrics_flags.hpp"
 #include "cli/simulation_options.hpp"
-#include "plugin/plugin_loader.hpp"
 #include "process/fatal_signal_handler.hpp"
-#include "process/process_metrics.hpp"
-#include "process/process_summary.hpp"
+#include "process/producer.hpp"
 #include "process/producer_handoff.hpp"
 #include "core/startup_error.hpp"
 
@@ -29,10 +28,6 @@ namespace tokenspeed::metrics::cli {
 namespace {
 
 namespace po = boost::program_options;
-
-void warn(const std::string& line) {
-  std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
-}
 
 }  // namespace
 
@@ -81,28 +76,17 @@ int run_producer(int argc, char** argv) {
   // init process the live launcher is pid 1.
   const pid_t launcher = handoff.launcher_pid != 0 ? handoff.launcher_pid : parent_at_start;
 
-  // Register the plugins again in this process; never validate or start_node.
-  ReporterRegistry registry;
-  std::unique_ptr<PluginLoader> loader;
-  if (!handoff.outputs.empty()) {
-    PluginSearchOptions search;
-    search.plugin_dirs = handoff.plugin_dirs;
-    search.disabled_plugins = handoff.disabled_plugins;
-    search.allow_insecure = handoff.allow_insecure_plugins;
-    search.warn_unmatched_disabled = false;  // the launcher already said so
-    loader = std::make_unique<PluginLoader>(registry, warn);
-    loader->load(search);
-  }
-  RouterOptions router;
-  router.queue_size = handoff.queue_size;
-  // A full base directory: the producer records on, its series in memory
-  // and counted, as an engine's worker does (worker.cpp).
-  ProcessMetrics metrics(registry, {handoff.outputs, handoff.run_dir, process_name, router,
-                                    handoff.max_series_per_family, handoff.node_name,
-                                    /*keep_in_memory_without_file=*/true});
+  // The handoff, the plugins again (never validate or start_node), this
+  // process's metrics and its figures once a second. A full base directory:
+  // the producer records on, its series in memory and counted, as an
+  // engine's worker does.
+  ProducerOptions options;
+  options.name = process_name;
+  options.handoff = handoff;
+  Producer producer(std::move(options));
 
   std::atomic<bool> stop{false};
-  Recorder recorder(&metrics.collector());
+  Recorder recorder(&producer.metrics().collector());
   std::thread workload([&] {
     if (role == "scheduler") {
       SchedulerSimulator(recorder, simulation, dp_rank).run(stop);
@@ -111,19 +95,17 @@ int run_producer(int argc, char** argv) {
     }
   });
 
+  // The control thread follows its launcher and waits for SIGTERM; the
+  // producer publishes its figures on a thread of its own.
   const timespec tick{1, 0};
   for (;;) {
     if (::getppid() != launcher) break;  // reparented: the launcher is gone
     const int received = ::sigtimedwait(&stop_signals, nullptr, &tick);
     if (received == SIGTERM) break;
-    metrics.publish_self_figures();
   }
   stop.store(true);
   workload.join();
-  metrics.close(handoff.shutdown_budget);
-  if (!handoff.run_dir.empty()) {
-    write_process_summary(handoff.run_dir, {process_name, ::getpid(), metrics.sink_stats()});
-  }
+  producer.close();
   // Abandoned plugin threads (a sink that ignored its timeout) must not hold
   // the process: leave without running static destructors.
   std::fflush(nullptr);

@@ -1,0 +1,103 @@
+// producer.cpp — a producer's startup in the order the spec gives (plugins
+// again, then this process's metrics) and its close (figures stopped, sinks
+// drained within the budget, summary left in the run directory).
+#include "process/producer.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include "core/startup_error.hpp"
+
+namespace tokenspeed::metrics {
+namespace {
+
+// The name becomes part of a file name in the run directory.
+std::string plain_process_name(std::string name) {
+  for (char& c : name) {
+    const bool plain = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                       c == '-' || c == '.';
+    if (!plain) c = '_';
+  }
+  return name;
+}
+
+}  // namespace
+
+Producer::Producer(ProducerOptions options)
+    : options_(std::move(options)), name_(plain_process_name(options_.name)) {
+  const ProducerHandoff& handoff = options_.handoff;
+  if (options_.standalone && !handoff.run_dir.empty()) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(handoff.run_dir, ec)) {
+      throw StartupError({"", handoff.run_dir, ""},
+                         "the shared metrics directory does not exist or is not a directory");
+    }
+  }
+  // Register the plugins again in this process; never validate or start_node.
+  if (!handoff.outputs.empty()) {
+    PluginSearchOptions search;
+    search.plugin_dirs = handoff.plugin_dirs;
+    search.disabled_plugins = handoff.disabled_plugins;
+    search.allow_insecure = handoff.allow_insecure_plugins;
+    search.warn_unmatched_disabled = false;  // the launcher already said so, once per node
+    loader_ =
+        std::make_unique<PluginLoader>(registry_, [this](const std::string& line) { warn(line); });
+    loader_->load(search);
+  }
+  RouterOptions router;
+  router.queue_size = handoff.queue_size;
+  metrics_ = std::make_unique<ProcessMetrics>(
+      registry_, ProcessMetricsOptions{handoff.outputs, handoff.run_dir, name_, router,
+                                       handoff.max_series_per_family, handoff.node_name,
+                                       /*keep_in_memory_without_file=*/true});
+  // The host's own figures reach /metrics once a second; the thread sleeps in
+  // between and never touches a plugin.
+  figures_ = std::thread([this] {
+    std::unique_lock lock(mutex_);
+    while (!stop_figures_) {
+      wake_.wait_for(lock, std::chrono::seconds(1));
+      metrics_->publish_self_figures();
+    }
+  });
+}
+
+Producer::~Producer() { static_cast<void>(close()); }
+
+void Producer::warn(const std::string& line) const {
+  if (options_.warn) {
+    options_.warn(line);
+  } else {
+    std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
+  }
+}
+
+void Producer::stop_figures() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    stop_figures_ = true;
+  }
+  wake_.notify_all();
+  if (figures_.joinable()) figures_.join();
+}
+
+ProducerShutdownReport Producer::close(std::chrono::nanoseconds budget) noexcept {
+  if (report_) return *report_;
+  const auto begin = std::chrono::steady_clock::now();
+  stop_figures();
+  ProducerShutdownReport report;
+  report.closed_in_time = metrics_->close(budget);
+  report.summary = ProcessSummary{name_, ::getpid(), metrics_->sink_stats()};
+  // A shared directory is the engine's: no launcher reads summaries there.
+  const std::string& run_dir = options_.handoff.run_dir;
+  if (!run_dir.empty() && !options_.standalone) write_process_summary(run_dir, report.summary);
+  report.unstored = metrics_->unstored();
+  report.elapsed = std::chrono::steady_clock::now() - begin;
+  report_ = report;
+  return *report_;
+}
+
+}  // namespace tokenspeed::metrics

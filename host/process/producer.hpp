@@ -1,0 +1,98 @@
+// producer.hpp — the metrics side of one producer process, the counterpart of
+// Launcher: from the launcher's handoff it registers the plugins again (never
+// validate or start_node), records through this process's metrics, publishes
+// the host's own figures once a second, and at close drains its sinks within
+// its budget and leaves its summary for the launcher. Standalone, it records
+// into a directory an engine shares (or its memory) with no launcher. Used by
+// the public Worker and by `tokenspeed-metrics producer`; never on the hot path.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "plugin/plugin_loader.hpp"
+#include "plugin/reporter_registry.hpp"
+#include "process/process_metrics.hpp"
+#include "process/process_summary.hpp"
+#include "process/producer_handoff.hpp"
+#include "prometheus/multiprocess_metric_store.hpp"
+
+namespace tokenspeed::metrics {
+
+struct ProducerOptions {
+  // This process in reports and in its metric file's name ("scheduler-0");
+  // a character other than a letter, a digit, '-' or '.' becomes '_'.
+  std::string name;
+  // What the launcher handed over (read_handoff_from_environment). Standalone:
+  // a default handoff whose run_dir is the directory the engine shares, or ""
+  // for this process's memory.
+  ProducerHandoff handoff;
+  // No launcher: nothing reads a summary, so none is written, and the shared
+  // directory must exist.
+  bool standalone = false;
+  std::function<void(const std::string&)> warn;  // one line each; stderr when empty
+};
+
+// What close did, for the process's report.
+struct ProducerShutdownReport {
+  ProcessSummary summary;      // this process's outputs, as left for the launcher
+  bool closed_in_time = true;  // every sink closed within the budget
+  UnstoredFigures unstored;    // what the metric file could not keep
+  std::chrono::nanoseconds elapsed{0};
+};
+
+// Threading: one control thread constructs it and calls close; collector()
+// from any number of collector threads. A thread of its own publishes the
+// host's figures once a second; it never touches a plugin.
+class Producer {
+ public:
+  // Loads the plugins of the handoff (when it selects an output), creates
+  // this process's metrics and starts publishing its figures. A metric file
+  // that cannot be created leaves the series in memory, counted: recording
+  // never raises into the engine for it. Throws StartupError (a standalone
+  // directory that is not one) and the loader's errors.
+  explicit Producer(ProducerOptions options);
+  ~Producer();  // close() with the handoff's budget when it was not called
+  Producer(const Producer&) = delete;
+  Producer& operator=(const Producer&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+  const ProducerHandoff& handoff() const noexcept { return options_.handoff; }
+  bool standalone() const noexcept { return options_.standalone; }
+  ProcessMetrics& metrics() noexcept { return *metrics_; }
+  const ProcessMetrics& metrics() const noexcept { return *metrics_; }
+  std::chrono::nanoseconds shutdown_budget() const noexcept {
+    return options_.handoff.shutdown_budget;
+  }
+
+  // Stops the figures, drains and closes the sinks within budget, and writes
+  // this process's summary into the run directory (attached, with one).
+  // Repeated calls return the first report.
+  ProducerShutdownReport close(std::chrono::nanoseconds budget) noexcept;
+  ProducerShutdownReport close() noexcept { return close(shutdown_budget()); }
+
+ private:
+  void warn(const std::string& line) const;
+  void stop_figures() noexcept;
+
+  ProducerOptions options_;
+  std::string name_;
+  // Declared before metrics_: the sinks run plugin code the loader keeps loaded.
+  ReporterRegistry registry_;
+  std::unique_ptr<PluginLoader> loader_;
+  std::unique_ptr<ProcessMetrics> metrics_;
+  std::optional<ProducerShutdownReport> report_;
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stop_figures_ = false;
+  std::thread figures_;
+};
+
+}  // namespace tokenspeed::metrics
