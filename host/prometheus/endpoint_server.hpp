@@ -1,0 +1,142 @@
+// endpoint_server.hpp — the state the endpoint's files share: the server
+// (PrometheusEndpoint::Impl: options, counters, the sessions counted at the
+// connection limit, the render queue, the threads) and one render's result.
+// Internal to host/prometheus/: only the endpoint's own files include it.
+// Tested in test/unit/prometheus/prometheus_endpoint_test.cpp and
+// test/unit/prometheus/endpoint_security_test.cpp.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/http.hpp>
+
+#include "prometheus/credential_check_queue.hpp"
+#include "prometheus/endpoint_security.hpp"
+#include "prometheus/prometheus_endpoint.hpp"
+#include "prometheus/request_rate_limit.hpp"
+#include "core/fault_log.hpp"
+
+namespace tokenspeed::metrics {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+// One connection (endpoint_connection.hpp).
+class Session;
+
+// A header value without its surrounding blanks (Accept-Encoding, Authorization).
+inline std::string_view trim(std::string_view text) noexcept {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
+  return text;
+}
+
+// One render of the exposition, shared by every request that waited for it.
+struct Rendered {
+  bool failed = false;
+  std::string body;     // the exposition, or the error's text when failed
+  std::string gzipped;  // the body gzip-encoded, when a waiting request accepts gzip
+};
+
+// A request for /metrics waiting for the next render.
+struct ScrapeWaiter {
+  std::shared_ptr<Session> session;
+  bool gzip = false;
+};
+
+struct PrometheusEndpoint::Impl {
+  PrometheusEndpointOptions options;
+  ScrapeHandler handler;
+  std::atomic<std::uint64_t> accepted{0}, rejected{0}, evicted{0}, requests{0}, idle_timeouts{0},
+      timeouts{0}, oversized{0}, bad_requests{0}, tls_handshake_failures{0}, unauthorized{0},
+      rate_limited{0}, checks_refused{0};
+  std::atomic<std::size_t> open{0};  // sessions alive (evicted ones until they are gone)
+
+  // A handler of the I/O threads that threw (the endpoint keeps serving):
+  // at most one line per 10 s, with the count since the last one.
+  std::mutex handler_log_mutex;
+  FaultLog handler_log{"Prometheus endpoint", std::chrono::seconds(10), {}};
+  void log_handler_exception() noexcept;
+  // A request refused for its credentials, or because the checking queue
+  // is full: the same log, one line per 10 s with the count (never a user
+  // name or password: either may be a secret).
+  void log_unauthorized() noexcept;
+  void log_checks_refused() noexcept;
+
+  // The web configuration in force (TLS, users, headers, rate limit).
+  std::optional<EndpointSecurityWatch> security;
+  // The web configuration's rate_limit, one bucket for authenticated
+  // requests and one for the others.
+  RequestRateLimit rate_limit;
+
+  // The admitted sessions, for eviction at the limit. Guarded by
+  // sessions_mutex, as are each session's waiting fields and `admitted`.
+  std::mutex sessions_mutex;
+  std::list<std::weak_ptr<Session>> sessions;
+  std::size_t admitted = 0;  // sessions in the list not chosen for eviction
+
+  // Scrapes waiting for a render. A render thread takes every waiting
+  // request at once and answers them all from one render, so a burst of
+  // scrapes costs about one render per render thread, not one per request.
+  std::mutex render_mutex;
+  std::condition_variable render_cv;
+  std::deque<ScrapeWaiter> scrape_waiters;
+  bool render_stop = false;
+
+  std::mutex done_mutex;
+  std::condition_variable done_cv;
+  unsigned finished = 0;  // server and render threads that returned
+  bool stopped = false;
+  std::vector<std::thread> threads;
+  unsigned short bound_port = 0;
+  std::string bound_host;
+
+  // Declared last: destroyed first, releasing every session before the
+  // members above go away.
+  // stop() destroys them once the threads are joined, which closes every
+  // open connection (their sessions live in pending handlers).
+  std::optional<asio::io_context> io{std::in_place};
+  std::optional<tcp::acceptor> acceptor{std::in_place, *io};
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work;
+  // Checks basic-auth passwords, one bcrypt at a time, off the I/O threads
+  // (a flood of wrong passwords costs one core, never the accept loop), at
+  // most options.max_pending_credential_checks at once.
+  // Declared after io: stopped and destroyed before it, with the sessions
+  // its pending checks hold.
+  std::optional<CredentialCheckQueue> credential_checks;
+
+  void do_accept();
+  void admit(tcp::socket socket);
+  // Under sessions_mutex: chooses the session that has waited longest
+  // without a complete request (or for its credential check), among those
+  // that had a request refused first, and marks it evicted; null when none
+  // waits.
+  // Every session it looks at is kept in `seen`, so that none is destroyed
+  // (which takes sessions_mutex) before the caller lets the mutex go.
+  std::shared_ptr<Session> choose_eviction_locked(std::vector<std::shared_ptr<Session>>& seen);
+  // The answer to a request other than a scrape (404, 405); nullopt for a
+  // GET or HEAD of /metrics, which waits for a render (request_scrape).
+  std::optional<http::response<http::string_body>> respond_at_once(
+      const http::request<http::string_body>& request);
+  // Queues session for the next render; it is answered on its own strand.
+  void request_scrape(std::shared_ptr<Session> session, bool gzip);
+  void render_loop();
+  void thread_finished();
+};
+
+}  // namespace tokenspeed::metrics
