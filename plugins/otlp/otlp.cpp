@@ -28,14 +28,14 @@ const kit::SettingsTable& settings_table() {
                             "OTLP/HTTP metrics URL (http:// or https://), the full path included; "
                             "with protocol grpc the receiver's address without a path, e.g. "
                             "\"http://127.0.0.1:4317\"."),
-      {"protocol", SettingType::kChoice, R"("http/protobuf")", 0, 0,
-       "Transport: OTLP/HTTP with protobuf bodies, or OTLP/gRPC (HTTP/2, MetricsService/Export "
-       "at the endpoint).",
-       "http/protobuf|grpc"},
       kit::http_headers_setting(
           "HTTP headers added to every request, e.g. {\"api-key\": \"...\"}."),
       kit::http_timeout_setting(
           "10000", "Bound of one export request; during close also bounded by close's budget."),
+      {"protocol", SettingType::kChoice, R"("http/protobuf")", 0, 0,
+       "Transport: OTLP/HTTP with protobuf bodies, or OTLP/gRPC (HTTP/2, MetricsService/Export "
+       "at the endpoint).",
+       "http/protobuf|grpc"},
       {"export_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
        "How often the state is exported."},
       {"resource_attributes", SettingType::kStringMap, R"({"service.name": "tokenspeed"})", 0, 0,
