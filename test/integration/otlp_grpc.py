@@ -2,7 +2,7 @@
 receiver (test/otlp_receiver with --grpc-port: @grpc/grpc-js serving
 MetricsService/Export, every message decoded with the official OpenTelemetry
 decoders): the data points it decoded equal the Prometheus scrape, gzip or
-not, cumulative or delta; UNAVAILABLE is retried and delivery completes; a
+not, cumulative or delta, over plaintext HTTP/2 or mutual TLS; UNAVAILABLE is retried and delivery completes; a
 refusal (INVALID_ARGUMENT) is dropped and never retried, counted, logged
 once per process, and no credential shows in the output.
 """
@@ -14,6 +14,7 @@ import unittest
 
 import otlp_common as oc
 import simulate_harness
+from tls_material import TlsMaterial
 
 FAST = {"export_interval_ms": 200, "timeout_ms": 1000, "initial_backoff_ms": 100,
         "max_backoff_ms": 400}
@@ -28,6 +29,10 @@ class GrpcReceiver(oc.Receiver):
 
     def start(self):
         command = [oc.NODE, oc.RECEIVER_JS, "--port", str(self.port), "--grpc-port", "0"]
+        if self.tls is not None:
+            command += ["--tls-cert", self.tls.path("server.crt"),
+                        "--tls-key", self.tls.path("server.key"),
+                        "--client-ca", self.tls.path("ca.crt")]
         self.process = subprocess.Popen(command,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
@@ -40,7 +45,7 @@ class GrpcReceiver(oc.Receiver):
 
     @property
     def grpc_endpoint(self):
-        return f"http://127.0.0.1:{self.grpc_port}"
+        return f"{'https' if self.tls is not None else 'http'}://127.0.0.1:{self.grpc_port}"
 
 
 class OtlpGrpc(unittest.TestCase):
@@ -119,6 +124,15 @@ class OtlpGrpc(unittest.TestCase):
         for point in state["series"]:
             if point["type"] in ("sum", "histogram"):
                 self.assertEqual(point["temporality"], "AGGREGATION_TEMPORALITY_DELTA")
+
+    def test_grpc_over_mutual_tls_data_points_equal_the_scrape(self):
+        # TLS with a client certificate; HTTP/2 agreed through ALPN.
+        self.receiver.stop()
+        material = TlsMaterial(os.path.join(self.tmp, "tls"))
+        self.receiver = GrpcReceiver(tls=material)
+        self.check_agreement({"tls": {"ca_file": material.path("ca.crt"),
+                                      "cert_file": material.path("client.crt"),
+                                      "key_file": material.path("client.key")}}, "gzip")
 
     def test_unavailable_is_retried_and_delivery_completes(self):
         self.receiver.control(responses=[{"grpc_status": 14, "grpc_message": "try later"}] * 3)

@@ -15,8 +15,9 @@
 //
 // With --grpc-port N (0: any free port) it also serves OTLP/gRPC
 // (opentelemetry.proto.collector.metrics.v1.MetricsService/Export, plaintext
-// HTTP/2) with @grpc/grpc-js 1.14.7, decoding with the same decoders into the
-// same state, and prints "listening PORT grpc GRPC_PORT" when both are ready.
+// HTTP/2, or TLS with the options above) with @grpc/grpc-js 1.14.7, decoding
+// with the same decoders into the same state, and prints
+// "listening PORT grpc GRPC_PORT" when both are ready.
 //
 // POST /control {"responses": [R, ...], "default": R}: the next requests get
 // the scripted responses in order, then the default. R is
@@ -273,7 +274,14 @@ function startGrpc(port, ready) {
   };
   const grpcServer = new grpc.Server();
   grpcServer.addService(service, { Export: handleGrpcExport });
-  grpcServer.bindAsync(`127.0.0.1:${port}`, grpc.ServerCredentials.createInsecure(), (error, bound) => {
+  // With --tls-cert and --tls-key, TLS with that certificate (HTTP/2 agreed
+  // through ALPN); with --client-ca, a client certificate that CA signed.
+  const credentials = tlsCert && tlsKey
+    ? grpc.ServerCredentials.createSsl(clientCa ? fs.readFileSync(clientCa) : null,
+      [{ cert_chain: fs.readFileSync(tlsCert), private_key: fs.readFileSync(tlsKey) }],
+      Boolean(clientCa))
+    : grpc.ServerCredentials.createInsecure();
+  grpcServer.bindAsync(`127.0.0.1:${port}`, credentials, (error, bound) => {
     if (error) {
       process.stderr.write(`cannot serve gRPC: ${error}\n`);
       process.exit(1);
