@@ -2,9 +2,11 @@
 receiver (test/otlp_receiver with --grpc-port: @grpc/grpc-js serving
 MetricsService/Export, every message decoded with the official OpenTelemetry
 decoders): the data points it decoded equal the Prometheus scrape, gzip or
-not, cumulative or delta, over plaintext HTTP/2 or mutual TLS; UNAVAILABLE is retried and delivery completes; a
-refusal (INVALID_ARGUMENT) is dropped and never retried, counted, logged
-once per process, and no credential shows in the output.
+not, cumulative or delta, over plaintext HTTP/2 or mutual TLS; UNAVAILABLE,
+and RESOURCE_EXHAUSTED with a RetryInfo (after its delay), are retried and
+delivery completes; RESOURCE_EXHAUSTED without one, and INVALID_ARGUMENT,
+are refusals: dropped and never retried, counted, logged once per process,
+and no credential shows in the output.
 """
 import os
 import signal
@@ -148,6 +150,31 @@ class OtlpGrpc(unittest.TestCase):
         self.assertFalse(run.plugin_lines("dropped a request"), run.describe())
         figures = run.plugin_figures("otlp")
         self.assertGreaterEqual(sum(counts["retries"] for counts in figures.values()), 3, figures)
+
+    def test_resource_exhausted_with_retry_info_is_retried_after_its_delay(self):
+        self.receiver.control(responses=[{"grpc_status": 8, "grpc_message": "slow down",
+                                          "retry_delay_ms": 1000}] * 3)
+        run = self.simulate({})
+        exposition = self.finish(run)
+        self.assert_nothing_dropped_by_the_host(run)
+        oc.assert_otlp_equals_prometheus(self, self.receiver.state(), exposition)
+        lines = run.plugin_lines("gRPC RESOURCE_EXHAUSTED (8): slow down")
+        self.assertTrue(lines, run.describe())
+        # The delay is the receiver's second, not the 100 ms backoff.
+        self.assertTrue(all("retrying in 1000 ms" in line for line in lines), lines)
+        statuses = [r.get("status") for r in self.grpc_requests()]
+        self.assertEqual(statuses[:3], [8] * 3, statuses)
+
+    def test_resource_exhausted_without_retry_info_is_a_refusal(self):
+        self.receiver.control(responses=[{"grpc_status": 8, "grpc_message": "over quota"}])
+        run = self.simulate({})
+        exposition = self.finish(run)
+        oc.assert_otlp_equals_prometheus(self, self.receiver.state(), exposition)
+        lines = run.plugin_lines("gRPC RESOURCE_EXHAUSTED (8): over quota")
+        self.assertEqual(len(lines), 1, run.describe())
+        self.assertIn("dropped a request of", lines[0])
+        statuses = [r.get("status") for r in self.grpc_requests()]
+        self.assertNotIn(8, statuses[1:], statuses)
 
     def test_a_refusal_is_dropped_counted_logged_once_and_quotes_no_secret(self):
         # Delta: a refused request is the only copy of its increments, so

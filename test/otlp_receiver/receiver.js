@@ -26,7 +26,8 @@
 // "hang": never answer (the client must give up); "delay_ms": answer late.
 // A request that is not answered 200 is not accepted: its points are not kept.
 // A gRPC call takes the same plans: "grpc_status" (a code, 0 when absent)
-// and "grpc_message" are its answer; "status" is not used, and a call not
+// and "grpc_message" are its answer, "retry_delay_ms" adds a RetryInfo of
+// that delay (grpc-status-details-bin); "status" is not used, and a call not
 // answered 0 is not accepted.
 "use strict";
 
@@ -210,6 +211,28 @@ async function handle(req, res) {
   }
 }
 
+// A google.rpc.Status holding a google.rpc.RetryInfo of delayMs, in the
+// protobuf wire format (what grpc-status-details-bin carries).
+function retryInfoStatus(code, message, delayMs) {
+  const varint = (n) => {
+    const out = [];
+    let v = BigInt(n);
+    do {
+      let byte = Number(v & 0x7fn);
+      v >>= 7n;
+      if (v > 0n) byte |= 0x80;
+      out.push(byte);
+    } while (v > 0n);
+    return Buffer.from(out);
+  };
+  const field = (number, bytes) => Buffer.concat([varint((number << 3) | 2), varint(bytes.length), bytes]);
+  const number = (n, value) => Buffer.concat([varint(n << 3), varint(value)]);
+  const duration = Buffer.concat([number(1, Math.floor(delayMs / 1000)), number(2, (delayMs % 1000) * 1000000)]);
+  const any = Buffer.concat([field(1, Buffer.from("type.googleapis.com/google.rpc.RetryInfo")),
+    field(2, field(1, duration))]);
+  return Buffer.concat([number(1, code), field(2, Buffer.from(message)), field(3, any)]);
+}
+
 // One OTLP/gRPC Export call: the message arrives decompressed by grpc-js
 // (grpc-encoding gzip), is decoded with the official decoder and answered as
 // planned.
@@ -249,7 +272,13 @@ function handleGrpcExport(call, callback) {
     }
     summary.status = code;
     if (code !== 0) {
-      callback({ code, details: plan.grpc_message || `scripted status ${code}` });
+      const error = { code, details: plan.grpc_message || `scripted status ${code}` };
+      if (plan.retry_delay_ms !== undefined) {
+        const grpc = require("@grpc/grpc-js");
+        error.metadata = new grpc.Metadata();
+        error.metadata.set("grpc-status-details-bin", retryInfoStatus(code, error.details, plan.retry_delay_ms));
+      }
+      callback(error);
       return;
     }
     summary.points = accept(decoded);
