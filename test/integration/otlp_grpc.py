@@ -4,9 +4,9 @@ MetricsService/Export, every message decoded with the official OpenTelemetry
 decoders): the data points it decoded equal the Prometheus scrape, gzip or
 not, cumulative or delta, over plaintext HTTP/2 or mutual TLS; UNAVAILABLE,
 and RESOURCE_EXHAUSTED with a RetryInfo (after its delay), are retried and
-delivery completes; RESOURCE_EXHAUSTED without one, and INVALID_ARGUMENT,
-are refusals: dropped and never retried, counted, logged once per process,
-and no credential shows in the output.
+delivery completes; a partial_success is logged; RESOURCE_EXHAUSTED without
+one, and INVALID_ARGUMENT, are refusals: dropped and never retried, counted,
+logged once per process, and no credential shows in the output.
 """
 import os
 import signal
@@ -150,6 +150,16 @@ class OtlpGrpc(unittest.TestCase):
         self.assertFalse(run.plugin_lines("dropped a request"), run.describe())
         figures = run.plugin_figures("otlp")
         self.assertGreaterEqual(sum(counts["retries"] for counts in figures.values()), 3, figures)
+
+    def test_a_partial_success_in_the_response_message_is_logged(self):
+        self.receiver.control(responses=[{"rejected_data_points": 2,
+                                          "error_message": "2 points had no name"}])
+        run = self.simulate({})
+        self.finish(run)
+        lines = run.plugin_lines("accepted the export partly")
+        self.assertEqual(len(lines), 1, run.describe())
+        self.assertIn("2 data points rejected: 2 points had no name", lines[0])
+        self.assertFalse(run.plugin_lines("retrying"), run.describe())  # status 0: not retried
 
     def test_resource_exhausted_with_retry_info_is_retried_after_its_delay(self):
         self.receiver.control(responses=[{"grpc_status": 8, "grpc_message": "slow down",
