@@ -25,11 +25,17 @@ using kit::SettingType;
 const kit::SettingsTable& settings_table() {
   static const kit::SettingsTable table{{
       kit::http_url_setting("endpoint", R"("http://127.0.0.1:4318/v1/metrics")",
-                            "OTLP/HTTP metrics URL (http:// or https://), the full path included."),
+                            "OTLP/HTTP metrics URL (http:// or https://), the full path included; "
+                            "with protocol grpc the receiver's address without a path, e.g. "
+                            "\"http://127.0.0.1:4317\"."),
       kit::http_headers_setting(
           "HTTP headers added to every request, e.g. {\"api-key\": \"...\"}."),
       kit::http_timeout_setting(
           "10000", "Bound of one export request; during close also bounded by close's budget."),
+      {"protocol", SettingType::kChoice, R"("http/protobuf")", 0, 0,
+       "Transport: OTLP/HTTP with protobuf bodies, or OTLP/gRPC (HTTP/2, MetricsService/Export "
+       "at the endpoint).",
+       "http/protobuf|grpc"},
       {"export_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
        "How often the state is exported."},
       {"resource_attributes", SettingType::kStringMap, R"({"service.name": "tokenspeed"})", 0, 0,
@@ -56,9 +62,22 @@ const kit::SettingsTable& settings_table() {
   return table;
 }
 
+// The path of the OTLP/gRPC metrics call, after the endpoint.
+constexpr std::string_view kGrpcExportPath =
+    "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export";
+
 // The checks across keys, after the table's.
 void check(kit::json::Value& settings) {
   kit::check_http_settings(settings, "endpoint");
+  if (settings.at("protocol").as_string() == "grpc") {
+    const std::string& endpoint = settings.at("endpoint").as_string();
+    const std::size_t slash = endpoint.find('/', endpoint.find("://") + 3);
+    if (slash != std::string::npos && slash + 1 != endpoint.size()) {
+      throw std::invalid_argument(
+          "'endpoint': with protocol grpc, give the receiver's address without a path (e.g. "
+          "\"http://127.0.0.1:4317\"); the call's path is added");
+    }
+  }
   for (const auto& member : settings.at("resource_attributes").as_object()) {
     if (member.first == "service.instance.id" || member.first == "process.pid") {
       throw std::invalid_argument("'resource_attributes': '" + member.first +
@@ -73,6 +92,13 @@ std::unique_ptr<OtlpSink> create_sink(const kit::Settings& settings, const plugi
   kit::HttpExporterOptions& exporter = options.exporter;
   exporter.http = kit::http_client_options(settings, "endpoint");
   options.gzip = settings.string("compression") == "gzip";
+  options.grpc = settings.string("protocol") == "grpc";
+  if (options.grpc) {
+    std::string& url = exporter.http.url;
+    if (!url.empty() && url.back() == '/') url.pop_back();
+    url += kGrpcExportPath;
+    exporter.http.http2 = true;
+  }
 
   const bool delta = settings.string("temporality") == "delta";
   exporter.aggregation.temporality =

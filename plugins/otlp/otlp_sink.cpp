@@ -1,10 +1,12 @@
 // otlp_sink.cpp — the OTLP/HTTP rules on the kit's HTTP exporter: retry only
 // 408, 429, 502, 503, 504 and a dropped connection (kit::HttpRetryPolicy's
 // default; the kit honours Retry-After), never 500 or another 4xx, protobuf
-// bodies gzip-compressed or not, a partial_success logged. Network I/O only
-// on the delivery thread.
+// bodies gzip-compressed or not, a partial_success logged. OTLP/gRPC: the
+// same bodies framed as a gRPC message (kit/grpc.hpp), judged by their
+// grpc-status. Network I/O only on the delivery thread.
 #include "otlp_sink.hpp"
 
+#include <tokenspeed/kit/grpc.hpp>
 #include <tokenspeed/kit/gzip.hpp>
 
 #include "otlp_metrics.pb.h"
@@ -15,7 +17,8 @@ namespace {
 constexpr kit::HttpExporterWords kWords{"data points", "export rejected", "export failed",
                                         "export"};
 
-std::vector<std::string> headers_for(bool gzip) {
+std::vector<std::string> headers_for(bool gzip, bool grpc) {
+  if (grpc) return kit::grpc_request_headers(gzip);
   std::vector<std::string> headers{"Content-Type: application/x-protobuf"};
   if (gzip) headers.emplace_back("Content-Encoding: gzip");
   return headers;
@@ -26,7 +29,8 @@ std::vector<std::string> headers_for(bool gzip) {
 OtlpSink::OtlpSink(OtlpOptions options, const plugin::Host& host)
     : HttpExporter(std::move(options.exporter), kWords, host),
       gzip_(options.gzip),
-      content_headers_(headers_for(options.gzip)),
+      grpc_(options.grpc),
+      content_headers_(headers_for(options.gzip, options.grpc)),
       encoder_(options.encoder) {
   start();
 }
@@ -45,14 +49,23 @@ void OtlpSink::collect(std::vector<kit::ExportRequest>& out, bool /*final*/) {
     } else {
       ready.body = std::move(request.body);
     }
+    if (grpc_) {
+      std::string message = std::move(ready.body);
+      kit::grpc_frame(message, gzip_, ready.body);
+    }
     out.push_back(std::move(ready));
   }
 }
 
 void OtlpSink::delivered(const kit::HttpResponse& response) {
   if (response.body.empty() || response.content_type.find("json") != std::string::npos) return;
+  std::string message;
+  bool compressed = false;
+  if (grpc_ && (!kit::grpc_unframe(response.body, message, &compressed).empty() || compressed))
+    return;  // not asked for: the answer's encoding is identity
   ::tokenspeed::otlp::ExportMetricsServiceResponse decoded;
-  if (!decoded.ParseFromString(response.body) || !decoded.has_partial_success()) return;
+  if (!decoded.ParseFromString(grpc_ ? message : response.body) || !decoded.has_partial_success())
+    return;
   const auto& partial = decoded.partial_success();
   if (partial.rejected_data_points() == 0 && partial.error_message().empty()) return;
   log().report(TSM_LOG_WARNING, "partial success",

@@ -1,7 +1,8 @@
 // otlp_sink.hpp — one producer's otlp output: the kit's HTTP exporter with
-// the OTLP/HTTP rules. emit folds the event into the aggregation state; the
-// delivery loop's thread encodes, compresses and POSTs it to the OTLP/HTTP
-// endpoint. emit never waits for the network.
+// the OTLP/HTTP or OTLP/gRPC rules. emit folds the event into the
+// aggregation state; the delivery loop's thread encodes, compresses and
+// POSTs it to the endpoint (a gRPC call: framed, over HTTP/2). emit never
+// waits for the network.
 #pragma once
 
 #include <string>
@@ -18,6 +19,7 @@ namespace tokenspeed::metrics::otlp {
 struct OtlpOptions {
   kit::HttpExporterOptions exporter;
   bool gzip = false;  // compress request bodies
+  bool grpc = false;  // OTLP/gRPC (exporter.http.url names the call, http2 set)
   EncoderOptions encoder;
 };
 
@@ -32,13 +34,19 @@ class OtlpSink : public kit::HttpExporter<OtlpSink> {
   void collect(std::vector<kit::ExportRequest>& out, bool final);
   const std::vector<std::string>& content_headers() const noexcept { return content_headers_; }
   // The OTLP/HTTP rule, the kit's default: 408, 429, 502, 503 and 504 (and
-  // a dropped connection) are retried, never 500 or another 4xx.
-  static kit::HttpRetryPolicy retry_policy() noexcept { return {}; }
+  // a dropped connection) are retried, never 500 or another 4xx. OTLP/gRPC:
+  // the kit's gRPC rule (kit/grpc.hpp: UNAVAILABLE, DEADLINE_EXCEEDED, ...).
+  kit::HttpRetryPolicy retry_policy() const noexcept {
+    kit::HttpRetryPolicy policy;
+    policy.grpc = grpc_;
+    return policy;
+  }
   // Logs a partial_success.
   void delivered(const kit::HttpResponse& response);
 
  private:
   const bool gzip_;
+  const bool grpc_;
   const std::vector<std::string> content_headers_;
   Encoder encoder_;  // delivery thread only
 };

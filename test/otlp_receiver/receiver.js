@@ -13,12 +13,22 @@
 // with --client-ca too, every connection must present a client certificate
 // that CA signed, or the handshake fails (/control and /state included).
 //
+// With --grpc-port N (0: any free port) it also serves OTLP/gRPC
+// (opentelemetry.proto.collector.metrics.v1.MetricsService/Export, plaintext
+// HTTP/2, or TLS with the options above) with @grpc/grpc-js 1.14.7, decoding
+// with the same decoders into the same state, and prints
+// "listening PORT grpc GRPC_PORT" when both are ready.
+//
 // POST /control {"responses": [R, ...], "default": R}: the next requests get
 // the scripted responses in order, then the default. R is
 //   {"status": 503, "retry_after": "1", "delay_ms": 0, "hang": false,
 //    "rejected_data_points": 0, "error_message": ""}
 // "hang": never answer (the client must give up); "delay_ms": answer late.
 // A request that is not answered 200 is not accepted: its points are not kept.
+// A gRPC call takes the same plans: "grpc_status" (a code, 0 when absent)
+// and "grpc_message" are its answer, "retry_delay_ms" adds a RetryInfo of
+// that delay (grpc-status-details-bin); "status" is not used, and a call not
+// answered 0 is not accepted.
 "use strict";
 
 const fs = require("fs");
@@ -34,6 +44,7 @@ const Response = v1.ExportMetricsServiceResponse;
 const args = process.argv.slice(2);
 const option = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const port = option("--port") !== undefined ? Number(option("--port")) : 0;
+const grpcPort = option("--grpc-port");
 const tlsCert = option("--tls-cert");
 const tlsKey = option("--tls-key");
 const clientCa = option("--client-ca");
@@ -200,6 +211,114 @@ async function handle(req, res) {
   }
 }
 
+// A google.rpc.Status holding a google.rpc.RetryInfo of delayMs, in the
+// protobuf wire format (what grpc-status-details-bin carries).
+function retryInfoStatus(code, message, delayMs) {
+  const varint = (n) => {
+    const out = [];
+    let v = BigInt(n);
+    do {
+      let byte = Number(v & 0x7fn);
+      v >>= 7n;
+      if (v > 0n) byte |= 0x80;
+      out.push(byte);
+    } while (v > 0n);
+    return Buffer.from(out);
+  };
+  const field = (number, bytes) => Buffer.concat([varint((number << 3) | 2), varint(bytes.length), bytes]);
+  const number = (n, value) => Buffer.concat([varint(n << 3), varint(value)]);
+  const duration = Buffer.concat([number(1, Math.floor(delayMs / 1000)), number(2, (delayMs % 1000) * 1000000)]);
+  const any = Buffer.concat([field(1, Buffer.from("type.googleapis.com/google.rpc.RetryInfo")),
+    field(2, field(1, duration))]);
+  return Buffer.concat([number(1, code), field(2, Buffer.from(message)), field(3, any)]);
+}
+
+// One OTLP/gRPC Export call: the message arrives decompressed by grpc-js
+// (grpc-encoding gzip), is decoded with the official decoder and answered as
+// planned.
+function handleGrpcExport(call, callback) {
+  const raw = call.request;
+  const metadata = call.metadata.getMap();
+  const headers = {};
+  for (const key of Object.keys(metadata)) headers[key] = String(metadata[key]);
+  // grpc-js keeps content-type and grpc-encoding to itself: the framed
+  // size (content-length) shows whether the message came compressed.
+  const summary = {
+    protocol: "grpc", bytes: raw.length, headers,
+    framed_bytes: headers["content-length"] !== undefined ? Number(headers["content-length"]) : null,
+  };
+  requests.push(summary);
+  let decoded;
+  try {
+    decoded = Request.toObject(Request.decode(raw), { longs: String, enums: String, defaults: false });
+  } catch (error) {
+    summary.status = 3;
+    summary.error = String(error);
+    callback({ code: 3, details: `cannot decode: ${error}` });
+    return;
+  }
+  const plan = scripted.length > 0 ? scripted.shift() : defaultResponse;
+  const code = plan.grpc_status || 0;
+  summary.planned = code;
+  if (plan.hang) {
+    summary.status = "hang";
+    hanging.push({ destroy: () => callback({ code: 14, details: "released" }) });
+    return;
+  }
+  const answer = () => {
+    if (call.cancelled) {
+      summary.status = "client gone";
+      return;
+    }
+    summary.status = code;
+    if (code !== 0) {
+      const error = { code, details: plan.grpc_message || `scripted status ${code}` };
+      if (plan.retry_delay_ms !== undefined) {
+        const grpc = require("@grpc/grpc-js");
+        error.metadata = new grpc.Metadata();
+        error.metadata.set("grpc-status-details-bin", retryInfoStatus(code, error.details, plan.retry_delay_ms));
+      }
+      callback(error);
+      return;
+    }
+    summary.points = accept(decoded);
+    const partial = plan.rejected_data_points || plan.error_message
+      ? { partialSuccess: { rejectedDataPoints: plan.rejected_data_points || 0, errorMessage: plan.error_message || "" } }
+      : {};
+    callback(null, Buffer.from(Response.encode(Response.fromObject(partial)).finish()));
+  };
+  if (plan.delay_ms) setTimeout(answer, plan.delay_ms); else answer();
+}
+
+function startGrpc(port, ready) {
+  const grpc = require("@grpc/grpc-js");
+  const identity = (buffer) => buffer;
+  const service = {
+    Export: {
+      path: "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export",
+      requestStream: false, responseStream: false,
+      requestSerialize: identity, requestDeserialize: identity,
+      responseSerialize: identity, responseDeserialize: identity,
+    },
+  };
+  const grpcServer = new grpc.Server();
+  grpcServer.addService(service, { Export: handleGrpcExport });
+  // With --tls-cert and --tls-key, TLS with that certificate (HTTP/2 agreed
+  // through ALPN); with --client-ca, a client certificate that CA signed.
+  const credentials = tlsCert && tlsKey
+    ? grpc.ServerCredentials.createSsl(clientCa ? fs.readFileSync(clientCa) : null,
+      [{ cert_chain: fs.readFileSync(tlsCert), private_key: fs.readFileSync(tlsKey) }],
+      Boolean(clientCa))
+    : grpc.ServerCredentials.createInsecure();
+  grpcServer.bindAsync(`127.0.0.1:${port}`, credentials, (error, bound) => {
+    if (error) {
+      process.stderr.write(`cannot serve gRPC: ${error}\n`);
+      process.exit(1);
+    }
+    ready(bound);
+  });
+}
+
 let server;
 if (tlsCert && tlsKey) {
   const options = { cert: fs.readFileSync(tlsCert), key: fs.readFileSync(tlsKey) };
@@ -214,6 +333,12 @@ if (tlsCert && tlsKey) {
 }
 server.keepAliveTimeout = 60000;
 server.listen(port, "127.0.0.1", () => {
-  process.stdout.write(`listening ${server.address().port}\n`);
+  if (grpcPort === undefined) {
+    process.stdout.write(`listening ${server.address().port}\n`);
+    return;
+  }
+  startGrpc(Number(grpcPort), (bound) => {
+    process.stdout.write(`listening ${server.address().port} grpc ${bound}\n`);
+  });
 });
 process.on("SIGTERM", () => process.exit(0));

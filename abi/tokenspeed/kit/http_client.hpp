@@ -1,6 +1,6 @@
 /*
  * tokenspeed/kit/http_client.hpp — one HTTP POST at a time over libcurl, for
- * network outputs (OTLP/HTTP, remote write): keeps the connection alive
+ * network outputs (OTLP/HTTP and /gRPC, remote write): keeps the connection alive
  * between requests, bounds every request by a deadline, ends it at once when
  * a stop flag turns true, and returns the status, Retry-After and a bounded
  * part of the body. TLS (a CA, a client certificate, the name verified, the
@@ -49,6 +49,12 @@ struct HttpResponse {
   std::string body;        // at most max_body bytes of the response body
   std::string content_type;
   std::optional<std::string> retry_after;  // the Retry-After header, as sent
+  /* A gRPC answer's grpc-status, grpc-message (percent-encoded) and
+   * grpc-status-details-bin (base64), as sent, from the trailers or the
+   * headers (kit/grpc.hpp reads them); no grpc-status: nullopt. */
+  std::optional<std::string> grpc_status;
+  std::string grpc_message;
+  std::string grpc_status_details;
 };
 
 struct HttpRequest {
@@ -168,6 +174,11 @@ struct HttpClientOptions {
    * none); its failure fails the request before it is sent, like a
    * credential file that cannot be read. */
   HttpRequestSigner sign;
+  /* HTTP/2 only (gRPC, kit/grpc.hpp): an http:// URL speaks it at once
+   * (prior knowledge), an https:// one asks for it in the TLS handshake
+   * (ALPN h2); one connection per request. false: what libcurl chooses,
+   * the connection kept between requests. */
+  bool http2 = false;
 };
 
 /* Threading: post is called from one thread at a time (the delivery thread);
@@ -328,6 +339,14 @@ class HttpClient {
       curl_easy_setopt(easy_, CURLOPT_CONNECTTIMEOUT_MS, ms);
       curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, error_text);
       if (connect_to != nullptr) curl_easy_setopt(easy_, CURLOPT_CONNECT_TO, connect_to);
+      if (options_.http2) {
+        curl_easy_setopt(easy_, CURLOPT_HTTP_VERSION,
+                         static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
+        // A connection per request: libcurl 7.88 (Debian 12's) fails the
+        // second request on a kept HTTP/2 connection ("Error in the HTTP2
+        // framing layer").
+        curl_easy_setopt(easy_, CURLOPT_FORBID_REUSE, 1L);
+      }
       apply_tls();
       if (!request.basic_auth_user.empty()) {
         // libcurl encodes the credentials and keeps its own copies (until
@@ -526,6 +545,9 @@ class HttpClient {
         if (line.rfind("HTTP/", 0) == 0) {  // a new response (after 100 Continue)
           capture->response->retry_after.reset();
           capture->response->content_type.clear();
+          capture->response->grpc_status.reset();
+          capture->response->grpc_message.clear();
+          capture->response->grpc_status_details.clear();
           return bytes;
         }
         const std::size_t colon = line.find(':');
@@ -540,6 +562,10 @@ class HttpClient {
           value.remove_suffix(1);
         if (name == "retry-after") capture->response->retry_after = std::string(value);
         if (name == "content-type") capture->response->content_type = std::string(value);
+        if (name == "grpc-status") capture->response->grpc_status = std::string(value);
+        if (name == "grpc-message") capture->response->grpc_message = std::string(value);
+        if (name == "grpc-status-details-bin")
+          capture->response->grpc_status_details = std::string(value);
       } catch (...) {  // out of memory: the request is judged by its status alone
       }
       return bytes;

@@ -14,7 +14,7 @@
  *     // delivery thread:
  *     void collect(std::vector<kit::ExportRequest>& out, bool final);  // encode
  *     const std::vector<std::string>& content_headers() const;          // Content-Type, ...
- *     kit::HttpRetryPolicy retry_policy() const;                       // e.g. every 5xx
+ *     kit::HttpRetryPolicy retry_policy() const;                       // e.g. every 5xx, gRPC's
  *     void delivered(const kit::HttpResponse& response);               // may do nothing
  *   };
  *
@@ -37,6 +37,7 @@
 #include <tokenspeed/kit/backoff.hpp>
 #include <tokenspeed/kit/delivery_figures.hpp>
 #include <tokenspeed/kit/delivery_loop.hpp>
+#include <tokenspeed/kit/grpc.hpp>
 #include <tokenspeed/kit/http_client.hpp>
 #include <tokenspeed/kit/http_response.hpp>
 #include <tokenspeed/kit/json.hpp>
@@ -571,7 +572,9 @@ class HttpExporter {
                   const std::atomic<bool>* stop) {
     const HttpResponse response =
         http_.post(request.body, derived().content_headers(), deadline, stop);
-    SendResult result = classify_http_response(response, derived().retry_policy());
+    const HttpRetryPolicy policy = derived().retry_policy();
+    SendResult result =
+        policy.grpc ? classify_grpc_response(response) : classify_http_response(response, policy);
     if (result.outcome == SendResult::Outcome::kDelivered) {
       derived().delivered(response);
       count_delivered(request);

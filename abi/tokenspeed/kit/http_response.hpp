@@ -58,6 +58,10 @@ inline std::string response_snippet(std::string_view body) {
 struct HttpRetryPolicy {
   bool retry_429 = true;   // 429 Too Many Requests: retried, honouring Retry-After
   bool retry_5xx = false;  // every 5xx, 500 and 501 included (else only 502, 503, 504)
+  /* The answers are a gRPC call's: judged by their grpc-status under the
+   * OTLP/gRPC rule (kit/grpc.hpp's classify_grpc_response), not by the
+   * rules above. HttpExporter sends them framed by its derived class. */
+  bool grpc = false;
 };
 
 /* true when policy retries an answer of status (100-599). */

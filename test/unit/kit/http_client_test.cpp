@@ -97,6 +97,28 @@ TEST_CASE("a response's status, Retry-After and body are read") {
   CHECK(response.body == "busy");
 }
 
+TEST_CASE("a gRPC answer's grpc-status, grpc-message and details are read from its trailers") {
+  LocalServer server;
+  server.answer_once(std::string(
+      "HTTP/1.1 200 OK\r\nContent-Type: application/grpc\r\nTransfer-Encoding: chunked\r\n"
+      "Connection: close\r\n\r\n5\r\n\0\0\0\0\0\r\n0\r\ngrpc-status: 14\r\n"
+      "grpc-message: try%20later\r\ngrpc-status-details-bin: CAg\r\n\r\n",
+      187));
+  kit::HttpClient client;
+  kit::HttpRequest request;
+  const std::string url = server.url();
+  request.url = url;
+  request.body = std::string(5, '\0');
+  request.headers = {"content-type: application/grpc", "te: trailers", "Expect:"};
+  const kit::HttpResponse response = client.post(request, Clock::now() + std::chrono::seconds(20));
+  CHECK(response.error == "");
+  CHECK(response.status == 200);
+  CHECK(response.body == std::string(5, '\0'));
+  CHECK(response.grpc_status == std::optional<std::string>("14"));
+  CHECK(response.grpc_message == "try%20later");
+  CHECK(response.grpc_status_details == "CAg");
+}
+
 TEST_CASE("a server that never answers: the deadline ends the request") {
   LocalServer server;  // listens, never accepts: the connection waits in the backlog
   kit::HttpClient client;
