@@ -21,6 +21,7 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 import cli_harness
+from cli_harness import eventually
 
 JSONL_DIR = os.environ["TSM_JSONL_PLUGIN_DIR"]
 # Hang guards only: a run that exceeds them has hung.
@@ -116,16 +117,6 @@ def samples(text):
     """[(name, labels, value)] of an exposition."""
     return [(sample.name, sample.labels, sample.value)
             for family in text_string_to_metric_families(text) for sample in family.samples]
-
-
-def poll(condition, timeout, interval=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    return condition()
 
 
 class LauncherTest(unittest.TestCase):
@@ -247,12 +238,12 @@ class LauncherTest(unittest.TestCase):
             return {labels["dp_rank"] for name, labels, _ in samples(scrape(url))
                     if name == "tokenspeed:num_requests_running"}
 
-        self.assertEqual(poll(lambda: gauge_ranks() == {"0", "1"} and gauge_ranks(), 60),
+        self.assertEqual(eventually(lambda: gauge_ranks() == {"0", "1"} and gauge_ranks(), 60),
                          {"0", "1"}, run.describe())
         victim = run.producer_pids()["scheduler-1"]
         os.kill(victim, signal.SIGKILL)
 
-        self.assertEqual(poll(lambda: gauge_ranks() == {"0"} and gauge_ranks(), 60), {"0"},
+        self.assertEqual(eventually(lambda: gauge_ranks() == {"0"} and gauge_ranks(), 60), {"0"},
                          "the dead producer's live gauges leave /metrics")
         drafts = {labels["dp_rank"]: value for name, labels, value in samples(scrape(url))
                   if name == "tokenspeed:spec_decode_num_drafts_total"}
@@ -280,7 +271,7 @@ class LauncherTest(unittest.TestCase):
                 values[name] = values.get(name, 0) + value
             return (values.get("tokenspeed:num_requests_total", 0) > 0 and
                     values.get("tokenspeed:iteration_tokens_total_count", 0) > 0)
-        self.assertTrue(poll(recorded_everywhere, 60), run.describe())
+        self.assertTrue(eventually(recorded_everywhere, 60), run.describe())
         producers = run.producer_pids()
         self.assertEqual(set(producers), {"scheduler-0", "frontend"})
 

@@ -10,10 +10,14 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from eventually import eventually  # noqa: E402
 
 # Hang guards only: a run that exceeds them has hung.
 STARTUP_TIMEOUT_S = 30
@@ -36,17 +40,6 @@ def free_port(kind=socket.SOCK_STREAM):
     with socket.socket(socket.AF_INET, kind) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def poll(condition, timeout, interval=0.1):
-    """condition()'s first truthy value within timeout, else its last value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    return condition()
 
 
 def rss_kib(pid):
@@ -189,7 +182,7 @@ def assert_engine_kept_going(test, url, during, describe=""):
         return sample_sum(scrape(url)[1], "tokenspeed:generation_tokens_total")
     before = tokens()
     time.sleep(during)  # the fault's minimum length, not a wait for a condition
-    test.assertTrue(poll(lambda: tokens() > before, EXIT_TIMEOUT_S), describe)
+    test.assertTrue(eventually(lambda: tokens() > before, EXIT_TIMEOUT_S), describe)
 
 
 class Simulation:

@@ -306,7 +306,7 @@ class PythonPluginTest(unittest.TestCase):
                        test_launcher.samples(test_launcher.scrape(url))
                        if name == "tokenspeed_metrics_reporter_sink_failures_total"
                        and labels.get("reporter") == "raising_emit_output")
-        self.assertTrue(test_launcher.poll(lambda: failed_sinks() >= 2, 60), run.describe())
+        self.assertTrue(cli_harness.eventually(lambda: failed_sinks() >= 2, 60), run.describe())
         run.process.send_signal(signal.SIGTERM)
         # A disabled output is a failed one: simulate's exit status 3 says so.
         self.assertEqual(run.wait(), 3, run.describe())
@@ -366,7 +366,7 @@ class PythonPluginTest(unittest.TestCase):
         url = run.metrics_url()
         # Events reached the sink: delivered (close test), or queued behind
         # the emit that blocks.
-        reached = test_launcher.poll(lambda: any(
+        reached = cli_harness.eventually(lambda: any(
             name in ("tokenspeed_metrics_reporter_events_delivered_total",
                      "tokenspeed_metrics_reporter_queue_depth")
             and labels.get("reporter") == reporter and value > 0
