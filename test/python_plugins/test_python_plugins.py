@@ -56,24 +56,6 @@ def plugin_dir_flags(*dirs):
     return flags
 
 
-class VenvSimulation(test_launcher.Simulation):
-    """A `simulate` run inside a venv."""
-
-    def __init__(self, env, *args):  # pylint: disable=super-init-not-called
-        import threading
-        self.args = [cli_harness.BINARY, "simulate", "--enable-metrics", "--metrics-port", "0",
-                     *args]
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, env=env)
-        self.stdout_lines = []
-        self.stderr_text = ""
-        self._line_added = threading.Condition()
-        self._readers = [threading.Thread(target=self._read_stdout, daemon=True),
-                         threading.Thread(target=self._read_stderr, daemon=True)]
-        for reader in self._readers:
-            reader.start()
-
-
 class PythonPluginTest(unittest.TestCase):
     maxDiff = None
 
@@ -93,7 +75,8 @@ class PythonPluginTest(unittest.TestCase):
         return path
 
     def simulate(self, venv, *args, extra_env=None):
-        simulation = VenvSimulation(venv_environment(VENVS[venv], extra_env), *args)
+        simulation = test_launcher.Simulation(
+            *args, env=venv_environment(VENVS[venv], extra_env))
         self.simulations.append(simulation)
         return simulation
 
