@@ -13,8 +13,13 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 import tempfile
 import unittest
+
+# The tests' one way to wait for a condition, shared with the other folders.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from eventually import eventually  # noqa: E402,F401
 
 BINARY = os.environ["TSM_BINARY"]
 PLUGIN_ROOT = os.environ["TSM_TEST_PLUGINS"]

@@ -15,7 +15,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import unittest
 import urllib.request
 
@@ -23,11 +22,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import cli_harness
 import test_launcher
+from cli_harness import eventually
 
 JSONL_DIR = os.environ["TSM_JSONL_PLUGIN_DIR"]
-# Generous deadlines for conditions on a loaded machine; never slept through.
-CONDITION_TIMEOUT_S = 60
-POLL_INTERVAL_S = 0.05
 
 # unshare --kill-child: the namespace's processes never outlive the test.
 UNSHARE = ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"]
@@ -44,18 +41,6 @@ def unshare_unavailable():
     if probe.returncode != 0:
         return f"unshare --pid does not work here: {probe.stderr.strip()}"
     return None
-
-
-def wait_for(condition, what, timeout=CONDITION_TIMEOUT_S):
-    """Polls condition until it returns a true value; fails naming what."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"not within {timeout} s: {what}")
-        time.sleep(POLL_INTERVAL_S)
 
 
 def scrape(url):
@@ -102,7 +87,7 @@ class NamespacedSimulation(test_launcher.Simulation):
                 if int(fields[1]) == self.process.pid:
                     return int(stat_path.split("/")[2])
             return None
-        return wait_for(child, "the launcher runs under unshare")
+        return eventually(child, what="the launcher runs under unshare")
 
     def stop(self):
         """SIGTERM to the launcher, as `docker stop` sends it to PID 1."""
@@ -195,8 +180,8 @@ class ContainerTest(unittest.TestCase):
                     if helpers:
                         return pid, helpers[0]
             return None
-        scheduler, helper = wait_for(scheduler_and_helper,
-                                     "the scheduler producer and its sink helper")
+        scheduler, helper = eventually(scheduler_and_helper,
+                                       what="the scheduler producer and its sink helper")
 
         os.kill(scheduler, signal.SIGKILL)
 
@@ -207,9 +192,9 @@ class ContainerTest(unittest.TestCase):
             except FileNotFoundError:
                 return True
             return False
-        wait_for(helper_reaped, f"the crashed producer's sink helper (pid {helper}) reaped")
-        wait_for(lambda: not any(state == "Z" for state, _ in children_of(launcher).values()),
-                 "no zombie child of the launcher")
+        eventually(helper_reaped, what=f"the crashed producer's sink helper (pid {helper}) reaped")
+        eventually(lambda: not any(state == "Z" for state, _ in children_of(launcher).values()),
+                   what="no zombie child of the launcher")
         self.assertIsNone(run.process.poll(), run.describe())
 
         run.stop()
@@ -220,7 +205,7 @@ class ContainerTest(unittest.TestCase):
     def test_sigterm_to_a_launcher_that_is_pid_1_stops_the_node_cleanly(self):
         run = self.simulate("--ranks", "2", "--metrics-shutdown-timeout", "5")
         url = run.metrics_url()
-        wait_for(lambda: producers_recording(url, 2), "every producer's series on /metrics")
+        eventually(lambda: producers_recording(url, 2), what="every producer's series on /metrics")
         self.assertEqual(len(self.run_dirs()), 1)
 
         run.stop()
@@ -231,8 +216,8 @@ class ContainerTest(unittest.TestCase):
     def test_a_second_launcher_in_another_pid_namespace_never_removes_a_live_run_directory(self):
         first = self.simulate("--ranks", "2")
         first_url = first.metrics_url()
-        wait_for(lambda: producers_recording(first_url, 2),
-                 "the first launcher's producers on its /metrics")
+        eventually(lambda: producers_recording(first_url, 2),
+                   what="the first launcher's producers on its /metrics")
         first_dirs = self.run_dirs()
         self.assertEqual(len(first_dirs), 1, first_dirs)
         first_dir = first_dirs[0]
@@ -242,8 +227,8 @@ class ContainerTest(unittest.TestCase):
         # looks like the other's owner.
         second = self.simulate("--ranks", "1")
         second_url = second.metrics_url()  # its start, stale cleanup included, is over
-        wait_for(lambda: producers_recording(second_url, 1),
-                 "the second launcher's producers on its /metrics")
+        eventually(lambda: producers_recording(second_url, 1),
+                   what="the second launcher's producers on its /metrics")
 
         self.assertTrue(os.path.isdir(first_dir), "the first launcher's run directory is gone")
         for name in files:

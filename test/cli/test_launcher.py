@@ -12,8 +12,8 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import tempfile
-import threading
 import time
 import unittest
 import urllib.request
@@ -21,90 +21,22 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 import cli_harness
+from cli_harness import eventually
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import simulate_harness  # noqa: E402
+from simulate_harness import EXIT_TIMEOUT_S, STARTUP_TIMEOUT_S  # noqa: E402,F401
 
 JSONL_DIR = os.environ["TSM_JSONL_PLUGIN_DIR"]
-# Hang guards only: a run that exceeds them has hung.
-STARTUP_TIMEOUT_S = 60
-EXIT_TIMEOUT_S = 60
 
 
-class Simulation:
-    """One `simulate` process, its output collected on a reader thread."""
+class Simulation(simulate_harness.Simulation):
+    """A `simulate` run as the operator starts it: metrics on, /metrics on a
+    free port."""
 
     def __init__(self, *args, command_prefix=(), env=None):
-        self.args = [*command_prefix, cli_harness.BINARY, "simulate", "--enable-metrics",
-                     "--metrics-port", "0", *args]
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, env=env)
-        self.stdout_lines = []
-        self.stderr_text = ""
-        self._line_added = threading.Condition()
-        self._readers = [threading.Thread(target=self._read_stdout, daemon=True),
-                         threading.Thread(target=self._read_stderr, daemon=True)]
-        for reader in self._readers:
-            reader.start()
-
-    def _read_stdout(self):
-        for line in self.process.stdout:
-            with self._line_added:
-                self.stdout_lines.append(line.rstrip("\n"))
-                self._line_added.notify_all()
-
-    def _read_stderr(self):
-        self.stderr_text = self.process.stderr.read()
-
-    def wait_for_line(self, prefix, timeout=STARTUP_TIMEOUT_S):
-        deadline = time.monotonic() + timeout
-        with self._line_added:
-            while True:
-                for line in self.stdout_lines:
-                    if line.startswith(prefix):
-                        return line
-                left = deadline - time.monotonic()
-                if left <= 0 or self.process.poll() is not None and not self._readers[0].is_alive():
-                    raise AssertionError(f"no line starting {prefix!r}:\n{self.describe()}")
-                self._line_added.wait(min(left, 0.2))
-
-    def metrics_url(self):
-        return self.wait_for_line("Prometheus metrics: ").split(": ", 1)[1]
-
-    def wait(self, timeout=EXIT_TIMEOUT_S):
-        status = self.process.wait(timeout)
-        for reader in self._readers:
-            reader.join(timeout)
-        self.process.stdout.close()
-        self.process.stderr.close()
-        return status
-
-    def kill(self):
-        if self.process.poll() is None:
-            self.process.kill()
-        self.wait()
-
-    def producer_pids(self):
-        """{name: pid} of the running children, from their command lines."""
-        children = {}
-        for stat_path in glob.glob("/proc/[0-9]*/stat"):
-            try:
-                with open(stat_path) as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-                if int(fields[1]) != self.process.pid:
-                    continue
-                pid = int(stat_path.split("/")[2])
-                with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
-                    argv = cmdline.read().decode().split("\0")
-            except (OSError, IndexError, ValueError):
-                continue
-            if "producer" not in argv:
-                continue
-            role = argv[argv.index("--role") + 1]
-            name = f"scheduler-{argv[argv.index('--dp-rank') + 1]}" if role == "scheduler" else role
-            children[name] = pid
-        return children
-
-    def describe(self):
-        return (f"command: {' '.join(self.args)}\n--- stdout\n" + "\n".join(self.stdout_lines) +
-                f"\n--- stderr\n{self.stderr_text}---")
+        super().__init__(["--enable-metrics", "--metrics-port", "0", *args], env=env,
+                         command_prefix=command_prefix)
 
 
 def scrape(url):
@@ -116,16 +48,6 @@ def samples(text):
     """[(name, labels, value)] of an exposition."""
     return [(sample.name, sample.labels, sample.value)
             for family in text_string_to_metric_families(text) for sample in family.samples]
-
-
-def poll(condition, timeout, interval=0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    return condition()
 
 
 class LauncherTest(unittest.TestCase):
@@ -247,12 +169,12 @@ class LauncherTest(unittest.TestCase):
             return {labels["dp_rank"] for name, labels, _ in samples(scrape(url))
                     if name == "tokenspeed:num_requests_running"}
 
-        self.assertEqual(poll(lambda: gauge_ranks() == {"0", "1"} and gauge_ranks(), 60),
+        self.assertEqual(eventually(lambda: gauge_ranks() == {"0", "1"} and gauge_ranks(), 60),
                          {"0", "1"}, run.describe())
         victim = run.producer_pids()["scheduler-1"]
         os.kill(victim, signal.SIGKILL)
 
-        self.assertEqual(poll(lambda: gauge_ranks() == {"0"} and gauge_ranks(), 60), {"0"},
+        self.assertEqual(eventually(lambda: gauge_ranks() == {"0"} and gauge_ranks(), 60), {"0"},
                          "the dead producer's live gauges leave /metrics")
         drafts = {labels["dp_rank"]: value for name, labels, value in samples(scrape(url))
                   if name == "tokenspeed:spec_decode_num_drafts_total"}
@@ -280,7 +202,7 @@ class LauncherTest(unittest.TestCase):
                 values[name] = values.get(name, 0) + value
             return (values.get("tokenspeed:num_requests_total", 0) > 0 and
                     values.get("tokenspeed:iteration_tokens_total_count", 0) > 0)
-        self.assertTrue(poll(recorded_everywhere, 60), run.describe())
+        self.assertTrue(eventually(recorded_everywhere, 60), run.describe())
         producers = run.producer_pids()
         self.assertEqual(set(producers), {"scheduler-0", "frontend"})
 

@@ -16,7 +16,8 @@ import tempfile
 import unittest
 
 import cli_harness
-from test_launcher import Simulation, poll, samples, scrape
+from cli_harness import eventually
+from test_launcher import Simulation, samples, scrape
 
 PLUGIN_ROOT = cli_harness.PLUGIN_ROOT
 EXIT_TIMEOUT_S = 60
@@ -93,7 +94,7 @@ class NodeFaults(unittest.TestCase):
                     if name == "tokenspeed_metrics_reporter_producer_crashes_total"}
 
         expected = {("scheduler-0", "SIGSEGV"): 1.0, ("scheduler-1", "SIGSEGV"): 1.0}
-        self.assertEqual(poll(lambda: crashes() == expected and crashes(), 30), expected,
+        self.assertEqual(eventually(lambda: crashes() == expected and crashes(), 30), expected,
                          run.describe())
         run.process.send_signal(signal.SIGTERM)
         self.assertEqual(run.wait(), 4, run.describe())

@@ -11,7 +11,8 @@ import subprocess
 import unittest
 
 import cli_harness
-from test_launcher import STARTUP_TIMEOUT_S, Simulation, poll, samples, scrape
+from cli_harness import eventually
+from test_launcher import STARTUP_TIMEOUT_S, Simulation, samples, scrape
 
 FLAG = "--metrics-max-series-per-family"
 FAMILY = "tokenspeed:func_latency_seconds"  # labelled by the simulated engine's functions
@@ -42,7 +43,7 @@ class SeriesBound(unittest.TestCase):
                            if name == "tokenspeed_metrics_series_refused_total" and
                            labels == {"family": FAMILY})
 
-            self.assertTrue(poll(lambda: refused() > 0, 60), run.describe())
+            self.assertTrue(eventually(lambda: refused() > 0, 60), run.describe())
             exposition = samples(scrape(url))
             label_sets = {tuple(sorted((k, v) for k, v in labels.items() if k != "le"))
                           for name, labels, _ in exposition if name.startswith(FAMILY + "_")}

@@ -7,7 +7,6 @@ Environment: TSM_BINARY, TSM_TEST_PLUGINS (cli_harness.py).
 import os
 import signal
 import subprocess
-import time
 import unittest
 
 import cli_harness as h
@@ -57,11 +56,8 @@ class StartingNode:
                 f"--- stdout\n{self.stdout()}--- stderr\n{self.stderr()}---")
 
     def wait_until(self, condition, what, timeout):
-        deadline = time.monotonic() + timeout
-        while not condition():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"not within {timeout} s: {what}\n" + self.describe())
-            time.sleep(POLL_S)
+        if not h.eventually(condition, timeout, POLL_S):
+            raise AssertionError(f"not within {timeout} s: {what}\n" + self.describe())
 
     def wait_for_startup_call(self):
         """Until the plugin's startup call has begun (and blocks)."""

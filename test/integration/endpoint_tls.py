@@ -141,8 +141,9 @@ class EndpointTls(unittest.TestCase):
         return sh.sample_sum(body, name, **labels) if code == 0 else None
 
     def scraped_by_prometheus(self, prometheus):
-        up = sh.poll(lambda: prometheus.value('up{job="tokenspeed"}') == 1, QUERY_TIMEOUT_S, 0.5)
-        tokens = sh.poll(lambda: (prometheus.value(
+        up = sh.eventually(lambda: prometheus.value('up{job="tokenspeed"}') == 1, QUERY_TIMEOUT_S,
+                           0.5)
+        tokens = sh.eventually(lambda: (prometheus.value(
             'sum(tokenspeed:generation_tokens_total{job="tokenspeed"})') or 0) > 0,
             QUERY_TIMEOUT_S, 0.5)
         return up and tokens
@@ -176,8 +177,8 @@ class EndpointTls(unittest.TestCase):
         refused = self.self_metric(url, "tokenspeed_metrics_endpoint_requests_refused_total",
                                    ("-u", "prometheus:" + password), reason="unauthorized")
         self.assertGreaterEqual(refused, 3)
-        self.assertTrue(sh.poll(lambda: any("requests refused (401)" in line
-                                            for line in self.run_.stderr_lines), 30),
+        self.assertTrue(sh.eventually(lambda: any("requests refused (401)" in line
+                                                  for line in self.run_.stderr_lines), 30),
                         self.run_.describe())
         for line in self.run_.stdout_lines + self.run_.stderr_lines:
             self.assertNotIn(password, line)
@@ -227,8 +228,9 @@ class EndpointTls(unittest.TestCase):
         self.assertEqual(status_of(self.curl_tls(url, "-u", "bob:b-pw")[1]), 401)
 
         self.write_web_config(self.tls_server() + f"basic_auth_users:\n  bob: {bcrypt_hash('b-pw')}\n")
-        self.assertTrue(sh.poll(lambda: status_of(self.curl_tls(url, "-u", "bob:b-pw")[1]) == 200,
-                                60, 0.2), self.run_.describe())
+        self.assertTrue(sh.eventually(
+            lambda: status_of(self.curl_tls(url, "-u", "bob:b-pw")[1]) == 200, 60, 0.2),
+            self.run_.describe())
         self.assertEqual(status_of(self.curl_tls(url, "-u", "alice:a-pw")[1]), 401)
         self.assertEqual(self.self_metric(url, "tokenspeed_metrics_endpoint_web_config_reloads_total",
                                           ("-u", "bob:b-pw"), result="success"), 1)
@@ -238,7 +240,7 @@ class EndpointTls(unittest.TestCase):
         failures = lambda: self.self_metric(  # noqa: E731
             url, "tokenspeed_metrics_endpoint_web_config_reloads_total", ("-u", "bob:b-pw"),
             result="failure")
-        self.assertTrue(sh.poll(lambda: failures() == 1, 60, 0.2), self.run_.describe())
+        self.assertTrue(sh.eventually(lambda: failures() == 1, 60, 0.2), self.run_.describe())
         self.assertEqual(status_of(self.curl_tls(url, "-u", "bob:b-pw")[1]), 200)
         not_reloaded = [line for line in self.run_.stderr_lines if "not reloaded" in line]
         self.assertEqual(len(not_reloaded), 1, self.run_.describe())
@@ -255,7 +257,7 @@ class EndpointTls(unittest.TestCase):
             f"basic_auth_users:\n  bob: {bcrypt_hash('b-pw')}\n")
         rotated_ok = lambda: status_of(curl("--cacert", rotated.path("ca.crt"), "-u",  # noqa: E731
                                             "bob:b-pw", url)[1]) == 200
-        self.assertTrue(sh.poll(rotated_ok, 60, 0.2), self.run_.describe())
+        self.assertTrue(sh.eventually(rotated_ok, 60, 0.2), self.run_.describe())
         self.assertNotEqual(before, "")
         code, _, _ = self.curl_tls(url, "-u", "bob:b-pw")  # the old CA no longer verifies it
         self.assertNotEqual(code, 0)
@@ -373,7 +375,7 @@ class EndpointTlsWithoutPrometheus(unittest.TestCase):
         # Truncated in place and left empty (an editor between truncate and
         # write): a failed reload; TLS and the user stay in force.
         self.rewrite_in_place("")
-        self.assertTrue(sh.poll(lambda: self.reloads(url, "failure", *auth) == 1, 60, 0.2),
+        self.assertTrue(sh.eventually(lambda: self.reloads(url, "failure", *auth) == 1, 60, 0.2),
                         self.run_.describe())
         code, headers, _ = curl("--cacert", self.tls.path("ca.crt"), url)
         self.assertEqual((code, status_of(headers)), (0, 401), headers)
@@ -382,7 +384,7 @@ class EndpointTlsWithoutPrometheus(unittest.TestCase):
         # A complete file that drops the users on purpose: applied, with a
         # warning naming what it switched off.
         self.rewrite_in_place(self.tls_server())
-        self.assertTrue(sh.poll(lambda: self.reloads(url, "success") == 1, 60, 0.2),
+        self.assertTrue(sh.eventually(lambda: self.reloads(url, "success") == 1, 60, 0.2),
                         self.run_.describe())
         warnings = [line for line in self.run_.stderr_lines if "switches off" in line]
         self.assertEqual(len(warnings), 1, self.run_.describe())
@@ -397,7 +399,7 @@ class EndpointTlsWithoutPrometheus(unittest.TestCase):
         os.mkfifo(fifo)
         os.replace(fifo, self.tls.path("server.crt"))
         # Each curl has 20 s: a reload blocked in open(2) froze every connection.
-        self.assertTrue(sh.poll(lambda: self.reloads(url, "failure") == 1, 60, 0.2),
+        self.assertTrue(sh.eventually(lambda: self.reloads(url, "failure") == 1, 60, 0.2),
                         self.run_.describe())
         failed = [line for line in self.run_.stderr_lines if "not reloaded" in line]
         self.assertEqual(len(failed), 1, self.run_.describe())

@@ -135,11 +135,11 @@ class FleetTest:
         first_life.wait_for_line("producers stopped", timeout=rw.EXIT_TIMEOUT_S)
         first_exposition = rw.scrape(url)
         # Stopped once both back ends hold the series of every process of it.
-        self.assertTrue(rw.poll(lambda: self.pushed_processes(RESTARTED) == PROCESSES,
-                                rw.AGREEMENT_TIMEOUT_S, interval=0.5),
+        self.assertTrue(rw.eventually(lambda: self.pushed_processes(RESTARTED) == PROCESSES,
+                                      rw.AGREEMENT_TIMEOUT_S, interval=0.5),
                         self.pushed_processes(RESTARTED))
-        self.assertTrue(rw.poll(lambda: self.resources_of(RESTARTED) == PROCESSES,
-                                rw.AGREEMENT_TIMEOUT_S, interval=0.5))
+        self.assertTrue(rw.eventually(lambda: self.resources_of(RESTARTED) == PROCESSES,
+                                      rw.AGREEMENT_TIMEOUT_S, interval=0.5))
         self.stop(first_life)
         restarted_at = time.time()
         stopped_early = [node.name for node in steady if any(
@@ -211,8 +211,8 @@ class FleetTest:
             return agreed, scraped, pushed, exported
 
         last = []
-        rw.poll(lambda: last.append(compare()) or last[-1][0], rw.AGREEMENT_TIMEOUT_S,
-                interval=0.5)
+        rw.eventually(lambda: last.append(compare()) or last[-1][0], rw.AGREEMENT_TIMEOUT_S,
+                      interval=0.5)
         agreed, scraped, pushed, exported = last[-1]
         self.assertTrue(agreed, f"{node.name}: /metrics {scraped}\nPromQL {pushed}\n"
                                 f"OTLP {exported}\n{node.describe()}")
@@ -245,8 +245,8 @@ class FleetTest:
                 return out
 
             last = []
-            rw.poll(lambda: last.append(got()) or last[-1] == expected, rw.AGREEMENT_TIMEOUT_S,
-                    interval=0.5)
+            rw.eventually(lambda: last.append(got()) or last[-1] == expected,
+                          rw.AGREEMENT_TIMEOUT_S, interval=0.5)
             self.assertEqual(len(expected), RANKS, expected)
             self.assertEqual(last[-1], expected, f"{query.format(name=name)}")
 
@@ -273,8 +273,8 @@ class FleetTest:
             return wrong
 
         last = []
-        rw.poll(lambda: last.append(mismatches()) or not last[-1], rw.AGREEMENT_TIMEOUT_S,
-                interval=0.5)
+        rw.eventually(lambda: last.append(mismatches()) or not last[-1], rw.AGREEMENT_TIMEOUT_S,
+                      interval=0.5)
         self.assertEqual(last[-1], [])
 
     def assert_otlp_fleet_sums(self, fleet, since):
@@ -312,8 +312,8 @@ class FleetTest:
             return wrong
 
         last = []
-        rw.poll(lambda: last.append(mismatches()) or not last[-1], rw.AGREEMENT_TIMEOUT_S,
-                interval=0.5)
+        rw.eventually(lambda: last.append(mismatches()) or not last[-1], rw.AGREEMENT_TIMEOUT_S,
+                      interval=0.5)
         self.assertTrue(any(value > 0 for value in totals.values()), totals)
         self.assertEqual(last[-1], [], f"the StatsD server's socket dropped "
                                        f"{self.statsd.kernel_drops()} datagrams")

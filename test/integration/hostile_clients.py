@@ -182,9 +182,9 @@ class HostileClients(unittest.TestCase):
         port = int(url.split(":")[2].split("/")[0])
         launcher = self.run_.process.pid
         # Warm up: the first scrapes, the producers' files, the rings.
-        self.assertTrue(sh.poll(lambda: sh.sample_sum(self.scrape(url)[1],
-                                                      "tokenspeed:generation_tokens_total") > 0,
-                                sh.STARTUP_TIMEOUT_S), self.run_.describe())
+        self.assertTrue(sh.eventually(
+            lambda: sh.sample_sum(self.scrape(url)[1], "tokenspeed:generation_tokens_total") > 0,
+            sh.STARTUP_TIMEOUT_S), self.run_.describe())
         rss_samples = [sh.rss_kib(launcher)]
         scraper = WellBehavedScraper(url, self.context)
         scraper.start()
@@ -281,7 +281,7 @@ class HostileClients(unittest.TestCase):
 
         # Slowloris ends at the read timeout (10 s from the first byte), or
         # earlier by eviction: either way the server closes every one.
-        self.assertTrue(sh.poll(lambda: len(slowloris_cut) == len(slowloris), 60, 0.5),
+        self.assertTrue(sh.eventually(lambda: len(slowloris_cut) == len(slowloris), 60, 0.5),
                         f"{len(slowloris_cut)} of {len(slowloris)} slowloris connections closed")
         slowloris_stop.set()
         dribbler.join()
@@ -292,7 +292,7 @@ class HostileClients(unittest.TestCase):
         # one idle longest, so the server keeps at most max_connections.
         idle = [self.open_tcp(port) for _ in range(IDLE_CONNECTIONS)]
         answered_before = scraper.answered
-        self.assertTrue(sh.poll(lambda: scraper.answered >= answered_before + 5, 60),
+        self.assertTrue(sh.eventually(lambda: scraper.answered >= answered_before + 5, 60),
                         f"scraper: {scraper.answered} answered, failures {scraper.failures}")
         rss_samples.append(sh.rss_kib(launcher))
         exposition = self.scrape(url)[1]
@@ -305,8 +305,8 @@ class HostileClients(unittest.TestCase):
         self.assertEqual(closed_idle, IDLE_CONNECTIONS - 64)
 
         # The slow reader's response outlasts write_timeout (30 s): closed.
-        self.assertTrue(sh.poll(lambda: self.closed_total(url, "timeout") >
-                                timeouts_before_slow_reader, 90, 1.0),
+        self.assertTrue(sh.eventually(lambda: self.closed_total(url, "timeout") >
+                                      timeouts_before_slow_reader, 90, 1.0),
                         "the slow reader was never disconnected")
         slow_reader_stop.set()
         slow_reader.join()

@@ -37,7 +37,7 @@ import time
 import urllib.error
 import urllib.parse
 
-from prom_common import fetch, free_port, skip
+from prom_common import eventually, fetch, free_port, skip
 
 JOB = "tokenspeed"
 RANKS = {"0", "1"}
@@ -351,15 +351,19 @@ scrape_configs:
                                f"--web.listen-address=127.0.0.1:{port}"],
                               stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
-    guard = time.monotonic() + HANG_GUARD_S
-    while True:
+
+    def ready():
+        if server.poll() is not None:
+            raise RuntimeError("prometheus exited before it was ready")
         try:
             fetch(base + "/-/ready", timeout=2)
-            return server, base
+            return True
         except Exception:
-            if server.poll() is not None or time.monotonic() > guard:
-                raise RuntimeError("prometheus did not become ready")
-            time.sleep(0.2)
+            return False
+
+    if not eventually(ready, HANG_GUARD_S, 0.2):
+        raise RuntimeError("prometheus did not become ready")
+    return server, base
 
 
 def loaded_rules(base):

@@ -118,7 +118,7 @@ class OtlpAgreesWithPrometheus(unittest.TestCase):
             last.append(gauges_agree())
             return last[-1][0]
 
-        oc.poll(agreed, 60)
+        oc.eventually(agreed, 60)
         agreed, prometheus, otlp = last[-1]
         self.assertTrue(agreed, f"/metrics {prometheus}\nOTLP {otlp}\n{run.describe()}")
         self.assertEqual(len(prometheus), 3 * 2, prometheus)  # three gauges per rank

@@ -20,7 +20,7 @@ import urllib.request
 import simulate_harness
 # Also used by the tests through this module.
 from simulate_harness import (  # noqa: F401
-    EXIT_TIMEOUT_S, free_port, make_tmp, poll, rss_kib)
+    EXIT_TIMEOUT_S, eventually, free_port, make_tmp, rss_kib)
 
 OTLP_DIR = os.environ["TSM_OTLP_DIR"]
 RECEIVER_JS = os.environ["TSM_OTLP_RECEIVER"]

@@ -54,7 +54,7 @@ class OtlpFaults(unittest.TestCase):
 
     def wait_for_every_producer(self, count=3):
         """The launcher, one scheduler and the frontend each delivered."""
-        self.assertTrue(oc.poll(lambda: len(self.instances()) >= count, 60),
+        self.assertTrue(oc.eventually(lambda: len(self.instances()) >= count, 60),
                         f"instances: {self.instances()}")
 
     def assert_engine_kept_going(self, run, url, during):
@@ -81,7 +81,7 @@ class OtlpFaults(unittest.TestCase):
         port = oc.free_port()
         run = self.simulate(port, "--duration", "8", "--linger", "60")
         url = run.metrics_url()
-        failures = oc.poll(lambda: run.plugin_lines("plugin 'otlp': export to"), 60)
+        failures = oc.eventually(lambda: run.plugin_lines("plugin 'otlp': export to"), 60)
         self.assertTrue(failures, run.describe())
         producers = run.children()
         # The first failure comes at the first export, while the producers
@@ -106,7 +106,7 @@ class OtlpFaults(unittest.TestCase):
         url = run.metrics_url()
         self.wait_for_every_producer()
         self.receiver.stop()
-        self.assertTrue(oc.poll(lambda: run.plugin_lines("plugin 'otlp': export to"), 60),
+        self.assertTrue(oc.eventually(lambda: run.plugin_lines("plugin 'otlp': export to"), 60),
                         run.describe())
         self.assert_engine_kept_going(run, url, 1.0)
         self.receiver = oc.Receiver(port)  # a fresh receiver: it knows nothing yet
@@ -184,8 +184,8 @@ class OtlpFaults(unittest.TestCase):
         self.receiver.control(responses=[{"delay_ms": 1500}] * 3)
         run = self.simulate(self.receiver.port, "--duration", "4", "--linger", "60")
         url = run.metrics_url()
-        self.assertTrue(oc.poll(lambda: run.plugin_lines("timeout") or
-                                run.plugin_lines("Timeout"), 60), run.describe())
+        self.assertTrue(oc.eventually(lambda: run.plugin_lines("timeout") or
+                                      run.plugin_lines("Timeout"), 60), run.describe())
         self.assert_engine_kept_going(run, url, 0.5)
         self.wait_for_every_producer()
         self.finish_and_compare(run, url)
@@ -199,8 +199,8 @@ class OtlpFaults(unittest.TestCase):
         self.wait_for_every_producer()
         self.receiver.control(default={"hang": True})
         # Every process has a request hanging now.
-        self.assertTrue(oc.poll(lambda: sum(1 for r in self.receiver.state()["requests"]
-                                            if r.get("status") == "hang") >= 3, 60))
+        self.assertTrue(oc.eventually(lambda: sum(1 for r in self.receiver.state()["requests"]
+                                                  if r.get("status") == "hang") >= 3, 60))
         self.assert_engine_kept_going(run, url, 0.5)
         sent = time.monotonic()
         run.process.send_signal(signal.SIGTERM)

@@ -69,7 +69,8 @@ class MutualTlsFaults(MutualTlsMixin, unittest.TestCase):
     def assert_refused(self, tls, *words):
         run = self.simulate({"tls": tls})
         url = run.metrics_url()
-        self.assertTrue(oc.poll(lambda: len(run.plugin_lines(FAILED)) >= 3, 60), run.describe())
+        self.assertTrue(oc.eventually(lambda: len(run.plugin_lines(FAILED)) >= 3, 60),
+                        run.describe())
         lines = run.plugin_lines(FAILED)
         self.assertTrue(all("retrying in" in line for line in lines), lines)
         for word in words:
@@ -92,7 +93,7 @@ class MutualTlsFaults(MutualTlsMixin, unittest.TestCase):
     def test_the_server_name_is_what_the_certificate_is_checked_against(self):
         # The URL says 127.0.0.1; the certificate also carries localhost.
         run = self.simulate({"tls": self.tls(server_name="localhost")})
-        self.assertTrue(oc.poll(lambda: self.resources() >= 3, 60), run.describe())
+        self.assertTrue(oc.eventually(lambda: self.resources() >= 3, 60), run.describe())
         run.process.send_signal(signal.SIGTERM)
         self.assertEqual(run.wait(), 0, run.describe())
         host = {r["headers"].get("host") for r in self.receiver.state()["requests"]}
@@ -101,9 +102,9 @@ class MutualTlsFaults(MutualTlsMixin, unittest.TestCase):
     def test_a_401_or_403_is_dropped_counted_and_logged_once_not_retried(self):
         self.receiver.control(responses=[{"status": 401}, {"status": 403}] * 3)
         run = self.simulate({"tls": self.tls()})
-        self.assertTrue(oc.poll(lambda: len(self.receiver.state()["requests"]) >= 6, 60),
+        self.assertTrue(oc.eventually(lambda: len(self.receiver.state()["requests"]) >= 6, 60),
                         run.describe())
-        self.assertTrue(oc.poll(lambda: self.resources() >= 3, 60), run.describe())
+        self.assertTrue(oc.eventually(lambda: self.resources() >= 3, 60), run.describe())
         refused = [line for line in run.plugin_lines("plugin 'otlp'")
                    if "HTTP 401" in line or "HTTP 403" in line]
         self.assertTrue(refused, run.describe())
@@ -128,15 +129,15 @@ class MutualTlsFaults(MutualTlsMixin, unittest.TestCase):
             return [r for r in self.receiver.state()["requests"]
                     if r["headers"].get("authorization") == "Bearer " + token]
 
-        self.assertTrue(oc.poll(lambda: seen(TOKEN), 60), run.describe())
+        self.assertTrue(oc.eventually(lambda: seen(TOKEN), 60), run.describe())
         self.assertTrue(all(r["headers"].get("x-api-key") == API_KEY
                             for r in self.receiver.state()["requests"]))
         write_secret(token_file, ROTATED_TOKEN)
-        self.assertTrue(oc.poll(lambda: len(seen(ROTATED_TOKEN)) >= 3, 60), run.describe())
+        self.assertTrue(oc.eventually(lambda: len(seen(ROTATED_TOKEN)) >= 3, 60), run.describe())
         # Gone at runtime: the request is not sent, logged and retried.
         os.unlink(key_file)
         gone = "'header_files': 'X-Api-Key': cannot read " + key_file
-        self.assertTrue(oc.poll(lambda: run.plugin_lines(gone), 60), run.describe())
+        self.assertTrue(oc.eventually(lambda: run.plugin_lines(gone), 60), run.describe())
         self.assertTrue(all("retrying in" in line for line in run.plugin_lines(gone)))
         write_secret(key_file, API_KEY)
         run.process.send_signal(signal.SIGTERM)

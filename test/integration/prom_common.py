@@ -1,5 +1,6 @@
 """Shared helpers of the Prometheus integration drivers: running the
-prom-workload program, free ports, HTTP fetches, skipping (exit 77)."""
+prom-workload program, free ports, HTTP fetches, skipping (exit 77), and
+waiting for a condition (eventually, of test/eventually.py)."""
 import gzip
 import os
 import socket
@@ -8,6 +9,9 @@ import sys
 import tempfile
 import urllib.parse
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from eventually import eventually  # noqa: E402,F401
 
 SKIP = 77
 

@@ -10,10 +10,9 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.parse
 
-from prom_common import Workload, fetch, free_port, skip
+from prom_common import Workload, eventually, fetch, free_port, skip
 
 ENGINE = "model_name,app_key,dp_rank"
 REQUEST = "model_name,app_key"
@@ -85,27 +84,31 @@ scrape_configs:
                                    f"--web.listen-address=127.0.0.1:{port}"],
                                   stdout=log, stderr=subprocess.STDOUT)
         base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60  # hang guard
-        while True:
+
+        def ready():
+            if server.poll() is not None:
+                raise RuntimeError("prometheus exited before it was ready")
             try:
                 fetch(base + "/-/ready", timeout=2)
-                break
+                return True
             except Exception:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("prometheus did not become ready")
-                time.sleep(0.2)
+                return False
+
+        if not eventually(ready, interval=0.2):
+            raise RuntimeError("prometheus did not become ready")
 
         values = {}
-        while time.monotonic() < deadline:
-            values = {}
+
+        def scraped():
+            values.clear()
             for expr in EXPECTED:
                 result = query(base, expr)
                 if result:
                     values[expr] = float(result[0]["value"][1])
             up = query(base, 'up{job="tokenspeed"}')
-            if len(values) == len(EXPECTED) and up and up[0]["value"][1] == "1":
-                break
-            time.sleep(0.5)
+            return len(values) == len(EXPECTED) and up and up[0]["value"][1] == "1"
+
+        eventually(scraped, interval=0.5)
         for expr, want in EXPECTED.items():
             got = values.get(expr)
             ok = got is not None and math.isclose(got, want, rel_tol=1e-9)

@@ -97,8 +97,8 @@ class AgreementTest:
                     scraped, pushed)
 
         last = []
-        rw.poll(lambda: last.append(compare()) or last[-1][0], rw.AGREEMENT_TIMEOUT_S,
-                interval=0.5)
+        rw.eventually(lambda: last.append(compare()) or last[-1][0], rw.AGREEMENT_TIMEOUT_S,
+                      interval=0.5)
         agreed, scraped, pushed = last[-1]
         self.assertTrue(agreed, f"/metrics {scraped}\nPromQL {pushed}\n{run.describe()}")
         self.assertEqual(len(scraped), 3 * 2, scraped)  # three gauges per rank
@@ -111,7 +111,8 @@ class AgreementTest:
         # Within the 5 minute lookback, only a stale marker hides a series
         # (once the receiver shows the markers it took).
         engine_series = '{__name__=~"tokenspeed:.+"}'
-        rw.poll(lambda: not self.server.query(engine_series), rw.AGREEMENT_TIMEOUT_S, interval=0.5)
+        rw.eventually(lambda: not self.server.query(engine_series), rw.AGREEMENT_TIMEOUT_S,
+                      interval=0.5)
         self.assertEqual(self.server.query(engine_series), [])
 
 

@@ -29,7 +29,7 @@ import urllib.request
 import simulate_harness
 # Also used by the tests through this module.
 from simulate_harness import (  # noqa: F401
-    EXIT_TIMEOUT_S, STARTUP_TIMEOUT_S, free_port, make_tmp, poll)
+    EXIT_TIMEOUT_S, STARTUP_TIMEOUT_S, eventually, free_port, make_tmp)
 
 PLUGIN_DIR = os.environ["TSM_REMOTE_WRITE_DIR"]
 PROMETHEUS = os.environ.get("TSM_PROMETHEUS", "")
@@ -91,7 +91,7 @@ class Server:
             except OSError:
                 return self.process.poll() is not None
 
-        poll(ready, STARTUP_TIMEOUT_S)
+        eventually(ready, STARTUP_TIMEOUT_S)
         if self.process.poll() is not None:
             raise AssertionError(f"{self.command()} did not start:\n" + "\n".join(self.log))
 
@@ -396,8 +396,9 @@ def assert_promql_equals_scrape(test, server, exposition, timeout=AGREEMENT_TIME
     what it took after a moment (VictoriaMetrics about a second, longer on a
     busy machine): polls until they agree, then asserts."""
     compared = []
-    poll(lambda: compared.append(promql_mismatches(server, exposition)) or not compared[-1][2],
-         timeout, interval=0.5)
+    eventually(
+        lambda: compared.append(promql_mismatches(server, exposition)) or not compared[-1][2],
+        timeout, interval=0.5)
     scraped, pushed, mismatches = compared[-1]
     test.assertTrue(scraped, "the scrape has no counter or histogram")
     test.assertTrue(pushed, "PromQL found no pushed series")

@@ -72,7 +72,7 @@ class RemoteWriteFaults(unittest.TestCase):
 
     def wait_for_every_producer(self, count=3):
         """The launcher, one scheduler and the frontend each delivered."""
-        self.assertTrue(rw.poll(lambda: self.processes() >= count, 60),
+        self.assertTrue(rw.eventually(lambda: self.processes() >= count, 60),
                         f"processes: {self.processes()}")
 
     def assert_engine_kept_going(self, run, url, during):
@@ -96,7 +96,7 @@ class RemoteWriteFaults(unittest.TestCase):
         run = self.simulate(f"http://127.0.0.1:{port}/api/v1/write", "--duration", "4",
                             "--linger", "60")
         url = run.metrics_url()
-        self.assertTrue(rw.poll(lambda: run.plugin_lines(FAILED), 60), run.describe())
+        self.assertTrue(rw.eventually(lambda: run.plugin_lines(FAILED), 60), run.describe())
         self.assert_engine_kept_going(run, url, 1.0)
         # Rate-limited: one line per process for the first failure (interval 10 s).
         self.assertLessEqual(len(run.plugin_lines(FAILED)), 3, run.describe())
@@ -110,7 +110,7 @@ class RemoteWriteFaults(unittest.TestCase):
         url = run.metrics_url()
         self.wait_for_every_producer()
         self.prometheus.stop()
-        self.assertTrue(rw.poll(lambda: run.plugin_lines(FAILED), 60), run.describe())
+        self.assertTrue(rw.eventually(lambda: run.plugin_lines(FAILED), 60), run.describe())
         self.assert_engine_kept_going(run, url, 1.0)
         self.prometheus.start()  # the same data directory and port
         self.finish_and_compare(run, url)
@@ -166,8 +166,8 @@ class RemoteWriteFaults(unittest.TestCase):
         self.proxy.script([{"delay_ms": 5000}] * 3)
         run = self.simulate(url, "--duration", "4", "--linger", "60", timeout_ms=3000)
         metrics = run.metrics_url()
-        self.assertTrue(rw.poll(lambda: run.plugin_lines("timeout") or
-                                run.plugin_lines("Timeout"), 60), run.describe())
+        self.assertTrue(rw.eventually(lambda: run.plugin_lines("timeout") or
+                                      run.plugin_lines("Timeout"), 60), run.describe())
         self.assert_engine_kept_going(run, metrics, 0.5)
         self.wait_for_every_producer()
         self.finish_and_compare(run, metrics)
@@ -178,7 +178,7 @@ class RemoteWriteFaults(unittest.TestCase):
         metrics = run.metrics_url()
         self.wait_for_every_producer()
         self.proxy.script(default={"hang": True})
-        self.assertTrue(rw.poll(lambda: self.proxy.statuses().count("hang") >= 3, 60))
+        self.assertTrue(rw.eventually(lambda: self.proxy.statuses().count("hang") >= 3, 60))
         self.assert_engine_kept_going(run, metrics, 0.5)
         sent = time.monotonic()
         run.process.send_signal(signal.SIGTERM)

@@ -85,7 +85,8 @@ class TlsCredentials(TlsServerMixin, unittest.TestCase):
         run = self.simulate({})
         url = run.metrics_url()
         # Every producer (launcher, scheduler, frontend) is refused.
-        self.assertTrue(rw.poll(lambda: len(run.plugin_lines(REJECTED)) >= 3, 60), run.describe())
+        self.assertTrue(rw.eventually(lambda: len(run.plugin_lines(REJECTED)) >= 3, 60),
+                        run.describe())
         rw.simulate_harness.assert_engine_kept_going(self, url, 1.0, run.describe())
         rejected = run.plugin_lines(REJECTED)
         # Rate-limited: the first refusal of each process within the 10 s interval.
@@ -98,7 +99,7 @@ class TlsCredentials(TlsServerMixin, unittest.TestCase):
 
         # The file is read again at every request: fixed, delivery starts.
         write_secret(self.password_file, PASSWORD)
-        self.assertTrue(rw.poll(lambda: self.pushed_processes() >= 3, 60), run.describe())
+        self.assertTrue(rw.eventually(lambda: self.pushed_processes() >= 3, 60), run.describe())
         self.stop(run)
         describe = run.describe()
         for secret in (PASSWORD, WRONG_PASSWORD):
@@ -106,10 +107,10 @@ class TlsCredentials(TlsServerMixin, unittest.TestCase):
 
     def test_a_password_file_that_disappears_fails_requests_which_are_retried(self):
         run = self.simulate({})
-        self.assertTrue(rw.poll(lambda: self.pushed_processes() >= 3, 60), run.describe())
+        self.assertTrue(rw.eventually(lambda: self.pushed_processes() >= 3, 60), run.describe())
         os.unlink(self.password_file)
         failed = "'basic_auth.password_file': cannot read " + self.password_file
-        self.assertTrue(rw.poll(lambda: run.plugin_lines(failed), 60), run.describe())
+        self.assertTrue(rw.eventually(lambda: run.plugin_lines(failed), 60), run.describe())
         self.assertTrue(all("retrying in" in line for line in run.plugin_lines(failed)),
                         run.describe())
         self.assertFalse(run.plugin_lines("dropped a request"), run.describe())
@@ -120,7 +121,7 @@ class TlsCredentials(TlsServerMixin, unittest.TestCase):
 
     def test_without_the_ca_the_receivers_certificate_is_refused_and_retried(self):
         run = self.simulate({"tls": {}}, "--metrics-shutdown-timeout", "1")
-        self.assertTrue(rw.poll(lambda: run.plugin_lines("certificate"), 60), run.describe())
+        self.assertTrue(rw.eventually(lambda: run.plugin_lines("certificate"), 60), run.describe())
         self.assertTrue(all("retrying in" in line for line in run.plugin_lines("certificate")),
                         run.describe())
         self.assertEqual(self.pushed_processes(), 0)

@@ -142,7 +142,7 @@ class SigV4RemoteWrite(unittest.TestCase):
     def assert_every_push_accepted(self, run, token):
         """Pushes of every process accepted, none refused; each signed over
         SIGNED (and the token); every event sent, none lost."""
-        self.assertTrue(rw.poll(lambda: self.verifier.count(200) >= 2 * PROCESSES, 60),
+        self.assertTrue(rw.eventually(lambda: self.verifier.count(200) >= 2 * PROCESSES, 60),
                         run.describe())
         self.stop(run)
         requests = self.verifier.requests()
@@ -173,7 +173,7 @@ class SigV4RemoteWrite(unittest.TestCase):
         run = self.simulate({"access_key_id_file": self.secret_file("id", KEY_ID),
                              "secret_access_key_file": secret})
         # Every producer (launcher, scheduler, frontend) is refused.
-        self.assertTrue(rw.poll(lambda: len(run.plugin_lines("HTTP 403")) >= PROCESSES, 60),
+        self.assertTrue(rw.eventually(lambda: len(run.plugin_lines("HTTP 403")) >= PROCESSES, 60),
                         run.describe())
         rw.simulate_harness.assert_engine_kept_going(self, run.metrics_url(), 1.0, run.describe())
         refused = run.plugin_lines("HTTP 403")
@@ -188,7 +188,7 @@ class SigV4RemoteWrite(unittest.TestCase):
 
         # The file is read again at every request: fixed, pushes are accepted.
         write_secret(secret, SECRET)
-        self.assertTrue(rw.poll(lambda: self.verifier.count(200) >= PROCESSES, 60),
+        self.assertTrue(rw.eventually(lambda: self.verifier.count(200) >= PROCESSES, 60),
                         run.describe())
         self.stop(run)
         self.assert_no_secret_printed(run)
@@ -197,7 +197,7 @@ class SigV4RemoteWrite(unittest.TestCase):
         self.verifier = Verifier(self.tmp)
         run = self.simulate({"access_key_id_file": self.secret_file("id", KEY_ID),
                              "secret_access_key_file": self.secret_file("secret", WRONG_SECRET)})
-        self.assertTrue(rw.poll(lambda: self.verifier.count(403) >= 2 * PROCESSES, 60),
+        self.assertTrue(rw.eventually(lambda: self.verifier.count(403) >= 2 * PROCESSES, 60),
                         run.describe())
         run.process.send_signal(signal.SIGTERM)
         run.wait()
@@ -244,7 +244,7 @@ class SigV4RemoteWrite(unittest.TestCase):
                                "export_interval_ms": 200, "sigv4": sigv4},
             OTLP_DIR, "--ranks", "1", "--request-rate", "100", env=self.environment())
         self.runs.append(run)
-        self.assertTrue(rw.poll(lambda: self.verifier.count(200) >= 2 * PROCESSES, 60),
+        self.assertTrue(rw.eventually(lambda: self.verifier.count(200) >= 2 * PROCESSES, 60),
                         run.describe())
         self.stop(run)
         requests = self.verifier.requests()

@@ -10,13 +10,17 @@ import os
 import re
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from eventually import eventually  # noqa: E402
+
 # Hang guards only: a run that exceeds them has hung.
-STARTUP_TIMEOUT_S = 30
+STARTUP_TIMEOUT_S = 60
 EXIT_TIMEOUT_S = 60
 # What process start-up and teardown may add to a shutdown budget on a busy
 # machine. The faults these tests hold a close with last a minute or more, so
@@ -36,17 +40,6 @@ def free_port(kind=socket.SOCK_STREAM):
     with socket.socket(socket.AF_INET, kind) as probe:
         probe.bind(("127.0.0.1", 0))
         return probe.getsockname()[1]
-
-
-def poll(condition, timeout, interval=0.1):
-    """condition()'s first truthy value within timeout, else its last value."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(interval)
-    return condition()
 
 
 def rss_kib(pid):
@@ -189,14 +182,16 @@ def assert_engine_kept_going(test, url, during, describe=""):
         return sample_sum(scrape(url)[1], "tokenspeed:generation_tokens_total")
     before = tokens()
     time.sleep(during)  # the fault's minimum length, not a wait for a condition
-    test.assertTrue(poll(lambda: tokens() > before, EXIT_TIMEOUT_S), describe)
+    test.assertTrue(eventually(lambda: tokens() > before, EXIT_TIMEOUT_S), describe)
 
 
 class Simulation:
-    """One `simulate` process; its stdout and stderr are kept line by line."""
+    """One `simulate` process; its stdout and stderr are kept line by line.
+    The one harness for it, also of the CLI tests (test/cli/test_launcher.py).
+    command_prefix runs it under another program (unshare, for example)."""
 
-    def __init__(self, args, env=None):
-        self.args = [os.environ["TSM_BINARY"], "simulate", *args]
+    def __init__(self, args, env=None, command_prefix=()):
+        self.args = [*command_prefix, os.environ["TSM_BINARY"], "simulate", *args]
         self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                         text=True, env=env)
         self.stdout_lines = []
@@ -241,7 +236,13 @@ class Simulation:
     def kill(self):
         if self.process.poll() is None:
             self.process.kill()
-            self.wait()
+        self.wait()
+
+    @property
+    def stderr_text(self):
+        """All of stderr so far, one string."""
+        with self._changed:
+            return "".join(line + "\n" for line in self.stderr_lines)
 
     def output_fields(self, output):
         """{process: [accepted, delivered, dropped, discarded, status]} of one
@@ -281,6 +282,23 @@ class Simulation:
     def children(self):
         """The pids of the running producer processes."""
         return self.pids()[1:]
+
+    def producer_pids(self):
+        """{name: pid} of the running producer processes, from their command
+        lines (scheduler-<rank>, or the role)."""
+        producers = {}
+        for pid in self.children():
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                    argv = cmdline.read().decode().split("\0")
+            except OSError:
+                continue
+            if "producer" not in argv:
+                continue
+            role = argv[argv.index("--role") + 1]
+            name = f"scheduler-{argv[argv.index('--dp-rank') + 1]}" if role == "scheduler" else role
+            producers[name] = pid
+        return producers
 
     def pids(self):
         """The launcher and its running producer processes."""

@@ -78,7 +78,7 @@ class SoakUnderOverload(unittest.TestCase):
         self.addCleanup(run.kill)
         url = run.metrics_url()
         started = time.monotonic()
-        self.assertTrue(sh.poll(lambda: len(run.pids()) == 4, sh.STARTUP_TIMEOUT_S),
+        self.assertTrue(sh.eventually(lambda: len(run.pids()) == 4, sh.STARTUP_TIMEOUT_S),
                         run.describe())
         pids = run.pids()
         samples = []  # (seconds since start, {pid: RSS KiB}, phase)

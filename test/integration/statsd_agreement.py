@@ -60,8 +60,8 @@ class StatsdAgreesWithPrometheus(unittest.TestCase):
         # The server reads its socket on its own time (later on a busy
         # machine): compare until what it holds agrees, or the deadline.
         last = []
-        sc.poll(lambda: last.append(self.compare(prometheus)) or not last[-1][0],
-                AGREEMENT_TIMEOUT_S, interval=0.5)
+        sc.eventually(lambda: last.append(self.compare(prometheus)) or not last[-1][0],
+                      AGREEMENT_TIMEOUT_S, interval=0.5)
         mismatches, counters, timers = last[-1]
         self.assertEqual(counters.get("statsd.bad_lines_seen"), 0.0, counters)
         self.assertTrue(any(sc.plain_key(name, labels) in counters
@@ -129,7 +129,7 @@ class StatsdAgreesWithPrometheus(unittest.TestCase):
             last.append((same, prometheus, gauges))
             return same
 
-        sc.poll(agreed, 60)
+        sc.eventually(agreed, 60)
         same, prometheus, gauges = last[-1]
         self.assertTrue(same, f"/metrics {prometheus}\nStatsD {gauges}\n{run.describe()}")
         self.assertEqual(len(prometheus), 3 * 2, prometheus)  # three gauges per rank

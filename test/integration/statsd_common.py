@@ -24,7 +24,7 @@ import time
 import simulate_harness
 # Also used by the tests through this module.
 from simulate_harness import (  # noqa: F401
-    EXIT_TIMEOUT_S, STARTUP_TIMEOUT_S, free_port, make_tmp, poll)
+    EXIT_TIMEOUT_S, STARTUP_TIMEOUT_S, eventually, free_port, make_tmp)
 
 STATSD_DIR = os.environ["TSM_STATSD_DIR"]
 SERVER_DIR = os.environ["TSM_STATSD_SERVER"]
@@ -100,7 +100,7 @@ class StatsdServer:
             [NODE, os.path.join(SERVER_DIR, "node_modules", "statsd", "stats.js"), config],
             cwd=os.path.join(SERVER_DIR, "node_modules", "statsd"),
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        ready = poll(self._ready, STARTUP_TIMEOUT_S)
+        ready = eventually(self._ready, STARTUP_TIMEOUT_S)
         if not ready:
             self.stop()
             raise AssertionError("the StatsD server did not start")

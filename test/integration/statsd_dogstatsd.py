@@ -84,8 +84,8 @@ class DogstatsdAgreesWithPrometheus(unittest.TestCase):
         # The last flush was sent before close returned; the receiver's thread
         # reads it on its own time (later on a busy machine).
         last = []
-        sc.poll(lambda: last.append(compare()) or not last[-1][0], AGREEMENT_TIMEOUT_S,
-                interval=0.2)
+        sc.eventually(lambda: last.append(compare()) or not last[-1][0], AGREEMENT_TIMEOUT_S,
+                      interval=0.2)
         mismatches, got, identities, lines, errors = last[-1]
         self.assertEqual(errors, [])
         self.assertLessEqual(receiver.largest, max_bytes)

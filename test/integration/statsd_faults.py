@@ -51,13 +51,13 @@ class StatsdFaults(unittest.TestCase):
         self.receivers.append(first)
         run = self.simulate({"address": "unix://" + path, "flush_interval_ms": 50},
                             "--duration", "6")
-        self.assertTrue(sc.poll(lambda: first.snapshot()[2] > 0, 60), run.describe())
+        self.assertTrue(sc.eventually(lambda: first.snapshot()[2] > 0, 60), run.describe())
         first.close()  # the socket file is gone
-        sc.poll(lambda: run.plugin_lines("datagrams dropped"), 10)
+        sc.eventually(lambda: run.plugin_lines("datagrams dropped"), 10)
         self.assertTrue(run.plugin_lines("datagrams dropped"), run.describe())
         second = sc.DogstatsdReceiver(unix_path=path)
         self.receivers.append(second)
-        self.assertTrue(sc.poll(lambda: second.snapshot()[2] > 0, 60),
+        self.assertTrue(sc.eventually(lambda: second.snapshot()[2] > 0, 60),
                         "nothing arrived after the socket came back\n" + run.describe())
         self.assert_lost_and_reported(run)
         self.assertEqual(second.snapshot()[1], [])

@@ -4,9 +4,14 @@ TSM_TEST_TMPDIR is a private directory in the build tree: plugin and run
 directories under a world-writable /tmp are refused by the host."""
 import os
 import shutil
+import sys
 import tempfile
 
 import pytest
+
+# The tests' one way to wait for a condition (test/eventually.py), shared with
+# the other folders: `from eventually import eventually`.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR", tempfile.gettempdir())
 

@@ -12,12 +12,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 
 import pytest
 
 import tokenspeed_metrics
+from eventually import eventually
 
 TMP_ROOT = os.environ.get("TSM_TEST_TMPDIR", tempfile.gettempdir())
 DEADLINE_S = 60
@@ -35,19 +35,20 @@ def clean_env():
     return {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
 
 
-def wait_for(condition, what, process=None):
-    """condition()'s first truthy value, polled every 20 ms for up to
-    DEADLINE_S; fails early when process has exited."""
-    deadline = time.monotonic() + DEADLINE_S
-    while time.monotonic() < deadline:
+def wait_for(condition, what, process):
+    """condition()'s first truthy value (hang guard: DEADLINE_S); fails early
+    when process has exited."""
+    def holds_or_exited():
         value = condition()
-        if value:
-            return value
-        if process is not None and process.poll() is not None:
+        if not value and process.poll() is not None:
             out, err = process.communicate()
             pytest.fail(f"exited {process.returncode} before {what}:\n{out}\n{err}")
-        time.sleep(0.02)
-    pytest.fail(f"no {what} within {DEADLINE_S} s")
+        return value
+
+    value = eventually(holds_or_exited, DEADLINE_S, 0.02)
+    if not value:
+        pytest.fail(f"no {what} within {DEADLINE_S} s")
+    return value
 
 
 def test_closed_error_is_a_runtime_error():

@@ -56,24 +56,6 @@ def plugin_dir_flags(*dirs):
     return flags
 
 
-class VenvSimulation(test_launcher.Simulation):
-    """A `simulate` run inside a venv."""
-
-    def __init__(self, env, *args):  # pylint: disable=super-init-not-called
-        import threading
-        self.args = [cli_harness.BINARY, "simulate", "--enable-metrics", "--metrics-port", "0",
-                     *args]
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, env=env)
-        self.stdout_lines = []
-        self.stderr_text = ""
-        self._line_added = threading.Condition()
-        self._readers = [threading.Thread(target=self._read_stdout, daemon=True),
-                         threading.Thread(target=self._read_stderr, daemon=True)]
-        for reader in self._readers:
-            reader.start()
-
-
 class PythonPluginTest(unittest.TestCase):
     maxDiff = None
 
@@ -93,7 +75,8 @@ class PythonPluginTest(unittest.TestCase):
         return path
 
     def simulate(self, venv, *args, extra_env=None):
-        simulation = VenvSimulation(venv_environment(VENVS[venv], extra_env), *args)
+        simulation = test_launcher.Simulation(
+            *args, env=venv_environment(VENVS[venv], extra_env))
         self.simulations.append(simulation)
         return simulation
 
@@ -306,7 +289,7 @@ class PythonPluginTest(unittest.TestCase):
                        test_launcher.samples(test_launcher.scrape(url))
                        if name == "tokenspeed_metrics_reporter_sink_failures_total"
                        and labels.get("reporter") == "raising_emit_output")
-        self.assertTrue(test_launcher.poll(lambda: failed_sinks() >= 2, 60), run.describe())
+        self.assertTrue(cli_harness.eventually(lambda: failed_sinks() >= 2, 60), run.describe())
         run.process.send_signal(signal.SIGTERM)
         # A disabled output is a failed one: simulate's exit status 3 says so.
         self.assertEqual(run.wait(), 3, run.describe())
@@ -366,7 +349,7 @@ class PythonPluginTest(unittest.TestCase):
         url = run.metrics_url()
         # Events reached the sink: delivered (close test), or queued behind
         # the emit that blocks.
-        reached = test_launcher.poll(lambda: any(
+        reached = cli_harness.eventually(lambda: any(
             name in ("tokenspeed_metrics_reporter_events_delivered_total",
                      "tokenspeed_metrics_reporter_queue_depth")
             and labels.get("reporter") == reporter and value > 0

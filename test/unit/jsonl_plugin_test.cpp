@@ -31,10 +31,13 @@
 #include <boost/json.hpp>
 #include <tokenspeed/metric_reporter.hpp>
 
+#include "eventually.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 namespace json = boost::json;
+using tokenspeed::metrics::test::eventually;
 using namespace std::chrono_literals;
 
 constexpr auto kHangGuard = 10s;  // only a guard: no test relies on timing
@@ -253,16 +256,6 @@ std::vector<std::string> read_lines(const fs::path& file) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
-}
-
-// Waits until condition holds; false if the hang guard expired first.
-bool eventually(const std::function<bool()>& condition) {
-  const auto give_up = std::chrono::steady_clock::now() + kHangGuard;
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > give_up) return false;
-    std::this_thread::sleep_for(2ms);
-  }
-  return true;
 }
 
 std::size_t thread_count() {

@@ -1,7 +1,8 @@
 // test_sinks.hpp — in-process C-ABI sinks for the pipeline tests: one
 // configurable sink that records what it receives and can misbehave on
 // demand (fail, throw, block, sleep, ignore its close timeout); the log
-// lines an output writes; waiting for a condition. Test code only.
+// lines an output writes; waiting for a condition (eventually.hpp). Test
+// code only.
 #pragma once
 
 #include <atomic>
@@ -20,6 +21,7 @@
 
 #include <tokenspeed/metric_reporter.h>
 
+#include "eventually.hpp"
 #include "pipeline/sink_worker.hpp"
 
 namespace tokenspeed::metrics::test {
@@ -197,17 +199,6 @@ struct LogLines {
     return out;
   }
 };
-
-// Waits (hang guard only) until pred holds.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds guard = std::chrono::seconds(30)) {
-  const auto until = std::chrono::steady_clock::now() + guard;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return true;
-}
 
 // The accounting identity of the issue, checked on a stats snapshot.
 inline bool identity_holds(const SinkStats& s) {

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -77,6 +78,72 @@ struct Recorder {
     std::unique_lock lock(mutex);
     return changed.wait_for(lock, kHangGuard, predicate);
   }
+};
+
+// A server that takes the first ordinary request and answers it only after
+// close has been called and kHold has passed since, watching the stop flag
+// all the while. A close that cut the attempt in flight short would set the
+// flag within microseconds of its call; the hold is counted from that call,
+// not from the request, so a slow test thread cannot end it before close
+// begins. The close budgets in the tests below keep close waiting for the
+// attempt far longer than kHold, so a correct close never sets the flag early.
+class SlowServer {
+ public:
+  static constexpr auto kHold = milliseconds(500);
+
+  std::function<kit::SendResult(int, Clock::time_point, const std::atomic<bool>*)> answer() {
+    return [this](int payload, Clock::time_point, const std::atomic<bool>* stop) {
+      if (payload == 1 && stop != nullptr) hold(*stop);
+      return kit::SendResult::delivered();
+    };
+  }
+
+  // Test thread: true once the server has the request.
+  bool wait_for_request() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, kHangGuard, [&] { return has_request_; });
+  }
+
+  // Test thread: called just before close; the hold starts now.
+  void closing() {
+    std::lock_guard lock(mutex_);
+    close_called_ = Clock::now();
+    changed_.notify_all();
+  }
+
+  // After close: whether the server held the request after close was called
+  // (false means the test proved nothing), and whether it saw the stop flag
+  // within kHold of that call.
+  bool held() {
+    std::lock_guard lock(mutex_);
+    return held_;
+  }
+  bool saw_stop() {
+    std::lock_guard lock(mutex_);
+    return saw_stop_;
+  }
+
+ private:
+  void hold(const std::atomic<bool>& stop) {
+    std::unique_lock lock(mutex_);
+    has_request_ = true;
+    changed_.notify_all();
+    if (!changed_.wait_for(lock, kHangGuard, [&] { return close_called_.has_value(); })) return;
+    const Clock::time_point until = *close_called_ + kHold;
+    lock.unlock();
+    while (Clock::now() < until && !stop.load()) std::this_thread::sleep_for(milliseconds(1));
+    const bool stopped = stop.load();
+    lock.lock();
+    saw_stop_ = stopped;
+    held_ = true;
+  }
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool has_request_ = false;
+  std::optional<Clock::time_point> close_called_;
+  bool held_ = false;
+  bool saw_stop_ = false;
 };
 
 kit::DeliveryOptions fast(milliseconds interval = milliseconds(5)) {
@@ -246,26 +313,20 @@ TEST_CASE("close interrupts a hanging attempt, bounds the final ones, drops what
 
 TEST_CASE("delta: close lets the attempt in flight finish, so its payload is not sent twice") {
   Recorder r;
-  std::atomic<bool> first_attempt_saw_stop{false};
-  std::atomic<bool> in_first_attempt{false};
-  r.answer = [&](int payload, Clock::time_point, const std::atomic<bool>* stop) {
-    if (payload == 1 && stop != nullptr) {
-      in_first_attempt = true;
-      std::this_thread::sleep_for(milliseconds(100));  // the server is taking it
-      first_attempt_saw_stop = stop->load();
-    }
-    return kit::SendResult::delivered();
-  };
+  SlowServer server;
+  r.answer = server.answer();
   kit::DeliveryOptions options = fast(milliseconds(3600000));
+  options.attempt_timeout = milliseconds(60000);
   options.recollect_on_retry = false;
   kit::DeliveryLoop<int> loop(options, r.callbacks());
   loop.start();
   loop.request_export();
-  REQUIRE(r.wait([&] { return !r.sent.empty(); }));
-  while (!in_first_attempt) std::this_thread::yield();
-  CHECK(loop.close(milliseconds(5000)));
-  CHECK_FALSE(first_attempt_saw_stop);
+  REQUIRE(server.wait_for_request());
+  server.closing();
+  CHECK(loop.close(milliseconds(5000)));  // waits for the attempt until 4.9 s after the call
   std::lock_guard lock(r.mutex);
+  REQUIRE(server.held());
+  CHECK_FALSE(server.saw_stop());
   CHECK(std::count(r.sent.begin(), r.sent.end(), 1) == 1);
   CHECK(r.sent == std::vector<int>{1, 2});  // 2: the final collect
 }
@@ -274,24 +335,19 @@ TEST_CASE("cumulative: close lets an attempt in flight finish before the final o
   // Cut short, the request could still reach the server after the final one,
   // which a time series database refuses as an out-of-order sample.
   Recorder r;
-  std::atomic<bool> first_attempt_saw_stop{false};
-  std::atomic<bool> in_first_attempt{false};
-  r.answer = [&](int payload, Clock::time_point, const std::atomic<bool>* stop) {
-    if (payload == 1 && stop != nullptr) {
-      in_first_attempt = true;
-      std::this_thread::sleep_for(milliseconds(100));  // the server is taking it
-      first_attempt_saw_stop = stop->load();
-    }
-    return kit::SendResult::delivered();
-  };
-  kit::DeliveryLoop<int> loop(fast(milliseconds(3600000)), r.callbacks());
+  SlowServer server;
+  r.answer = server.answer();
+  kit::DeliveryOptions options = fast(milliseconds(3600000));
+  options.attempt_timeout = milliseconds(60000);
+  kit::DeliveryLoop<int> loop(options, r.callbacks());
   loop.start();
   loop.request_export();
-  REQUIRE(r.wait([&] { return !r.sent.empty(); }));
-  while (!in_first_attempt) std::this_thread::yield();
-  CHECK(loop.close(milliseconds(60000)));
-  CHECK_FALSE(first_attempt_saw_stop);
+  REQUIRE(server.wait_for_request());
+  server.closing();
+  CHECK(loop.close(milliseconds(60000)));  // waits for the attempt until 30 s after the call
   std::lock_guard lock(r.mutex);
+  REQUIRE(server.held());
+  CHECK_FALSE(server.saw_stop());
   CHECK(r.sent == std::vector<int>{1, 2});  // in order: 2 is the final collect
 }
 

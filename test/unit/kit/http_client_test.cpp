@@ -18,11 +18,13 @@
 #include <tokenspeed/kit/gzip.hpp>
 #include <tokenspeed/kit/http_client.hpp>
 
+#include "eventually.hpp"
 #include "temp_dir.hpp"
 
 namespace kit = tokenspeed::metrics::kit;
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+using tokenspeed::metrics::test::eventually;
 
 namespace {
 
@@ -63,12 +65,30 @@ class LocalServer {
     });
   }
 
+  // Accepts one connection and reads from it until the client closes it,
+  // never answering; has_request turns true once the request head arrived.
+  void hold_once() {
+    thread_ = std::thread([this] {
+      const int client = ::accept(fd_, nullptr, nullptr);
+      std::string request;
+      char buffer[4096];
+      for (;;) {
+        const ssize_t n = ::read(client, buffer, sizeof buffer);
+        if (n <= 0) break;
+        request.append(buffer, static_cast<std::size_t>(n));
+        if (request.find("\r\n\r\n") != std::string::npos) has_request = true;
+      }
+      ::close(client);
+    });
+  }
+
   // Waits for the answer given.
   void join() {
     if (thread_.joinable()) thread_.join();
   }
 
   std::string received;
+  std::atomic<bool> has_request{false};
 
  private:
   int fd_ = -1;
@@ -132,19 +152,23 @@ TEST_CASE("a server that never answers: the deadline ends the request") {
 
 TEST_CASE("a stop flag ends a request in flight") {
   LocalServer server;
+  server.hold_once();
   kit::HttpClient client;
   kit::HttpRequest request;
   const std::string url = server.url();
   request.url = url;
   std::atomic<bool> stop{false};
+  std::atomic<bool> stopped_in_flight{false};
   std::thread stopper([&] {
-    std::this_thread::sleep_for(milliseconds(50));
+    // Stop only once the server has the request: the request is in flight.
+    stopped_in_flight = eventually([&] { return server.has_request.load(); });
     stop = true;
     client.interrupt();
   });
   const kit::HttpResponse response =
       client.post(request, Clock::now() + std::chrono::hours(1), &stop);
   stopper.join();
+  REQUIRE(stopped_in_flight);
   CHECK(response.stopped);
   CHECK(response.status == 0);
 }

@@ -6,10 +6,12 @@
 #include <thread>
 #include <vector>
 
-#include "process/node_sessions.hpp"
 #include "core/startup_error.hpp"
+#include "eventually.hpp"
+#include "process/node_sessions.hpp"
 
 using namespace tokenspeed::metrics;
+using test::eventually;
 
 namespace {
 
@@ -144,5 +146,5 @@ TEST_CASE("a node session that ignores its close timeout is abandoned and the ot
   REQUIRE(warnings.size() == 1);
   CHECK_THAT(warnings[0], Catch::Contains("abandoned"));
   g_release_stuck = true;
-  while (!g_stuck_returned.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  REQUIRE(eventually([] { return g_stuck_returned.load(); }));
 }

@@ -13,16 +13,16 @@
 #include <string>
 #include <thread>
 
+#include "eventually.hpp"
 #include "isolation/helper_process.hpp"
 #include "process/orphan_reaper.hpp"
 
 using namespace tokenspeed::metrics;
+using test::eventually;
 
 extern char** environ;
 
 namespace {
-
-constexpr auto kHangGuard = std::chrono::seconds(60);  // only a guard
 
 // A child that exits at once with status code.
 pid_t spawn_exit(int code) {
@@ -43,11 +43,7 @@ bool ended_and_waitable(pid_t pid) {
 
 // Waits (bounded) until pid has ended, without reaping it.
 void wait_ended(pid_t pid) {
-  const auto give_up = std::chrono::steady_clock::now() + kHangGuard;
-  while (!ended_and_waitable(pid)) {
-    REQUIRE(std::chrono::steady_clock::now() < give_up);
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  REQUIRE(eventually([&] { return ended_and_waitable(pid); }));
 }
 
 bool reaped(pid_t pid) {

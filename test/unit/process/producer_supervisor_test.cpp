@@ -10,6 +10,7 @@
 #include <sstream>
 #include <thread>
 
+#include "eventually.hpp"
 #include "process/producer_supervisor.hpp"
 #include "temp_dir.hpp"
 
@@ -17,6 +18,7 @@ using namespace tokenspeed::metrics;
 
 namespace {
 
+using tokenspeed::metrics::test::eventually;
 using tokenspeed::metrics::test::TempDir;
 
 std::string read_file(const std::filesystem::path& path) {
@@ -38,18 +40,16 @@ ProducerSpec shell(const std::string& name, const std::string& script) {
 }
 
 void wait_until_exists(const std::filesystem::path& path) {
-  for (int i = 0; i < 5000 && !std::filesystem::exists(path); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+  REQUIRE(eventually([&] { return std::filesystem::exists(path); }));
 }
 
-// Polls reap() until a producer exited (hang guard: ten seconds).
+// Polls reap() until a producer exited.
 std::vector<ProducerProcess> wait_for_exit(ProducerSupervisor& supervisor) {
   std::vector<ProducerProcess> exited;
-  for (int i = 0; i < 5000 && exited.empty(); ++i) {
+  REQUIRE(eventually([&] {
     exited = supervisor.reap();
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  }
+    return !exited.empty();
+  }));
   return exited;
 }
 

@@ -12,21 +12,13 @@
 #include <mutex>
 #include <thread>
 
+#include "eventually.hpp"
 #include "prometheus/credential_check_queue.hpp"
 
 using namespace tokenspeed::metrics;
+using test::eventually;
 
 namespace {
-
-// Polls condition until it holds or 60 s pass (a hang guard, not a timing).
-bool eventually(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
 
 // A gate the test opens: a check waits at it while running.
 struct Gate {

@@ -33,10 +33,12 @@
 #include <boost/beast/ssl.hpp>
 
 #include "core/startup_error.hpp"
+#include "eventually.hpp"
 #include "prometheus/endpoint_security.hpp"
 #include "prometheus/prometheus_endpoint.hpp"
 
 using namespace tokenspeed::metrics;
+using test::eventually;
 namespace fs = std::filesystem;
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -264,10 +266,7 @@ TEST_CASE("the watch's own thread applies a change") {
   EndpointSecurityWatch watch(file.string(), std::chrono::milliseconds(10));
   const auto first = watch.current();
   material.config("http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (watch.reloads() == 0 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polling, not a fixed wait
-  }
+  REQUIRE(eventually([&] { return watch.reloads() > 0; }));
   CHECK(watch.reloads() == 1);
   CHECK(watch.current() != first);
   CHECK_FALSE(watch.current()->users.enabled());

@@ -28,10 +28,12 @@
 #include <boost/beast/http.hpp>
 #include <zlib.h>
 
-#include "prometheus/prometheus_endpoint.hpp"
 #include "core/startup_error.hpp"
+#include "eventually.hpp"
+#include "prometheus/prometheus_endpoint.hpp"
 
 using namespace tokenspeed::metrics;
+using test::eventually;
 namespace asio = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -96,16 +98,6 @@ std::string gunzip(const std::string& data) {
   inflateEnd(&stream);
   REQUIRE(rc == Z_STREAM_END);
   return out;
-}
-
-// Polls condition until it holds or 60 s pass (a hang guard, not a timing).
-bool eventually(const std::function<bool()>& condition) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!condition()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
 }
 
 // A temporary directory for a web configuration (and certificates).
@@ -298,10 +290,7 @@ TEST_CASE("several scrapes are served at the same time: a stuck render holds up 
   });
   Client stuck(endpoint.port());
   asio::write(stuck.socket, asio::buffer(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (renders < 1 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  REQUIRE(eventually([&] { return renders >= 1; }));
   REQUIRE(renders == 1);
   Client other(endpoint.port());
   CHECK(other.request(http::verb::get, "/metrics").body() == kBody);
@@ -325,11 +314,9 @@ TEST_CASE("an idle client is closed after the idle timeout, a slow one after the
   Client slow(endpoint.port());
   asio::write(slow.socket, asio::buffer(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\n")));
   CHECK(slow.closed_by_server());  // the request never completed
-  // The server counts the timeout right after closing: wait for it (hang guard).
-  for (int i = 0; i < 1000 && endpoint.counters().timeouts + endpoint.counters().idle_timeouts < 2;
-       ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // The server counts the timeout right after closing: wait for it.
+  CHECK(eventually(
+      [&] { return endpoint.counters().timeouts + endpoint.counters().idle_timeouts >= 2; }));
   CHECK(endpoint.counters().idle_timeouts == 1);
   CHECK(endpoint.counters().timeouts == 1);
   // The server still answers others.
@@ -345,10 +332,8 @@ TEST_CASE("a kept-alive connection is closed after the idle timeout, not the rea
   Client client(endpoint.port());
   CHECK(client.request(http::verb::get, "/metrics").body() == kBody);
   CHECK(client.closed_by_server());
-  // The server counts the timeout right after closing: wait for it (hang guard).
-  for (int i = 0; i < 1000 && endpoint.counters().idle_timeouts < 1; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  // The server counts the timeout right after closing: wait for it.
+  CHECK(eventually([&] { return endpoint.counters().idle_timeouts >= 1; }));
   CHECK(endpoint.counters().idle_timeouts == 1);
 }
 
@@ -438,9 +423,7 @@ TEST_CASE("at max_connections a new connection evicts the one waiting longest fo
   options.max_connections = 2;
   PrometheusEndpoint endpoint(options, [] { return kBody; });
   auto wait_for_accepted = [&](std::uint64_t count) {
-    for (int i = 0; i < 1000 && endpoint.counters().connections_accepted < count; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    REQUIRE(eventually([&] { return endpoint.counters().connections_accepted >= count; }));
     REQUIRE(endpoint.counters().connections_accepted == count);
   };
   Client idle(endpoint.port());  // sends nothing
@@ -546,11 +529,7 @@ TEST_CASE("while every connection waits for a slow render, a new one is closed a
     waiting.push_back(std::make_unique<Client>(endpoint.port()));
     asio::write(waiting.back()->socket, asio::buffer(request));
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (endpoint.counters().requests < options.max_connections &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  REQUIRE(eventually([&] { return endpoint.counters().requests >= options.max_connections; }));
   REQUIRE(endpoint.counters().requests == options.max_connections);
 
   Client newest(endpoint.port());
@@ -587,10 +566,7 @@ TEST_CASE("scrapes that arrive while a render runs share the next render, gzip o
   });
   Client first(endpoint.port());
   asio::write(first.socket, asio::buffer(std::string("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (renders < 1 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  REQUIRE(eventually([&] { return renders >= 1; }));
   REQUIRE(renders == 1);
   std::vector<std::unique_ptr<Client>> later;
   for (int i = 0; i < 6; ++i) {
@@ -599,9 +575,7 @@ TEST_CASE("scrapes that arrive while a render runs share the next render, gzip o
     asio::write(later.back()->socket,
                 asio::buffer("GET /metrics HTTP/1.1\r\nHost: x\r\n" + encoding + "\r\n"));
   }
-  while (endpoint.counters().requests < 7 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  REQUIRE(eventually([&] { return endpoint.counters().requests >= 7; }));
   REQUIRE(endpoint.counters().requests == 7);
   {
     std::lock_guard lock(mutex);
