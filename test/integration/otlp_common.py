@@ -43,16 +43,22 @@ class Receiver:
     again on the same port (its state starts empty each time). With tls (a
     tls_material.TlsMaterial) it serves HTTPS with the material's server
     certificate and requires a client certificate signed by its CA; the
-    tests' own requests present the material's client certificate."""
+    tests' own requests present the material's client certificate. With grpc
+    it also serves OTLP/gRPC on a port of its own (grpc_endpoint); /control
+    and /state stay on the HTTP port."""
 
-    def __init__(self, port=0, tls=None):
+    def __init__(self, port=0, tls=None, grpc=False):
         self.port = port
         self.tls = tls
+        self.grpc = grpc
+        self.grpc_port = None
         self.process = None
         self.start()
 
     def start(self):
         command = [NODE, RECEIVER_JS, "--port", str(self.port)]
+        if self.grpc:
+            command += ["--grpc-port", "0"]
         if self.tls is not None:
             command += ["--tls-cert", self.tls.path("server.crt"),
                         "--tls-key", self.tls.path("server.key"),
@@ -60,14 +66,21 @@ class Receiver:
         self.process = subprocess.Popen(command,
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
-        if not line.startswith("listening "):
+        fields = line.split()  # "listening PORT" or "listening PORT grpc GRPC_PORT"
+        if fields[:1] != ["listening"] or len(fields) != (4 if self.grpc else 2):
             self.process.kill()
             raise AssertionError(f"receiver did not start: {line!r} {self.process.stderr.read()}")
-        self.port = int(line.split()[1])
+        self.port = int(fields[1])
+        if self.grpc:
+            self.grpc_port = int(fields[3])
 
     @property
     def url(self):
         return f"{'https' if self.tls is not None else 'http'}://127.0.0.1:{self.port}"
+
+    @property
+    def grpc_endpoint(self):
+        return f"{'https' if self.tls is not None else 'http'}://127.0.0.1:{self.grpc_port}"
 
     def _open(self, request):
         context = None
@@ -181,3 +194,13 @@ def assert_otlp_equals_prometheus(test, state, exposition):
         if not math.isclose(got, value, rel_tol=1e-9, abs_tol=1e-9):
             mismatches.append(f"{key[0]} {dict(key[1])}: /metrics {value}, OTLP {got}")
     test.assertEqual(mismatches, [])
+
+
+def assert_nothing_dropped_by_the_host(test, run):
+    """Every producer's row of the output table: accepted == delivered,
+    nothing dropped or discarded, never disabled."""
+    table = run.output_table()
+    test.assertEqual(len(table), 3, run.describe())
+    for process, row in table.items():
+        test.assertEqual(row[0], row[1], f"{process}: {row}\n{run.describe()}")
+        test.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}\n{run.describe()}")

@@ -25,37 +25,12 @@ SECRET_HEADER = "hdr-5e3c8a1f-secret"
 SECRET_TOKEN = "tok-9b27d4c6-secret"
 
 
-class GrpcReceiver(oc.Receiver):
-    """The receiver serving OTLP/gRPC on a second port as well (its /control
-    and /state stay on the HTTP port)."""
-
-    def start(self):
-        command = [oc.NODE, oc.RECEIVER_JS, "--port", str(self.port), "--grpc-port", "0"]
-        if self.tls is not None:
-            command += ["--tls-cert", self.tls.path("server.crt"),
-                        "--tls-key", self.tls.path("server.key"),
-                        "--client-ca", self.tls.path("ca.crt")]
-        self.process = subprocess.Popen(command,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.process.stdout.readline()
-        fields = line.split()
-        if len(fields) != 4 or fields[0] != "listening" or fields[2] != "grpc":
-            self.process.kill()
-            raise AssertionError(f"receiver did not start: {line!r} {self.process.stderr.read()}")
-        self.port = int(fields[1])
-        self.grpc_port = int(fields[3])
-
-    @property
-    def grpc_endpoint(self):
-        return f"{'https' if self.tls is not None else 'http'}://127.0.0.1:{self.grpc_port}"
-
-
 class OtlpGrpc(unittest.TestCase):
     maxDiff = None
 
     def setUp(self):
         self.tmp = oc.make_tmp()
-        self.receiver = GrpcReceiver()
+        self.receiver = oc.Receiver(grpc=True)
         self.runs = []
 
     def tearDown(self):
@@ -81,13 +56,6 @@ class OtlpGrpc(unittest.TestCase):
         self.assertEqual(run.wait(), 0, run.describe())
         return exposition
 
-    def assert_nothing_dropped_by_the_host(self, run):
-        table = run.output_table()
-        self.assertEqual(len(table), 3, run.describe())
-        for process, row in table.items():
-            self.assertEqual(row[0], row[1], f"{process}: {row}\n{run.describe()}")
-            self.assertEqual(row[2:], ["0", "0", "ok"], f"{process}: {row}\n{run.describe()}")
-
     def grpc_requests(self):
         requests = self.receiver.state()["requests"]
         self.assertTrue(requests)
@@ -97,7 +65,7 @@ class OtlpGrpc(unittest.TestCase):
     def check_agreement(self, settings, encoding):
         run = self.simulate(dict(settings, headers={"x-tenant": "team-a"}))
         exposition = self.finish(run)
-        self.assert_nothing_dropped_by_the_host(run)
+        oc.assert_nothing_dropped_by_the_host(self, run)
         delivered = {process: int(row[1]) for process, row in run.output_table().items()}
         simulate_harness.assert_clean_plugin_figures(self, run, "otlp", delivered, run.describe())
         state = self.receiver.state()
@@ -131,7 +99,7 @@ class OtlpGrpc(unittest.TestCase):
         # TLS with a client certificate; HTTP/2 agreed through ALPN.
         self.receiver.stop()
         material = TlsMaterial(os.path.join(self.tmp, "tls"))
-        self.receiver = GrpcReceiver(tls=material)
+        self.receiver = oc.Receiver(tls=material, grpc=True)
         self.check_agreement({"tls": {"ca_file": material.path("ca.crt"),
                                       "cert_file": material.path("client.crt"),
                                       "key_file": material.path("client.key")}}, "gzip")
@@ -140,7 +108,7 @@ class OtlpGrpc(unittest.TestCase):
         self.receiver.control(responses=[{"grpc_status": 14, "grpc_message": "try later"}] * 3)
         run = self.simulate({})
         exposition = self.finish(run)
-        self.assert_nothing_dropped_by_the_host(run)
+        oc.assert_nothing_dropped_by_the_host(self, run)
         oc.assert_otlp_equals_prometheus(self, self.receiver.state(), exposition)
         statuses = [r.get("status") for r in self.grpc_requests()]
         self.assertEqual(statuses[:3], [14] * 3, statuses)
@@ -166,7 +134,7 @@ class OtlpGrpc(unittest.TestCase):
                                           "retry_delay_ms": 1000}] * 3)
         run = self.simulate({})
         exposition = self.finish(run)
-        self.assert_nothing_dropped_by_the_host(run)
+        oc.assert_nothing_dropped_by_the_host(self, run)
         oc.assert_otlp_equals_prometheus(self, self.receiver.state(), exposition)
         lines = run.plugin_lines("gRPC RESOURCE_EXHAUSTED (8): slow down")
         self.assertTrue(lines, run.describe())
