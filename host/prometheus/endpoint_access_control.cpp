@@ -31,7 +31,7 @@ bool decode_basic_credentials(std::string_view value, std::string& user, std::st
   for (std::size_t i = 0; i < scheme.size(); ++i) {
     if (std::tolower(static_cast<unsigned char>(value[i])) != scheme[i]) return false;
   }
-  value = trim(value.substr(scheme.size()));
+  value = trim_http_whitespace(value.substr(scheme.size()));
   if (value.empty() || value.size() % 4 != 0 || value.size() > 4096) return false;
   std::string decoded(value.size() / 4 * 3, '\0');
   const int length = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(decoded.data()),
@@ -52,7 +52,7 @@ bool decode_basic_credentials(std::string_view value, std::string& user, std::st
 }
 
 // False (counted) when a request of bucket is over the rate limit.
-bool Session::admit(RequestRateLimit::Bucket bucket) {
+bool EndpointSession::admit(RequestRateLimit::Bucket bucket) {
   if (server_.rate_limit.admit(security_->rate_limit, bucket, Clock::now())) return true;
   server_.rate_limited.fetch_add(1, std::memory_order_relaxed);
   return false;
@@ -61,9 +61,9 @@ bool Session::admit(RequestRateLimit::Bucket bucket) {
 // A check queued for the checking thread: skipped when the session was
 // evicted or its client went away meanwhile; its answer is posted back to
 // the session's strand. Holds the password until it is dropped, then wipes it.
-class Session::Check final : public CredentialCheck {
+class EndpointSession::Check final : public CredentialCheck {
  public:
-  Check(std::shared_ptr<Session> session, std::string user, std::string password)
+  Check(std::shared_ptr<EndpointSession> session, std::string user, std::string password)
       : session_(std::move(session)),
         security_(session_->security_),
         user_(std::move(user)),
@@ -85,7 +85,7 @@ class Session::Check final : public CredentialCheck {
   }
 
  private:
-  std::shared_ptr<Session> session_;
+  std::shared_ptr<EndpointSession> session_;
   std::shared_ptr<const EndpointSecurity> security_;  // the session's, when it asked
   std::string user_;
   std::string password_;
@@ -94,7 +94,7 @@ class Session::Check final : public CredentialCheck {
 // bcrypt takes tens of milliseconds: on the checking thread. Meanwhile the
 // connection waits as if for a request (evictable), and a client that
 // closes it is noticed (its check then skipped).
-void Session::check_credentials(std::string user, std::string password) {
+void EndpointSession::check_credentials(std::string user, std::string password) {
   if (!set_waiting(true)) return;  // chosen for eviction just before
   auto check = std::make_unique<Check>(shared_from_this(), std::move(user), std::move(password));
   if (!server_.credential_checks->submit(std::move(check))) {
@@ -108,12 +108,12 @@ void Session::check_credentials(std::string user, std::string password) {
 }
 
 // On the checking thread: false when the check is not worth running.
-bool Session::check_wanted() {
+bool EndpointSession::check_wanted() {
   std::lock_guard lock(server_.sessions_mutex);
   return !evicted_ && !hung_up_;
 }
 
-void Session::on_checked(bool verified) {
+void EndpointSession::on_checked(bool verified) {
   checking_ = false;
   if (watching_) {
     watching_ = false;
@@ -132,7 +132,7 @@ void Session::on_checked(bool verified) {
 // that half-closes after its request is taken for gone too, as nginx does
 // when it is not told to ignore client aborts). Pipelined bytes end the
 // watch; they are read after the answer.
-void Session::watch_for_hangup() {
+void EndpointSession::watch_for_hangup() {
   watching_ = true;
   tcp_layer().socket().async_wait(
       tcp::socket::wait_read,
@@ -154,19 +154,19 @@ void Session::watch_for_hangup() {
       });
 }
 
-bool Session::hung_up() {
+bool EndpointSession::hung_up() {
   std::lock_guard lock(server_.sessions_mutex);
   return hung_up_;
 }
 
-void Session::unauthorized() {
+void EndpointSession::unauthorized() {
   server_.unauthorized.fetch_add(1, std::memory_order_relaxed);
   server_.log_unauthorized();
   send_refusal(http::status::unauthorized);
 }
 
 // 401, 429 or 503 on a connection that stays open: the client may try again.
-void Session::send_refusal(http::status status) {
+void EndpointSession::send_refusal(http::status status) {
   {
     std::lock_guard lock(server_.sessions_mutex);
     refused_ = true;  // evicted before the others at the limit

@@ -19,14 +19,14 @@
 
 namespace tokenspeed::metrics {
 
-Session::Session(tcp::socket socket, PrometheusEndpoint::Impl& server,
-                 std::shared_ptr<const EndpointSecurity> security)
+EndpointSession::EndpointSession(tcp::socket socket, PrometheusEndpoint::Impl& server,
+                                 std::shared_ptr<const EndpointSecurity> security)
     : stream_(plain_or_tls(std::move(socket), *security)),
       buffer_(server.options.max_request_bytes + 1024),
       server_(server),
       security_(std::move(security)) {}
 
-Session::~Session() {
+EndpointSession::~EndpointSession() {
   {
     std::lock_guard lock(server_.sessions_mutex);
     if (registered_) {
@@ -37,38 +37,39 @@ Session::~Session() {
   server_.open.fetch_sub(1, std::memory_order_relaxed);
 }
 
-void Session::start() {
+void EndpointSession::start() {
   auto* tls = std::get_if<TlsStream>(&stream_);
   if (tls == nullptr) return wait_for_request();
   // A client that never finishes its handshake is a slow client: the same
   // deadline as a request's, and evictable meanwhile.
   tcp_layer().expires_after(server_.options.read_timeout);
-  tls->async_handshake(ssl::stream_base::server,
-                       beast::bind_front_handler(&Session::on_handshake, shared_from_this()));
+  tls->async_handshake(
+      ssl::stream_base::server,
+      beast::bind_front_handler(&EndpointSession::on_handshake, shared_from_this()));
 }
 
 // Posted to the session's strand by the acceptor: closes the connection,
 // which ends its pending read.
-void Session::evict() {
+void EndpointSession::evict() {
   beast::error_code ignored;
   tcp_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
   tcp_layer().close();
 }
 
-std::variant<PlainStream, TlsStream> Session::plain_or_tls(tcp::socket socket,
-                                                           const EndpointSecurity& security) {
+std::variant<PlainStream, TlsStream> EndpointSession::plain_or_tls(
+    tcp::socket socket, const EndpointSecurity& security) {
   if (security.tls == nullptr) return PlainStream(std::move(socket));
   return std::variant<PlainStream, TlsStream>(std::in_place_type<TlsStream>, std::move(socket),
                                               *security.tls);
 }
 
 // The TCP stream under TLS, or the stream itself.
-beast::tcp_stream& Session::tcp_layer() {
+beast::tcp_stream& EndpointSession::tcp_layer() {
   return std::visit(
       [](auto& stream) -> beast::tcp_stream& { return beast::get_lowest_layer(stream); }, stream_);
 }
 
-void Session::on_handshake(beast::error_code ec) {
+void EndpointSession::on_handshake(beast::error_code ec) {
   if (ec == beast::error::timeout) {
     server_.timeouts.fetch_add(1, std::memory_order_relaxed);
     return;  // the stream is already closed by the timeout
@@ -93,7 +94,7 @@ void Session::on_handshake(beast::error_code ec) {
 // True when the handshake failed because the client's first bytes were an
 // HTTP request line ("GET ", "HEAD ", "POST ", "PUT "), not a TLS record:
 // OpenSSL then sends no alert, so the TCP stream is clean for plain text.
-bool Session::is_plain_http_request(const beast::error_code& ec) noexcept {
+bool EndpointSession::is_plain_http_request(const beast::error_code& ec) noexcept {
   if (ec.category() != asio::error::get_ssl_category()) return false;
   const auto code = static_cast<unsigned long>(static_cast<unsigned int>(ec.value()));
   return ERR_GET_LIB(code) == ERR_LIB_SSL && ERR_GET_REASON(code) == SSL_R_HTTP_REQUEST;
@@ -102,7 +103,7 @@ bool Session::is_plain_http_request(const beast::error_code& ec) noexcept {
 // What Go's net/http answers a plain HTTP request on its TLS port (then
 // it closes): written on the TCP layer under the TLS one, which never
 // began, and the connection closed as after an error (linger).
-void Session::answer_plain_http() {
+void EndpointSession::answer_plain_http() {
   static constexpr std::string_view kAnswer =
       "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n";
   tcp_layer().expires_after(server_.options.write_timeout);
@@ -115,14 +116,14 @@ void Session::answer_plain_http() {
                     });
 }
 
-bool Session::evicted() {
+bool EndpointSession::evicted() {
   std::lock_guard lock(server_.sessions_mutex);
   return evicted_;
 }
 
 // Sets whether the connection is without a complete request; false when
 // it was chosen for eviction meanwhile (the caller then stops).
-bool Session::set_waiting(bool waiting) {
+bool EndpointSession::set_waiting(bool waiting) {
   std::lock_guard lock(server_.sessions_mutex);
   if (evicted_) return false;
   if (waiting && !waiting_) waiting_since_ = Clock::now();
@@ -132,7 +133,7 @@ bool Session::set_waiting(bool waiting) {
 
 // Between requests: wait up to idle_timeout for the first byte of the
 // next one, unless a pipelined request is already buffered.
-void Session::wait_for_request() {
+void EndpointSession::wait_for_request() {
   if (!set_waiting(true)) return;
   if (buffer_.size() > 0) return read_request();
   tcp_layer().expires_after(server_.options.idle_timeout);
@@ -140,12 +141,12 @@ void Session::wait_for_request() {
       [this](auto& stream) {
         stream.async_read_some(
             buffer_.prepare(std::min<std::size_t>(4096, buffer_.max_size())),
-            beast::bind_front_handler(&Session::on_first_bytes, shared_from_this()));
+            beast::bind_front_handler(&EndpointSession::on_first_bytes, shared_from_this()));
       },
       stream_);
 }
 
-void Session::on_first_bytes(beast::error_code ec, std::size_t bytes) {
+void EndpointSession::on_first_bytes(beast::error_code ec, std::size_t bytes) {
   if (ec == beast::error::timeout) {
     server_.idle_timeouts.fetch_add(1, std::memory_order_relaxed);
     return;  // the stream is already closed by the timeout
@@ -156,7 +157,7 @@ void Session::on_first_bytes(beast::error_code ec, std::size_t bytes) {
   read_request();
 }
 
-void Session::read_request() {
+void EndpointSession::read_request() {
   parser_.emplace();
   parser_->header_limit(static_cast<std::uint32_t>(server_.options.max_request_bytes));
   parser_->body_limit(server_.options.max_request_bytes);
@@ -164,12 +165,12 @@ void Session::read_request() {
   std::visit(
       [this](auto& stream) {
         http::async_read(stream, buffer_, *parser_,
-                         beast::bind_front_handler(&Session::on_read, shared_from_this()));
+                         beast::bind_front_handler(&EndpointSession::on_read, shared_from_this()));
       },
       stream_);
 }
 
-void Session::on_read(beast::error_code ec, std::size_t) {
+void EndpointSession::on_read(beast::error_code ec, std::size_t) {
   if (ec == http::error::end_of_stream) return close();
   if (ec == beast::error::timeout) {
     server_.timeouts.fetch_add(1, std::memory_order_relaxed);
@@ -223,7 +224,7 @@ void Session::on_read(beast::error_code ec, std::size_t) {
   check_credentials(std::move(user), std::move(password));
 }
 
-void Session::send_error(http::status status) {
+void EndpointSession::send_error(http::status status) {
   response_ = {};
   response_.result(status);
   response_.version(11);
@@ -235,18 +236,19 @@ void Session::send_error(http::status status) {
   write_response();
 }
 
-void Session::write_response() {
+void EndpointSession::write_response() {
   for (const auto& [name, value] : security_->headers) response_.set(name, value);
   tcp_layer().expires_after(server_.options.write_timeout);
   std::visit(
       [this](auto& stream) {
-        http::async_write(stream, response_,
-                          beast::bind_front_handler(&Session::on_write, shared_from_this()));
+        http::async_write(
+            stream, response_,
+            beast::bind_front_handler(&EndpointSession::on_write, shared_from_this()));
       },
       stream_);
 }
 
-void Session::on_write(beast::error_code ec, std::size_t) {
+void EndpointSession::on_write(beast::error_code ec, std::size_t) {
   if (ec == beast::error::timeout) server_.timeouts.fetch_add(1, std::memory_order_relaxed);
   if (ec) return;
   if (!response_.keep_alive()) return linger();
@@ -262,7 +264,7 @@ void Session::on_write(beast::error_code ec, std::size_t) {
 // the response before the client reads it.
 // Over TLS the bytes discarded are the encrypted ones, read from under
 // the TLS layer.
-void Session::linger() {
+void EndpointSession::linger() {
   response_ = {};
   beast::error_code ignored;
   tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
@@ -272,7 +274,7 @@ void Session::linger() {
   discard(0);
 }
 
-void Session::discard(std::size_t discarded) {
+void EndpointSession::discard(std::size_t discarded) {
   tcp_layer().async_read_some(
       buffer_.prepare(std::min<std::size_t>(4096, buffer_.max_size())),
       [self = shared_from_this(), discarded](beast::error_code ec, std::size_t bytes) {
@@ -282,30 +284,31 @@ void Session::discard(std::size_t discarded) {
       });
 }
 
-void Session::close() {
+void EndpointSession::close() {
   beast::error_code ignored;
   tcp_layer().socket().shutdown(tcp::socket::shutdown_send, ignored);
   tcp_layer().close();
 }
 
-std::shared_ptr<Session> PrometheusEndpoint::Impl::choose_eviction_locked(
-    std::vector<std::shared_ptr<Session>>& seen) {
+std::shared_ptr<EndpointSession> PrometheusEndpoint::Impl::choose_eviction_locked(
+    std::vector<std::shared_ptr<EndpointSession>>& seen) {
   // Connections that had a request refused go first: a client flooding
   // wrong passwords and reconnecting when evicted then evicts its own kind
   // before a scraper's connection that has just opened.
-  std::shared_ptr<Session> oldest_refused;
-  std::shared_ptr<Session> oldest_other;
+  std::shared_ptr<EndpointSession> oldest_refused;
+  std::shared_ptr<EndpointSession> oldest_other;
   seen.reserve(sessions.size());
-  for (const std::weak_ptr<Session>& entry : sessions) {
-    std::shared_ptr<Session> session = entry.lock();
+  for (const std::weak_ptr<EndpointSession>& entry : sessions) {
+    std::shared_ptr<EndpointSession> session = entry.lock();
     if (!session) continue;
     seen.push_back(session);
     if (!session->waiting_locked()) continue;
-    std::shared_ptr<Session>& oldest = session->refused_locked() ? oldest_refused : oldest_other;
+    std::shared_ptr<EndpointSession>& oldest =
+        session->refused_locked() ? oldest_refused : oldest_other;
     if (!oldest || session->waiting_since_locked() < oldest->waiting_since_locked())
       oldest = session;
   }
-  std::shared_ptr<Session> oldest = oldest_refused ? oldest_refused : oldest_other;
+  std::shared_ptr<EndpointSession> oldest = oldest_refused ? oldest_refused : oldest_other;
   if (oldest) {
     oldest->mark_evicted_locked();
     --admitted;
@@ -318,9 +321,9 @@ void PrometheusEndpoint::Impl::admit(tcp::socket socket) {
   // last would wait for the client's delayed ACK (40 ms) behind the first.
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
-  std::vector<std::shared_ptr<Session>> seen;  // released after the mutex
-  std::shared_ptr<Session> victim;
-  std::shared_ptr<Session> session;
+  std::vector<std::shared_ptr<EndpointSession>> seen;  // released after the mutex
+  std::shared_ptr<EndpointSession> victim;
+  std::shared_ptr<EndpointSession> session;
   // The configuration in force when the connection began (a pointer copy).
   std::shared_ptr<const EndpointSecurity> in_force = security->current();
   {
@@ -335,7 +338,7 @@ void PrometheusEndpoint::Impl::admit(tcp::socket socket) {
       }
     }
     open.fetch_add(1, std::memory_order_relaxed);
-    session = std::make_shared<Session>(std::move(socket), *this, std::move(in_force));
+    session = std::make_shared<EndpointSession>(std::move(socket), *this, std::move(in_force));
     session->register_locked(sessions.insert(sessions.end(), session));
     ++admitted;
   }

@@ -1,4 +1,4 @@
-// endpoint_connection.hpp — one connection of the /metrics endpoint (Session)
+// endpoint_connection.hpp — one connection of the /metrics endpoint (EndpointSession)
 // and what its member functions are split into: the connection itself
 // (endpoint_connection.cpp: TLS handshake, reads and writes with deadlines,
 // keep-alive, lingering close, admission and eviction at the connection
@@ -49,14 +49,14 @@ using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 // false when it is not one (endpoint_access_control.cpp).
 bool decode_basic_credentials(std::string_view value, std::string& user, std::string& password);
 
-class Session : public std::enable_shared_from_this<Session> {
+class EndpointSession : public std::enable_shared_from_this<EndpointSession> {
  public:
-  Session(tcp::socket socket, PrometheusEndpoint::Impl& server,
-          std::shared_ptr<const EndpointSecurity> security);
-  ~Session();
+  EndpointSession(tcp::socket socket, PrometheusEndpoint::Impl& server,
+                  std::shared_ptr<const EndpointSecurity> security);
+  ~EndpointSession();
 
   // Called by the acceptor, under sessions_mutex.
-  void register_locked(std::list<std::weak_ptr<Session>>::iterator entry) {
+  void register_locked(std::list<std::weak_ptr<EndpointSession>>::iterator entry) {
     entry_ = entry;
     registered_ = true;
     waiting_ = true;
@@ -72,7 +72,7 @@ class Session : public std::enable_shared_from_this<Session> {
 
   beast::tcp_stream::executor_type executor() { return tcp_layer().get_executor(); }
 
-  void on_rendered(const Rendered& rendered);
+  void on_rendered(const RenderedScrape& rendered);
 
  private:
   // The connection (endpoint_connection.cpp).
@@ -116,7 +116,7 @@ class Session : public std::enable_shared_from_this<Session> {
   PrometheusEndpoint::Impl& server_;
   std::shared_ptr<const EndpointSecurity> security_;  // the web configuration in force
   // sessions_mutex:
-  std::list<std::weak_ptr<Session>>::iterator entry_;
+  std::list<std::weak_ptr<EndpointSession>>::iterator entry_;
   bool registered_ = false;
   bool waiting_ = false;  // no complete request received since waiting_since_
   bool evicted_ = false;

@@ -39,10 +39,10 @@ bool iequals(std::string_view a, std::string_view b) noexcept {
 double quality(std::string_view params) noexcept {
   while (!params.empty()) {
     const std::size_t semi = params.find(';');
-    std::string_view param = trim(params.substr(0, semi));
+    std::string_view param = trim_http_whitespace(params.substr(0, semi));
     params = semi == std::string_view::npos ? std::string_view() : params.substr(semi + 1);
     if (param.size() >= 2 && (param[0] == 'q' || param[0] == 'Q') && param[1] == '=') {
-      std::string value(trim(param.substr(2)));
+      std::string value(trim_http_whitespace(param.substr(2)));
       char* end = nullptr;
       const double q = std::strtod(value.c_str(), &end);
       return end == value.c_str() ? 0.0 : q;
@@ -61,7 +61,7 @@ bool accepts_gzip(std::string_view header) noexcept {
     std::string_view element = header.substr(0, comma);
     header = comma == std::string_view::npos ? std::string_view() : header.substr(comma + 1);
     const std::size_t semi = element.find(';');
-    const std::string_view coding = trim(element.substr(0, semi));
+    const std::string_view coding = trim_http_whitespace(element.substr(0, semi));
     const double q = semi == std::string_view::npos ? 1.0 : quality(element.substr(semi + 1));
     if (iequals(coding, "gzip") || iequals(coding, "x-gzip"))
       gzip_q = q;
@@ -73,7 +73,7 @@ bool accepts_gzip(std::string_view header) noexcept {
 }
 
 // An admitted request: answered at once, or queued for the next render.
-void Session::route() {
+void EndpointSession::route() {
   const http::request<http::string_body>& request = parser_->get();
   if (auto answer = server_.respond_at_once(request)) {
     response_ = std::move(*answer);
@@ -90,7 +90,7 @@ void Session::route() {
 
 // Posted to the session's strand by a render thread: answers the scrape
 // the session read last.
-void Session::on_rendered(const Rendered& rendered) {
+void EndpointSession::on_rendered(const RenderedScrape& rendered) {
   response_ = {};
   response_.version(scrape_version_);
   response_.keep_alive(scrape_keep_alive_);
@@ -144,7 +144,7 @@ std::optional<http::response<http::string_body>> PrometheusEndpoint::Impl::respo
   return std::nullopt;
 }
 
-void PrometheusEndpoint::Impl::request_scrape(std::shared_ptr<Session> session, bool gzip) {
+void PrometheusEndpoint::Impl::request_scrape(std::shared_ptr<EndpointSession> session, bool gzip) {
   {
     std::lock_guard lock(render_mutex);
     scrape_waiters.push_back(ScrapeWaiter{std::move(session), gzip});
@@ -164,9 +164,9 @@ void PrometheusEndpoint::Impl::render_loop() {
       if (render_stop) break;
       batch.swap(scrape_waiters);
     }
-    // Rendered after every request of the batch arrived: none is answered
+    // RenderedScrape after every request of the batch arrived: none is answered
     // with figures older than its request.
-    auto rendered = std::make_shared<Rendered>();
+    auto rendered = std::make_shared<RenderedScrape>();
     try {
       rendered->body = handler();
       const bool gzip = std::any_of(batch.begin(), batch.end(),
@@ -180,7 +180,7 @@ void PrometheusEndpoint::Impl::render_loop() {
       rendered->failed = true;
       rendered->body = "unknown error";
     }
-    std::shared_ptr<const Rendered> shared = std::move(rendered);
+    std::shared_ptr<const RenderedScrape> shared = std::move(rendered);
     for (ScrapeWaiter& waiter : batch) {
       auto executor = waiter.session->executor();
       asio::post(executor,

@@ -37,17 +37,17 @@ namespace http = beast::http;
 using tcp = asio::ip::tcp;
 
 // One connection (endpoint_connection.hpp).
-class Session;
+class EndpointSession;
 
 // A header value without its surrounding blanks (Accept-Encoding, Authorization).
-inline std::string_view trim(std::string_view text) noexcept {
+inline std::string_view trim_http_whitespace(std::string_view text) noexcept {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   return text;
 }
 
 // One render of the exposition, shared by every request that waited for it.
-struct Rendered {
+struct RenderedScrape {
   bool failed = false;
   std::string body;     // the exposition, or the error's text when failed
   std::string gzipped;  // the body gzip-encoded, when a waiting request accepts gzip
@@ -55,7 +55,7 @@ struct Rendered {
 
 // A request for /metrics waiting for the next render.
 struct ScrapeWaiter {
-  std::shared_ptr<Session> session;
+  std::shared_ptr<EndpointSession> session;
   bool gzip = false;
 };
 
@@ -87,7 +87,7 @@ struct PrometheusEndpoint::Impl {
   // The admitted sessions, for eviction at the limit. Guarded by
   // sessions_mutex, as are each session's waiting fields and `admitted`.
   std::mutex sessions_mutex;
-  std::list<std::weak_ptr<Session>> sessions;
+  std::list<std::weak_ptr<EndpointSession>> sessions;
   std::size_t admitted = 0;  // sessions in the list not chosen for eviction
 
   // Scrapes waiting for a render. A render thread takes every waiting
@@ -128,13 +128,14 @@ struct PrometheusEndpoint::Impl {
   // waits.
   // Every session it looks at is kept in `seen`, so that none is destroyed
   // (which takes sessions_mutex) before the caller lets the mutex go.
-  std::shared_ptr<Session> choose_eviction_locked(std::vector<std::shared_ptr<Session>>& seen);
+  std::shared_ptr<EndpointSession> choose_eviction_locked(
+      std::vector<std::shared_ptr<EndpointSession>>& seen);
   // The answer to a request other than a scrape (404, 405); nullopt for a
   // GET or HEAD of /metrics, which waits for a render (request_scrape).
   std::optional<http::response<http::string_body>> respond_at_once(
       const http::request<http::string_body>& request);
   // Queues session for the next render; it is answered on its own strand.
-  void request_scrape(std::shared_ptr<Session> session, bool gzip);
+  void request_scrape(std::shared_ptr<EndpointSession> session, bool gzip);
   void render_loop();
   void thread_finished();
 };
