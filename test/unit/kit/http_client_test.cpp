@@ -128,7 +128,8 @@ TEST_CASE("a gRPC answer's grpc-status, grpc-message and details are read from i
   kit::HttpRequest request;
   const std::string url = server.url();
   request.url = url;
-  request.body = std::string(5, '\0');
+  const std::string empty_message(5, '\0');  // the request's view needs it alive
+  request.body = empty_message;
   request.headers = {"content-type: application/grpc", "te: trailers", "Expect:"};
   const kit::HttpResponse response = client.post(request, Clock::now() + std::chrono::seconds(20));
   CHECK(response.error == "");
