@@ -674,6 +674,9 @@ TEST_CASE(
   PrometheusEndpoint endpoint(options, [] { return kBody; });
   const std::string right = basic("prometheus", "right");
   REQUIRE(scrape_status(endpoint.port(), right) == 200);
+  // That client has closed; until the server has seen it, its connection
+  // still counts against the limit and would be evicted first.
+  REQUIRE(eventually([&] { return endpoint.counters().connections_open == 0; }));
   const std::string wrong =
       "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: " + basic("victim", "wrong") + "\r\n\r\n";
   Client running(endpoint.port());  // its check runs
