@@ -222,7 +222,7 @@ class OtlpGrpc(unittest.TestCase):
                             "--duration", "1")
         self.runs.append(run)
         self.assertEqual(run.wait(), 2, run.describe())
-        errors = [line for line in run.stderr_text().splitlines() if "grpc-web" in line]
+        errors = [line for line in run.stderr_text.splitlines() if "grpc-web" in line]
         self.assertEqual(len(errors), 1, run.describe())
         config = os.path.join(self.tmp, "metrics.json")
         for part in ("otlp", config, "protocol", "http/protobuf", "grpc"):
