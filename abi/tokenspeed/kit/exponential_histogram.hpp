@@ -125,7 +125,7 @@ inline int32_t exponential_bucket_index(double magnitude, int32_t scale) noexcep
     const int64_t index0 = d.fraction == 0 ? d.exponent - 1 : d.exponent;
     return static_cast<int32_t>(floor_shift(index0, -scale));
   }
-  const int64_t octave = static_cast<int64_t>(d.exponent) << scale;
+  const int64_t octave = static_cast<int64_t>(d.exponent) * (int64_t{1} << scale);
   if (d.fraction == 0) return static_cast<int32_t>(octave - 1);
   int64_t within;
   if (scale <= kTableMaxScale) {
@@ -150,11 +150,11 @@ inline int32_t exponential_bucket_index(double magnitude, int32_t scale) noexcep
 inline double exponential_lower_boundary(int32_t index, int32_t scale) noexcept {
   using namespace exponential_detail;
   if (scale <= 0) {
-    const int64_t exponent = static_cast<int64_t>(index) << -scale;
+    const int64_t exponent = static_cast<int64_t>(index) * (int64_t{1} << -scale);
     return std::ldexp(1.0, static_cast<int>(std::clamp<int64_t>(exponent, -2000, 2000)));
   }
   const int64_t octave = floor_shift(index, scale);
-  const int64_t within = index - (octave << scale);
+  const int64_t within = index - octave * (int64_t{1} << scale);
   return std::ldexp(octave_boundary(scale, within), static_cast<int>(octave));
 }
 
