@@ -52,6 +52,9 @@ inline Decomposed decompose(double magnitude) noexcept {
   std::memcpy(&bits, &magnitude, sizeof bits);
   const int32_t biased = static_cast<int32_t>(bits >> 52) & 0x7FF;
   if (biased == 0) {
+    // Zero is not the histogram's to map (the zero bucket holds it); as a
+    // precondition slip it maps below the smallest subnormal.
+    if ((bits & kFractionMask) == 0) return Decomposed{-1075, 0};
     // Subnormal: scaled by 2^64 it is normal, and the scaling is exact.
     Decomposed normal = decompose(magnitude * 0x1p64);
     normal.exponent -= 64;
@@ -134,12 +137,18 @@ inline int32_t exponential_bucket_index(double magnitude, int32_t scale) noexcep
     within = t.below[scale][cell];
     within += d.fraction > t.fraction[scale][within + 1] ? 1 : 0;
   } else {
+    // log2 is within an ulp or two, so t is within 2^-28 of the true
+    // log2(m) * 2^scale; the rounded boundary is as close. Only a t that
+    // close to an integer needs the boundaries to decide.
     const int64_t n = int64_t{1} << scale;
     const double m = 1.0 + std::ldexp(static_cast<double>(d.fraction), -52);
-    within = static_cast<int64_t>(std::log2(m) * static_cast<double>(n));
-    within = std::clamp<int64_t>(within, 0, n - 1);
-    while (within > 0 && octave_boundary(scale, within) >= m) --within;
-    while (within + 1 < n && octave_boundary(scale, within + 1) < m) ++within;
+    const double t = std::log2(m) * static_cast<double>(n);
+    within = std::clamp<int64_t>(static_cast<int64_t>(t), 0, n - 1);
+    const double part = t - static_cast<double>(within);
+    if (part < 1e-6 || part > 1 - 1e-6) {
+      while (within > 0 && octave_boundary(scale, within) >= m) --within;
+      while (within + 1 < n && octave_boundary(scale, within + 1) < m) ++within;
+    }
   }
   return static_cast<int32_t>(octave + within);
 }

@@ -115,6 +115,22 @@ TEST_CASE("every value lies above its bucket's lower boundary and at or below th
   }
 }
 
+TEST_CASE("a bucket's lower boundary belongs to the bucket below; the next double to the bucket") {
+  std::mt19937_64 random(8);
+  for (const int32_t scale : kScales) {
+    // Indices whose boundaries are normal doubles: within 2^+-1000.
+    const int64_t reach = scale >= 0 ? int64_t{1000} << scale : int64_t{1000} >> -scale;
+    std::uniform_int_distribution<int64_t> index(-reach, reach);
+    for (int i = 0; i < 2000; ++i) {
+      const int32_t bucket = static_cast<int32_t>(index(random));
+      const double boundary = kit::exponential_lower_boundary(bucket, scale);
+      INFO("scale " << scale << " bucket " << bucket << " boundary " << boundary);
+      CHECK(kit::exponential_bucket_index(boundary, scale) == bucket - 1);
+      CHECK(kit::exponential_bucket_index(std::nextafter(boundary, INFINITY), scale) == bucket);
+    }
+  }
+}
+
 TEST_CASE("the largest double, the smallest normal and the subnormals map to the end indices") {
   for (const int32_t scale : kScales) {
     INFO("scale " << scale);
