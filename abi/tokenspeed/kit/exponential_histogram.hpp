@@ -344,7 +344,8 @@ class ExponentialHistogram {
   enum class Merged {
     kMerged,
     kZeroThresholdDiffers,  // the two zero buckets cover different ranges
-    kInvalidPoint,          // a scale outside -10..20, or an index range past int32
+    kInvalidPoint,          // a scale outside -10..20, an index range past int32, or a count
+                            // that is not the zero count plus the buckets' counts
     kScaleUnderflow,        // the union would need a scale below -10
     kOutOfMemory,
   };
@@ -403,10 +404,11 @@ class ExponentialHistogram {
                       });
   }
 
-  /* Adds a data point in OTLP form (another process's state, say). */
+  /* Adds a data point in OTLP form (another process's state, say). Its count
+   * must be its zero count plus its buckets' counts, as OTLP requires. */
   Merged merge(const OtlpExponentialPoint& point) {
     if (point.scale < kExponentialMinScale || point.scale > kExponentialMaxScale ||
-        !fits(point.positive) || !fits(point.negative))
+        !fits(point.positive) || !fits(point.negative) || !counts_add_up(point))
       return Merged::kInvalidPoint;
     const Source source{point.scale,
                         point.zero_threshold,
@@ -531,6 +533,17 @@ class ExponentialHistogram {
     if (lo == hi) return Range{};
     return Range{true, b.offset + static_cast<int64_t>(lo),
                  b.offset + static_cast<int64_t>(hi) - 1};
+  }
+
+  static bool counts_add_up(const OtlpExponentialPoint& point) noexcept {
+    uint64_t total = point.zero_count;
+    for (const OtlpExponentialBuckets* b : {&point.positive, &point.negative}) {
+      for (const uint64_t c : b->bucket_counts) {
+        if (total + c < total) return false;  // overflow
+        total += c;
+      }
+    }
+    return total == point.count;
   }
 
   static bool fits(const OtlpExponentialBuckets& b) noexcept {

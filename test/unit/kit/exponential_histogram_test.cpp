@@ -255,6 +255,9 @@ TEST_CASE("a merge of a different zero threshold or an invalid point changes not
   point.count = 1;
   point.positive.bucket_counts = {1};
   CHECK(h.merge(point) == Merged::kInvalidPoint);
+  point.scale = 3;
+  point.count = 2;  // one more than its buckets hold
+  CHECK(h.merge(point) == Merged::kInvalidPoint);
   CHECK(h.count() == 1);
   CHECK(h.positive().total() == 1);
 }
