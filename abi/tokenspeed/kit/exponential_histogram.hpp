@@ -410,13 +410,13 @@ class ExponentialHistogram {
     if (point.scale < kExponentialMinScale || point.scale > kExponentialMaxScale ||
         !fits(point.positive) || !fits(point.negative) || !counts_add_up(point))
       return Merged::kInvalidPoint;
-    const Source source{point.scale,
-                        point.zero_threshold,
-                        point.zero_count,
-                        point.count,
-                        point.sum,
-                        point.count > 0 ? point.min : kNoMin,
-                        point.count > 0 ? point.max : kNoMax};
+    Source source{
+        point.scale, point.zero_threshold, point.zero_count, point.count, point.sum, kNoMin,
+        kNoMax};
+    if (point.count > 0) {  // min and max mean something
+      source.min = point.min;
+      source.max = point.max;
+    }
     return merge_from(
         source, range_of(point.positive), range_of(point.negative), [&](bool positive, auto&& add) {
           const OtlpExponentialBuckets& b = positive ? point.positive : point.negative;
