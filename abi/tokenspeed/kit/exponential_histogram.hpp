@@ -63,8 +63,10 @@ inline Decomposed decompose(double magnitude) noexcept {
   return Decomposed{biased - 1023, bits & kFractionMask};
 }
 
-// 2^(k / 2^scale) rounded to the nearest double, for 0 <= k <= 2^scale:
-// computed in long double, so the double is the correctly rounded value.
+// 2^(k / 2^scale) as a double, for 0 <= k <= 2^scale: computed in long
+// double, so on x86-64 (a 64-bit mantissa) it is the correctly rounded value
+// (client_golang's table, built by repeated multiplication, is up to a few
+// ulp off it); where long double is double, within an ulp.
 inline double octave_boundary(int32_t scale, int64_t k) noexcept {
   const long double exponent =
       static_cast<long double>(k) / static_cast<long double>(int64_t{1} << scale);
@@ -192,7 +194,9 @@ class ExponentialBuckets {
  public:
   bool empty() const noexcept { return length_ == 0; }
   int32_t first_index() const noexcept { return first_; }  // meaningful when !empty()
-  int32_t last_index() const noexcept { return static_cast<int32_t>(first_ + length_ - 1); }
+  int32_t last_index() const noexcept {
+    return static_cast<int32_t>(static_cast<int64_t>(first_) + length_ - 1);
+  }
   uint32_t length() const noexcept { return length_; }  // last - first + 1, or 0
 
   uint64_t count_at(int32_t index) const noexcept { return contains(index) ? slot(index) : 0; }
@@ -390,14 +394,16 @@ class ExponentialHistogram {
     return Observed::kAccepted;
   }
 
-  /* Adds other's counts: at the lower of the two scales, or lower still when
-   * the union needs more than max_buckets (this histogram's). Nothing changes
-   * unless kMerged. */
+  /* Adds other's counts (its not-finite and refused counts too): at the lower
+   * of the two scales, or lower still when the union needs more than
+   * max_buckets (this histogram's). Nothing changes unless kMerged. */
   Merged merge(const ExponentialHistogram& other) {
-    const Source source{other.scale_,      other.options_.zero_threshold,
-                        other.zero_count_, other.count_,
-                        other.sum_,        other.min_,
-                        other.max_};
+    Source source{other.scale_,      other.options_.zero_threshold,
+                  other.zero_count_, other.count_,
+                  other.sum_,        other.min_,
+                  other.max_};
+    source.not_finite_count = other.not_finite_count_;
+    source.refused_count = other.refused_count_;
     return merge_from(source, range_of(other.positive_), range_of(other.negative_),
                       [&](bool positive, auto&& add) {
                         (positive ? other.positive_ : other.negative_).for_each(add);
@@ -511,6 +517,8 @@ class ExponentialHistogram {
     double sum;
     double min;
     double max;
+    uint64_t not_finite_count = 0;  // an OTLP point has none
+    uint64_t refused_count = 0;
   };
 
   static ExponentialHistogramOptions checked(const ExponentialHistogramOptions& options) {
@@ -651,6 +659,8 @@ class ExponentialHistogram {
       });
     }
     zero_count_ += source.zero_count;
+    not_finite_count_ += source.not_finite_count;
+    refused_count_ += source.refused_count;
     count_ += source.count;
     sum_ += source.sum;
     min_ = std::min(min_, source.min);

@@ -309,6 +309,9 @@ TEST_CASE("NaN and infinities are refused, counted apart and touch nothing else"
   CHECK(h.observe(-INFINITY) == Observed::kNotFinite);
   CHECK(h.not_finite_count() == 5);
   CHECK(h.count() == 1);
+  kit::ExponentialHistogram merged;
+  REQUIRE(merged.merge(h) == Merged::kMerged);
+  CHECK(merged.not_finite_count() == 5);
   CHECK(h.sum() == 2.0);
   CHECK(h.max() == 2.0);
   CHECK(h.positive().total() == 1);
