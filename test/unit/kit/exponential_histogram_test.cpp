@@ -196,6 +196,30 @@ TEST_CASE("both signs share the scale: a wide negative range downscales the posi
              : 1u));
 }
 
+TEST_CASE("a range that grows past either end of its ring keeps every count, downscaled too") {
+  // At scale 0 the buckets of 2^k are k - 1: walking down, then up, moves the
+  // ring's first slot around it and grows it twice.
+  kit::ExponentialHistogram h({160, 0, 0});
+  std::map<int32_t, uint64_t> expected;
+  for (int k = 0; k >= -60; --k) {
+    h.observe(std::ldexp(1.0, k), static_cast<uint64_t>(100 - k));
+    expected[k - 1] += static_cast<uint64_t>(100 - k);
+  }
+  for (int k = 1; k <= 60; ++k) {
+    h.observe(std::ldexp(1.0, k), static_cast<uint64_t>(k));
+    expected[k - 1] += static_cast<uint64_t>(k);
+  }
+  REQUIRE(h.scale() == 0);
+  CHECK(counts_of(h.positive()) == expected);
+  h.reduce_scale(-3);
+  std::map<int32_t, uint64_t> lower;
+  for (const auto& [index, count] : expected)
+    lower[index >= 0 ? index / 8 : -((-index + 7) / 8)] += count;
+  CHECK(counts_of(h.positive()) == lower);
+  CHECK(h.positive().length() ==
+        static_cast<uint32_t>(lower.rbegin()->first - lower.begin()->first + 1));
+}
+
 TEST_CASE("merging histograms of different scales equals observing everything into one") {
   const std::vector<double> narrow = {1.01, 1.02, 1.03, 1.05, -1.04, 0.0};
   const std::vector<double> wide = latencies(5000, 2);
