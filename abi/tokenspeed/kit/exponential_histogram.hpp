@@ -120,7 +120,10 @@ inline const OctaveTables& octave_tables() noexcept {
  * double is index ((1024 << scale) - 1) for scale >= 0. Zero, negatives,
  * infinities and NaN are the caller's: the histogram counts zero (and what its
  * zero threshold covers) in the zero bucket, files a negative value's
- * magnitude among the negative buckets, and refuses +/-Inf and NaN. */
+ * magnitude among the negative buckets, and refuses +/-Inf and NaN. Asked
+ * anyway, the sign is ignored, zero maps below the smallest subnormal, +Inf
+ * to the largest double's bucket (whose upper boundary, 2^1024, is +Inf as a
+ * double) and NaN past it. */
 inline int32_t exponential_bucket_index(double magnitude, int32_t scale) noexcept {
   using namespace exponential_detail;
   const Decomposed d = decompose(magnitude);

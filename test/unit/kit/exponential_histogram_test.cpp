@@ -137,6 +137,8 @@ TEST_CASE("the largest double, the smallest normal and the subnormals map to the
     const int64_t top =
         scale >= 0 ? int64_t{1024} * (int64_t{1} << scale) - 1 : floor_div_pow2(1023, -scale);
     CHECK(kit::exponential_bucket_index(DBL_MAX, scale) == top);
+    CHECK(kit::exponential_bucket_index(INFINITY, scale) == top);  // 2^1024 is +Inf
+    CHECK(kit::exponential_bucket_index(-DBL_MAX, scale) == top);  // the magnitude
     const int64_t normal =
         scale >= 0 ? int64_t{-1022} * (int64_t{1} << scale) - 1 : floor_div_pow2(-1023, -scale);
     CHECK(kit::exponential_bucket_index(DBL_MIN, scale) == normal);
