@@ -125,6 +125,10 @@ void check_expectation(const kit::ExponentialHistogram& h, const std::vector<std
     CHECK(native.zero_count == otlp.zero_count);
   } else if (what == "sum") {
     CHECK(h.sum() == Approx(parse_value(w.at(2))).margin(1e-9));
+  } else if (what == "min") {
+    CHECK(otlp.min == parse_value(w.at(2)));
+  } else if (what == "max") {
+    CHECK(otlp.max == parse_value(w.at(2)));
   } else if (what == "positive_otlp") {
     CHECK(otlp_text(otlp.positive) == expected);
   } else if (what == "negative_otlp") {
