@@ -190,12 +190,10 @@ TEST_CASE("both signs share the scale: a wide negative range downscales the posi
   h.observe(-1e6);
   CHECK(h.scale() < before);
   CHECK(h.negative().length() <= 4);
-  CHECK(h.positive().total() == 2);
-  CHECK(h.positive().count_at(kit::exponential_bucket_index(1.5, h.scale())) ==
-        (kit::exponential_bucket_index(1.5, h.scale()) ==
-                 kit::exponential_bucket_index(1.6, h.scale())
-             ? 2u
-             : 1u));
+  std::map<int32_t, uint64_t> expected;
+  ++expected[kit::exponential_bucket_index(1.5, h.scale())];
+  ++expected[kit::exponential_bucket_index(1.6, h.scale())];
+  CHECK(counts_of(h.positive()) == expected);
 }
 
 TEST_CASE("a range that grows past either end of its ring keeps every count, downscaled too") {
