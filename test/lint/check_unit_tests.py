@@ -44,7 +44,12 @@ PROGRAMS = {
     "host/python/": ("tokenspeed_metrics",),  # the Python module
     "host/isolation/sink_helper_main.cpp": ("TOKENSPEED_METRICS_SINK_HELPER",
                                             "tokenspeed-metrics-sink-helper"),
-    "plugins/python/": ("python_plugins_harness", "python.so"),  # the bridge plugin
+    # The plugins, each a module of its own folder, and the harnesses that load them.
+    "plugins/jsonl/": ("TSM_JSONL_PLUGIN",),
+    "plugins/otlp/": ("otlp_common",),
+    "plugins/remote_write/": ("remote_write_common",),
+    "plugins/statsd/": ("statsd_common",),
+    "plugins/python/": ("plugin_venv",),
 }
 
 TYPE = re.compile(r"^(?:template\s*<[^>]*>\s*)?(?:class|struct|union|enum(?:\s+class)?)\s+"
