@@ -12,6 +12,7 @@
 
 using namespace tokenspeed::metrics;
 using namespace std::chrono_literals;
+using tokenspeed::metrics::test::eventually;
 
 namespace {
 

@@ -14,6 +14,7 @@
 
 using namespace tokenspeed::metrics;
 using namespace std::chrono_literals;
+using tokenspeed::metrics::test::eventually;
 
 TEST_CASE("a call that returns before the deadline is waited for and reported done") {
   bool ran = false;

@@ -18,7 +18,7 @@ MetricDefinition latency() {
   metric.help = "Request latency, \"end to end\".";
   metric.unit = "seconds";
   metric.label_names = {"model_name", "dp_rank"};
-  metric.buckets = {0.1, 1.0 / 3.0, 2.5, 1e-9};
+  metric.buckets = {1e-9, 0.1, 1.0 / 3.0, 1.0, 2.5};
   return metric;
 }
 
