@@ -1,7 +1,5 @@
 // jsonl_record.hpp — the copy of one event kept between emit and the writer
 // thread, and the JSON line it becomes. Never touches files, locks or threads.
-// Tested in test/unit/jsonl/jsonl_test.cpp (every line the loaded plugin
-// writes).
 #pragma once
 
 #include <cstddef>
