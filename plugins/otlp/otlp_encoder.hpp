@@ -2,8 +2,6 @@
 // bodies (ExportMetricsServiceRequest, protobuf), at most a given number of
 // data points each, every one carrying this process's resource. Delivery
 // thread only; never sees an event.
-// Tested in test/integration/otlp_agreement.py (the bodies read by the
-// official decoders).
 #pragma once
 
 #include <cstddef>
