@@ -55,7 +55,7 @@ PROGRAMS = {
 TYPE = re.compile(r"^(?:template\s*<[^>]*>\s*)?(?:class|struct|union|enum(?:\s+class)?)\s+"
                   r"(?:\[\[[^\]]*\]\]\s+)?(\w+)", re.MULTILINE)
 FUNCTION = re.compile(r"^(?!namespace\b|using\b|return\b|template\b|static_assert\b|typedef\b)"
-                      r"[A-Za-z_][\w:<>,*&\s]*?\b(\w+)\s*\(", re.MULTILINE)
+                      r"[A-Za-z_][\w:<>,*&\s]*?(?<!::)\b(\w+)\s*\(", re.MULTILINE)
 CONSTANT = re.compile(r"^(?:inline\s+)?(?:static\s+)?(?:constexpr|const)\b[^=;(]*?\b(\w+)\s*[={]",
                       re.MULTILINE)
 MEMBER_DEFINITION = re.compile(r"^(?!\s)[^\n(;]*?\b((?:\w+::)+)~?\w+\s*\(", re.MULTILINE)

@@ -110,6 +110,16 @@ class CheckUnitTests(unittest.TestCase):
         })
         self.assertEqual(code, 0, out)
 
+    def test_a_member_function_name_alone_does_not_make_an_escape_true(self):
+        code, out = run_check({
+            "host/api/worker.cpp": "// worker.cpp\n// Tested in test/unit/api/other_test.cpp.\n"
+                                   "void Worker::close() {}\n",
+            "test/unit/api/other_test.cpp": "sink.close();\n",
+        })
+        self.assertEqual(code, 1)
+        self.assertIn("host/api/worker.cpp: 'Tested in' names test/unit/api/other_test.cpp, which "
+                      "neither includes its header nor names what it declares (Worker)", out)
+
     def test_a_launcher_piece_is_exercised_through_the_installed_api(self):
         code, out = run_check({
             "host/process/piece.hpp": escaped("test/unit/api/node_test.cpp"),
