@@ -10,16 +10,23 @@ code), and it must be true. Each path it names (a file, or a folder: one of
 its files) must exist and exercise the source, which a named test does when
 
 - it includes the source's header (a line `#include "...<folder>/<stem>.hpp"`,
-  or `"<stem>.hpp"` for a plugin's), or
+  or `"<stem>.hpp"` for a plugin's), or the header of the component that
+  drives it: a file of the same folder that includes the source's header,
+  directly or through other files of the folder (prometheus_endpoint's tests
+  drive endpoint_scrape_rendering through endpoint_server.hpp), or the
+  installed header tokenspeed/metrics/<x>.hpp whose implementation
+  host/api/<x>.cpp includes one of those (Node drives the launcher), or
 - it names, as a whole word, one of the names the source declares: a class,
   struct, enum or union, a function or a constant declared at namespace
   scope (column 0, as the house format writes namespace members) in the
-  source's header (in the source itself when it has none), or the class
-  whose members a file without a header defines ("Recorder::counter"), or
+  source's header (in the source itself when it has none), or a class whose
+  members the source's .cpp defines ("PrometheusEndpoint::Impl::admit": the
+  endpoint's split files), never a member function's own name, or
 - the source, or a file of its folder that includes it as above, is built
   into a program or module (PROGRAMS below) and the test runs or imports
   that program or module, naming it as PROGRAMS does (the sink helper's
-  main drives the channel's reading end).
+  main, run by the isolation tests; a plugin's files, loaded by its
+  integration harness).
 
 Fails, printing each source that has neither a test file nor a true escape;
 prints how many sources there are and how many are tested through an escape.
