@@ -12,8 +12,8 @@ its files) must exist and exercise the source, which a named test does when
 - it includes the source's header (a line `#include "...<folder>/<stem>.hpp"`,
   or `"<stem>.hpp"` for a plugin's), or the header of the component that
   drives it: a file of the same folder that includes the source's header,
-  directly or through other files of the folder (prometheus_endpoint's tests
-  drive endpoint_scrape_rendering through endpoint_server.hpp), or the
+  directly or through other files of the folder (prometheus_endpoint.cpp
+  includes endpoint_server.hpp: the endpoint's tests drive it), or the
   installed header tokenspeed/metrics/<x>.hpp whose implementation
   host/api/<x>.cpp includes one of those (Node drives the launcher), or
 - it names, as a whole word, one of the names the source declares: a class,
