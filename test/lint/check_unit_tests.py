@@ -15,7 +15,8 @@ its files) must exist and exercise the source, which a named test does when
   directly or through other files of the folder (prometheus_endpoint.cpp
   includes endpoint_server.hpp: the endpoint's tests drive it), or the
   installed header tokenspeed/metrics/<x>.hpp whose implementation
-  host/api/<x>.cpp includes one of those (Node drives the launcher), or
+  host/api/<x>.cpp includes one of those, or an installed header including
+  it, as metrics.hpp does (Node drives the launcher), or
 - it names, as a whole word, one of the names the source declares: a class,
   struct, enum or union, a function or a constant declared at namespace
   scope (column 0, as the house format writes namespace members) in the
