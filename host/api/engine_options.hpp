@@ -7,7 +7,7 @@
 
 #include <boost/program_options/options_description.hpp>
 
-#include "process/launcher.hpp"
+#include "process/launcher_runtime.hpp"
 #include "tokenspeed/metrics/options.hpp"
 
 namespace tokenspeed::metrics {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "process/process_summary.hpp"
-#include "tokenspeed/metrics/node.hpp"
+#include "tokenspeed/metrics/shutdown_report.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -16,7 +16,7 @@ its files) must exist and exercise the source, which a named test does when
   includes endpoint_server.hpp: the endpoint's tests drive it), or the
   installed header tokenspeed/metrics/<x>.hpp whose implementation
   host/api/<x>.cpp includes one of those, or an installed header including
-  it, as metrics.hpp does (Node drives the launcher), or
+  it, as metrics.hpp does (Launcher drives the launcher runtime), or
 - it names, as a whole word, one of the names the source declares: a class,
   struct, enum or union, a function or a constant declared at namespace
   scope (column 0, as the house format writes namespace members) in the

@@ -120,14 +120,14 @@ class CheckUnitTests(unittest.TestCase):
         self.assertIn("host/api/worker.cpp: 'Tested in' names test/unit/api/other_test.cpp, which "
                       "neither includes its header nor names what it declares (Worker)", out)
 
-    def test_a_launcher_piece_is_exercised_through_the_installed_api(self):
+    def test_a_runtime_piece_is_exercised_through_the_installed_api(self):
         code, out = run_check({
-            "host/process/piece.hpp": escaped("test/unit/api/node_test.cpp"),
-            "host/api/node.cpp": '#include "process/piece.hpp"\n',
-            "host/include/tokenspeed/metrics/node.hpp": "",
+            "host/process/piece.hpp": escaped("test/unit/api/launcher_test.cpp"),
+            "host/api/launcher.cpp": '#include "process/piece.hpp"\n',
+            "host/include/tokenspeed/metrics/launcher.hpp": "",
             "host/include/tokenspeed/metrics/metrics.hpp":
-                '#include "tokenspeed/metrics/node.hpp"\n',
-            "test/unit/api/node_test.cpp": '#include "tokenspeed/metrics/metrics.hpp"\n',
+                '#include "tokenspeed/metrics/launcher.hpp"\n',
+            "test/unit/api/launcher_test.cpp": '#include "tokenspeed/metrics/metrics.hpp"\n',
         })
         self.assertEqual(code, 0, out)
 

@@ -12,8 +12,8 @@ using namespace tokenspeed::metrics;
 
 namespace {
 
-SinkStats figures(const char* name, std::uint64_t base) {
-  SinkStats stats;
+SinkFigures figures(const char* name, std::uint64_t base) {
+  SinkFigures stats;
   stats.name = name;
   stats.accepted = base + 1;
   stats.delivered = base + 2;
@@ -66,9 +66,9 @@ TEST_CASE("each figure is reported under its published name") {
 }
 
 TEST_CASE("an output that did not work to the end is reported failed") {
-  SinkStats disabled = figures("otlp", 0);
+  SinkFigures disabled = figures("otlp", 0);
   disabled.disabled = true;
-  SinkStats abandoned = figures("jsonl", 0);
+  SinkFigures abandoned = figures("jsonl", 0);
   abandoned.abandoned = true;
   const ShutdownReport report = shutdown_report_from({{"scheduler-0", 7, {disabled, abandoned}}});
   REQUIRE(report.outputs.size() == 2);
