@@ -4,8 +4,8 @@
 // its budget and leaves its report in the run directory. Standalone, it
 // records into a directory the engine shares between its processes (or its
 // memory) with no Launcher at all.
-// Tested in test/unit/api/launcher_test.cpp, test/unit/api/standalone_producer_test.cpp and
-// test/embedding/test_example_engine.py.
+// Tested in test/unit/api/launcher_test.cpp and test/unit/api/standalone_producer_test.cpp
+// (and by the embedding example's test, which runs an engine built on it).
 #include <unistd.h>
 
 #include <memory>

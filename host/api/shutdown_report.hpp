@@ -1,6 +1,5 @@
 // shutdown_report.hpp — the public ShutdownReport from the process
 // summaries and sink figures the host keeps. Shutdown only.
-// Tested in test/unit/api/launcher_test.cpp (the report of a closed node).
 #pragma once
 
 #include <vector>

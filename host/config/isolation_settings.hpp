@@ -2,8 +2,6 @@
 // "isolation" ("none" or "process") and "isolation_deadlock_timeout_ms". They
 // are taken out before the plugin's validate sees the settings, checked here,
 // and cross to producers in the handoff. Startup only; never starts a helper.
-// Tested in test/unit/config/reporter_config_test.cpp and
-// test/unit/isolation/isolated_output_test.cpp.
 #pragma once
 
 #include <chrono>

@@ -2,8 +2,6 @@
 // write into through the C ABI. Used around every plugin call; the bytes are
 // copied before the plugin's call returns, so no memory crosses modules.
 // Header-only, so that every host component can use it without linking another.
-// Tested in test/unit/plugin/reporter_registry_test.cpp (every buffer a plugin
-// fills).
 #pragma once
 
 #include <string>

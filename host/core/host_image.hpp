@@ -1,8 +1,6 @@
 // host_image.hpp — where the file that holds the host's code lies, so that
 // what is installed beside it (the sink helper, a relocatable plugin
 // directory) is found wherever the install was unpacked.
-// Tested in test/unit/plugin/plugin_loader_test.cpp (relative plugin
-// directories) and test/unit/isolation/ (the helper found beside the library).
 #pragma once
 
 #include <filesystem>

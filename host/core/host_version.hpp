@@ -1,6 +1,5 @@
 // host_version.hpp — the version of the host as the build stamped it, for
 // `--version`, the plugin host table and messages. Never parsed or compared.
-// Tested in test/cli/test_cli_usage.py (--version).
 #pragma once
 
 namespace tokenspeed::metrics {

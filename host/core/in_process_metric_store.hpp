@@ -1,8 +1,6 @@
 // in_process_metric_store.hpp — a MetricStore in this process's heap, for a
 // process that is its own Prometheus endpoint (no producer processes). Never
 // frees a series before the store is destroyed.
-// Tested in test/unit/prometheus/prometheus_merge_test.cpp and
-// test/unit/pipeline/collector_test.cpp.
 #pragma once
 
 #include <deque>

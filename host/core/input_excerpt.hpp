@@ -2,7 +2,6 @@
 // gave (a name, a key, a path): whole when short, otherwise its start and its
 // size, so that a 2 MB name cannot turn one error line into 2 MB.
 // Header-only so every component can use it without a link dependency.
-// Tested in test/unit/core/bounded_file_test.cpp.
 #pragma once
 
 #include <cstddef>

@@ -2,8 +2,8 @@
 // run of double slots per series, updated lock-free by collector threads with
 // std::atomic_ref and read at scrape time. Allocation happens when a series
 // is interned, never on the hot path.
-// Tested in test/unit/pipeline/collector_test.cpp and
-// test/unit/prometheus/multiprocess_metric_store_test.cpp (its two stores).
+// Tested in test/unit/pipeline/collector_test.cpp (the interface as the
+// collector records through it).
 #pragma once
 
 #include <cstddef>

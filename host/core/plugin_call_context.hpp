@@ -2,7 +2,6 @@
 // as a line preformatted before the call ("output 'x' (plugin file '/p/x.so')
 // in emit"), for the fatal-signal handler to print. Two plain stores per
 // plugin call; never allocates, locks or makes a system call.
-// Tested in test/unit/process/fatal_signal_handler_test.cpp.
 #pragma once
 
 #include <atomic>

@@ -1,7 +1,6 @@
 // signal_names.hpp — the names of POSIX signals ("SIGSEGV") and what they
 // usually mean, for crash lines and exit reports. Async-signal-safe: static
 // strings, no allocation, no locale.
-// Tested in test/unit/process/producer_exit_test.cpp.
 #pragma once
 
 namespace tokenspeed::metrics {

@@ -2,8 +2,6 @@
 // takes the next event from the ring into a private copy (so the host may
 // reuse the ring's bytes at once) and rebuilds the metric descriptions the
 // plugin's emit sees. Validates every record; never trusts a size it read.
-// Tested in test/unit/isolation/isolated_output_test.cpp (both ends of the
-// channel, through the real helper).
 #pragma once
 
 #include <cstdint>

@@ -2,8 +2,6 @@
 // each event (and, once per metric, its description) into the shared mapping
 // and wakes the helper only when it sleeps. Never calls a plugin, never blocks,
 // no syscall per event while the helper keeps up.
-// Tested in test/unit/isolation/isolated_output_test.cpp (both ends of the
-// channel, through the real helper).
 #pragma once
 
 #include <cstdint>

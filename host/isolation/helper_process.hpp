@@ -1,7 +1,6 @@
 // helper_process.hpp — finding, starting, killing and describing the sink
 // helper executable of isolated outputs. Never touches the shared channel's
 // contents and never calls a plugin.
-// Tested in test/unit/isolation/isolated_output_test.cpp.
 #pragma once
 
 #include <sys/types.h>

@@ -4,7 +4,6 @@
 // memfd mapping. Plain data and atomics only; it never calls a plugin and the
 // producer side never makes a syscall per event (a futex wake only when the
 // helper is parked).
-// Tested in test/unit/isolation/isolated_output_test.cpp.
 #pragma once
 
 #include <atomic>

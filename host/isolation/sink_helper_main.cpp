@@ -3,8 +3,8 @@
 // the shared channel, emits what it reads from the channel and closes the
 // sink when asked. A crash or hang here costs only this process; it never
 // writes the host's part of the channel.
-// Tested in test/unit/isolation/isolated_output_test.cpp and
-// test/cli/test_isolation.py.
+// Tested in test/unit/isolation/isolated_output_test.cpp (and through
+// `simulate` by the CLI's isolation tests).
 #include <signal.h>
 #include <sys/prctl.h>
 #include <unistd.h>

@@ -1,7 +1,6 @@
 // event_clock.hpp — the event timestamp: a raw read on the hot path (invariant
 // TSC, else vDSO CLOCK_REALTIME) converted to Unix ns on the delivery thread.
 // The hot-path read never makes a system call, locks or allocates.
-// Tested in test/unit/pipeline/event_router_test.cpp (event times).
 #pragma once
 
 #include <chrono>

@@ -1,7 +1,6 @@
 // metric_series.hpp — the interned family metadata and series shared by the
 // collector (creates them) and the delivery threads (build ABI events from
 // them). Immutable once published, except the gauge de-duplication state.
-// Tested in test/unit/pipeline/collector_test.cpp.
 #pragma once
 
 #include <cstdint>

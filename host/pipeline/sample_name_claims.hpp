@@ -2,7 +2,6 @@
 // counted as prometheus_client's registry counts them, so that two families
 // whose samples would share a name are caught (in one process at definition,
 // across processes at merge). Pure functions; never on the hot path.
-// Tested in test/unit/pipeline/collector_test.cpp.
 #pragma once
 
 #include <functional>

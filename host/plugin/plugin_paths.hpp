@@ -2,8 +2,6 @@
 // cannot be used, in the words of a message ("is a FIFO, not a directory",
 // "is a broken symlink to 'x.so'"). Looks at the file system only; never
 // opens a plugin.
-// Tested in test/unit/plugin/plugin_loader_test.cpp and
-// test/cli/test_discovery.py.
 #pragma once
 
 #include <string>

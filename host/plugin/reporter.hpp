@@ -2,8 +2,6 @@
 // reporter descriptor and the plugin file it came from, with C++ calls into
 // validate / create_sink / start_node. No plugin failure ever escapes as
 // anything but an error result.
-// Tested in test/unit/config/reporter_config_test.cpp and
-// test/cli/test_plugin_faults.py.
 #pragma once
 
 #include <chrono>

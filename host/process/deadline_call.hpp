@@ -2,8 +2,6 @@
 // for it until a deadline: a call that ignores its timeout is abandoned (its
 // thread detached, the library never unloaded) so shutdown keeps its budget.
 // Shutdown only; never on the hot path.
-// Tested in test/unit/process/node_sessions_test.cpp (a session that ignores
-// its timeout).
 #pragma once
 
 #include <chrono>

@@ -3,7 +3,8 @@
 // endpoint over the per-run directory, the producer processes with their
 // handoff, and the ordered shutdown within one budget. Usable by an engine
 // that embeds the host library; never on the hot path.
-// Tested in test/unit/api/launcher_test.cpp and test/cli/test_launcher.py.
+// Tested in test/unit/api/launcher_test.cpp (through Launcher; the CLI's launcher
+// tests run it as an operator does).
 #pragma once
 
 #include <atomic>

@@ -4,7 +4,8 @@
 // collector the engine records with, the host's own figures per output, and
 // closing all of it within a budget. Never loads plugins or validates
 // configuration: it receives a registry and producer configurations.
-// Tested in test/unit/api/launcher_test.cpp and test/cli/test_launcher.py.
+// Tested in test/unit/api/launcher_test.cpp (through Launcher; the CLI's
+// launcher tests read the figures on /metrics).
 #pragma once
 
 #include <chrono>

@@ -2,7 +2,6 @@
 // that processes define differently, or families whose sample names collide.
 // Describes them in one log line per family (written once per process) and
 // as the merge's own gauges on /metrics. Scrape time only.
-// Tested in test/unit/prometheus/prometheus_merge_test.cpp.
 #pragma once
 
 #include <cstddef>

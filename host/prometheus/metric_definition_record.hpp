@@ -1,8 +1,6 @@
 // metric_definition_record.hpp — a metric definition as the JSON text that a
 // producer's metric file carries, so the launcher's scrape renders families
 // it never saw defined. Startup and scrape time only.
-// Tested in test/unit/prometheus/prometheus_merge_test.cpp and
-// multiprocess_metric_store_test.cpp.
 #pragma once
 
 #include <optional>

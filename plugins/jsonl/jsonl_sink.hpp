@@ -2,6 +2,7 @@
 // memory; a writer thread the sink owns formats and writes the file. emit
 // never waits for the disk. The file never ends in a partial line: a failed
 // write (a full disk) is cut back to its last complete line.
+// Tested in test/unit/jsonl/jsonl_test.cpp (the sink of the loaded plugin).
 #pragma once
 
 #include <chrono>

@@ -2,6 +2,8 @@
 // `tokenspeed-metrics plugins`, matched by docs/plugins/otlp.md, the single
 // source of its defaults), create_sink and registration. Registration only declares factories: no
 // thread, no connection before create_sink.
+// Tested in test/integration/otlp_agreement.py and
+// test/integration/otlp_grpc.py (the output selected in `simulate`).
 #include <unistd.h>
 
 #include <memory>

@@ -3,6 +3,8 @@
 // aggregation state; the delivery loop's thread encodes, compresses and
 // POSTs it to the endpoint (a gRPC call: framed, over HTTP/2). emit never
 // waits for the network.
+// Tested in test/integration/otlp_faults.py, test/integration/otlp_grpc.py
+// and test/integration/otlp_tls.py.
 #pragma once
 
 #include <string>

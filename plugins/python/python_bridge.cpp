@@ -4,6 +4,8 @@
 // through the kit's Registrar, one plugin::Reporter per name whose callbacks
 // forward validate, start_node and create_sink to the package's Python
 // functions. Never calls Python without the GIL.
+// Tested in test/python_plugins/test_python_plugins.py and
+// test/python_plugins/test_python_engine.py.
 #include <chrono>
 #include <cstdlib>
 #include <memory>

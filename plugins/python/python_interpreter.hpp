@@ -1,6 +1,8 @@
 // python_interpreter.hpp — the CPython interpreter the bridge runs plugins in:
 // the host process's own one inside a Python engine, else one embedded here.
 // Never finalizes the interpreter and never runs Python without the GIL.
+// Tested in test/python_plugins/test_python_plugins.py and
+// test/python_plugins/test_python_engine.py (embedded, and in a Python engine).
 #pragma once
 
 #define PY_SSIZE_T_CLEAN

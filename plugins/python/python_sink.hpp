@@ -4,6 +4,7 @@
 // figures() has its delivery figures read after an emit at most once a
 // second, and after close, and handed to the host. Never touches Python
 // without the GIL.
+// Tested in test/python_plugins/test_python_plugins.py.
 #pragma once
 
 #include <chrono>

@@ -3,6 +3,8 @@
 // docs/plugins/remote_write.md, the single source of its defaults),
 // create_sink and registration. Registration
 // only declares factories: no thread, no connection before create_sink.
+// Tested in test/integration/remote_write_agreement.py (the output selected
+// in `simulate`).
 #include <unistd.h>
 
 #include <algorithm>

@@ -2,6 +2,8 @@
 // exporter with the remote-write rules. emit folds the event into the
 // aggregation state; the delivery loop's thread encodes, snappy-compresses
 // and POSTs it to the remote-write URL. emit never waits for the network.
+// Tested in test/integration/remote_write_agreement.py and
+// test/integration/remote_write_faults.py.
 #pragma once
 
 #include <cstdint>

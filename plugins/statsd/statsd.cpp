@@ -2,6 +2,8 @@
 // by `tokenspeed-metrics plugins`, matched by docs/plugins/statsd.md),
 // create_sink and registration. Registration only declares factories: no
 // thread, no socket before create_sink.
+// Tested in test/integration/statsd_agreement.py and
+// test/integration/statsd_dogstatsd.py (the output selected in `simulate`).
 #include <memory>
 #include <stdexcept>
 #include <string>

@@ -3,6 +3,8 @@
 // and formats histogram observations into a bounded text buffer; the
 // delivery loop's thread packs the lines into datagrams and sends them
 // without ever blocking. emit never touches the socket.
+// Tested in test/integration/statsd_agreement.py and
+// test/integration/statsd_faults.py.
 #pragma once
 
 #include <atomic>

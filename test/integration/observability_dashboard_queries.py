@@ -21,9 +21,10 @@ second) whose output 'stalled' (test/plugins/stalls_in_emit) blocks in emit:
 
 Never writes outside its temporary directory; waits are hang guards only.
 
-Arguments: tokenspeed-metrics, prometheus ('' when missing), the host library
-(to tell which families this build defines), the dashboard, the rules file,
-and the folders of jsonl.so and stalls_in_emit.so.
+Arguments: prometheus ('' when missing), the host library (to tell which
+families this build defines), the dashboard, the rules file, and the folders
+of jsonl.so and stalls_in_emit.so; TSM_BINARY: tokenspeed-metrics (run by
+test/integration/simulate_harness.py, the one harness of `simulate`).
 """
 import json
 import math
@@ -32,12 +33,11 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 import urllib.error
 import urllib.parse
 
 from prom_common import eventually, fetch, free_port, skip
+from simulate_harness import Simulation
 
 JOB = "tokenspeed"
 RANKS = {"0", "1"}
@@ -75,61 +75,6 @@ COMPLETE_VALUES = {"dp_rank": RANKS, "reporter": OUTPUTS}
 METRIC_NAME = re.compile(r"\btokenspeed[a-zA-Z0-9_:]*")
 UP_SELECTOR = re.compile(r"\bup\{")
 HISTOGRAM_SUFFIX = re.compile(r"_(bucket|sum|count)$")
-
-
-class Simulation:
-    """The `simulate` run, its stdout read on a thread."""
-
-    def __init__(self, argv):
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
-        self.lines = []
-        self.stderr = ""
-        self.changed = threading.Condition()
-        self.readers = [threading.Thread(target=self._out, daemon=True),
-                        threading.Thread(target=self._err, daemon=True)]
-        for reader in self.readers:
-            reader.start()
-
-    def _out(self):
-        for line in self.proc.stdout:
-            with self.changed:
-                self.lines.append(line.rstrip("\n"))
-                self.changed.notify_all()
-        with self.changed:
-            self.changed.notify_all()
-
-    def _err(self):
-        self.stderr = self.proc.stderr.read()
-
-    def line(self, prefix, timeout=HANG_GUARD_S):
-        deadline = time.monotonic() + timeout
-        with self.changed:
-            while True:
-                for line in self.lines:
-                    if line.startswith(prefix):
-                        return line
-                left = deadline - time.monotonic()
-                if left <= 0 or not self.readers[0].is_alive():
-                    raise RuntimeError(f"simulate printed no line {prefix!r}: {self.lines} "
-                                       f"{self.stderr}")
-                self.changed.wait(min(left, 0.2))
-
-    def seen(self, prefix):
-        with self.changed:
-            return any(line.startswith(prefix) for line in self.lines)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-        try:
-            self.proc.wait(timeout=HANG_GUARD_S)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        for reader in self.readers:
-            reader.join(5)
-        return self.proc.returncode
 
 
 class QueryError(Exception):
@@ -422,11 +367,11 @@ class AlertChecks:
         return out
 
 
-def simulate_command(exe, tmp, jsonl_dir, stall_dir):
+def simulate_arguments(tmp, jsonl_dir, stall_dir):
     config_path = os.path.join(tmp, "reporters.json")
     with open(config_path, "w") as f:
         json.dump({"jsonl": {"path": os.path.join(tmp, "events-{pid}.jsonl")}}, f)
-    return [exe, "simulate", "--ranks", str(len(RANKS)), "--duration", str(DURATION_S),
+    return ["--ranks", str(len(RANKS)), "--duration", str(DURATION_S),
             "--linger", str(LINGER_S), "--model", MODEL, "--app-key", APP_KEY,
             "--enable-metrics", "--metrics-reporters", "prometheus,jsonl,stalled",
             "--metrics-reporter-config", config_path, "--metrics-plugin-dir", jsonl_dir,
@@ -436,7 +381,7 @@ def simulate_command(exe, tmp, jsonl_dir, stall_dir):
 
 
 def main():
-    exe, prometheus, host_library, dashboard_path, rules_path, jsonl_dir, stall_dir = sys.argv[1:8]
+    prometheus, host_library, dashboard_path, rules_path, jsonl_dir, stall_dir = sys.argv[1:7]
     if not prometheus or not os.path.exists(prometheus):
         skip("prometheus (Debian package prometheus) is not installed")
     with open(dashboard_path) as f:
@@ -455,18 +400,17 @@ def main():
     alerts = AlertChecks()
 
     tmp = tempfile.TemporaryDirectory(prefix="tsm-observability-")
-    simulation = Simulation(simulate_command(exe, tmp.name, jsonl_dir, stall_dir))
+    simulation = Simulation(simulate_arguments(tmp.name, jsonl_dir, stall_dir))
     server = None
     try:
-        target = simulation.line("Prometheus metrics: ").split("//", 1)[1].split("/", 1)[0]
+        target = simulation.metrics_url().split("//", 1)[1].split("/", 1)[0]
         server, base = start_prometheus(prometheus, tmp.name, target, rules_text)
         variables = grafana_variables(target)
 
-        # Phase 1, the run recording: every query until it holds.
-        guard = time.monotonic() + HANG_GUARD_S
-        recording = True
-        while recording:
-            recording = not simulation.seen("producers stopped") and time.monotonic() < guard
+        # Phase 1, the run recording: every query until it holds, or one last
+        # round once the producers have stopped.
+        def recorded():
+            stopped = simulation.has_line("producers stopped")
             present = families.present(base)
             for where, expr, legend in queries:
                 if outcome.get(where) == [] or where in skipped or where in deferred:
@@ -491,17 +435,17 @@ def main():
                 outcome[where] = [] if values and (want is None or values == want) else \
                     [f"label values {sorted(values)}, expected {sorted(want or ['some'])}"]
             alerts.observe(base)
-            if alerts.done() and not any(outcome.values()):
-                break
-            time.sleep(0.5)
+            return stopped or (alerts.done() and not any(outcome.values()))
+
+        eventually(recorded, HANG_GUARD_S, 0.5)
         failures += alerts.failures(rules_text)
 
         # Phase 2, the producers stopped and the launcher lingering: the
         # close-time queries (the run's ranks and outputs need not all appear).
         if deferred:
-            simulation.line("producers stopped")
-            settle = time.monotonic() + LINGER_S - 1
-            while deferred and time.monotonic() < settle:
+            simulation.wait_for_line("producers stopped", HANG_GUARD_S)
+
+            def closed_families_answered():
                 present = families.present(base)
                 for where, (expr, legend) in list(deferred.items()):
                     missing = {family_of(n) for n in metric_names(expr)} - present
@@ -510,24 +454,31 @@ def main():
                                        complete=False)
                     if not outcome[where]:
                         del deferred[where]
-                time.sleep(0.5)
+                return not deferred
+
+            # Bounded by the launcher's linger, while it still serves /metrics.
+            eventually(closed_families_answered, LINGER_S - 1, 0.5)
 
         # Phase 3, the engine gone: the endpoint-down alert fires.
         # The stalled output may make simulate report a failed output through
         # its exit status; that is not this test's subject, a crash is.
-        status = simulation.stop()
+        simulation.process.terminate()
+        status = simulation.wait(HANG_GUARD_S)
         print(f"simulate exit status {status}")
         if status < 0:
-            failures.append(f"simulate was killed by signal {-status}: {simulation.stderr}")
-        guard = time.monotonic() + HANG_GUARD_S
+            failures.append(f"simulate was killed by signal {-status}: {simulation.stderr_text}")
         down_expr = down_fired = False
-        while time.monotonic() < guard and not (down_expr and down_fired):
+
+        def endpoint_down_fired():
+            nonlocal down_expr, down_fired
             down = loaded_rules(base).get("TokenSpeedMetricsEndpointDown", {})
             down_expr = down_expr or any(s["metric"].get("instance") == target
                                          for s in instant(base, down.get("query", "vector(0)")))
             down_fired = any(a["labels"].get("instance") == target and a["state"] == "firing"
                              for a in down.get("alerts", []))
-            time.sleep(0.5)
+            return down_expr and down_fired
+
+        eventually(endpoint_down_fired, HANG_GUARD_S, 0.5)
         if not down_expr:
             failures.append("the endpoint-down expression did not hold after the engine exited")
         if not down_fired:
@@ -539,7 +490,7 @@ def main():
                 server.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 server.kill()
-        simulation.stop()
+        simulation.kill()
         tmp.cleanup()
 
     for where, problems in outcome.items():

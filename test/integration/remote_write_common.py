@@ -257,7 +257,7 @@ class FaultProxy:
                     proxy.requests.append(record)
                 if plan.get("hang"):
                     record["status"] = "hang"
-                    time.sleep(120)
+                    time.sleep(120)  # the fault: a receiver that never answers
                     return
                 if "delay_ms" in plan:
                     # Slower than the client's timeout: the answer finds it gone.

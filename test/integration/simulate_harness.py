@@ -222,6 +222,11 @@ class Simulation:
                     raise AssertionError(f"no line starting {prefix!r}:\n{self.describe()}")
                 self._changed.wait(min(left, 0.2))
 
+    def has_line(self, prefix):
+        """Whether stdout has printed a line starting with prefix so far."""
+        with self._changed:
+            return any(line.startswith(prefix) for line in self.stdout_lines)
+
     def metrics_url(self):
         return self.wait_for_line("Prometheus metrics: ").split(": ", 1)[1]
 

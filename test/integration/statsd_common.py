@@ -19,7 +19,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 
 import simulate_harness
 # Also used by the tests through this module.
@@ -205,8 +204,7 @@ class DogstatsdReceiver:
 
     def _run(self, sock):
         while self.running:
-            if not self.reading.is_set():
-                time.sleep(0.05)
+            if not self.reading.wait(0.05):  # paused: the socket's buffer fills
                 continue
             try:
                 data = sock.recv(1 << 17)

@@ -183,7 +183,7 @@ def record_and_wait(ready):
     import tokenspeed_metrics
     tokenspeed_metrics.Counter("reclaim:killed_events", "Events.").inc(7)
     ready.set()
-    time.sleep(600)
+    time.sleep(600)  # alive until the test kills it: the kill is what is tested
 
 
 def test_a_killed_workers_reserved_space_goes_back_at_the_next_scrape_and_its_counter_stays(

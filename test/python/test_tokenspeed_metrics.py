@@ -157,7 +157,7 @@ def victim(ready):
     REQ.inc(7)
     BUSY.set(5)
     ready.set()
-    time.sleep(600)
+    time.sleep(600)  # alive until the test kills it: the kill is what is tested
 if __name__ == "__main__":
     tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
                               "--metrics-multiproc-dir", {workdir!r}])

@@ -97,6 +97,7 @@ struct TestSink {
     if (s->in_emit.exchange(true)) s->overlapping_emits = true;
     const int n = s->emits.fetch_add(1);
     if (s->emit_gate != nullptr) s->emit_gate->wait();
+    // A slow plugin, when the test asks for one.
     if (s->emit_delay.count() > 0) std::this_thread::sleep_for(s->emit_delay);
     if (s->record) {
       RecordedEvent r{e->timestamp_ns, e->metric, e->operation, e->value, e->weight, {}, e->info};
@@ -128,7 +129,7 @@ struct TestSink {
                                (s->last_info->name != nullptr && s->last_info->name[0] != '\0');
     }
     if (s->close_gate != nullptr) s->close_gate->wait();
-    if (s->close_delay.count() > 0) {
+    if (s->close_delay.count() > 0) {  // a slow close, when the test asks for one
       std::this_thread::sleep_for(
           std::min<std::chrono::nanoseconds>(s->close_delay, std::chrono::nanoseconds(timeout_ns)));
     }

@@ -10,7 +10,6 @@
 #include <string>
 
 #include "core/bounded_file.hpp"
-#include "core/input_excerpt.hpp"
 #include "plugins/unit_plugin_files.hpp"
 
 using namespace tokenspeed::metrics;
@@ -95,15 +94,4 @@ TEST_CASE("sizes are said in the largest whole unit", "[bounded_file]") {
   CHECK(describe_size(64 * 1024) == "64 KiB");
   CHECK(describe_size(1000) == "1000 bytes");
   CHECK(describe_size(1) == "1 byte");
-}
-
-TEST_CASE("long input is cut in messages with its size; short input is kept whole",
-          "[input_excerpt]") {
-  CHECK(input_excerpt("jsonl") == "jsonl");
-  CHECK(input_excerpt(std::string(120, 'a')) == std::string(120, 'a'));
-  const std::string long_name(2'000'000, 'n');
-  CHECK(input_excerpt(long_name) == std::string(120, 'n') + "... (2000000 bytes)");
-  // Never cut inside a UTF-8 character: "é" is two bytes.
-  const std::string accents = std::string(119, 'a') + "\xc3\xa9" + std::string(10, 'b');
-  CHECK(input_excerpt(accents) == std::string(119, 'a') + "... (131 bytes)");
 }

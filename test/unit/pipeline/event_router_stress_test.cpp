@@ -59,6 +59,7 @@ TEST_CASE(
         offered += n;
       });
     }
+    // Random moments of the run for close and stop: the interleavings under test.
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + rng() % 100));
     const auto budget = std::chrono::milliseconds(rng() % 3 == 0 ? 0 : 1 + rng() % 200);
     std::thread closer([&] { router.close(budget); });

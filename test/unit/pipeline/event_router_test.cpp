@@ -81,7 +81,8 @@ TEST_CASE("no sink is created before its first event; a sink without events is n
   std::atomic<int> creates{0};
   Pipeline p({test_output("a", &sink, &creates)});
   p.counter();  // interning a series is not an event
-  std::this_thread::sleep_for(20ms);
+  // The worker has looked at its rings, found them empty and gone to sleep.
+  REQUIRE(eventually([&] { return p.stats(0).parks >= 1; }));
   CHECK(creates == 0);
   REQUIRE(p.router.close(5s));
   CHECK(creates == 0);
@@ -397,7 +398,7 @@ TEST_CASE("an idle delivery thread parks: an idle process uses about no CPU") {
   rusage before{}, after{};
   getrusage(RUSAGE_SELF, &before);
   const auto start = std::chrono::steady_clock::now();
-  std::this_thread::sleep_for(500ms);
+  std::this_thread::sleep_for(500ms);  // the idle interval measured, not a wait for a condition
   getrusage(RUSAGE_SELF, &after);
   const auto wall = std::chrono::steady_clock::now() - start;
   auto cpu = [](const rusage& r) {

@@ -1,7 +1,7 @@
 // remote_write_encoder_test.cpp — the remote_write encoding read back with
 // libprotobuf: names as the exposition's, labels sorted with __name__,
 // cumulative buckets ending in +Inf, one timestamp per push, the StaleNaN
-// bit pattern, requests split by sample count, le text as /metrics writes it.
+// bit pattern, requests split by sample count.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -14,7 +14,6 @@
 
 #include "remote_write.pb.h"
 #include "remote_write_encoder.hpp"
-#include "remote_write_naming.hpp"
 
 namespace kit = tokenspeed::metrics::kit;
 namespace rw = tokenspeed::metrics::remote_write;
@@ -149,18 +148,6 @@ TEST_CASE("requests hold at most max_samples_per_request samples") {
   REQUIRE(requests.size() == 3);  // 8 samples
   for (const auto& request : requests) CHECK(request.samples <= 3);
   CHECK(decode(requests).size() == 8);
-}
-
-TEST_CASE("le is written as the exposition writes it") {
-  CHECK(rw::format_le(0.1) == "0.1");
-  CHECK(rw::format_le(1.0) == "1");
-  CHECK(rw::format_le(2.5) == "2.5");
-  CHECK(rw::format_le(1e6) == "1e+06");
-  CHECK(rw::format_le(0.00001) == "1e-05");
-  CHECK(rw::valid_label_name("model_name"));
-  CHECK_FALSE(rw::valid_label_name("__name__"));
-  CHECK_FALSE(rw::valid_label_name("a-b"));
-  CHECK_FALSE(rw::valid_label_name("1a"));
 }
 
 TEST_CASE("the process label wins over a metric label of the same name") {

@@ -20,7 +20,7 @@ class Sink:
 
 class BlockingSink(Sink):
     def emit(self, event):
-        time.sleep(3600)
+        time.sleep(3600)  # the fault: an emit that never returns
 
     def close(self, timeout):
         self.record_close(timeout)

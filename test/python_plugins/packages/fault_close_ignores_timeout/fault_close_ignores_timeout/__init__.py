@@ -24,7 +24,7 @@ class StuckCloseSink(Sink):
 
     def close(self, timeout):
         self.record_close(timeout)
-        time.sleep(3600)
+        time.sleep(3600)  # the fault: a close that ignores its timeout
 
 
 def register():

@@ -1,4 +1,4 @@
-// jsonl_plugin_test.cpp — the jsonl plugin, loaded with dlopen and driven only
+// jsonl_test.cpp — the jsonl plugin, loaded with dlopen and driven only
 // through the C ABI with a hand-made host, and the C++ helper of
 // metric_reporter.hpp. Built as C++17: the helper must need nothing newer.
 #include <catch2/catch.hpp>

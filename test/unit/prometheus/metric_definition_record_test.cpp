@@ -1,0 +1,72 @@
+// metric_definition_record_test.cpp — a definition written into a producer's
+// metric file reads back exactly (bucket bounds included), and a record that
+// is corrupt or names what the exposition rejects reads back as nothing.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "prometheus/metric_definition_record.hpp"
+
+using namespace tokenspeed::metrics;
+
+namespace {
+
+MetricDefinition latency() {
+  MetricDefinition metric;
+  metric.name = "tokenspeed:request_latency_seconds";
+  metric.kind = MetricKind::histogram;
+  metric.help = "Request latency, \"end to end\".";
+  metric.unit = "seconds";
+  metric.label_names = {"model_name", "dp_rank"};
+  metric.buckets = {1e-9, 0.1, 1.0 / 3.0, 1.0, 2.5};
+  return metric;
+}
+
+}  // namespace
+
+TEST_CASE("a definition reads back as it was written, its bounds exactly") {
+  const MetricDefinition metric = latency();
+  const auto decoded = decode_definition(metric.name, encode_definition(metric));
+  REQUIRE(decoded.has_value());
+  CHECK(*decoded == metric);
+}
+
+TEST_CASE("a gauge reads back with its merge mode") {
+  MetricDefinition gauge;
+  gauge.name = "tokenspeed:queue_length";
+  gauge.kind = MetricKind::gauge;
+  gauge.gauge_mode = GaugeMode::livesum;
+  const auto decoded = decode_definition(gauge.name, encode_definition(gauge));
+  REQUIRE(decoded.has_value());
+  CHECK(decoded->gauge_mode == GaugeMode::livesum);
+  CHECK(*decoded == gauge);
+}
+
+TEST_CASE("bounds are written as hexadecimal floating-point text") {
+  MetricDefinition metric = latency();
+  metric.buckets = {1.0};
+  CHECK(encode_definition(metric).find("\"0x1p+0\"") != std::string::npos);
+}
+
+TEST_CASE("a corrupt or foreign record reads back as nothing") {
+  const std::string good = encode_definition(latency());
+  const std::string name = latency().name;
+  CHECK_FALSE(decode_definition(name, "").has_value());
+  CHECK_FALSE(decode_definition(name, "not json").has_value());
+  CHECK_FALSE(decode_definition(name, "[]").has_value());
+  CHECK_FALSE(decode_definition(name, good.substr(0, good.size() / 2)).has_value());
+  std::string unknown_kind = good;
+  unknown_kind.replace(unknown_kind.find("histogram"), 9, "histogrum");
+  CHECK_FALSE(decode_definition(name, unknown_kind).has_value());
+  std::string bad_bound = good;
+  bad_bound.replace(bad_bound.find("0x1p+0"), 6, "one");
+  CHECK_FALSE(decode_definition(name, bad_bound).has_value());
+}
+
+TEST_CASE("a record naming what the exposition rejects reads back as nothing") {
+  const std::string good = encode_definition(latency());
+  CHECK_FALSE(decode_definition("1 not a metric name", good).has_value());
+  std::string bad_label = good;
+  bad_label.replace(bad_label.find("\"dp_rank\""), 9, "\"__rank\"");
+  CHECK_FALSE(decode_definition(latency().name, bad_label).has_value());
+}
