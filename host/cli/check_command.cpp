@@ -63,10 +63,9 @@ int run_check(int argc, char** argv) {
     return 0;
   }
   const MetricsSettings settings = check_options(options_from_flags(values));
-  const MetricsStartup startup =
-      load_metrics_startup(settings.given, [](const std::string& line) {
-        std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
-      });
+  const MetricsStartup startup = load_metrics_startup(settings.given, [](const std::string& line) {
+    std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
+  });
   const ReporterSelection& selection = startup.selection;
   if (!selection.enabled) {
     std::cout << "metrics disabled: no output selected\n";

@@ -33,10 +33,11 @@ inline constexpr FlagGroup kAllFlagGroups[] = {FlagGroup::selection, FlagGroup::
 // (bool), a repeatable flag (each value, in order), text ("" or empty when
 // not given), a whole number (parsed as a long long, so a negative value is
 // reported as typed) or seconds.
-using OptionsField = std::variant<bool Options::*, std::vector<std::string> Options::*,
-                                  std::string Options::*, std::optional<std::string> Options::*,
-                                  std::optional<std::size_t> Options::*, std::optional<int> Options::*,
-                                  std::optional<std::chrono::duration<double>> Options::*>;
+using OptionsField =
+    std::variant<bool Options::*, std::vector<std::string> Options::*, std::string Options::*,
+                 std::optional<std::string> Options::*, std::optional<std::size_t> Options::*,
+                 std::optional<int> Options::*,
+                 std::optional<std::chrono::duration<double>> Options::*>;
 
 // The value a flag has when not given, as the help shows it.
 using FlagDefault = std::variant<std::monostate, long long, double, std::string_view>;
@@ -49,16 +50,19 @@ struct FlagRange {
   std::string_view message;
 };
 
+// One flag. A row names only what it has: a switch no value name, a flag
+// without a value default no default_value (its docs' words instead), a
+// flag without a range no range.
 struct MetricsFlag {
-  std::string_view name;        // without the leading "--"
-  std::string_view value_name;  // what the docs call its value; "" for a switch
-  FlagGroup group;
-  OptionsField field;
-  FlagDefault default_value;      // applied by check_options; shown by the help
-  std::string_view default_text;  // the docs' default when it has no default_value
-  std::optional<FlagRange> range;
-  std::string_view help;     // the one line of --help
-  std::string_view meaning;  // the docs' table
+  std::string_view name{};        // without the leading "--"
+  std::string_view value_name{};  // what the docs call its value; "" for a switch
+  FlagGroup group = FlagGroup::selection;
+  OptionsField field{};
+  FlagDefault default_value{};      // applied by check_options; shown by the help
+  std::string_view default_text{};  // the docs' default when it has no default_value
+  std::optional<FlagRange> range{};
+  std::string_view help{};     // the one line of --help
+  std::string_view meaning{};  // the docs' table
 };
 
 inline constexpr std::size_t kMinQueueSize = 2;
@@ -67,83 +71,128 @@ inline constexpr double kMaxShutdownSeconds = 3600;
 
 // In the order of the help and the docs.
 inline constexpr MetricsFlag kMetricsFlags[] = {
-    {"enable-metrics", "", FlagGroup::selection, &Options::enable_metrics, {}, "off", {},
-     "enable metrics (Prometheus only unless --metrics-reporters selects outputs)",
-     "Turn metrics on. Without any `--metrics-reporters`, selects Prometheus only."},
-    {"metrics-reporters", "NAME", FlagGroup::selection, &Options::reporters, {},
-     "`prometheus`", {},
-     "select an output by name (repeatable; a comma-separated list is accepted); "
-     "'prometheus' is the built-in output",
-     "Select an output by its registered name. Repeatable; a comma-separated list "
-     "(`--metrics-reporters prometheus,jsonl`) is accepted too. `prometheus` selects the "
-     "built-in output."},
-    {"metrics-reporter-config", "FILE", FlagGroup::selection, &Options::reporter_config, {},
-     "none", {}, "JSON file mapping external output names to their settings",
-     "A JSON file with the settings of the external outputs (below)."},
-    {"metrics-plugin-dir", "DIR", FlagGroup::plugin_search, &Options::plugin_dirs, {}, "none",
-     {},
-     "search DIR for plugin files before TOKENSPEED_PLUGIN_PATH and the installed directory "
-     "(repeatable)",
-     "Search `DIR` for plugin files, before `TOKENSPEED_PLUGIN_PATH` and the installed "
-     "directory. Repeatable; earlier directories come first."},
-    {"metrics-allow-insecure-plugins", "", FlagGroup::plugin_search,
-     &Options::allow_insecure_plugins, {}, "off", {},
-     "load plugins from files or directories that other users can write to (development only)",
-     "Load plugins from directories or files that fail the security check (development "
-     "only)."},
-    {"metrics-reporter-queue-size", "N", FlagGroup::delivery, &Options::queue_size,
-     static_cast<long long>(kDefaultQueueSize), "",
-     FlagRange{kMinQueueSize, kMaxQueueSize, "must be between 2 and 16777216"},
-     "events each collector thread may queue per output before dropping (and counting) them",
-     "Ring capacity, in events, per collector thread per external output (2-16777216). A full "
-     "ring drops the event and counts it; memory stays bounded at threads x outputs x N x 48 "
-     "bytes (x 32 for a power of two such as the default)."},
-    {"metrics-shutdown-timeout", "S", FlagGroup::delivery, &Options::shutdown_timeout,
-     std::chrono::duration<double>(kDefaultShutdownTimeout).count(), "",
-     FlagRange{0, kMaxShutdownSeconds, "must be between 0 and 3600 seconds"},
-     "seconds the whole node has to drain and close its outputs at shutdown",
-     "The node's shutdown budget in seconds (0-3600): producers drain within three quarters "
-     "of it, the launcher's own sinks and the node sessions within the rest."},
-    {"metrics-node-name", "NAME", FlagGroup::delivery, &Options::node_name, {},
-     "the host name", {},
-     "the node's name in what the outputs push (remote_write's node label, OTLP's "
-     "service.instance.id); default: the host name",
-     "The node's name in what the outputs push (`remote_write`'s `node` label, OTLP's "
-     "`service.instance.id` and `host.name`, `statsd`'s `node` tag): 1-253 printable ASCII "
-     "characters without space, `/`, `,`, quotes or backslash. Set it in a container, whose "
-     "host name changes with every start."},
-    {"metrics-host", "ADDR", FlagGroup::prometheus, &Options::host, kDefaultMetricsHost, "", {},
-     "address the Prometheus /metrics endpoint listens on",
-     "Address the endpoint listens on (an IP address or a resolvable name). Loopback by "
-     "default; use `0.0.0.0` (or the node's address) for a Prometheus server on another "
-     "machine."},
-    {"metrics-port", "PORT", FlagGroup::prometheus, &Options::port,
-     static_cast<long long>(kDefaultMetricsPort), "",
-     FlagRange{0, 65535, "port {} is outside 0-65535"},
-     "port of the Prometheus /metrics endpoint; 0 picks a free port and prints it",
-     "Port of the endpoint. `0` picks a free port; the launcher prints the bound address. "
-     "9431 is clear of the exporters usually found on GPU nodes (node_exporter 9100, DCGM "
-     "9400, Prometheus 9090)."},
-    {"metrics-multiproc-dir", "DIR", FlagGroup::prometheus, &Options::multiproc_dir, {},
-     "`$TMPDIR/tokenspeed-metrics-<uid>` (`/tmp/...` without `TMPDIR`)", {},
-     "base directory for the per-run directory of producer metric files (default "
-     "$TMPDIR/tokenspeed-metrics-<uid>)",
-     "Base directory of the per-run directories holding the producers' files."},
-    {"metrics-max-series-per-family", "N", FlagGroup::prometheus,
-     &Options::max_series_per_family, static_cast<long long>(kDefaultMaxSeriesPerFamily), "",
-     FlagRange{1, kMaxSeriesPerFamilyLimit, "{} is outside 1-16777216"},
-     "series one metric family may hold in each process (1-16777216); a new label set past it "
-     "records nothing and is counted in tokenspeed_metrics_series_refused_total",
-     "Series one metric family may hold in each process (1-16777216); a new label set past "
-     "it records nothing and is counted ([below](#a-bound-on-series-per-family))."},
-    {"metrics-web-config", "FILE", FlagGroup::prometheus, &Options::web_config, {},
-     "none (plain HTTP, no authentication)", {},
-     "web configuration file of the /metrics endpoint (TLS, client certificates, basic-auth "
-     "users, response headers), in the format of Prometheus exporters' --web.config.file; "
-     "reloaded when it changes",
-     "TLS, client certificates, basic-auth users, response headers and a rate limit for the "
-     "endpoint, in the web configuration format of Prometheus's exporters; reloaded when it "
-     "changes ([Securing the endpoint](#securing-the-endpoint))."},
+    {.name = "enable-metrics",
+     .group = FlagGroup::selection,
+     .field = &Options::enable_metrics,
+     .default_text = "off",
+     .help = "enable metrics (Prometheus only unless --metrics-reporters selects outputs)",
+     .meaning = "Turn metrics on. Without any `--metrics-reporters`, selects Prometheus only."},
+    {.name = "metrics-reporters",
+     .value_name = "NAME",
+     .group = FlagGroup::selection,
+     .field = &Options::reporters,
+     .default_text = "`prometheus`",
+     .help = "select an output by name (repeatable; a comma-separated list is accepted); "
+             "'prometheus' is the built-in output",
+     .meaning = "Select an output by its registered name. Repeatable; a comma-separated list "
+                "(`--metrics-reporters prometheus,jsonl`) is accepted too. `prometheus` selects "
+                "the built-in output."},
+    {.name = "metrics-reporter-config",
+     .value_name = "FILE",
+     .group = FlagGroup::selection,
+     .field = &Options::reporter_config,
+     .default_text = "none",
+     .help = "JSON file mapping external output names to their settings",
+     .meaning = "A JSON file with the settings of the external outputs (below)."},
+    {.name = "metrics-plugin-dir",
+     .value_name = "DIR",
+     .group = FlagGroup::plugin_search,
+     .field = &Options::plugin_dirs,
+     .default_text = "none",
+     .help = "search DIR for plugin files before TOKENSPEED_PLUGIN_PATH and the installed "
+             "directory (repeatable)",
+     .meaning = "Search `DIR` for plugin files, before `TOKENSPEED_PLUGIN_PATH` and the "
+                "installed directory. Repeatable; earlier directories come first."},
+    {.name = "metrics-allow-insecure-plugins",
+     .group = FlagGroup::plugin_search,
+     .field = &Options::allow_insecure_plugins,
+     .default_text = "off",
+     .help = "load plugins from files or directories that other users can write to "
+             "(development only)",
+     .meaning = "Load plugins from directories or files that fail the security check "
+                "(development only)."},
+    {.name = "metrics-reporter-queue-size",
+     .value_name = "N",
+     .group = FlagGroup::delivery,
+     .field = &Options::queue_size,
+     .default_value = static_cast<long long>(kDefaultQueueSize),
+     .range = FlagRange{kMinQueueSize, kMaxQueueSize, "must be between 2 and 16777216"},
+     .help = "events each collector thread may queue per output before dropping (and "
+             "counting) them",
+     .meaning = "Ring capacity, in events, per collector thread per external output "
+                "(2-16777216). A full ring drops the event and counts it; memory stays bounded "
+                "at threads x outputs x N x 48 bytes (x 32 for a power of two such as the "
+                "default)."},
+    {.name = "metrics-shutdown-timeout",
+     .value_name = "S",
+     .group = FlagGroup::delivery,
+     .field = &Options::shutdown_timeout,
+     .default_value = std::chrono::duration<double>(kDefaultShutdownTimeout).count(),
+     .range = FlagRange{0, kMaxShutdownSeconds, "must be between 0 and 3600 seconds"},
+     .help = "seconds the whole node has to drain and close its outputs at shutdown",
+     .meaning = "The node's shutdown budget in seconds (0-3600): producers drain within three "
+                "quarters of it, the launcher's own sinks and the node sessions within the "
+                "rest."},
+    {.name = "metrics-node-name",
+     .value_name = "NAME",
+     .group = FlagGroup::delivery,
+     .field = &Options::node_name,
+     .default_text = "the host name",
+     .help = "the node's name in what the outputs push (remote_write's node label, OTLP's "
+             "service.instance.id); default: the host name",
+     .meaning = "The node's name in what the outputs push (`remote_write`'s `node` label, "
+                "OTLP's `service.instance.id` and `host.name`, `statsd`'s `node` tag): 1-253 "
+                "printable ASCII characters without space, `/`, `,`, quotes or backslash. Set "
+                "it in a container, whose host name changes with every start."},
+    {.name = "metrics-host",
+     .value_name = "ADDR",
+     .group = FlagGroup::prometheus,
+     .field = &Options::host,
+     .default_value = kDefaultMetricsHost,
+     .help = "address the Prometheus /metrics endpoint listens on",
+     .meaning = "Address the endpoint listens on (an IP address or a resolvable name). "
+                "Loopback by default; use `0.0.0.0` (or the node's address) for a Prometheus "
+                "server on another machine."},
+    {.name = "metrics-port",
+     .value_name = "PORT",
+     .group = FlagGroup::prometheus,
+     .field = &Options::port,
+     .default_value = static_cast<long long>(kDefaultMetricsPort),
+     .range = FlagRange{0, 65535, "port {} is outside 0-65535"},
+     .help = "port of the Prometheus /metrics endpoint; 0 picks a free port and prints it",
+     .meaning = "Port of the endpoint. `0` picks a free port; the launcher prints the bound "
+                "address. 9431 is clear of the exporters usually found on GPU nodes "
+                "(node_exporter 9100, DCGM 9400, Prometheus 9090)."},
+    {.name = "metrics-multiproc-dir",
+     .value_name = "DIR",
+     .group = FlagGroup::prometheus,
+     .field = &Options::multiproc_dir,
+     .default_text = "`$TMPDIR/tokenspeed-metrics-<uid>` (`/tmp/...` without `TMPDIR`)",
+     .help = "base directory for the per-run directory of producer metric files (default "
+             "$TMPDIR/tokenspeed-metrics-<uid>)",
+     .meaning = "Base directory of the per-run directories holding the producers' files."},
+    {.name = "metrics-max-series-per-family",
+     .value_name = "N",
+     .group = FlagGroup::prometheus,
+     .field = &Options::max_series_per_family,
+     .default_value = static_cast<long long>(kDefaultMaxSeriesPerFamily),
+     .range = FlagRange{1, kMaxSeriesPerFamilyLimit, "{} is outside 1-16777216"},
+     .help = "series one metric family may hold in each process (1-16777216); a new label set "
+             "past it records nothing and is counted in tokenspeed_metrics_series_refused_total",
+     .meaning = "Series one metric family may hold in each process (1-16777216); a new label "
+                "set past it records nothing and is counted "
+                "([below](#a-bound-on-series-per-family))."},
+    {.name = "metrics-web-config",
+     .value_name = "FILE",
+     .group = FlagGroup::prometheus,
+     .field = &Options::web_config,
+     .default_text = "none (plain HTTP, no authentication)",
+     .help = "web configuration file of the /metrics endpoint (TLS, client certificates, "
+             "basic-auth users, response headers), in the format of Prometheus exporters' "
+             "--web.config.file; reloaded when it changes",
+     .meaning = "TLS, client certificates, basic-auth users, response headers and a rate limit "
+                "for the endpoint, in the web configuration format of Prometheus's exporters; "
+                "reloaded when it changes ([Securing the endpoint](#securing-the-endpoint))."},
 };
 
 // The row of a flag ("--metrics-port" or "metrics-port"); null for none.

@@ -12,8 +12,8 @@
 #include <type_traits>
 #include <vector>
 
-#include <boost/program_options/parsers.hpp>
 #include <boost/make_shared.hpp>
+#include <boost/program_options/parsers.hpp>
 #include <boost/program_options/value_semantic.hpp>
 
 #include "core/startup_error.hpp"
@@ -58,7 +58,8 @@ void check_ranges(const Options& given) {
             }
           } else if constexpr (std::is_same_v<Value, std::optional<int>>) {
             if (value) check_range(flag, *value, std::to_string(*value));
-          } else if constexpr (std::is_same_v<Value, std::optional<std::chrono::duration<double>>>) {
+          } else if constexpr (std::is_same_v<Value,
+                                              std::optional<std::chrono::duration<double>>>) {
             if (value) check_range(flag, value->count(), std::to_string(value->count()));
           }
         },
@@ -193,7 +194,8 @@ Options options_from_flags(const po::variables_map& values) {
             value = given_value<std::string>(values, flag.name).value_or("");
           } else if constexpr (std::is_same_v<Value, std::optional<std::string>>) {
             value = given_value<std::string>(values, flag.name);
-          } else if constexpr (std::is_same_v<Value, std::optional<std::chrono::duration<double>>>) {
+          } else if constexpr (std::is_same_v<Value,
+                                              std::optional<std::chrono::duration<double>>>) {
             if (const auto seconds = given_value<double>(values, flag.name)) {
               value = std::chrono::duration<double>(*seconds);
             }

@@ -11,8 +11,7 @@ MetricsStartup load_metrics_startup(const Options& options,
       warn);
 }
 
-MetricsStartup load_metrics_startup(const Options& options,
-                                    const PluginSearchOptions& search,
+MetricsStartup load_metrics_startup(const Options& options, const PluginSearchOptions& search,
                                     const std::function<void(const std::string&)>& warn) {
   MetricsStartup startup;
   startup.registry = std::make_unique<ReporterRegistry>();

@@ -32,8 +32,7 @@ MetricsStartup load_metrics_startup(const Options& options,
                                     const std::function<void(const std::string&)>& warn);
 
 // Same, with explicit plugin search options (tests).
-MetricsStartup load_metrics_startup(const Options& options,
-                                    const PluginSearchOptions& search,
+MetricsStartup load_metrics_startup(const Options& options, const PluginSearchOptions& search,
                                     const std::function<void(const std::string&)>& warn);
 
 }  // namespace tokenspeed::metrics

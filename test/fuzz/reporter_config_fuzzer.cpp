@@ -88,11 +88,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   boost::program_options::options_description description;
   constexpr tsm::FlagGroup kGroups[] = {tsm::FlagGroup::selection, tsm::FlagGroup::plugin_search,
-                                         tsm::FlagGroup::delivery};
+                                        tsm::FlagGroup::delivery};
   tsm::add_metrics_flags(description, kGroups);
   try {
     const tsm::ExtractedFlags extracted = tsm::extract_flags(args, description);
-    const tsm::MetricsSettings settings = tsm::check_options(tsm::options_from_flags(extracted.values));
+    const tsm::MetricsSettings settings =
+        tsm::check_options(tsm::options_from_flags(extracted.values));
     FUZZ_CHECK(settings.queue_size >= 2 && settings.queue_size <= (std::size_t{1} << 24));
     tsm::Options options = settings.given;
     // Whatever file was named, the one read is the input's (never a device).

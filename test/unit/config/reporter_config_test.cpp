@@ -542,11 +542,10 @@ boost::program_options::variables_map parse_flags(std::vector<std::string> args)
 }  // namespace
 
 TEST_CASE("the metrics flags parse into the options struct", "[config][cli]") {
-  const Options options = tokenspeed::metrics::options_from_flags(
-      parse_flags({"--enable-metrics", "--metrics-reporters", "prometheus,jsonl",
-                   "--metrics-reporters=x", "--metrics-reporter-config", "/etc/m.json",
-                   "--metrics-plugin-dir", "/a", "--metrics-plugin-dir=/b",
-                   "--metrics-allow-insecure-plugins"}));
+  const Options options = tokenspeed::metrics::options_from_flags(parse_flags(
+      {"--enable-metrics", "--metrics-reporters", "prometheus,jsonl", "--metrics-reporters=x",
+       "--metrics-reporter-config", "/etc/m.json", "--metrics-plugin-dir", "/a",
+       "--metrics-plugin-dir=/b", "--metrics-allow-insecure-plugins"}));
   CHECK(options.enable_metrics);
   CHECK(options.reporters == std::vector<std::string>{"prometheus,jsonl", "x"});
   CHECK(options.reporter_config == "/etc/m.json");
@@ -574,8 +573,7 @@ TEST_CASE("unknown flags, missing values and stray arguments are startup errors"
 TEST_CASE("a number outside its range is refused as the flag gave it, before it is narrowed",
           "[config][cli]") {
   const StartupError series = startup_error([] {
-    tokenspeed::metrics::options_from_flags(
-        parse_flags({"--metrics-max-series-per-family", "-5"}));
+    tokenspeed::metrics::options_from_flags(parse_flags({"--metrics-max-series-per-family", "-5"}));
   });
   CHECK(series.context().key == "--metrics-max-series-per-family");
   CHECK(series.context().reporter == "prometheus");
@@ -634,10 +632,10 @@ TEST_CASE("check_options accepts each range's ends and refuses past them, naming
        "must be between 2 and 16777216"},
       {[](Options& g) { g.queue_size = 16777217; }, "--metrics-reporter-queue-size", "",
        "must be between 2 and 16777216"},
-      {[](Options& g) { g.shutdown_timeout = std::chrono::duration<double>(-0.5); }, "--metrics-shutdown-timeout", "",
-       "must be between 0 and 3600 seconds"},
-      {[](Options& g) { g.shutdown_timeout = std::chrono::duration<double>(std::nan("")); }, "--metrics-shutdown-timeout", "",
-       "must be between 0 and 3600 seconds"},
+      {[](Options& g) { g.shutdown_timeout = std::chrono::duration<double>(-0.5); },
+       "--metrics-shutdown-timeout", "", "must be between 0 and 3600 seconds"},
+      {[](Options& g) { g.shutdown_timeout = std::chrono::duration<double>(std::nan("")); },
+       "--metrics-shutdown-timeout", "", "must be between 0 and 3600 seconds"},
       {[](Options& g) { g.host = ""; }, "--metrics-host", "prometheus",
        "the host must not be empty"},
       {[](Options& g) { g.port = 65536; }, "--metrics-port", "prometheus",
