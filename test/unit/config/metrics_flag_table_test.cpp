@@ -112,3 +112,16 @@ TEST_CASE("a flag is found by its name with or without the dashes") {
   CHECK(flag_spelling(*find_metrics_flag("metrics-port")) == "--metrics-port");
   CHECK(find_metrics_flag("--metrics-portal") == nullptr);
 }
+
+TEST_CASE("a range's message names the range's ends, and its default lies within it") {
+  for (const MetricsFlag& flag : kMetricsFlags) {
+    if (!flag.range) continue;
+    const std::string message(flag.range->message);
+    CHECK_THAT(message, Catch::Contains(std::to_string(static_cast<long long>(flag.range->min))));
+    CHECK_THAT(message, Catch::Contains(std::to_string(static_cast<long long>(flag.range->max))));
+    const std::string shown = default_text(flag);
+    REQUIRE_FALSE(shown.empty());
+    const double value = std::stod(shown);
+    CHECK((value >= flag.range->min && value <= flag.range->max));
+  }
+}
