@@ -12,7 +12,7 @@
  *   validate(config)        launcher, at startup: check and normalize settings
  *   start_node(config)      launcher, optional: node-wide shared resources
  *   create_sink(producer)   every producer, lazily on the first event
- *   sink emit / close       the sink's delivery worker thread
+ *   sink emit / close       the sink's delivery thread
  *   session close           launcher, after its own sinks are closed
  *
  * Versioning rule: TSM_METRIC_REPORTER_API_VERSION (the major) changes only
@@ -178,7 +178,7 @@ typedef struct tsm_metric_event {
 /* The operations of a sink. Static storage in the plugin is typical. */
 typedef struct tsm_sink_vtable {
   uint32_t struct_size; /* sizeof(tsm_sink_vtable) as the plugin compiled it */
-  /* Deliver one event. Called from the sink's delivery worker thread, one
+  /* Deliver one event. Called from the sink's delivery thread, one
    * call at a time. Must return promptly: queue the event in the plugin and
    * deliver in the background. A nonzero return disables the sink for the
    * rest of the process (its events are then counted as dropped); the sink

@@ -231,7 +231,7 @@ struct NoNodeSession {
  * Sink must have
  *   void emit(const tsm_metric_event& event);   // may throw
  *   void close(std::chrono::nanoseconds timeout);  // may throw
- * The host calls emit on the sink's delivery worker thread, one call at a
+ * The host calls emit on the sink's delivery thread, one call at a
  * time; the event is valid only during the call (copy what you keep). emit
  * must return promptly (queue, deliver in the background); a throw disables
  * the sink. close is called once, after the last emit returned, from a host

@@ -6,7 +6,7 @@
 // settings. Startup only.
 #pragma once
 
-#include "process/launcher.hpp"
+#include "process/launcher_runtime.hpp"
 #include "tokenspeed/metrics/options.hpp"
 
 namespace tokenspeed::metrics {

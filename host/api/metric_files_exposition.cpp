@@ -1,12 +1,12 @@
 // metric_files_exposition.cpp — render_metric_files: the merged exposition of
 // a directory of metric files, for any process of an engine (a child that
 // serves /metrics, a process that only exposes what the others record).
-// Tested in test/unit/api/standalone_worker_test.cpp.
+// Tested in test/unit/api/standalone_producer_test.cpp.
 #include <filesystem>
 
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
-#include "tokenspeed/metrics/node.hpp"
+#include "tokenspeed/metrics/producer.hpp"
 
 namespace tokenspeed::metrics {
 

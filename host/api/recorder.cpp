@@ -1,9 +1,9 @@
 // recorder.cpp — the public Recorder over the host's Collector. Startup path
 // (creating families); the handles it gives are the hot path.
-// Tested in test/unit/api/node_test.cpp (through Node and the Recorder it hands
+// Tested in test/unit/api/launcher_test.cpp (through Launcher and the Recorder it hands
 // out).
 #include "pipeline/collector.hpp"
-#include "tokenspeed/metrics/node.hpp"
+#include "tokenspeed/metrics/recorder.hpp"
 
 namespace tokenspeed::metrics {
 

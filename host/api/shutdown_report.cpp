@@ -6,7 +6,7 @@ namespace tokenspeed::metrics {
 ShutdownReport shutdown_report_from(const std::vector<ProcessSummary>& summaries) {
   ShutdownReport report;
   for (const ProcessSummary& summary : summaries) {
-    for (const SinkStats& stats : summary.outputs) {
+    for (const SinkFigures& stats : summary.outputs) {
       OutputReport output;
       output.process = summary.process;
       output.pid = summary.pid;

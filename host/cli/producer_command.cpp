@@ -1,5 +1,5 @@
 // producer_command.cpp — `tokenspeed-metrics producer`: one producer process of
-// the simulated engine, started by `simulate`, over the host's Producer (the
+// the simulated engine, started by `simulate`, over the host's ProducerRuntime (the
 // launcher's handoff, the plugins again, never validate or start_node). It
 // records its role's metrics, follows its launcher, and on SIGTERM drains its
 // sinks within its budget and exits.
@@ -20,7 +20,7 @@
 #include "config/metrics_flags.hpp"
 #include "cli/simulation_options.hpp"
 #include "process/fatal_signal_handler.hpp"
-#include "process/producer.hpp"
+#include "process/producer_runtime.hpp"
 #include "process/producer_handoff.hpp"
 #include "core/startup_error.hpp"
 
@@ -79,11 +79,11 @@ int run_producer(int argc, char** argv) {
   // The handoff, the plugins again (never validate or start_node), this
   // process's metrics and its figures once a second. A full base directory:
   // the producer records on, its series in memory and counted, as an
-  // engine's worker does.
+  // engine's producer does.
   ProducerOptions options;
   options.name = process_name;
   options.handoff = handoff;
-  Producer producer(std::move(options));
+  ProducerRuntime producer(std::move(options));
 
   std::atomic<bool> stop{false};
   Recorder recorder(&producer.metrics().collector());

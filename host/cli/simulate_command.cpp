@@ -21,7 +21,7 @@
 #include "config/metrics_flags.hpp"
 #include "cli/startup_signal_watch.hpp"
 #include "process/fatal_signal_handler.hpp"
-#include "process/launcher.hpp"
+#include "process/launcher_runtime.hpp"
 #include "process/orphan_reaper.hpp"
 #include "process/producer_exit.hpp"
 #include "prometheus/prometheus_merge.hpp"
@@ -45,13 +45,13 @@ std::string self_executable() {
 }
 
 // Per output: events delivered and dropped so far, summed over processes.
-struct OutputTotals {
+struct OutputFigures {
   double delivered = 0;
   double dropped = 0;
 };
 
-std::map<std::string, OutputTotals> output_totals(const std::filesystem::path& run_dir) {
-  std::map<std::string, OutputTotals> totals;
+std::map<std::string, OutputFigures> output_totals(const std::filesystem::path& run_dir) {
+  std::map<std::string, OutputFigures> totals;
   ScrapeSources sources;
   for (const MetricDefinition& metric : reporter_self_metric_definitions())
     sources.catalog.push_back(&metric);
@@ -62,7 +62,7 @@ std::map<std::string, OutputTotals> output_totals(const std::filesystem::path& r
     if (!delivered && !dropped) continue;
     for (const MergedSeries& series : family.series) {
       if (series.labels.empty() || series.slots.empty()) continue;
-      OutputTotals& entry = totals[series.labels.front().second];
+      OutputFigures& entry = totals[series.labels.front().second];
       (delivered ? entry.delivered : entry.dropped) += series.slots[0];
     }
   }
@@ -119,9 +119,9 @@ int run_exit_status(const LauncherShutdownReport& report) {
     failed = failed || process.killed || producer_ended_unexpectedly(process);
   }
   for (const ProcessSummary& summary : report.summaries) {
-    for (const SinkStats& output : summary.outputs) failed = failed || output_failed(output);
+    for (const SinkFigures& output : summary.outputs) failed = failed || output_failed(output);
   }
-  for (const SinkStats& output : report.launcher_sinks) failed = failed || output_failed(output);
+  for (const SinkFigures& output : report.launcher_sinks) failed = failed || output_failed(output);
   if (crashed) return kExitProducerCrashed;
   return failed ? kExitOutputFailed : 0;
 }
@@ -191,7 +191,7 @@ SimulateRun simulate_run_from(const po::variables_map& values) {
 }
 
 // The launcher records its own startup, as an engine's entry point does.
-void record_startup(Launcher& launcher, const SimulationOptions& simulation,
+void record_startup(LauncherRuntime& launcher, const SimulationOptions& simulation,
                     std::chrono::steady_clock::time_point started) {
   ProcessMetrics* local = launcher.local_metrics();
   if (local == nullptr) return;
@@ -206,7 +206,7 @@ void record_startup(Launcher& launcher, const SimulationOptions& simulation,
 // The status line on a terminal: each output's delivery rate and drops.
 class LiveStatus {
  public:
-  LiveStatus(const Launcher& launcher, std::string url)
+  LiveStatus(const LauncherRuntime& launcher, std::string url)
       : enabled_(::isatty(STDERR_FILENO) != 0 && !launcher.run_dir().empty()),
         run_dir_(launcher.run_dir()),
         url_(std::move(url)) {}
@@ -240,7 +240,7 @@ class LiveStatus {
   bool enabled_;
   std::filesystem::path run_dir_;
   std::string url_;
-  std::map<std::string, OutputTotals> previous_;
+  std::map<std::string, OutputFigures> previous_;
   std::chrono::steady_clock::time_point previous_time_ = std::chrono::steady_clock::now();
 };
 
@@ -252,7 +252,7 @@ struct RunEnd {
 
 // Runs until a signal, --duration, or (with --on-producer-crash stop) a lost
 // producer; reports each producer that exits meanwhile.
-RunEnd run_until_stopped(Launcher& launcher, const SimulateRun& run, sigset_t& stop_signals,
+RunEnd run_until_stopped(LauncherRuntime& launcher, const SimulateRun& run, sigset_t& stop_signals,
                          std::chrono::steady_clock::time_point started, LiveStatus& status,
                          bool stop_requested, OrphanReaper* orphans) {
   RunEnd end{stop_requested, false};
@@ -285,7 +285,8 @@ RunEnd run_until_stopped(Launcher& launcher, const SimulateRun& run, sigset_t& s
 
 // --linger: stop the producers and keep serving /metrics a while (a signal
 // ends it early). seconds is at most kMaxRunSeconds.
-void linger(Launcher& launcher, double seconds, sigset_t& stop_signals, OrphanReaper* orphans) {
+void linger(LauncherRuntime& launcher, double seconds, sigset_t& stop_signals,
+            OrphanReaper* orphans) {
   launcher.stop_producers();
   std::cout << "producers stopped; serving /metrics for " << seconds << " s" << std::endl;
   const auto until =
@@ -302,7 +303,7 @@ void linger(Launcher& launcher, double seconds, sigset_t& stop_signals, OrphanRe
 // Shuts the node down and prints how it went: the producers that crashed
 // while closing, then the summary table (or, with metrics disabled, how each
 // producer ended). Returns the run's exit status.
-int shut_down_and_report(Launcher& launcher, bool metrics_enabled) {
+int shut_down_and_report(LauncherRuntime& launcher, bool metrics_enabled) {
   std::cout << "shutting down..." << std::endl;
   std::vector<pid_t> reported;
   for (const ProducerProcess& process : launcher.producers().processes()) {
@@ -360,7 +361,7 @@ int run_simulate(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   // SIGINT and SIGTERM stay effective while plugins validate and start.
   StartupSignalWatch startup_signals(stop_signals, run.launcher.settings.shutdown_timeout);
-  Launcher launcher(std::move(run.launcher));
+  LauncherRuntime launcher(std::move(run.launcher));
   launcher.start();
   const int startup_signal = startup_signals.finish();
   record_startup(launcher, run.simulation, started);

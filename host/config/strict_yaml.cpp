@@ -13,7 +13,7 @@
 namespace tokenspeed::metrics {
 namespace {
 
-// Key equality that counts its calls (YamlParseCounts::key_comparisons).
+// Key equality that counts its calls (YamlParseFigures::key_comparisons).
 struct CountingEqual {
   std::size_t* count;
   bool operator()(std::string_view a, std::string_view b) const noexcept {
@@ -25,7 +25,7 @@ using KeySet = std::unordered_set<std::string, std::hash<std::string>, CountingE
 
 class Parser {
  public:
-  Parser(std::string_view text, YamlParseCounts& counts) : counts_(counts) {
+  Parser(std::string_view text, YamlParseFigures& counts) : counts_(counts) {
     if (yaml_parser_initialize(&parser_) == 0) throw std::bad_alloc();
     yaml_parser_set_input_string(&parser_, reinterpret_cast<const unsigned char*>(text.data()),
                                  text.size());
@@ -130,7 +130,7 @@ class Parser {
     }
   }
 
-  YamlParseCounts& counts_;
+  YamlParseFigures& counts_;
   yaml_parser_t parser_{};
   yaml_event_t event_{};
   bool has_event_ = false;
@@ -138,8 +138,8 @@ class Parser {
 
 }  // namespace
 
-YamlNode parse_strict_yaml(std::string_view text, YamlParseCounts* counts) {
-  YamlParseCounts ignored;
+YamlNode parse_strict_yaml(std::string_view text, YamlParseFigures* counts) {
+  YamlParseFigures ignored;
   Parser parser(text, counts != nullptr ? *counts : ignored);
   return parser.document();
 }

@@ -63,7 +63,7 @@ class StrictYamlError : public std::runtime_error {
 
 // What a parse did, counted for the tests that prove its cost grows with the
 // file's size, never with its square.
-struct YamlParseCounts {
+struct YamlParseFigures {
   std::size_t key_comparisons = 0;  // keys compared while refusing duplicates
 };
 
@@ -71,6 +71,6 @@ struct YamlParseCounts {
 // comments) is a null node. Throws StrictYamlError. Time and memory are
 // linear in the size of text: a mapping's duplicate keys are found through a
 // hash set, not by comparing each key with every earlier one.
-YamlNode parse_strict_yaml(std::string_view text, YamlParseCounts* counts = nullptr);
+YamlNode parse_strict_yaml(std::string_view text, YamlParseFigures* counts = nullptr);
 
 }  // namespace tokenspeed::metrics

@@ -22,7 +22,7 @@ using LogWriter = std::function<void(std::string_view line)>;
 // The default writer: the line and a newline on stderr, in one write.
 void write_log_line_to_stderr(std::string_view line) noexcept;
 
-// Threading: one thread at a time (a sink's worker, or close()).
+// Threading: one thread at a time (a sink's delivery thread, or close()).
 class FaultLog {
  public:
   using Clock = std::chrono::steady_clock;

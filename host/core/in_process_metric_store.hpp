@@ -38,7 +38,7 @@ class InProcessMetricStore final : public MetricStore {
   std::deque<Series> series_;  // stable addresses
   // One block per series, on cache lines of its own: a series updated on
   // one thread never shares a line with another series or with the heap
-  // objects a delivery worker reads.
+  // objects a delivery thread reads.
   struct AlignedFree {
     void operator()(double* slots) const noexcept;
   };

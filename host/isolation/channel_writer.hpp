@@ -22,7 +22,7 @@ enum class WriteResult : std::uint8_t {
               // table of metric descriptions is full
 };
 
-// Threading: one producer thread (the output's delivery worker) calls write;
+// Threading: one producer thread (the output's delivery thread) calls write;
 // the channel outlives the writer.
 class ChannelWriter {
  public:

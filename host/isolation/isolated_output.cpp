@@ -75,7 +75,7 @@ void IsolatedOutput::stop_supervisor() noexcept {
 namespace {
 
 // The producer's identity, for the helper's sink (strings cut to fit).
-void write_identity(ControlBlock& control, const NamedProcess& identity) noexcept {
+void write_identity(ControlBlock& control, const ProcessIdentity& identity) noexcept {
   const auto copy = [](char(&to)[kIdentityTextBytes], const std::string& from) {
     const std::size_t n = std::min(from.size(), kIdentityTextBytes - 1);
     std::memcpy(to, from.data(), n);
@@ -144,7 +144,7 @@ int IsolatedOutput::close_entry(void* self, std::int64_t timeout_ns, tsm_buffer*
 int IsolatedOutput::emit(const tsm_metric_event& event, tsm_buffer* error) noexcept {
   ControlBlock& control = channel_.control();
   if (state_of(control) == HelperState::disabled) {
-    // The helper's sink failed: the worker disables the output, as for an
+    // The helper's sink failed: the delivery thread disables the output, as for an
     // emit failure in this process.
     try {
       const std::string message = message_of(control);
@@ -235,10 +235,10 @@ IsolatedFigures IsolatedOutput::figures() const noexcept {
   return f;
 }
 
-void IsolatedOutput::adjust(SinkStats& stats) const noexcept {
+void IsolatedOutput::adjust(SinkFigures& stats) const noexcept {
   if (!created_.load(std::memory_order_acquire)) return;  // nothing handed over
   const IsolatedFigures f = figures();
-  // The worker counted as delivered every event this sink's emit accepted:
+  // The delivery thread counted as delivered every event this sink's emit accepted:
   // written into the channel, or dropped here. Split them by their fate.
   const std::uint64_t handed = stats.delivered;
   const std::uint64_t resolved = f.delivered + f.dropped_sink_disabled + f.lost_in_helper +

@@ -1,5 +1,5 @@
 // isolated_output.hpp — an output whose plugin sink runs in a helper process:
-// to its delivery worker it is a tsm_sink like any other, whose emit copies
+// to its delivery thread it is a tsm_sink like any other, whose emit copies
 // the event into the shared channel; a supervisor thread starts the helper,
 // restarts it with exponential backoff when it crashes, exits or deadlocks,
 // counts what it lost and reports it. Never loads or calls the plugin in
@@ -24,8 +24,8 @@
 #include "config/isolation_settings.hpp"
 #include "isolation/shared_channel.hpp"
 #include "core/fault_log.hpp"
-#include "core/named_process.hpp"
-#include "pipeline/sink_stats.hpp"
+#include "core/process_identity.hpp"
+#include "pipeline/sink_figures.hpp"
 
 namespace tokenspeed::metrics::isolation {
 
@@ -33,7 +33,7 @@ struct IsolatedOutputOptions {
   std::string output;           // the output's name
   std::string plugin_path;      // the plugin file the helper loads
   std::string reporter;         // the reporter name it registers (the output's name)
-  NamedProcess process;         // the producer: its name ("scheduler-0") in log lines
+  ProcessIdentity process;      // the producer: its name ("scheduler-0") in log lines
                                 // ("" omits it) and the helper's tsm_sink.process
   std::string producer_config;  // the producer configuration, JSON text
   IsolationSettings settings;
@@ -51,7 +51,7 @@ struct IsolatedOutputOptions {
   std::chrono::milliseconds start_allowance{60'000};
 };
 
-// What happened to the events the worker handed to the isolated sink.
+// What happened to the events the delivery thread handed to the isolated sink.
 struct IsolatedFigures {
   std::uint64_t written = 0;                // into the channel
   std::uint64_t dropped_ring_full = 0;      // the channel was full
@@ -64,7 +64,7 @@ struct IsolatedFigures {
 };
 
 // Threading: create_sink, emit and close come from the output's delivery
-// worker (one at a time, as for any sink); the supervisor thread owns the
+// delivery thread (one at a time, as for any sink); the supervisor thread owns the
 // helper's pid and restarts; adjust and figures read atomics from any thread.
 class IsolatedOutput {
  public:
@@ -77,9 +77,9 @@ class IsolatedOutput {
   // waits until its create_sink returned (or it failed, crashed or hung).
   int create_sink(tsm_sink& out, std::string& error) noexcept;
 
-  // Rewrites the worker's accounting of this output with the helper's
+  // Rewrites the delivery thread's accounting of this output with the helper's
   // fates: "delivered" becomes what the plugin accepted in the helper.
-  void adjust(SinkStats& stats) const noexcept;
+  void adjust(SinkFigures& stats) const noexcept;
   IsolatedFigures figures() const noexcept;  // all zero until create_sink succeeded
 
  private:
@@ -99,10 +99,10 @@ class IsolatedOutput {
   const IsolatedOutputOptions options_;
   std::string executable_;
   SharedChannel channel_;
-  std::unique_ptr<ChannelWriter> writer_;  // worker thread
+  std::unique_ptr<ChannelWriter> writer_;  // delivery thread
   std::atomic<bool> created_{false};
 
-  // worker-written
+  // delivery-thread-written
   alignas(64) std::atomic<std::uint64_t> dropped_ring_full_{0};
   std::atomic<std::uint64_t> dropped_too_large_{0};
   // supervisor-written

@@ -19,7 +19,7 @@
 #include <boost/json/parse.hpp>
 
 #include "core/abi_buffer.hpp"
-#include "core/named_process.hpp"
+#include "core/process_identity.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "plugin/reporter.hpp"
 #include "plugin/reporter_registry.hpp"
@@ -115,11 +115,11 @@ boost::json::object read_config(iso::ControlBlock& control) {
 // The producer the sink serves, as the host wrote it into the channel; lives
 // for the rest of this process.
 const tsm_process_identity* producer_identity(const iso::ControlBlock& control) {
-  static const tsm::NamedProcessView identity([&] {
+  static const tsm::ProcessIdentityView identity([&] {
     const auto text = [](const char(&field)[iso::kIdentityTextBytes]) {
       return std::string(field, ::strnlen(field, iso::kIdentityTextBytes));
     };
-    tsm::NamedProcess out;
+    tsm::ProcessIdentity out;
     out.name = text(control.identity_name);
     out.role = text(control.identity_role);
     out.node = text(control.identity_node);

@@ -1,5 +1,5 @@
 // event_clock.cpp — picks the event clock source once per process and
-// calibrates the TSC against CLOCK_REALTIME on delivery workers. Never used
+// calibrates the TSC against CLOCK_REALTIME on delivery threads. Never used
 // on the hot path (the raw read is inline in event_clock.hpp).
 #include "pipeline/event_clock.hpp"
 

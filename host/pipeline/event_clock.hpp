@@ -1,5 +1,5 @@
 // event_clock.hpp — the event timestamp: a raw read on the hot path (invariant
-// TSC, else vDSO CLOCK_REALTIME) converted to Unix ns on the delivery worker.
+// TSC, else vDSO CLOCK_REALTIME) converted to Unix ns on the delivery thread.
 // The hot-path read never makes a system call, locks or allocates.
 // Tested in test/unit/pipeline/event_router_test.cpp (event times).
 #pragma once
@@ -15,7 +15,7 @@
 namespace tokenspeed::metrics {
 
 enum class EventClockSource {
-  tsc,       // rdtsc, converted to wall time on the worker (see docs/performance.md)
+  tsc,       // rdtsc, converted to wall time on the delivery thread (see docs/performance.md)
   realtime,  // clock_gettime(CLOCK_REALTIME) through the vDSO
 };
 
@@ -73,7 +73,7 @@ std::int64_t monotonic_ticks(std::chrono::nanoseconds duration) noexcept;
 // measured over an ever longer baseline, the offset follows the latest
 // (TSC, CLOCK_REALTIME) pair so wall-clock steps are picked up within one
 // recalibration period. Identity when the source is realtime.
-// Threading: one instance per delivery worker, used only by that thread.
+// Threading: one instance per delivery thread, used only by that thread.
 class WallClockConverter {
  public:
   WallClockConverter() noexcept;
@@ -85,7 +85,7 @@ class WallClockConverter {
   }
 
   // Re-reads a (TSC, wall) pair when at least one second passed since the
-  // last one. Cheap when not due; call it from the worker loop.
+  // last one. Cheap when not due; call it from the delivery thread loop.
   void maybe_recalibrate() noexcept;
 
   double ns_per_tick() const noexcept { return ns_per_tick_; }

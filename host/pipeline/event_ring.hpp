@@ -1,5 +1,5 @@
 // event_ring.hpp — one bounded SPSC ring of 16-byte event slots from one
-// collector thread to one sink's worker, with that pair's producer counters.
+// collector thread to one sink's delivery thread, with that pair's producer counters.
 // Allocated on a thread's first event; never resized or reallocated afterwards.
 #pragma once
 
@@ -11,7 +11,7 @@
 
 namespace tokenspeed::metrics {
 
-// An event as the worker reads it back out of a ring.
+// An event as the delivery thread reads it back out of a ring.
 struct RingEvent {
   std::uint32_t series;   // the router's series number (see series_table.hpp)
   std::uint64_t weight;   // 1 except weighted histogram observations
@@ -21,13 +21,13 @@ struct RingEvent {
 
 // Threading: try_push and the producer counters are written only by the
 // owning collector thread; pop, empty and the consumer fields only by the
-// sink's worker; the counters are read by anyone (relaxed). The ring sits in
+// sink's delivery thread; the counters are read by anyone (relaxed). The ring sits in
 // its sink's singly linked list (next), which only grows (lock-free for the
 // reader). When a thread exits its ring set goes to the next new thread, with
 // its producer state: one producer at a time, handed over under a lock.
 //
 // Why not boost::lockfree::spsc_queue: its push reads the consumer's index on
-// every event, so each drain pass of the worker costs the producer a cache
+// every event, so each drain pass of the delivery thread costs the producer a cache
 // miss per event until the line settles; here the producer keeps a copy of
 // the consumer's position and reads the shared one only when its copy says
 // the ring is full. And a slot is 16 bytes, not 32: a 32-bit series number
@@ -64,7 +64,7 @@ struct alignas(64) EventRing {
     const std::uint64_t events = pushed.load(std::memory_order_relaxed);
     if (events - cached_consumed_events_ >= event_limit ||
         write_slot_ - cached_read_slot_ + needed > slot_count) [[unlikely]] {
-      // The copy says full: read the worker's position, once.
+      // The copy says full: read the delivery thread's position, once.
       cached_consumed_events_ = consumed_events_.load(std::memory_order_acquire);
       cached_read_slot_ = read_slot_.load(std::memory_order_acquire);
       if (events - cached_consumed_events_ >= event_limit ||
@@ -82,14 +82,14 @@ struct alignas(64) EventRing {
     slots[write++ & mask] = Slot{series, static_cast<std::uint32_t>(new_base ? 0 : delta),
                                  std::bit_cast<std::uint64_t>(value)};
     write_slot_ = write;
-    // Counted before the slots are published, so the worker can never
+    // Counted before the slots are published, so the delivery thread can never
     // resolve an event the counter does not show yet.
     bump(pushed);
     published_write_slot_.store(write, std::memory_order_release);
     return true;
   }
 
-  // ---- consumer (the sink's worker)
+  // ---- consumer (the sink's delivery thread)
 
   // Moves up to max queued events into out; returns how many.
   std::size_t pop(RingEvent* out, std::size_t max) noexcept {
@@ -146,11 +146,11 @@ struct alignas(64) EventRing {
   const std::unique_ptr<Slot[]> slots;
 
  public:
-  // The sink's list; read by the worker on every drain pass, written once.
+  // The sink's list; read by the delivery thread on every drain pass, written once.
   alignas(64) EventRing* next = nullptr;
 
   // Producer line: the producer's own state, the published write position
-  // (read by the worker once per pass) and the outcome of every event this
+  // (read by the delivery thread once per pass) and the outcome of every event this
   // thread offered to this sink.
   alignas(64) std::atomic<std::uint64_t> published_write_slot_{0};
   std::atomic<std::uint64_t> pushed{0};                 // entered the ring
@@ -165,7 +165,7 @@ struct alignas(64) EventRing {
   std::int64_t producer_time_base_ = 0;
   bool producer_has_base_ = false;
 
-  // Consumer line: written by the worker once per pass, read by the producer
+  // Consumer line: written by the delivery thread once per pass, read by the producer
   // only when its copy says the ring is full.
   alignas(64) std::atomic<std::uint64_t> read_slot_{0};
   std::atomic<std::uint64_t> consumed_events_{0};

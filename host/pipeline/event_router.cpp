@@ -66,28 +66,28 @@ EventRouter::EventRouter(std::vector<OutputDefinition> outputs, RouterOptions op
     : options_(std::move(options)),
       id_(next_router_id.fetch_add(1, std::memory_order_relaxed)),
       series_table_(std::make_shared<SeriesTable>()) {
-  SinkWorkerOptions worker_options;
-  worker_options.series_table = series_table_;
-  worker_options.process = std::make_shared<const NamedProcessView>(options_.process);
-  worker_options.queue_size = std::max<std::size_t>(options_.queue_size, 1);
-  worker_options.idle_park_timeout = options_.idle_park_timeout;
-  worker_options.log_interval = options_.log_interval;
-  worker_options.log = options_.log;
-  workers_.reserve(outputs.size());
+  SinkDeliveryOptions delivery_options;
+  delivery_options.series_table = series_table_;
+  delivery_options.process = std::make_shared<const ProcessIdentityView>(options_.process);
+  delivery_options.queue_size = std::max<std::size_t>(options_.queue_size, 1);
+  delivery_options.idle_park_timeout = options_.idle_park_timeout;
+  delivery_options.log_interval = options_.log_interval;
+  delivery_options.log = options_.log;
+  deliveries_.reserve(outputs.size());
   for (OutputDefinition& output : outputs) {
-    workers_.push_back(std::make_shared<SinkWorker>(std::move(output), worker_options));
-    worker_raw_.push_back(workers_.back().get());
+    deliveries_.push_back(std::make_shared<SinkDelivery>(std::move(output), delivery_options));
+    delivery_raw_.push_back(deliveries_.back().get());
   }
-  // The workers start parked: they create their sink when its first event
+  // The delivery threads start parked: they create their sink when its first event
   // arrives, so no plugin resource exists before an event does.
-  for (auto& worker : workers_) worker->start();
+  for (auto& delivery : deliveries_) delivery->start();
   StallReporterOptions stall;
   stall.process_name = options_.process.name;
   stall.check_interval = options_.stall_check_interval;
   stall.stall_threshold = options_.stall_threshold;
   stall.line_interval = options_.log_interval;
   stall.log = options_.log;
-  stall_reporter_ = std::make_unique<StallReporter>(workers_, std::move(stall));
+  stall_reporter_ = std::make_unique<StallReporter>(deliveries_, std::move(stall));
   stall_reporter_->start();
   std::lock_guard lock(registry_mutex());
   registry().emplace_back(id_, this);
@@ -130,8 +130,8 @@ EventRing* const* EventRouter::register_thread() noexcept {
     if (rings == nullptr) {
       auto thread = std::make_unique<ThreadRings>();
       thread->router_id = id_;
-      thread->rings.reserve(workers_.size());
-      for (auto& worker : workers_) thread->rings.push_back(worker->new_ring());
+      thread->rings.reserve(deliveries_.size());
+      for (auto& delivery : deliveries_) thread->rings.push_back(delivery->new_ring());
       rings = thread->rings.data();
       std::lock_guard lock(threads_mutex_);
       threads_.push_back(std::move(thread));
@@ -154,37 +154,37 @@ bool EventRouter::close(std::chrono::nanoseconds budget) noexcept {
 
   // 1. Stop accepting: later events count as dropped after close.
   closing_.store(true, std::memory_order_seq_cst);
-  // 2. Drain every sink in parallel (each on its own worker) until the deadline.
-  for (auto& worker : workers_) worker->request_drain();
+  // 2. Drain every sink in parallel (each on its own delivery thread) until the deadline.
+  for (auto& delivery : deliveries_) delivery->request_drain();
   bool ok = true;
-  for (auto& worker : workers_) ok = worker->wait_drained(deadline) && ok;
+  for (auto& delivery : deliveries_) ok = delivery->wait_drained(deadline) && ok;
   // 3. What is still queued now is discarded at the deadline.
-  for (auto& worker : workers_) worker->freeze();
+  for (auto& delivery : deliveries_) delivery->freeze();
   // 4. Close the plugin sinks one after the other with what remains of the
-  //    budget; one failure skips nothing. Sinks whose worker finished
+  //    budget; one failure skips nothing. Sinks whose delivery thread finished
   //    draining go first; those still inside a plugin call (they stop when
   //    it returns) last, so a stuck one cannot eat the others' grace.
-  std::vector<SinkWorker*> order;
-  order.reserve(workers_.size());
-  for (auto& worker : workers_) {
-    if (worker->drain_finished()) order.push_back(worker.get());
+  std::vector<SinkDelivery*> order;
+  order.reserve(deliveries_.size());
+  for (auto& delivery : deliveries_) {
+    if (delivery->drain_finished()) order.push_back(delivery.get());
   }
-  for (auto& worker : workers_) {
-    if (std::find(order.begin(), order.end(), worker.get()) == order.end())
-      order.push_back(worker.get());
+  for (auto& delivery : deliveries_) {
+    if (std::find(order.begin(), order.end(), delivery.get()) == order.end())
+      order.push_back(delivery.get());
   }
-  for (SinkWorker* worker : order) {
+  for (SinkDelivery* delivery : order) {
     const auto remaining =
         std::max(std::chrono::nanoseconds::zero(),
                  std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - Clock::now()));
-    ok = worker->close_plugin(remaining, hard_deadline) && ok;
+    ok = delivery->close_plugin(remaining, hard_deadline) && ok;
   }
-  for (auto& worker : workers_) worker->release_thread();
+  for (auto& delivery : deliveries_) delivery->release_thread();
   // The last drop counts, so that the lines add up to the totals.
   stall_reporter_->stop();
-  for (auto& worker : workers_) {
+  for (auto& delivery : deliveries_) {
     try {
-      const SinkStats s = worker->stats();
+      const SinkFigures s = delivery->figures();
       if (s.discarded_at_deadline > 0 || s.abandoned) {
         LogWriter write = options_.log ? options_.log : LogWriter(&write_log_line_to_stderr);
         write("tokenspeed-metrics: output '" + s.name + "'" +
@@ -202,12 +202,12 @@ bool EventRouter::close(std::chrono::nanoseconds budget) noexcept {
   return ok;
 }
 
-std::vector<SinkStats> EventRouter::stats() const {
-  std::vector<SinkStats> out;
-  out.reserve(workers_.size());
+std::vector<SinkFigures> EventRouter::figures() const {
+  std::vector<SinkFigures> out;
+  out.reserve(deliveries_.size());
   const std::uint64_t unregistered = unregistered_drops_.load(std::memory_order_relaxed);
-  for (const auto& worker : workers_) {
-    SinkStats s = worker->stats();
+  for (const auto& delivery : deliveries_) {
+    SinkFigures s = delivery->figures();
     s.accepted += unregistered;
     s.dropped_ring_full += unregistered;
     out.push_back(std::move(s));

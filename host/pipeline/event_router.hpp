@@ -16,7 +16,7 @@
 #include "pipeline/metric_series.hpp"
 #include "core/fault_log.hpp"
 #include "pipeline/series_table.hpp"
-#include "pipeline/sink_worker.hpp"
+#include "pipeline/sink_delivery.hpp"
 #include "pipeline/stall_reporter.hpp"
 
 namespace tokenspeed::metrics {
@@ -28,7 +28,7 @@ struct RouterOptions {
   // bounded by threads x outputs x queue_size x 48 B (32 B for the default)
   // whatever a plugin does.
   std::size_t queue_size = kDefaultQueueSize;
-  // Safety net of the idle worker's sleep (a producer wakes it directly).
+  // Safety net of the idle delivery thread's sleep (a producer wakes it directly).
   std::chrono::milliseconds idle_park_timeout{100};
   // At most one log line per sink per interval (the first occurrence at once).
   std::chrono::milliseconds log_interval{10'000};
@@ -39,7 +39,7 @@ struct RouterOptions {
   LogWriter log;
   // The process named in drop and stall lines ("scheduler-0"; an empty name
   // omits it) and given to every sink as its tsm_sink.process.
-  NamedProcess process;
+  ProcessIdentity process;
   // How often the stall reporter reads the counters, and how long a plugin
   // call runs before it is reported as not returning.
   std::chrono::milliseconds stall_check_interval{1000};
@@ -58,7 +58,7 @@ class EventRouter {
   EventRouter& operator=(const EventRouter&) = delete;
 
   // Hands one event to every sink. Never blocks, never allocates after this
-  // thread's first event, never makes a system call unless a worker sleeps.
+  // thread's first event, never makes a system call unless a delivery thread sleeps.
   void publish(const EventSlot& slot) noexcept;
 
   // Numbers a series for the rings (the collector, once per interned
@@ -66,7 +66,7 @@ class EventRouter {
   // name. Throws std::bad_alloc.
   std::uint32_t register_series(const MetricSeries& series) { return series_table_->add(&series); }
 
-  // Stops accepting events, lets every worker drain until the deadline,
+  // Stops accepting events, lets every delivery thread drain until the deadline,
   // then closes the plugin sinks one after the other, each with what remains
   // of the budget. Returns within budget + close_grace whatever the plugins
   // do; returns true when every sink drained and closed cleanly in time.
@@ -74,7 +74,7 @@ class EventRouter {
   // another thread is closing returns false at once.
   bool close(std::chrono::nanoseconds budget) noexcept;
 
-  std::vector<SinkStats> stats() const;
+  std::vector<SinkFigures> figures() const;
   // Ring sets ever allocated (one per concurrently live collector thread).
   std::size_t ring_sets() const;
   const RouterOptions& options() const noexcept { return options_; }
@@ -103,10 +103,10 @@ class EventRouter {
 
   const RouterOptions options_;
   const std::uint64_t id_;
-  // Shared with the workers: an abandoned worker may outlive the router.
+  // Shared with the delivery threads: an abandoned delivery thread may outlive the router.
   const std::shared_ptr<SeriesTable> series_table_;
-  std::vector<std::shared_ptr<SinkWorker>> workers_;
-  std::vector<SinkWorker*> worker_raw_;  // same order, for the hot path
+  std::vector<std::shared_ptr<SinkDelivery>> deliveries_;
+  std::vector<SinkDelivery*> delivery_raw_;  // same order, for the hot path
   std::atomic<bool> closing_{false};
   std::atomic<std::uint64_t> unregistered_drops_{0};  // ring allocation failed
 
@@ -124,7 +124,7 @@ class EventRouter {
 
 // Always inlined: the handles' one out-of-line call should be the only call.
 __attribute__((always_inline)) inline void EventRouter::publish(const EventSlot& slot) noexcept {
-  const std::size_t n = worker_raw_.size();
+  const std::size_t n = delivery_raw_.size();
   if (n == 0) return;
   EventRing* const* rings = thread_rings();
   if (rings == nullptr) [[unlikely]] {
@@ -135,13 +135,13 @@ __attribute__((always_inline)) inline void EventRouter::publish(const EventSlot&
   const std::uint32_t number = slot.series->number;
   for (std::size_t i = 0; i < n; ++i) {
     EventRing& ring = *rings[i];
-    SinkWorker& worker = *worker_raw_[i];
+    SinkDelivery& delivery = *delivery_raw_[i];
     if (closing) [[unlikely]] {
       EventRing::bump(ring.dropped_after_close);
-    } else if (worker.disabled()) [[unlikely]] {
+    } else if (delivery.disabled()) [[unlikely]] {
       EventRing::bump(ring.dropped_sink_disabled);
     } else if (ring.try_push(number, slot.value, slot.weight, slot.raw_time)) [[likely]] {
-      worker.wake();
+      delivery.wake();
     } else {
       EventRing::bump(ring.dropped_ring_full);
     }

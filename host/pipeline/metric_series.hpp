@@ -1,5 +1,5 @@
 // metric_series.hpp — the interned family metadata and series shared by the
-// collector (creates them) and the delivery workers (build ABI events from
+// collector (creates them) and the delivery threads (build ABI events from
 // them). Immutable once published, except the gauge de-duplication state.
 // Tested in test/unit/pipeline/collector_test.cpp.
 #pragma once
@@ -48,7 +48,7 @@ struct SeriesFamily {
   const std::vector<const char*> label_names;  // point into definition
   tsm_metric_info info{};                      // built once, read by plugins
   // What an event of this family is (counter: inc, gauge: set, histogram:
-  // observe), kept beside info so the worker reads no definition per event.
+  // observe), kept beside info so the delivery thread reads no definition per event.
   const tsm_operation operation;
 };
 
@@ -68,14 +68,14 @@ struct MetricSeries {
   std::vector<std::string> label_values;
   std::vector<const char*> label_value_ptrs;  // c_str() of label_values
   // Gauges only. On a cache line of its own: collector threads write it,
-  // delivery workers read the fields above.
+  // delivery threads read the fields above.
   alignas(64) GaugeDedup dedup;
 };
 
 // What a collector thread hands to the router per event (in registers: the
 // ring stores it as a 16-byte slot, see event_ring.hpp), no strings. The
 // operation follows from the family's kind; raw_time is an EventClock raw
-// reading converted to Unix nanoseconds by the delivery worker.
+// reading converted to Unix nanoseconds by the delivery thread.
 struct EventSlot {
   const MetricSeries* series;
   double value;

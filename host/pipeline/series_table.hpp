@@ -1,6 +1,6 @@
 // series_table.hpp — a router's numbering of the series it carries: a 32-bit
 // number per series, so a ring slot holds 4 bytes instead of a pointer, and
-// the worker's lookup of the series from its number. Never shrinks.
+// the delivery thread's lookup of the series from its number. Never shrinks.
 // Tested in test/unit/pipeline/event_router_test.cpp.
 #pragma once
 

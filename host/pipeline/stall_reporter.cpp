@@ -1,4 +1,4 @@
-// stall_reporter.cpp — one thread per process reading the workers' drop
+// stall_reporter.cpp — one thread per process reading the delivery threads' drop
 // counters and call probes once per check interval and writing the
 // rate-limited lines. Allocates only when it writes a line.
 #include "pipeline/stall_reporter.hpp"
@@ -29,14 +29,14 @@ std::string format_count(std::uint64_t count) {
   return out;
 }
 
-StallReporter::StallReporter(std::vector<std::shared_ptr<SinkWorker>> workers,
+StallReporter::StallReporter(std::vector<std::shared_ptr<SinkDelivery>> deliveries,
                              StallReporterOptions options)
     : options_(std::move(options)) {
   if (!options_.log) options_.log = &write_log_line_to_stderr;
   const auto now = Clock::now();
-  for (auto& worker : workers) {
+  for (auto& delivery : deliveries) {
     Watched watched;
-    watched.worker = std::move(worker);
+    watched.delivery = std::move(delivery);
     watched.window_start = now;
     outputs_.push_back(std::move(watched));
   }
@@ -78,17 +78,17 @@ void StallReporter::stop() noexcept {
   const auto now = Clock::now();
   for (Watched& output : outputs_) {
     const std::uint64_t full =
-        output.worker->dropped_ring_full_so_far() - output.reported_ring_full;
+        output.delivery->dropped_ring_full_so_far() - output.reported_ring_full;
     const std::uint64_t disabled =
-        output.worker->dropped_sink_disabled_so_far() - output.reported_sink_disabled;
+        output.delivery->dropped_sink_disabled_so_far() - output.reported_sink_disabled;
     if (full > 0 || disabled > 0) write_line(output, now, full, disabled, {});
   }
 }
 
 void StallReporter::check(Clock::time_point now) noexcept {
   for (Watched& output : outputs_) {
-    const SinkWorker& worker = *output.worker;
-    const PluginCallProbe probe = worker.plugin_call();
+    const SinkDelivery& delivery = *output.delivery;
+    const PluginCallProbe probe = delivery.plugin_call();
     std::string stall;
     if (!probe.inside()) {
       output.call_seen_since.reset();
@@ -107,9 +107,9 @@ void StallReporter::check(Clock::time_point now) noexcept {
         }
       }
     }
-    const std::uint64_t full = worker.dropped_ring_full_so_far() - output.reported_ring_full;
+    const std::uint64_t full = delivery.dropped_ring_full_so_far() - output.reported_ring_full;
     const std::uint64_t disabled =
-        worker.dropped_sink_disabled_so_far() - output.reported_sink_disabled;
+        delivery.dropped_sink_disabled_so_far() - output.reported_sink_disabled;
     if (full == 0 && disabled == 0) {
       // Nothing pending: the next line's "in the last N s" starts here.
       output.window_start = now;
@@ -129,7 +129,7 @@ void StallReporter::check(Clock::time_point now) noexcept {
 void StallReporter::write_line(Watched& output, Clock::time_point now, std::uint64_t full,
                                std::uint64_t disabled, const std::string& stall) noexcept {
   try {
-    std::string line = "tokenspeed-metrics: output '" + output.worker->name() + "'";
+    std::string line = "tokenspeed-metrics: output '" + output.delivery->name() + "'";
     if (!options_.process_name.empty()) line += " in " + options_.process_name;
     line += ":";
     const char* separator = " ";

@@ -1,7 +1,7 @@
 // stall_reporter.hpp — the rate-limited drop and stall lines of a process's
 // outputs, written from a thread of its own that no plugin can hold: it reads
-// the workers' counters and call probes (atomics only) and never calls a
-// plugin, takes a worker's lock or touches the event channel.
+// the delivery threads' counters and call probes (atomics only) and never calls a
+// plugin, takes a delivery thread's lock or touches the event channel.
 #pragma once
 
 #include <chrono>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/fault_log.hpp"
-#include "pipeline/sink_worker.hpp"
+#include "pipeline/sink_delivery.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -40,12 +40,13 @@ std::string format_count(std::uint64_t count);
 //
 // Threading: start() and stop() from one control thread; check() runs on
 // the reporter's thread (or on the test's thread when start() was not
-// called). Reads workers only through their atomic counters.
+// called). Reads delivery threads only through their atomic counters.
 class StallReporter {
  public:
   using Clock = std::chrono::steady_clock;
 
-  StallReporter(std::vector<std::shared_ptr<SinkWorker>> workers, StallReporterOptions options);
+  StallReporter(std::vector<std::shared_ptr<SinkDelivery>> deliveries,
+                StallReporterOptions options);
   ~StallReporter();  // stop()
   StallReporter(const StallReporter&) = delete;
   StallReporter& operator=(const StallReporter&) = delete;
@@ -60,7 +61,7 @@ class StallReporter {
 
  private:
   struct Watched {
-    std::shared_ptr<SinkWorker> worker;
+    std::shared_ptr<SinkDelivery> delivery;
     std::uint64_t reported_ring_full = 0;
     std::uint64_t reported_sink_disabled = 0;
     Clock::time_point window_start;  // the last line, or the last check with nothing pending

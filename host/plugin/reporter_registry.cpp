@@ -11,7 +11,7 @@
 
 #include "core/abi_buffer.hpp"
 #include "core/host_version.hpp"
-#include "core/named_process.hpp"
+#include "core/process_identity.hpp"
 
 namespace tokenspeed::metrics {
 namespace {

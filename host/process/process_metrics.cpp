@@ -12,7 +12,7 @@ namespace tokenspeed::metrics {
 namespace {
 
 // An output with "isolation": "process": its sink is a proxy whose plugin
-// runs in a helper process; its fates there rewrite the worker's accounting.
+// runs in a helper process; its fates there rewrite the delivery thread's accounting.
 OutputDefinition isolated_definition(const Reporter& reporter, const ProducerOutput& output,
                                      const RouterOptions& router) {
   isolation::IsolatedOutputOptions options;
@@ -26,12 +26,12 @@ OutputDefinition isolated_definition(const Reporter& reporter, const ProducerOut
   options.log = router.log;
   auto isolated = std::make_shared<isolation::IsolatedOutput>(std::move(options));
   OutputDefinition definition{output.name,
-                              // Called once, by the output's worker, on its first event.
+                              // Called once, by the output's delivery thread, on its first event.
                               [isolated](tsm_sink& sink, std::string& error) -> int {
                                 return isolated->create_sink(sink, error);
                               },
                               reporter.plugin_path()};
-  definition.adjust_stats = [isolated](SinkStats& stats) { isolated->adjust(stats); };
+  definition.adjust_stats = [isolated](SinkFigures& stats) { isolated->adjust(stats); };
   return definition;
 }
 
@@ -47,7 +47,7 @@ std::vector<OutputDefinition> output_definitions(const ReporterRegistry& registr
     }
     definitions.push_back(
         OutputDefinition{output.name,
-                         // Called once, by the output's worker, on its first event.
+                         // Called once, by the output's delivery thread, on its first event.
                          [reporter, name = output.name, config = output.producer_config](
                              tsm_sink& sink, std::string& error) -> int {
                            if (reporter == nullptr) {
@@ -86,7 +86,7 @@ void store_slot(double* slot, double value) noexcept {
 
 }  // namespace
 
-OutputSelfFigures self_figures_of(const SinkStats& stats) noexcept {
+OutputSelfFigures self_figures_of(const SinkFigures& stats) noexcept {
   OutputSelfFigures figures;
   try {
     figures.output = stats.name;
@@ -119,7 +119,8 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
     store_ = std::move(file_store);
   }
   if (options.router.process.name.empty())
-    options.router.process = make_named_process(options.file_prefix, ::getpid(), options.node_name);
+    options.router.process =
+        make_process_identity(options.file_prefix, ::getpid(), options.node_name);
   process_name_ = options.router.process.name;
   set_log_process_name(process_name_);
   plugin_slots_.resize(options.outputs.size());
@@ -149,7 +150,7 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
 
 ProcessMetrics::~ProcessMetrics() {
   if (!close(std::chrono::nanoseconds::zero())) {
-    // A worker abandoned inside a plugin may still read the series and the
+    // A delivery thread abandoned inside a plugin may still read the series and the
     // router's state: leave them to the process, as the plugin library is.
     static_cast<void>(collector_.release());
     static_cast<void>(router_.release());
@@ -164,13 +165,13 @@ UnstoredFigures ProcessMetrics::unstored() const {
   return file_store_ != nullptr ? file_store_->unstored() : UnstoredFigures{};
 }
 
-std::vector<SinkStats> ProcessMetrics::sink_stats() const {
-  return router_ ? router_->stats() : std::vector<SinkStats>{};
+std::vector<SinkFigures> ProcessMetrics::sink_figures() const {
+  return router_ ? router_->figures() : std::vector<SinkFigures>{};
 }
 
 void ProcessMetrics::publish_self_figures() noexcept {
   try {
-    const std::vector<SinkStats> stats = sink_stats();
+    const std::vector<SinkFigures> stats = sink_figures();
     for (std::size_t i = 0;
          i < stats.size() && (i + 1) * kSelfSeriesPerOutput <= self_slots_.size(); ++i) {
       const OutputSelfFigures figures = self_figures_of(stats[i]);
@@ -192,7 +193,7 @@ void ProcessMetrics::publish_self_figures() noexcept {
   }
 }
 
-void ProcessMetrics::publish_plugin_figures(std::size_t output, const SinkStats& stats) {
+void ProcessMetrics::publish_plugin_figures(std::size_t output, const SinkFigures& stats) {
   if (!stats.plugin.reported || output >= plugin_slots_.size()) return;
   std::vector<double*>& slots = plugin_slots_[output];
   if (slots.empty()) {  // the first report: the series appear now

@@ -4,7 +4,7 @@
 // collector the engine records with, the host's own figures per output, and
 // closing all of it within a budget. Never loads plugins or validates
 // configuration: it receives a registry and producer configurations.
-// Tested in test/unit/api/node_test.cpp and test/cli/test_launcher.py.
+// Tested in test/unit/api/launcher_test.cpp and test/cli/test_launcher.py.
 #pragma once
 
 #include <chrono>
@@ -37,7 +37,7 @@ struct ProcessMetricsOptions {
   // The node in this process's identity (--metrics-node-name); "" the host name.
   std::string node_name;
   // A metric file that cannot be created: false throws StartupError (the
-  // launcher); true keeps the series in memory, counted (workers, producers).
+  // launcher); true keeps the series in memory, counted (attached and spawned producers).
   bool keep_in_memory_without_file = false;
 };
 
@@ -66,7 +66,7 @@ class ProcessMetrics {
   UnstoredFigures unstored() const;
 
   // The per-output figures of the router, now.
-  std::vector<SinkStats> sink_stats() const;
+  std::vector<SinkFigures> sink_figures() const;
   // Writes them into this process's metric file under the
   // tokenspeed_metrics_reporter_ families (the Prometheus aggregate only:
   // these are never events).
@@ -97,11 +97,11 @@ class ProcessMetrics {
   bool closed_ = false;
   // Writes what output's plugin reported (control thread; allocates its
   // series on the first report).
-  void publish_plugin_figures(std::size_t output, const SinkStats& stats);
+  void publish_plugin_figures(std::size_t output, const SinkFigures& stats);
   bool close_result_ = false;
 };
 
 // The figures the endpoint exposes for one sink.
-OutputSelfFigures self_figures_of(const SinkStats& stats) noexcept;
+OutputSelfFigures self_figures_of(const SinkFigures& stats) noexcept;
 
 }  // namespace tokenspeed::metrics

@@ -32,7 +32,7 @@ std::uint64_t number(const boost::json::object& json, const char* key,
 
 namespace {
 
-boost::json::object summary_json(const SinkStats& s) {
+boost::json::object summary_json(const SinkFigures& s) {
   boost::json::object json{
       {"name", s.name},
       {"accepted", s.accepted},
@@ -80,7 +80,7 @@ bool write_process_summary(const std::filesystem::path& dir,
   try {
     path = dir / ("summary-" + std::to_string(summary.pid) + ".json");
     boost::json::array outputs;
-    for (const SinkStats& s : summary.outputs) outputs.push_back(summary_json(s));
+    for (const SinkFigures& s : summary.outputs) outputs.push_back(summary_json(s));
     const std::string text = boost::json::serialize(boost::json::object{
         {"process", summary.process}, {"pid", summary.pid}, {"outputs", std::move(outputs)}});
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
@@ -123,7 +123,7 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
       for (const boost::json::value& value : outputs->get_array()) {
         if (!value.is_object()) continue;
         const boost::json::object& o = value.get_object();
-        SinkStats s;
+        SinkFigures s;
         if (const auto* n = o.if_contains("name"); n && n->is_string())
           s.name = std::string(n->get_string());
         s.accepted = number(o, "accepted");
@@ -167,13 +167,13 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
   return summaries;
 }
 
-bool output_failed(const SinkStats& s) noexcept {
+bool output_failed(const SinkFigures& s) noexcept {
   return s.disabled || s.create_failed || s.close_failed || s.abandoned;
 }
 
 namespace {
 
-std::string base_status(const SinkStats& s) {
+std::string base_status(const SinkFigures& s) {
   if (s.abandoned && s.abandoned_in == "close")
     return "failed: close ignored its timeout, abandoned at close";
   if (s.abandoned && !s.abandoned_in.empty())
@@ -187,7 +187,7 @@ std::string base_status(const SinkStats& s) {
 
 }  // namespace
 
-std::string output_status(const SinkStats& s) {
+std::string output_status(const SinkFigures& s) {
   std::string status = base_status(s);
   if (s.isolated && (s.helper_restarts != 0 || s.lost_in_helper != 0)) {
     status += " (isolated: sink helper restarted " + std::to_string(s.helper_restarts) +
@@ -232,7 +232,7 @@ std::string process_legend(const std::vector<ProcessSummary>& summaries,
 std::string plugin_figures_lines(const std::vector<ProcessSummary>& summaries) {
   std::string lines;
   for (const ProcessSummary& summary : summaries) {
-    for (const SinkStats& s : summary.outputs) {
+    for (const SinkFigures& s : summary.outputs) {
       if (!s.plugin.reported) continue;
       if (lines.empty())
         lines += "what the outputs' plugins report of the events delivered to them:\n";
@@ -282,7 +282,7 @@ std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
                 "output", "accepted", "delivered", "dropped", "discarded", "status");
   table += line;
   for (const ProcessSummary& summary : summaries) {
-    for (const SinkStats& s : summary.outputs) {
+    for (const SinkFigures& s : summary.outputs) {
       std::snprintf(
           line, sizeof line, "%-14s %-8d %-12s %12llu %12llu %10llu %10llu  %s\n",
           summary.process.c_str(), static_cast<int>(summary.pid), s.name.c_str(),
@@ -306,7 +306,7 @@ std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
   table += plugin_figures_lines(summaries);
   const bool any_isolated = std::any_of(summaries.begin(), summaries.end(), [](const auto& s) {
     return std::any_of(s.outputs.begin(), s.outputs.end(),
-                       [](const SinkStats& o) { return o.isolated; });
+                       [](const SinkFigures& o) { return o.isolated; });
   });
   if (any_isolated) {
     table +=

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pipeline/sink_stats.hpp"
+#include "pipeline/sink_figures.hpp"
 #include "process/producer_supervisor.hpp"
 
 namespace tokenspeed::metrics {
@@ -18,7 +18,7 @@ namespace tokenspeed::metrics {
 struct ProcessSummary {
   std::string process;  // "launcher", "scheduler-0", "frontend"
   pid_t pid = 0;
-  std::vector<SinkStats> outputs;
+  std::vector<SinkFigures> outputs;
 };
 
 // Writes "summary-<pid>.json" into dir (0600). Returns false on failure.
@@ -31,10 +31,10 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
 // True when the output did not work to the end in that process: its sink
 // failed to be created, was disabled by an emit failure, failed to close, or
 // was abandoned at close (still inside a plugin call at the deadline).
-bool output_failed(const SinkStats& stats) noexcept;
+bool output_failed(const SinkFigures& stats) noexcept;
 
 // "ok", or "failed: <why>" for the status column.
-std::string output_status(const SinkStats& stats);
+std::string output_status(const SinkFigures& stats);
 
 // The node's table at exit: one row per process and output, with a status
 // column; a row per producer that left no summary (crashed, killed at the

@@ -199,7 +199,7 @@ std::string read_handoff_descriptor(const char* variable) {
   return text;
 }
 
-// The file of the run directory that a Node exported for the workers an
+// The file of the run directory that a Launcher exported for the producers an
 // engine starts itself. It must be this user's own private file: a file
 // anyone else could have written would let them choose the plugins we load.
 std::string read_handoff_file(const char* path) {
@@ -241,7 +241,7 @@ ProducerHandoff read_handoff_from_environment() {
   } else {
     throw StartupError({"", "", kHandoffFileEnv},
                        std::string("not set (nor ") + kHandoffFdEnv +
-                           "): a worker attaches to the metrics node that its launcher started, "
+                           "): a producer attaches to the metrics node that its launcher started, "
                            "from the environment that node exports to the processes it starts");
   }
   boost::system::error_code error;

@@ -23,9 +23,9 @@ namespace tokenspeed::metrics {
 // the launcher spawns itself).
 inline constexpr const char* kHandoffFdEnv = "TOKENSPEED_METRICS_HANDOFF_FD";
 // The environment variable that names the handoff file in the run directory
-// (0600 in the 0700 directory), for workers an engine starts itself.
+// (0600 in the 0700 directory), for producers an engine starts itself.
 inline constexpr const char* kHandoffFileEnv = "TOKENSPEED_METRICS_HANDOFF_FILE";
-// Set to "1" for the workers of a launcher whose metrics are disabled.
+// Set to "1" for the producers of a launcher whose metrics are disabled.
 inline constexpr const char* kMetricsDisabledEnv = "TOKENSPEED_METRICS_DISABLED";
 
 struct ProducerOutput {
@@ -79,7 +79,7 @@ void write_handoff_file(const std::filesystem::path& path, const ProducerHandoff
 ProducerHandoff read_handoff_from_environment();
 
 // True when the launcher's metrics are disabled (TOKENSPEED_METRICS_DISABLED=1
-// and no handoff): a worker then records nothing.
+// and no handoff): a producer then records nothing.
 bool metrics_disabled_in_environment() noexcept;
 
 }  // namespace tokenspeed::metrics

@@ -69,9 +69,9 @@ const std::vector<MetricDefinition>& endpoint_self_metric_definitions() {
   return definitions;
 }
 
-void add_endpoint_self_figures(PrometheusMerge& merge, const EndpointCounters& counters) {
+void add_endpoint_self_figures(PrometheusMerge& merge, const EndpointFigures& counters) {
   const auto& defs = endpoint_self_metric_definitions();
-  const ProcessIdentity self = current_process_identity();
+  const ProcessInstance self = current_process_instance();
   auto add = [&](const MetricDefinition& def, std::span<const std::string_view> labels,
                  std::uint64_t v) {
     const double value[] = {static_cast<double>(v)};

@@ -30,6 +30,6 @@ class PrometheusMerge;
 const std::vector<MetricDefinition>& endpoint_self_metric_definitions();
 
 // Adds the endpoint's figures to a scrape's merge, as this (live) process's.
-void add_endpoint_self_figures(PrometheusMerge& merge, const EndpointCounters& counters);
+void add_endpoint_self_figures(PrometheusMerge& merge, const EndpointFigures& counters);
 
 }  // namespace tokenspeed::metrics

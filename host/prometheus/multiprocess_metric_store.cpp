@@ -138,7 +138,7 @@ MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions option
     reserve_bytes_ = record_size(unstored_events_definition().name, payload, 0) +
                      record_size(unstored_events_definition().name, {}, 1);
   }
-  const ProcessIdentity self = current_process_identity();
+  const ProcessInstance self = current_process_instance();
   for (int attempt = 0; fd_ < 0; ++attempt) {
     std::string name = options_.file_prefix + "_" + std::to_string(self.pid);
     if (attempt > 0) name += "_" + std::to_string(attempt);
@@ -534,7 +534,7 @@ bool read_records(const std::filesystem::path& path, const FileHead& head, const
                   const std::function<void(const MetricDefinition&)>& on_definition) {
   MultiprocessFileInfo file;
   file.path = path;
-  file.writer = ProcessIdentity{static_cast<pid_t>(head.header.pid), head.header.start_time};
+  file.writer = ProcessInstance{static_cast<pid_t>(head.header.pid), head.header.start_time};
   file.live = head.header.closed == 0 && process_alive(file.writer);
   file.closed = head.header.closed != 0;
   file.used = head.used;
@@ -578,7 +578,7 @@ bool reclaim_exited_writer_file(const std::filesystem::path& path) noexcept {
   const std::optional<FileHead> head = read_file_head(fd.get());
   if (!head || head->header.closed != 0 ||
       process_alive(
-          ProcessIdentity{static_cast<pid_t>(head->header.pid), head->header.start_time})) {
+          ProcessInstance{static_cast<pid_t>(head->header.pid), head->header.start_time})) {
     return false;
   }
   struct stat info {};

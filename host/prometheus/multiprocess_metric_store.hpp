@@ -43,7 +43,7 @@ struct MultiprocessStoreOptions {
   SeriesBound bound;                     // series per family (metric_store.hpp)
   // A file that cannot be created (a full file system): false throws
   // StartupError naming the file and --metrics-multiproc-dir (the launcher
-  // at start-up); true records on with every series in memory (a worker:
+  // at start-up); true records on with every series in memory (a producer:
   // recording never raises for it), counted and logged.
   bool keep_in_memory_without_file = false;
 };
@@ -137,7 +137,7 @@ struct MultiprocessSeriesView {
 
 struct MultiprocessFileInfo {
   std::filesystem::path path;
-  ProcessIdentity writer;
+  ProcessInstance writer;
   bool live = false;       // writer alive and file not closed
   bool closed = false;     // the writer closed it (and gave back its reserved space)
   std::uint64_t used = 0;  // bytes of header and records

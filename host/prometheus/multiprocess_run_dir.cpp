@@ -85,7 +85,7 @@ int create_locked_owner_file(const std::filesystem::path& run_dir) {
     return dir_error(owner, what + ": " + os_error(error));
   };
   if (::flock(fd, LOCK_EX | LOCK_NB) != 0) throw fail("cannot lock the owner file");
-  const ProcessIdentity self = current_process_identity();
+  const ProcessInstance self = current_process_instance();
   const std::string text = std::to_string(self.pid) + ' ' + std::to_string(self.start_time) + ' ' +
                            kLockedOwnerMarker + ' ' + host_name() + '\n';
   std::size_t written = 0;
@@ -132,12 +132,12 @@ bool older_than_grace(const std::filesystem::path& run_dir) noexcept {
 
 }  // namespace
 
-ProcessIdentity current_process_identity() noexcept {
+ProcessInstance current_process_instance() noexcept {
   const pid_t pid = ::getpid();
-  return ProcessIdentity{pid, read_start_time(pid)};
+  return ProcessInstance{pid, read_start_time(pid)};
 }
 
-bool process_alive(const ProcessIdentity& process) noexcept {
+bool process_alive(const ProcessInstance& process) noexcept {
   if (process.pid <= 0) return false;
   if (::kill(process.pid, 0) != 0 && errno != EPERM) return false;
   if (process.start_time == 0) return true;

@@ -14,15 +14,15 @@ namespace tokenspeed::metrics {
 // A process as the kernel knows it: the pid plus its start time (clock ticks
 // since boot, /proc/<pid>/stat field 22), so a reused pid is not mistaken for
 // the process that wrote a file. start_time 0 means "unknown": pid only.
-struct ProcessIdentity {
+struct ProcessInstance {
   pid_t pid = 0;
   std::uint64_t start_time = 0;
 };
 
-ProcessIdentity current_process_identity() noexcept;
+ProcessInstance current_process_instance() noexcept;
 // True while the process exists (a zombie counts as alive until reaped) and
 // its start time matches when one is known.
-bool process_alive(const ProcessIdentity& process) noexcept;
+bool process_alive(const ProcessInstance& process) noexcept;
 
 // $TMPDIR (or /tmp) / "tokenspeed-metrics-<uid>".
 std::filesystem::path default_multiprocess_base_dir();

@@ -134,11 +134,11 @@ std::string PrometheusEndpoint::security_summary() const {
   return impl_->security ? impl_->security->current()->summary : std::string();
 }
 
-EndpointCounters PrometheusEndpoint::counters() const noexcept {
+EndpointFigures PrometheusEndpoint::figures() const noexcept {
   const Impl& impl = *impl_;
-  EndpointCounters counters{impl.accepted.load(), impl.rejected.load(),  impl.evicted.load(),
-                            impl.open.load(),     impl.requests.load(),  impl.idle_timeouts.load(),
-                            impl.timeouts.load(), impl.oversized.load(), impl.bad_requests.load()};
+  EndpointFigures counters{impl.accepted.load(), impl.rejected.load(),  impl.evicted.load(),
+                           impl.open.load(),     impl.requests.load(),  impl.idle_timeouts.load(),
+                           impl.timeouts.load(), impl.oversized.load(), impl.bad_requests.load()};
   counters.tls_handshake_failures = impl.tls_handshake_failures.load();
   counters.unauthorized = impl.unauthorized.load();
   counters.rate_limited = impl.rate_limited.load();
@@ -178,7 +178,7 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   }
   // No server thread runs any more: close the listener, then destroy the
   // pending handlers, which owns and so closes every open connection.
-  // The queue itself stays (empty) until the destructor: counters() reads it.
+  // The queue itself stays (empty) until the destructor: figures() reads it.
   if (impl.credential_checks) impl.credential_checks->join();
   impl.scrape_waiters.clear();
   impl.acceptor.reset();

@@ -72,7 +72,7 @@ struct PrometheusEndpointOptions {
 using ScrapeHandler = std::function<std::string()>;
 
 // What the endpoint did, since it started (connections_open: now).
-struct EndpointCounters {
+struct EndpointFigures {
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_rejected = 0;  // at max_connections, none could be evicted
   std::uint64_t connections_evicted = 0;   // closed at the limit to admit a new one
@@ -134,7 +134,7 @@ class PrometheusEndpoint {
   // What the web configuration in force protects the endpoint with
   // (EndpointSecurity::summary); "" without one.
   std::string security_summary() const;
-  EndpointCounters counters() const noexcept;
+  EndpointFigures figures() const noexcept;
 
   // Stops the server threads, joins them, closes the listener and every
   // open connection. Returns false when a handler still ran after timeout

@@ -36,7 +36,7 @@ bool per_process_mode(GaugeMode mode) noexcept {
 }
 
 // The same process: a pid reused since is not, when both start times are known.
-bool same_process(const ProcessIdentity& a, const ProcessIdentity& b) noexcept {
+bool same_process(const ProcessInstance& a, const ProcessInstance& b) noexcept {
   return a.pid == b.pid && (a.start_time == 0 || b.start_time == 0 || a.start_time == b.start_time);
 }
 
@@ -68,7 +68,7 @@ constexpr std::size_t kNotInCatalog = std::numeric_limits<std::size_t>::max();
 }  // namespace
 
 PrometheusMerge::PrometheusMerge(const std::vector<const MetricDefinition*>& catalog)
-    : self_(current_process_identity()) {
+    : self_(current_process_instance()) {
   candidates_.reserve(catalog.size());
   for (std::size_t i = 0; i < catalog.size(); ++i) {
     const MetricDefinition* metric = catalog[i];
@@ -102,7 +102,7 @@ void PrometheusMerge::note_holder(Candidate& candidate, std::size_t holder, bool
   }
 }
 
-std::size_t PrometheusMerge::pid_holder(const ProcessIdentity& process) {
+std::size_t PrometheusMerge::pid_holder(const ProcessInstance& process) {
   if (!holder_names_.empty() && process.pid == pid_holder_pid_) return pid_holder_;
   const std::string name = "pid " + std::to_string(process.pid);
   const auto found = std::find(holder_names_.begin(), holder_names_.end(), name);
@@ -114,7 +114,7 @@ std::size_t PrometheusMerge::pid_holder(const ProcessIdentity& process) {
 
 void PrometheusMerge::add_series(const MetricDefinition& metric,
                                  std::span<const std::string_view> label_values,
-                                 std::span<const double> slots, const ProcessIdentity& process,
+                                 std::span<const double> slots, const ProcessInstance& process,
                                  bool live) {
   const std::size_t index = candidate_for(metric);
   const std::size_t holder = pid_holder(process);
@@ -126,11 +126,11 @@ void PrometheusMerge::add_series(const MetricDefinition& metric,
 void PrometheusMerge::add_to_candidate(Candidate& candidate,
                                        std::span<const std::string_view> label_values,
                                        std::span<const double> slots,
-                                       const ProcessIdentity& process, bool live) {
+                                       const ProcessInstance& process, bool live) {
   const MetricDefinition& metric = *candidate.metric;
   if (slots.size() != series_slot_count(metric) ||
       label_values.size() != metric.label_names.size()) {
-    ++stats_.mismatched_series;
+    ++figures_.mismatched_series;
     return;
   }
   const bool gauge = metric.kind == MetricKind::gauge;
@@ -241,7 +241,7 @@ void PrometheusMerge::add_directory(const std::filesystem::path& dir,
         }
       }
       if (index == kNotInCatalog) {
-        ++stats_.unknown_series;
+        ++figures_.unknown_series;
         return;
       }
       add_to_candidate(candidates_[index], view.label_values, view.slots, info.writer, info.live);
@@ -259,8 +259,8 @@ void PrometheusMerge::add_directory(const std::filesystem::path& dir,
                                        on_definition);
     }
     if (!read) continue;
-    ++stats_.files;
-    if (info.live) ++stats_.live_files;
+    ++figures_.files;
+    if (info.live) ++figures_.live_files;
     // A writer killed before it could close its file: its reserved space
     // goes back (its records stay, and stay on /metrics).
     if (!info.live && !info.closed && mappings != nullptr) {
@@ -274,7 +274,7 @@ void PrometheusMerge::add_directory(const std::filesystem::path& dir,
   if (mappings != nullptr) mappings->keep_only(files);
 }
 void PrometheusMerge::add_store(const InProcessMetricStore& store) {
-  const ProcessIdentity self = current_process_identity();
+  const ProcessInstance self = current_process_instance();
   std::vector<std::string_view> labels;
   std::vector<double> slots;
   store.for_each_series([&](const InProcessMetricStore::Series& series) {
@@ -371,8 +371,8 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
       conflict.left_out.push_back(held(candidates_[ranked[i]]));
       conflict.left_out_series += candidates_[ranked[i]].series.size();
     }
-    stats_.conflicting_definitions += conflict.left_out.size();
-    stats_.conflicting_series += conflict.left_out_series;
+    figures_.conflicting_definitions += conflict.left_out.size();
+    figures_.conflicting_series += conflict.left_out_series;
     conflicts_.push_back(std::move(conflict));
   }
   std::sort(conflicts_.begin(), conflicts_.end(),
@@ -421,14 +421,14 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
   return out;
 }
 
-std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeStats* stats) {
+std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeFigures* stats) {
   PrometheusMerge merge(sources.catalog);
   merge.set_match_in_order(sources.match_in_order);
   if (!sources.run_dir.empty()) merge.add_directory(sources.run_dir, sources.file_mappings);
   if (sources.local_store != nullptr) merge.add_store(*sources.local_store);
   if (sources.extra) sources.extra(merge);
   std::vector<MergedFamily> families = merge.take_families();
-  if (stats != nullptr) *stats = merge.stats();
+  if (stats != nullptr) *stats = merge.figures();
   MergeConflictLog& log =
       sources.conflict_log != nullptr ? *sources.conflict_log : MergeConflictLog::process_log();
   log.report(merge.conflicts());

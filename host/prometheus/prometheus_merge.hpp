@@ -38,7 +38,7 @@ struct MergedFamily {
   std::shared_ptr<const MetricDefinition> learned;
 };
 
-struct MergeStats {
+struct MergeFigures {
   std::size_t files = 0;                    // producer files read
   std::size_t live_files = 0;               // of which the writer is alive
   std::size_t unknown_series = 0;           // records of a family neither file nor catalog defines
@@ -59,7 +59,7 @@ struct MergeStats {
 // gauge c_total, histogram h and gauge h_bucket; see sample_name_claims.hpp)
 // are ranked the same way, with the shorter name (the family the other is
 // named after) before rule 4: the lower one is left out. Whatever is
-// left out is counted per family (MergeStats, conflicts(), the merge's own
+// left out is counted per family (MergeFigures, conflicts(), the merge's own
 // gauges of merge_conflicts.hpp), never mixed into another family.
 //
 // Threading: one merge per scrape, used by one thread; the catalog outlives it.
@@ -78,7 +78,7 @@ class PrometheusMerge {
   // One process's series under its definition. Gauges in live modes are
   // ignored when !live.
   void add_series(const MetricDefinition& metric, std::span<const std::string_view> label_values,
-                  std::span<const double> slots, const ProcessIdentity& process, bool live);
+                  std::span<const double> slots, const ProcessInstance& process, bool live);
   // Every "*.db" producer file directly under dir, with the definitions it
   // carries. Unreadable or foreign files are skipped. With mappings, each
   // file is read through the mapping kept from the previous scrape (and the
@@ -94,7 +94,7 @@ class PrometheusMerge {
   std::vector<MergedFamily> take_families();
   // After take_families: what it left out, by family name.
   const std::vector<MergeConflict>& conflicts() const noexcept { return conflicts_; }
-  const MergeStats& stats() const noexcept { return stats_; }
+  const MergeFigures& figures() const noexcept { return figures_; }
 
  private:
   struct Accumulated {
@@ -114,9 +114,9 @@ class PrometheusMerge {
   };
   std::size_t candidate_for(const MetricDefinition& metric);
   void note_holder(Candidate& candidate, std::size_t holder, bool own);
-  std::size_t pid_holder(const ProcessIdentity& process);
+  std::size_t pid_holder(const ProcessInstance& process);
   void add_to_candidate(Candidate& candidate, std::span<const std::string_view> label_values,
-                        std::span<const double> slots, const ProcessIdentity& process, bool live);
+                        std::span<const double> slots, const ProcessInstance& process, bool live);
   bool ranks_before(const Candidate& a, const Candidate& b) const;
   HeldDefinition held(const Candidate& candidate) const;
 
@@ -126,9 +126,9 @@ class PrometheusMerge {
   std::vector<std::string> holder_names_;  // producer file names, "pid N" for in-process series
   pid_t pid_holder_pid_ = 0;
   std::size_t pid_holder_ = 0;
-  ProcessIdentity self_;
+  ProcessInstance self_;
   std::vector<MergeConflict> conflicts_;
-  MergeStats stats_;
+  MergeFigures figures_;
   std::string key_;  // scratch
   bool match_in_order_ = true;
 };
@@ -148,7 +148,7 @@ struct ScrapeSources {
   ProducerFileMappings* file_mappings = nullptr;
 };
 
-std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeStats* stats = nullptr);
+std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeFigures* stats = nullptr);
 
 // Pointers to every definition of a catalog, for ScrapeSources::catalog.
 std::vector<const MetricDefinition*> catalog_pointers(const std::vector<MetricDefinition>& catalog);

@@ -101,7 +101,7 @@ const std::vector<MetricDefinition>& reporter_self_metric_definitions() {
 void add_output_self_figures(PrometheusMerge& merge,
                              const std::vector<OutputSelfFigures>& figures) {
   const auto& defs = reporter_self_metric_definitions();
-  const ProcessIdentity self = current_process_identity();
+  const ProcessInstance self = current_process_instance();
   for (const OutputSelfFigures& f : figures) {
     const std::string_view output = f.output;
     const std::string_view one[] = {output};

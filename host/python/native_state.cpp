@@ -18,9 +18,9 @@ PyObject* closed_error_type = nullptr;
 
 namespace {
 
-std::unique_ptr<Node> node;
-std::unique_ptr<Worker> worker;
-// The worker records standalone (prometheus_client's modes, no Node).
+std::unique_ptr<Launcher> launcher;
+std::unique_ptr<Producer> producer;
+// The producer records standalone (prometheus_client's modes, no Launcher).
 bool standalone = false;
 Recorder* recorder = nullptr;
 PyObject* attach_hook = nullptr;  // called when a handle needs a recorder
@@ -30,8 +30,8 @@ bool closed = false;
 // Held while this process starts or attaches (the attach hook included), so
 // that threads racing to the first recording attach once: the others wait
 // here, then find the recorder. Always taken with the GIL released (the
-// holder gives the GIL up while the Worker starts, so a waiter holding it
-// would deadlock); recursive because the hook calls attach_worker. Never
+// holder gives the GIL up while the Producer starts, so a waiter holding it
+// would deadlock); recursive because the hook calls attach_producer. Never
 // touched once a recorder exists. A pointer, so that a fork in the child can
 // start from a free one whatever a parent thread held.
 std::recursive_mutex* attach_mutex = new std::recursive_mutex;
@@ -56,9 +56,9 @@ constexpr const char* closed_message =
     "tokenspeed_metrics is closed: close() ran in this process (called, at exit, or on "
     "SIGTERM/SIGINT) or in the process it was forked from; nothing is recorded after it";
 
-// start and attach: refused while this process has a Node or Worker.
+// start and attach: refused while this process has a Launcher or Producer.
 bool refuse_second_start() {
-  if (!node && !worker) return false;
+  if (!launcher && !producer) return false;
   if (closed) {
     PyErr_Format(closed_error_type, "%s (metrics cannot start again in this process)",
                  closed_message);
@@ -179,7 +179,7 @@ PyObject* extract_metrics_flags(PyObject*, PyObject* args_list) {
   }
 }
 
-// start(argv) -> (worker environment [name, value, ...], rest, enabled): the
+// start(argv) -> (producer environment [name, value, ...], rest, enabled): the
 // launcher (or only) process. The options are parsed once, by the table of
 // flags: from argv when it is a list (its other arguments are returned as
 // rest), from the TOKENSPEED_METRICS_* environment when it is None.
@@ -194,21 +194,21 @@ PyObject* start(PyObject*, PyObject* argv) {
     } else {
       extracted = extract_metrics_options(string_list(argv));
     }
-    std::unique_ptr<Node> started;
+    std::unique_ptr<Launcher> started;
     std::exception_ptr failure;
     Py_BEGIN_ALLOW_THREADS try {
-      started = std::make_unique<Node>(extracted.options);
+      started = std::make_unique<Launcher>(extracted.options);
     } catch (...) {
       failure = std::current_exception();
     }
     Py_END_ALLOW_THREADS if (failure) std::rethrow_exception(failure);
-    node = std::move(started);
-    recorder = &node->recorder();
+    launcher = std::move(started);
+    recorder = &launcher->recorder();
     closed = false;
     ++binding_generation;
     PyObject* environment = to_list([] {
       std::vector<std::string> flat;
-      for (const auto& [name, value] : node->worker_environment()) {
+      for (const auto& [name, value] : launcher->producer_environment()) {
         flat.push_back(name);
         flat.push_back(value);
       }
@@ -227,36 +227,36 @@ PyObject* start(PyObject*, PyObject* argv) {
   }
 }
 
-// Makes this process's Worker (attached, or standalone with shared_dir).
-PyObject* make_worker(PyObject* name, const StandaloneRecording* standalone_recording) {
+// Makes this process's Producer (attached, or standalone with shared_dir).
+PyObject* make_producer(PyObject* name, const StandaloneRecording* standalone_recording) {
   AttachLock attaching;
   if (refuse_second_start()) return nullptr;
   const char* text = PyUnicode_AsUTF8(name);
   if (text == nullptr) return nullptr;
   try {
-    std::unique_ptr<Worker> made;
+    std::unique_ptr<Producer> made;
     std::exception_ptr failure;
-    const std::string worker_name(text);
+    const std::string producer_name(text);
     Py_BEGIN_ALLOW_THREADS try {
-      made = standalone_recording ? std::make_unique<Worker>(worker_name, *standalone_recording)
-                                  : std::make_unique<Worker>(worker_name);
+      made = standalone_recording ? std::make_unique<Producer>(producer_name, *standalone_recording)
+                                  : std::make_unique<Producer>(producer_name);
     } catch (...) {
       failure = std::current_exception();
     }
     Py_END_ALLOW_THREADS if (failure) std::rethrow_exception(failure);
-    worker = std::move(made);
+    producer = std::move(made);
     standalone = standalone_recording != nullptr;
-    recorder = &worker->recorder();
+    recorder = &producer->recorder();
     closed = false;
     ++binding_generation;
-    return PyBool_FromLong(worker->enabled() ? 1 : 0);
+    return PyBool_FromLong(producer->enabled() ? 1 : 0);
   } catch (...) {
     return raise_from_cpp();
   }
 }
 
-// attach_worker(name): a process the engine started.
-PyObject* attach_worker(PyObject*, PyObject* name) { return make_worker(name, nullptr); }
+// attach_producer(name): a process the engine started.
+PyObject* attach_producer(PyObject*, PyObject* name) { return make_producer(name, nullptr); }
 
 // record_standalone(name, shared_dir): no launcher; shared_dir "" keeps the
 // series in this process's memory.
@@ -265,13 +265,13 @@ PyObject* record_standalone(PyObject*, PyObject* args) {
   const char* shared_dir = nullptr;
   if (!PyArg_ParseTuple(args, "Us", &name, &shared_dir)) return nullptr;
   const StandaloneRecording standalone_recording{shared_dir};
-  return make_worker(name, &standalone_recording);
+  return make_producer(name, &standalone_recording);
 }
 
 // close(budget_seconds or None) -> report dict; None when nothing started.
 PyObject* close_metrics(PyObject*, PyObject* budget) {
   AttachLock attaching;  // a close racing an attach closes what it attached
-  if (!node && !worker) Py_RETURN_NONE;
+  if (!launcher && !producer) Py_RETURN_NONE;
   try {
     const bool default_budget = budget == Py_None;
     const double seconds = default_budget ? 0.0 : PyFloat_AsDouble(budget);
@@ -282,11 +282,11 @@ PyObject* close_metrics(PyObject*, PyObject* budget) {
     // outputs drain gets ClosedError, not a silent drop.
     mark_closed();
     ShutdownReport report;
-    Py_BEGIN_ALLOW_THREADS if (node) {
-      report = default_budget ? node->close() : node->close(duration);
+    Py_BEGIN_ALLOW_THREADS if (launcher) {
+      report = default_budget ? launcher->close() : launcher->close(duration);
     }
     else {
-      report = default_budget ? worker->close() : worker->close(duration);
+      report = default_budget ? producer->close() : producer->close(duration);
     }
     Py_END_ALLOW_THREADS return report_to_python(report);
   } catch (...) {
@@ -295,14 +295,14 @@ PyObject* close_metrics(PyObject*, PyObject* budget) {
 }
 
 PyObject* role(PyObject*, PyObject*) {
-  if (node) return PyUnicode_FromString("node");
-  if (worker) return PyUnicode_FromString(standalone ? "standalone" : "worker");
+  if (launcher) return PyUnicode_FromString("launcher");
+  if (producer) return PyUnicode_FromString(standalone ? "standalone" : "producer");
   Py_RETURN_NONE;
 }
 
 PyObject* metrics_url(PyObject*, PyObject*) {
-  if (!node) return PyUnicode_FromString("");
-  return PyUnicode_FromString(node->metrics_url().c_str());
+  if (!launcher) return PyUnicode_FromString("");
+  return PyUnicode_FromString(launcher->metrics_url().c_str());
 }
 
 // Renders without the GIL: a scrape never stops the engine's threads.
@@ -323,8 +323,8 @@ PyObject* rendered(const std::function<std::string()>& render) {
 // The exposition of every process of this one's node or shared directory,
 // from any process that records (single-process: its own series).
 PyObject* render_metrics(PyObject*, PyObject*) {
-  if (node) return rendered([] { return node->render_metrics(); });
-  if (worker) return rendered([] { return worker->render_metrics(); });
+  if (launcher) return rendered([] { return launcher->render_metrics(); });
+  if (producer) return rendered([] { return producer->render_metrics(); });
   PyErr_SetString(PyExc_RuntimeError,
                   "tokenspeed_metrics: this process records nothing yet (render_directory reads "
                   "a shared directory)");
@@ -349,16 +349,16 @@ PyObject* set_attach_hook(PyObject*, PyObject* hook) {
   Py_RETURN_NONE;
 }
 
-// In a forked child the parent's Node or Worker is a copy whose threads do
+// In a forked child the parent's Launcher or Producer is a copy whose threads do
 // not exist: it is left alone (never closed or destroyed here), and every
-// handle rebinds to the Worker this process attaches (or raises ClosedError
+// handle rebinds to the Producer this process attaches (or raises ClosedError
 // when the parent had closed).
 PyObject* after_fork_in_child(PyObject*, PyObject*) {
   // The parent's mutex may have been held by a thread the child does not
   // have: it is left as it is, never unlocked or destroyed.
   attach_mutex = new std::recursive_mutex;
-  static_cast<void>(node.release());
-  static_cast<void>(worker.release());
+  static_cast<void>(launcher.release());
+  static_cast<void>(producer.release());
   standalone = false;
   recorder = nullptr;
   ++binding_generation;
@@ -418,14 +418,14 @@ PyMethodDef state_functions[] = {
     {"extract_metrics_flags", extract_metrics_flags, METH_O,
      "extract_metrics_flags(args) -> (metrics_flags, rest)"},
     {"start", start, METH_O,
-     "start(argv or None) -> ([name, value, ...] of the worker environment, rest, enabled)"},
-    {"attach_worker", attach_worker, METH_O, "attach_worker(name) -> enabled"},
+     "start(argv or None) -> ([name, value, ...] of the producer environment, rest, enabled)"},
+    {"attach_producer", attach_producer, METH_O, "attach_producer(name) -> enabled"},
     {"record_standalone", record_standalone, METH_VARARGS,
      "record_standalone(name, shared_dir) -> True: no launcher, shared_dir or memory"},
     {"render_directory", render_directory, METH_O,
      "render_directory(path) -> the exposition of the processes recording there"},
     {"close", close_metrics, METH_O, "close(budget_seconds or None) -> report"},
-    {"role", role, METH_NOARGS, "'node', 'worker', 'standalone' or None"},
+    {"role", role, METH_NOARGS, "'launcher', 'producer', 'standalone' or None"},
     {"metrics_url", metrics_url, METH_NOARGS, "the /metrics URL, or ''"},
     {"render_metrics", render_metrics, METH_NOARGS,
      "the exposition of this process's node or shared directory"},

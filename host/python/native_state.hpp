@@ -1,7 +1,7 @@
 // native_state.hpp — the process-wide state of the Python module: this
-// process's Node or Worker, the Recorder handles bind to, and the binding
+// process's Launcher or Producer, the Recorder handles bind to, and the binding
 // generation that a fork in the child advances so every cached handle
-// rebinds to the child's own Worker. Touched with the GIL held.
+// rebinds to the child's own Producer. Touched with the GIL held.
 // Tested in test/python/test_tokenspeed_metrics.py and
 // test/python/test_close_and_signals.py.
 #pragma once
@@ -20,7 +20,7 @@ namespace tokenspeed::metrics::python {
 // rebind finds the process closed.
 extern std::uint64_t binding_generation;
 
-// The Recorder of this process, attaching a Worker through the module's
+// The Recorder of this process, attaching a Producer through the module's
 // attach hook when none exists yet. Returns null with a Python exception set
 // when there is none and none can be attached, or when close() ran
 // (ClosedError).

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "tokenspeed/metrics/node.hpp"
+#include "tokenspeed/metrics/recorder.hpp"
 #include "tokenspeed/metrics/recording.hpp"
 #include "tokenspeed/metrics/tokenspeed_catalog.hpp"
 

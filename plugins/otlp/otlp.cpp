@@ -23,42 +23,42 @@ namespace kit = tokenspeed::metrics::kit;
 using kit::SettingType;
 
 const kit::SettingsTable& settings_table() {
-  static const kit::SettingsTable table{{
-      kit::http_url_setting("endpoint", R"("http://127.0.0.1:4318/v1/metrics")",
-                            "OTLP/HTTP metrics URL (http:// or https://), the full path included; "
-                            "with protocol grpc the receiver's address without a path, e.g. "
-                            "\"http://127.0.0.1:4317\"."),
-      kit::http_headers_setting(
-          "HTTP headers added to every request, e.g. {\"api-key\": \"...\"}."),
-      kit::http_timeout_setting(
-          "10000", "Bound of one export request; during close also bounded by close's budget."),
-      {"protocol", SettingType::kChoice, R"("http/protobuf")", 0, 0,
-       "Transport: OTLP/HTTP with protobuf bodies, or OTLP/gRPC (HTTP/2, MetricsService/Export "
-       "at the endpoint).",
-       "http/protobuf|grpc"},
-      {"export_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
-       "How often the state is exported."},
-      {"resource_attributes", SettingType::kStringMap, R"({"service.name": "tokenspeed"})", 0, 0,
-       "Resource attributes of every producer (service.name defaults to \"tokenspeed\"); "
-       "service.instance.id, host.name and process.pid are set per process."},
-      {"temporality", SettingType::kChoice, R"("cumulative")", 0, 0,
-       "Aggregation temporality of Sums and Histograms.", "cumulative|delta"},
-      {"compression", SettingType::kChoice, R"("gzip")", 0, 0, "Request body encoding.",
-       "gzip|none"},
-      {"max_data_points_per_request", SettingType::kInteger, "8192", 1, 1000000,
-       "Data points in one request; more are split, and this many changed series export early."},
-      kit::max_series_setting("100000"),
-      {"max_pending_requests", SettingType::kInteger, "64", 1, 100000,
-       "Requests kept while the receiver does not take them (delta); beyond, the oldest is "
-       "dropped."},
-      kit::initial_backoff_setting("1000"),
-      kit::max_backoff_setting("30000"),
-      kit::http_header_files_setting(),
-      kit::http_basic_auth_setting(),
-      kit::http_bearer_token_file_setting(),
-      kit::http_tls_setting(),
-      kit::http_sigv4_setting(),
-  }};
+  static const kit::SettingsTable table{
+      {
+          kit::http_url_setting(
+              "endpoint", R"("http://127.0.0.1:4318/v1/metrics")",
+              "OTLP/HTTP metrics URL (http:// or https://), the full path included; "
+              "with protocol grpc the receiver's address without a path, e.g. "
+              "\"http://127.0.0.1:4317\"."),
+          kit::http_headers_setting(
+              "HTTP headers added to every request, e.g. {\"api-key\": \"...\"}."),
+          kit::http_timeout_setting(
+              "10000", "Bound of one export request; during close also bounded by close's budget."),
+          {"protocol", SettingType::kChoice, R"("http/protobuf")", 0, 0,
+           "Transport: OTLP/HTTP with protobuf bodies, or OTLP/gRPC (HTTP/2, MetricsService/Export "
+           "at the endpoint).",
+           "http/protobuf|grpc"},
+          {"export_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
+           "How often the state is exported."},
+          {"resource_attributes", SettingType::kStringMap, R"({"service.name": "tokenspeed"})", 0,
+           0,
+           "Resource attributes of every producer (service.name defaults to \"tokenspeed\"); "
+           "service.instance.id, host.name and process.pid are set per process."},
+          {"temporality", SettingType::kChoice, R"("cumulative")", 0, 0,
+           "Aggregation temporality of Sums and Histograms.", "cumulative|delta"},
+          {"compression", SettingType::kChoice, R"("gzip")", 0, 0, "Request body encoding.",
+           "gzip|none"},
+          {"max_data_points_per_request", SettingType::kInteger, "8192", 1, 1000000,
+           "Data points in one request; more are split, and this many changed series export "
+           "early."},
+          kit::max_series_setting("100000"),
+          {"max_pending_requests", SettingType::kInteger, "64", 1, 100000,
+           "Requests kept while the receiver does not take them (delta); beyond, the oldest is "
+           "dropped."},
+          kit::initial_backoff_setting("1000"),
+          kit::max_backoff_setting("30000"),
+      },
+      kit::kHttpCredentialSettings};
   return table;
 }
 

@@ -17,8 +17,8 @@ namespace {
 constexpr kit::HttpExporterWords kWords{"data points", "export rejected", "export failed",
                                         "export"};
 
-std::vector<std::string> headers_for(bool gzip, bool grpc) {
-  if (grpc) return kit::grpc_request_headers(gzip);
+std::vector<std::string> headers_for(bool gzip, bool grpc, std::chrono::milliseconds timeout) {
+  if (grpc) return kit::grpc_request_headers(gzip, timeout);
   std::vector<std::string> headers{"Content-Type: application/x-protobuf"};
   if (gzip) headers.emplace_back("Content-Encoding: gzip");
   return headers;
@@ -30,7 +30,8 @@ OtlpSink::OtlpSink(OtlpOptions options, const plugin::Host& host)
     : HttpExporter(std::move(options.exporter), kWords, host),
       gzip_(options.gzip),
       grpc_(options.grpc),
-      content_headers_(headers_for(options.gzip, options.grpc)),
+      content_headers_(
+          headers_for(options.gzip, options.grpc, this->options().delivery.attempt_timeout)),
       encoder_(options.encoder) {
   start();
 }

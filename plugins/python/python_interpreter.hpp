@@ -22,7 +22,7 @@ namespace tokenspeed::metrics::python_bridge {
 // Threading: called from tsm_register only (the host's startup thread).
 std::string ensure_interpreter() noexcept;
 
-// Gives a thread that has no Python thread state (a host worker) one that
+// Gives a thread that has no Python thread state (a host delivery thread) one that
 // lives as long as the thread: PyGILState_Release would otherwise create and
 // destroy a thread state on every call, several microseconds each.
 void keep_thread_state() noexcept;

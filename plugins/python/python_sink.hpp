@@ -16,7 +16,7 @@
 
 namespace tokenspeed::metrics::python_bridge {
 
-// Threading: the host calls emit from the output's worker thread, one call
+// Threading: the host calls emit from the output's delivery thread, one call
 // at a time, and close once after the last emit; both take the GIL here.
 class PythonSink {
  public:

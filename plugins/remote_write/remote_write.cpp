@@ -26,37 +26,34 @@ namespace kit = tokenspeed::metrics::kit;
 using kit::SettingType;
 
 const kit::SettingsTable& settings_table() {
-  static const kit::SettingsTable table{{
-      kit::http_url_setting("url", R"("http://127.0.0.1:9090/api/v1/write")",
-                            "Remote-write URL (http:// or https://), the full path included."),
-      kit::http_headers_setting(
-          "HTTP headers added to every request, e.g. {\"Authorization\": \"Bearer ...\"}."),
-      kit::http_timeout_setting(
-          "10000", "Bound of one write request; during close also bounded by close's budget."),
-      {"push_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
-       "How often every series is pushed (one timestamp per push)."},
-      {"external_labels", SettingType::kStringMap, "{}", 0, 0,
-       "Labels added to every series, e.g. {\"cluster\": \"eu-1\"}; a label of the metric "
-       "of the same name wins."},
-      {"process_label", SettingType::kString, R"("process")", 0, 0,
-       "Label that tells the processes of a node apart (value: the host's name of the process, "
-       "e.g. scheduler-0); sum it away with sum without (process) (...)."},
-      {"node_label", SettingType::kString, R"("node")", 0, 0,
-       "Label that tells nodes apart (value: --metrics-node-name, else the host name); an "
-       "external_labels entry of the same name replaces it; \"\": none."},
-      {"max_samples_per_request", SettingType::kInteger, "2000", 1, 1000000,
-       "Samples in one request; more are split."},
-      kit::max_series_setting("100000"),
-      {"retry_on_429", SettingType::kBoolean, "false", 0, 0,
-       "Retry a 429 Too Many Requests with backoff (as Prometheus, off: it is dropped)."},
-      kit::initial_backoff_setting("30"),
-      kit::max_backoff_setting("5000"),
-      kit::http_header_files_setting(),
-      kit::http_basic_auth_setting(),
-      kit::http_bearer_token_file_setting(),
-      kit::http_tls_setting(),
-      kit::http_sigv4_setting(),
-  }};
+  static const kit::SettingsTable table{
+      {
+          kit::http_url_setting("url", R"("http://127.0.0.1:9090/api/v1/write")",
+                                "Remote-write URL (http:// or https://), the full path included."),
+          kit::http_headers_setting(
+              "HTTP headers added to every request, e.g. {\"Authorization\": \"Bearer ...\"}."),
+          kit::http_timeout_setting(
+              "10000", "Bound of one write request; during close also bounded by close's budget."),
+          {"push_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
+           "How often every series is pushed (one timestamp per push)."},
+          {"external_labels", SettingType::kStringMap, "{}", 0, 0,
+           "Labels added to every series, e.g. {\"cluster\": \"eu-1\"}; a label of the metric "
+           "of the same name wins."},
+          {"process_label", SettingType::kString, R"("process")", 0, 0,
+           "Label that tells the processes of a node apart (value: the host's name of the process, "
+           "e.g. scheduler-0); sum it away with sum without (process) (...)."},
+          {"node_label", SettingType::kString, R"("node")", 0, 0,
+           "Label that tells nodes apart (value: --metrics-node-name, else the host name); an "
+           "external_labels entry of the same name replaces it; \"\": none."},
+          {"max_samples_per_request", SettingType::kInteger, "2000", 1, 1000000,
+           "Samples in one request; more are split."},
+          kit::max_series_setting("100000"),
+          {"retry_on_429", SettingType::kBoolean, "false", 0, 0,
+           "Retry a 429 Too Many Requests with backoff (as Prometheus, off: it is dropped)."},
+          kit::initial_backoff_setting("30"),
+          kit::max_backoff_setting("5000"),
+      },
+      kit::kHttpCredentialSettings};
   return table;
 }
 

@@ -207,7 +207,7 @@ kit::SendResult StatsdSink::send(const DatagramBatch& batch) {
 }
 
 void StatsdSink::report_figures() {
-  const StatsdStats now = stats();
+  const StatsdSinkFigures now = figures();
   plugin::DeliveryFigures& figures = account_.figures();
   figures.refused =
       now.events_buffer_full + now.events_over_series + now.events_invalid + events_oversized_;
@@ -217,8 +217,8 @@ void StatsdSink::report_figures() {
 }
 
 void StatsdSink::report() {
-  const StatsdStats now = stats();
-  kit::AggregationStats refused;
+  const StatsdSinkFigures now = figures();
+  kit::AggregationFigures refused;
   refused.over_series_limit = now.events_over_series;
   refused.invalid = now.events_invalid;
   refused_.report(refused, options_.max_series, log_);
@@ -237,9 +237,9 @@ void StatsdSink::report() {
   reported_ = now;
 }
 
-StatsdStats StatsdSink::stats() const noexcept {
-  StatsdStats out;
-  const kit::AggregationStats aggregation = aggregator_.stats();
+StatsdSinkFigures StatsdSink::figures() const noexcept {
+  StatsdSinkFigures out;
+  const kit::AggregationFigures aggregation = aggregator_.figures();
   out.events = events_.load(std::memory_order_relaxed);
   out.events_buffer_full = events_buffer_full_.load(std::memory_order_relaxed);
   out.events_over_series = aggregation.over_series_limit;
@@ -252,7 +252,7 @@ StatsdStats StatsdSink::stats() const noexcept {
 }
 
 std::string StatsdSink::loss_summary() const {
-  const StatsdStats s = stats();
+  const StatsdSinkFigures s = figures();
   std::string out;
   const auto add = [&](uint64_t n, const char* what) {
     if (n == 0) return;

@@ -46,7 +46,7 @@ struct DatagramBatch {
 };
 
 // Totals since the sink was made; readable from any thread.
-struct StatsdStats {
+struct StatsdSinkFigures {
   uint64_t events = 0;              // accepted by emit
   uint64_t events_buffer_full = 0;  // dropped: the text buffer was full
   uint64_t events_over_series = 0;  // dropped: beyond max_series (aggregation)
@@ -75,7 +75,7 @@ class StatsdSink {
   // the sink's life (dropped datagrams or events), saying how much.
   void close(std::chrono::nanoseconds timeout);
 
-  StatsdStats stats() const noexcept;
+  StatsdSinkFigures figures() const noexcept;
 
  private:
   void collect(std::vector<DatagramBatch>& out, bool final);
@@ -104,7 +104,7 @@ class StatsdSink {
   kit::RefusedEventsReport refused_{
       "NaN or infinite, a negative counter delta, weight 0 or an operation that does not fit "
       "the metric's kind"};
-  StatsdStats reported_;                   // delivery thread only: what the log already said
+  StatsdSinkFigures reported_;             // delivery thread only: what the log already said
   kit::DeliveryAccount account_;           // delivery thread, then close
   uint64_t collected_events_ = 0;          // delivery thread only: events of earlier flushes
   uint64_t events_oversized_ = 0;          // delivery thread only: events of left-out lines

@@ -2,9 +2,9 @@
 // external outputs (0, 1, 2, 4, 8) and of producer threads recording at once
 // (1, 2, 4): counter inc and histogram observe through the collector's public
 // handles, each thread on a series of its own, every output a sink that only
-// counts, drained by its own worker. Batched cases give the producer's cost
+// counts, drained by its own delivery thread. Batched cases give the producer's cost
 // per event with every push finding room; full-speed cases what the outputs
-// receive per second, the drop ratio and the workers' CPU; the store cases
+// receive per second, the drop ratio and the delivery threads' CPU; the store cases
 // compare the producers' file store, and the placement cases where the rings'
 // slot arrays lie. Figures and plots: docs/performance.md, made by
 // test/bench/growth_outputs_plot.py.
@@ -39,7 +39,7 @@ namespace {
 using bench::kCounter;
 using bench::kHistogram;
 
-// An output whose emit only counts (the worker, the ring and the ABI event
+// An output whose emit only counts (the delivery thread, the ring and the ABI event
 // are the host's own; only the plugin's work is left out).
 struct CountingSink {
   std::atomic<std::uint64_t> emits{0};
@@ -145,7 +145,7 @@ void finish(benchmark::State& state, Rig& rig, double cpu_at_start,
   if (rig.router != nullptr) {
     rig.router->close(std::chrono::seconds(5));
     std::uint64_t accepted = 0, delivered = 0, dropped = 0;
-    for (const SinkStats& s : rig.router->stats()) {
+    for (const SinkFigures& s : rig.router->figures()) {
       accepted += s.accepted;
       delivered += s.delivered;
       dropped += s.dropped_ring_full;
@@ -167,7 +167,7 @@ void finish(benchmark::State& state, Rig& rig, double cpu_at_start,
 }
 
 // Events one thread records per iteration of the batched cases: half a ring
-// (the default queue holds 8192), so a push finds room once the worker has
+// (the default queue holds 8192), so a push finds room once the delivery thread has
 // drained the previous batch.
 constexpr int kBatch = 4096;
 
@@ -202,8 +202,8 @@ void run_batched(benchmark::State& state, Rig& rig, Record record) {
 }
 
 // The pipeline at full speed: every thread records as fast as it can, the
-// workers deliver what they can (a full ring drops and counts); what the
-// outputs received per second is the workers' limit.
+// delivery threads deliver what they can (a full ring drops and counts); what the
+// outputs received per second is the delivery threads' limit.
 template <class Record>
 void run_full_speed(benchmark::State& state, Rig& rig, Record record) {
   const auto t = static_cast<std::size_t>(state.thread_index());

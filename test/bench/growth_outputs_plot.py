@@ -72,7 +72,7 @@ def record_rows(runs):
         }
         if row["mode"] == "full speed" and outputs > 0:
             # what every output received per second, together, and the
-            # workers' CPU (the process's, less the producers') per delivery
+            # delivery threads' CPU (the process's, less the producers') per delivery
             row["delivered_per_s"] = statistics.median(b["delivered"] / b["wall_s"] for b in reps)
             row["worker_cpu_ns_per_delivered"] = statistics.median(
                 (b["process_cpu_s"] - b["cpu_time"] * b["iterations"] * 1e-9) * 1e9
@@ -172,7 +172,7 @@ def tables(result):
         slope, intercept = numpy.polyfit([p[0] for p in points], [p[1] for p in points], 1)
         lines.append(f"- {kind}, {t} thread(s): {intercept:.1f} ns + {slope:.1f} ns per output")
     lines += ["", "Full speed: events/s received by all outputs together, drop ratio, "
-              "workers' CPU ns per delivered event:", ""]
+              "delivery threads' CPU ns per delivered event:", ""]
     lines += pivot(record, "full speed",
                    lambda r: "-" if "delivered_per_s" not in r else
                    f"{r['delivered_per_s'] / 1e6:.1f} M, {r['drop_ratio'] * 100:.0f} %, "

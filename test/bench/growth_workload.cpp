@@ -126,7 +126,7 @@ int run(int processes, int series, const std::string& base_dir, bool compare) {
   }
   ::close(ready[0]);
 
-  // What Launcher::render_metrics does: "current". With "before", the same
+  // What LauncherRuntime::render_metrics does: "current". With "before", the same
   // files also merged by the earlier paths: "mapped-per-scrape" maps each
   // file anew per scrape (no ProducerFileMappings), "before" does that and
   // looks every record up (in-order matching off).
@@ -151,7 +151,7 @@ int run(int processes, int series, const std::string& base_dir, bool compare) {
       sources.run_dir = run_dir.path();
       sources.match_in_order = each.match_in_order;
       sources.file_mappings = each.mappings.get();
-      const EndpointCounters counters = each.endpoint->counters();
+      const EndpointFigures counters = each.endpoint->figures();
       sources.extra = [counters](PrometheusMerge& merge) {
         add_endpoint_self_figures(merge, counters);
       };

@@ -1,5 +1,5 @@
 // isolation_bench.cpp — what "isolation": "process" costs per event: a sink
-// worker's emit into a no-op plugin in process against the isolated proxy
+// delivery thread's emit into a no-op plugin in process against the isolated proxy
 // (a copy into the shared ring), and the end-to-end delivery of a batch
 // through the helper against the same batch in process. Figures:
 // docs/reliability.md.
@@ -93,7 +93,7 @@ void close_sink(tsm_sink& sink) {
   sink.vtable->close(sink.self, 5'000'000'000, error.get());
 }
 
-// The worker's emit call, in process: what an event costs the worker.
+// The delivery thread's emit call, in process: what an event costs the delivery thread.
 void BM_EmitInProcess(benchmark::State& state) {
   tsm_sink sink = in_process_sink();
   const tsm_metric_event event = counter_event();

@@ -1,5 +1,5 @@
 // otlp_bench.cpp — the otlp output's costs: events per second that one
-// worker pushes through the sink's emit into the aggregation state (goal:
+// delivery thread pushes through the sink's emit into the aggregation state (goal:
 // at least 10 M/s), and the collect + encode + gzip and the HTTP export of
 // 10,000 series (to a local keep-alive HTTP server on a thread of its own).
 #include <benchmark/benchmark.h>
@@ -44,7 +44,7 @@ otlp::OtlpOptions bench_options(const std::string& endpoint) {
   return options;
 }
 
-// emit as the host's worker calls it: one thread, events of `range(0)` series.
+// emit as the host's delivery thread calls it: one thread, events of `range(0)` series.
 void BM_OtlpSinkEmit(benchmark::State& state) {
   const EventSet set(static_cast<int>(state.range(0)));
   otlp::OtlpSink sink(bench_options("http://127.0.0.1:9/v1/metrics"), {});

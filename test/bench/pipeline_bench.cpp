@@ -1,7 +1,7 @@
 // pipeline_bench.cpp — the event pipeline against the targets of issue 3:
 // record-path cost with and without an external output, the std::mutex +
 // std::deque baseline in the same run, label lookup, histogram observe, one
-// worker's delivery rate, a plugin that sleeps in every emit (record-path
+// delivery thread's delivery rate, a plugin that sleeps in every emit (record-path
 // p99.9, drops, RSS), allocations on the hot path, and the clock choices.
 #include <benchmark/benchmark.h>
 
@@ -87,12 +87,12 @@ RouterOptions quiet(std::size_t queue_size = 8192) {
   return o;
 }
 
-// After a benchmark with an output: what the worker delivered and what the
+// After a benchmark with an output: what the delivery thread delivered and what the
 // ring dropped, with drop_ratio = dropped_ring_full / accepted next to the time
-// (a starved worker makes the record path look cheaper: the drop is).
+// (a starved delivery thread makes the record path look cheaper: the drop is).
 void report_drops(benchmark::State& state, EventRouter& router, long allocations) {
   router.close(std::chrono::seconds(5));
-  const SinkStats s = router.stats()[0];
+  const SinkFigures s = router.figures()[0];
   state.counters["delivered"] = static_cast<double>(s.delivered);
   state.counters["dropped_ring_full"] = static_cast<double>(s.dropped_ring_full);
   state.counters["drop_ratio"] =
@@ -103,7 +103,7 @@ void report_drops(benchmark::State& state, EventRouter& router, long allocations
   state.counters["wakeups"] = static_cast<double>(s.wakeups);
 }
 
-// A store, one no-op output drained by its worker, and a collector
+// A store, one no-op output drained by its delivery thread, and a collector
 // recording into both (members in this order: the collector goes first).
 struct OneOutput {
   InProcessMetricStore store;
@@ -260,9 +260,9 @@ static void BM_GaugeSetChanging_OneOutput(benchmark::State& state) {
 }
 BENCHMARK(BM_GaugeSetChanging_OneOutput)->UseRealTime();
 
-// ------------------------------------------------- one worker's delivery rate
-// The worker is held in create_sink while N events are queued, then released:
-// the time until all N were emitted is the worker's own rate.
+// ------------------------------------------------- one delivery thread's delivery rate
+// The delivery thread is held in create_sink while N events are queued, then released:
+// the time until all N were emitted is the delivery thread's own rate.
 namespace {
 
 double timed_drain_seconds(std::size_t n) {
@@ -283,19 +283,19 @@ double timed_drain_seconds(std::size_t n) {
 
 }  // namespace
 
-static void BM_WorkerThroughput(benchmark::State& state) {
+static void BM_DeliveryThroughput(benchmark::State& state) {
   const std::size_t n = static_cast<std::size_t>(state.range(0));
   for (auto _ : state) state.SetIterationTime(timed_drain_seconds(n));
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
                           static_cast<std::int64_t>(n));
 }
-BENCHMARK(BM_WorkerThroughput)->Arg(1 << 20)->UseManualTime()->Iterations(3);
+BENCHMARK(BM_DeliveryThroughput)->Arg(1 << 20)->UseManualTime()->Iterations(3);
 
-// ------------------------------------- a producer slower than the worker
-// The worker's own rate is measured first in the same run (as above, with
+// ------------------------------------- a producer slower than the delivery thread
+// The delivery thread's own rate is measured first in the same run (as above, with
 // 256 Ki events); then the producer records paced at half that rate (one
-// event every two worker-event times, timed with the TSC). With a producer
-// the worker can keep up with, drop_ratio must be 0.
+// event every two delivery thread-event times, timed with the TSC). With a producer
+// the delivery thread can keep up with, drop_ratio must be 0.
 namespace {
 
 double worker_ns_per_event() {
@@ -323,14 +323,14 @@ void run_paced(benchmark::State& state, EventRouter& router, Record record) {
 
 }  // namespace
 
-static void BM_CounterInc_OneOutput_PacedHalfWorkerRate(benchmark::State& state) {
+static void BM_CounterInc_OneOutput_PacedHalfDeliveryRate(benchmark::State& state) {
   OneOutput rig;
   Counter c = rig.collector.counter(kCounter).labels("llama", "0");
   run_paced(state, rig.router, [&] { c.inc(); });
 }
-BENCHMARK(BM_CounterInc_OneOutput_PacedHalfWorkerRate)->Iterations(4'000'000)->UseRealTime();
+BENCHMARK(BM_CounterInc_OneOutput_PacedHalfDeliveryRate)->Iterations(4'000'000)->UseRealTime();
 
-static void BM_HistogramObserve_OneOutput_PacedHalfWorkerRate(benchmark::State& state) {
+static void BM_HistogramObserve_OneOutput_PacedHalfDeliveryRate(benchmark::State& state) {
   OneOutput rig;
   Histogram h = rig.collector.histogram(kHistogram).labels("llama", "0");
   double v = 0.0;
@@ -339,15 +339,19 @@ static void BM_HistogramObserve_OneOutput_PacedHalfWorkerRate(benchmark::State& 
     v = v > 2.5 ? 0.0 : v + 0.013;
   });
 }
-BENCHMARK(BM_HistogramObserve_OneOutput_PacedHalfWorkerRate)->Iterations(4'000'000)->UseRealTime();
+BENCHMARK(BM_HistogramObserve_OneOutput_PacedHalfDeliveryRate)
+    ->Iterations(4'000'000)
+    ->UseRealTime();
 
-static void BM_GaugeSetChanging_OneOutput_PacedHalfWorkerRate(benchmark::State& state) {
+static void BM_GaugeSetChanging_OneOutput_PacedHalfDeliveryRate(benchmark::State& state) {
   OneOutput rig;
   Gauge g = rig.collector.gauge(kGauge).labels("llama", "0");
   double v = 0;
   run_paced(state, rig.router, [&] { g.set(v += 1); });
 }
-BENCHMARK(BM_GaugeSetChanging_OneOutput_PacedHalfWorkerRate)->Iterations(4'000'000)->UseRealTime();
+BENCHMARK(BM_GaugeSetChanging_OneOutput_PacedHalfDeliveryRate)
+    ->Iterations(4'000'000)
+    ->UseRealTime();
 
 // ---------------------------------------- a plugin that sleeps in every emit
 // Records 2M events (paced a little so the run covers several emits) while
@@ -394,7 +398,7 @@ static void BM_SleepingPlugin_RecordLatency(benchmark::State& state) {
     state.counters["rss_kib_growth_after_10pct"] = static_cast<double>(rss_after - rss_mid);
     state.counters["rss_kib_before"] = static_cast<double>(rss_before);
     router.close(std::chrono::milliseconds(0));
-    const SinkStats s = router.stats()[0];
+    const SinkFigures s = router.figures()[0];
     state.counters["accepted"] = static_cast<double>(s.accepted);
     state.counters["delivered"] = static_cast<double>(s.delivered);
     state.counters["dropped_ring_full"] = static_cast<double>(s.dropped_ring_full);
@@ -443,13 +447,13 @@ static void BM_Clock_EventClockRawNow(benchmark::State& state) {
 }
 BENCHMARK(BM_Clock_EventClockRawNow);
 
-// The worker's conversion of a raw reading to Unix ns.
-static void BM_Clock_TscToWallOnWorker(benchmark::State& state) {
+// The delivery thread's conversion of a raw reading to Unix ns.
+static void BM_Clock_TscToWallOnDeliveryThread(benchmark::State& state) {
   WallClockConverter converter;
   std::int64_t raw = event_clock::raw_now();
   for (auto _ : state) benchmark::DoNotOptimize(converter.to_unix_ns(raw++));
 }
-BENCHMARK(BM_Clock_TscToWallOnWorker);
+BENCHMARK(BM_Clock_TscToWallOnDeliveryThread);
 
 // ------------------------------------------------- raw ring, for reference
 static void BM_SpscPush32B_Draining(benchmark::State& state) {

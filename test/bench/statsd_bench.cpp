@@ -1,5 +1,5 @@
 // statsd_bench.cpp — the statsd output's costs: events per second that one
-// worker pushes through the sink's emit (counters and gauges into the
+// delivery thread pushes through the sink's emit (counters and gauges into the
 // per-flush aggregation, observations formatted as lines), per flavour; and
 // datagrams per second that the delivery thread packs and sends through a
 // non-blocking socket to a local receiver draining on a thread of its own.
@@ -177,7 +177,7 @@ void BM_Emit(benchmark::State& state) {
     sink.close(std::chrono::seconds(5));
   } catch (...) {
   }
-  const statsd::StatsdStats stats = sink.stats();
+  const statsd::StatsdSinkFigures stats = sink.figures();
   state.counters["datagrams"] = static_cast<double>(stats.datagrams_sent);
   state.counters["dropped_events"] = static_cast<double>(stats.events_buffer_full);
   state.SetLabel(state.range(0) == 0 ? "statsd" : "dogstatsd");

@@ -93,7 +93,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::vector<double> slots = numbers(fields[at + label_count]);
     at += label_count + 1;
     slots.resize(slot_count, 0.0);
-    const tsm::ProcessIdentity process{static_cast<pid_t>(1000 + index % 3), 0};
+    const tsm::ProcessInstance process{static_cast<pid_t>(1000 + index % 3), 0};
     merge.add_series(definition, values, slots, process, true);
     std::vector<std::string> key;
     for (const std::string_view value : values)

@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // A fresh log per input: every conflict is described, and nothing piles up.
   tsm::MergeConflictLog conflict_log([](std::string_view line) { FUZZ_CHECK(!line.empty()); });
   sources.conflict_log = &conflict_log;
-  tsm::MergeStats stats;
+  tsm::MergeFigures stats;
   const std::vector<tsm::MergedFamily> families = tsm::merge_scrape(sources, &stats);
   FUZZ_CHECK(stats.files <= 1);
   FUZZ_CHECK(stats.live_files <= stats.files);

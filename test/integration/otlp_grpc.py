@@ -6,7 +6,9 @@ not, cumulative or delta, over plaintext HTTP/2 or mutual TLS; UNAVAILABLE,
 and RESOURCE_EXHAUSTED with a RetryInfo (after its delay), are retried and
 delivery completes; a partial_success is logged; RESOURCE_EXHAUSTED without
 one, and INVALID_ARGUMENT, are refusals: dropped and never retried, counted,
-logged once per process, and no credential shows in the output.
+logged once per process, and no credential shows in the output. Each call
+carries timeout_ms as its gRPC deadline; a protocol the output does not
+know, or a gRPC endpoint with a path, is a startup error.
 """
 import os
 import signal
@@ -205,6 +207,26 @@ class OtlpGrpc(unittest.TestCase):
         self.assertIn("protocol", listing.stdout)
         self.assertIn('protocol choice ["http/protobuf","grpc"] default: "http/protobuf"',
                       " ".join(listing.stdout.split()))
+
+    def test_each_call_carries_timeout_ms_as_its_grpc_deadline(self):
+        # grpc-js reads grpc-timeout into the call's deadline: what was left
+        # of it on arrival is at most timeout_ms, and more than FAST's 1000 ms.
+        run = self.simulate({"timeout_ms": 7000})
+        self.finish(run)
+        left = [r["deadline_left_ms"] for r in self.grpc_requests()]
+        self.assertTrue(all(r is not None and 1000 < r <= 7000 for r in left), left)
+
+    def test_an_unknown_protocol_is_refused_at_startup_naming_the_key(self):
+        run = oc.Simulation(self.tmp, {"protocol": "grpc-web",
+                                       "endpoint": self.receiver.grpc_endpoint},
+                            "--duration", "1")
+        self.runs.append(run)
+        self.assertEqual(run.wait(), 2, run.describe())
+        errors = [line for line in run.stderr_text().splitlines() if "grpc-web" in line]
+        self.assertEqual(len(errors), 1, run.describe())
+        config = os.path.join(self.tmp, "metrics.json")
+        for part in ("otlp", config, "protocol", "http/protobuf", "grpc"):
+            self.assertIn(part, errors[0], run.describe())
 
     def test_a_grpc_endpoint_with_a_path_is_refused_at_startup(self):
         run = oc.Simulation(self.tmp, {"protocol": "grpc",

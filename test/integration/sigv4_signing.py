@@ -12,7 +12,9 @@ as Amazon Managed Service for Prometheus does (no network: 127.0.0.1 only).
   file, read again at every request, can be fixed without a restart;
 - credentials from the AWS_* environment, and from a profile of a shared
   credentials file named by AWS_SHARED_CREDENTIALS_FILE and AWS_PROFILE;
-- the otlp output's exports, signed the same way, are accepted too;
+- the otlp output's exports, signed the same way, are accepted too, over
+  HTTP and over gRPC (HTTP/2, where :authority is the signed host); a gRPC
+  call with a wrong secret is refused UNAUTHENTICATED, never retried;
 - no secret (key, token) in any line the run printed.
 
 Environment: remote_write_common's, and TSM_NODE, TSM_SIGV4_VERIFIER
@@ -69,11 +71,16 @@ class Verifier:
         if not line.startswith("listening "):
             self.process.kill()
             raise AssertionError(f"verifier did not start: {line!r} {self.process.stderr.read()}")
-        self.port = int(line.split()[1])
+        self.port, self.grpc_port = (int(word) for word in line.split()[1:3])
 
     @property
     def url(self):
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def grpc_endpoint(self):
+        """The cleartext HTTP/2 port, answering as a gRPC server."""
+        return f"http://127.0.0.1:{self.grpc_port}"
 
     @property
     def write_url(self):
@@ -258,6 +265,58 @@ class SigV4RemoteWrite(unittest.TestCase):
         self.assertEqual(len(figures), PROCESSES, run.describe())
         for process, counts in figures.items():
             self.assertEqual((counts["lost"], counts["retries"]), (0, 0), f"{process}: {counts}")
+        self.assert_no_secret_printed(run)
+
+    def otlp_over_grpc(self, secret, **settings):
+        if not OTLP_DIR:
+            self.skipTest("the otlp plugin is not built")
+        self.verifier = Verifier(self.tmp)
+        sigv4 = {"region": REGION, "access_key_id_file": self.secret_file("id", KEY_ID),
+                 "secret_access_key_file": self.secret_file("secret", secret)}
+        run = rw.simulate_harness.OutputSimulation(
+            self.tmp, "otlp", {"protocol": "grpc", "endpoint": self.verifier.grpc_endpoint,
+                               "export_interval_ms": 200, "initial_backoff_ms": 100,
+                               "max_backoff_ms": 400, "sigv4": sigv4, **settings},
+            OTLP_DIR, "--ranks", "1", "--request-rate", "100", env=self.environment())
+        self.runs.append(run)
+        return run
+
+    def test_the_otlp_outputs_signed_grpc_calls_are_accepted(self):
+        # HTTP/2 sends no Host header: what is signed as host is :authority.
+        run = self.otlp_over_grpc(SECRET)
+        self.assertTrue(rw.eventually(lambda: self.verifier.count(200) >= 2 * PROCESSES, 60),
+                        run.describe())
+        self.stop(run)
+        requests = self.verifier.requests()
+        self.assertEqual([r for r in requests if r["status"] != 200], [], run.describe())
+        for request in requests:
+            self.assertEqual(request["protocol"], "grpc")
+            self.assertEqual(request["path"],
+                             "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export")
+            signed = request["signed_headers"].split(";")
+            for name in ("content-type", "host", "x-amz-content-sha256", "x-amz-date"):
+                self.assertIn(name, signed, request)
+        figures = run.plugin_figures("otlp")
+        self.assertEqual(len(figures), PROCESSES, run.describe())
+        for process, counts in figures.items():
+            self.assertGreater(counts["sent"], 0, process)
+            self.assertEqual((counts["lost"], counts["retries"]), (0, 0), f"{process}: {counts}")
+        self.assert_no_secret_printed(run)
+
+    def test_a_grpc_call_signed_with_a_wrong_secret_is_refused_unauthenticated(self):
+        # Delta: a refused export's events are the plugin's lost.
+        run = self.otlp_over_grpc(WRONG_SECRET, temporality="delta")
+        self.assertTrue(rw.eventually(lambda: self.verifier.count(403) >= PROCESSES, 60),
+                        run.describe())
+        self.stop(run)
+        self.assertEqual(self.verifier.count(200), 0)
+        lines = run.plugin_lines("gRPC UNAUTHENTICATED (16)")
+        self.assertTrue(lines, run.describe())
+        self.assertTrue(all("signature mismatch" in line for line in lines), lines)
+        self.assertFalse(run.plugin_lines("retrying"), run.describe())
+        figures = run.plugin_figures("otlp")
+        self.assertGreater(sum(counts["lost"] for counts in figures.values()), 0, figures)
+        self.assertEqual(sum(counts["retries"] for counts in figures.values()), 0, figures)
         self.assert_no_secret_printed(run)
 
 

@@ -243,9 +243,13 @@ function handleGrpcExport(call, callback) {
   for (const key of Object.keys(metadata)) headers[key] = String(metadata[key]);
   // grpc-js keeps content-type and grpc-encoding to itself: the framed
   // size (content-length) shows whether the message came compressed.
+  // grpc-js takes grpc-timeout out of the metadata into the call's deadline:
+  // the milliseconds left of it when the call arrived (null: no deadline).
+  const deadline = call.getDeadline();
   const summary = {
     protocol: "grpc", bytes: raw.length, headers,
     framed_bytes: headers["content-length"] !== undefined ? Number(headers["content-length"]) : null,
+    deadline_left_ms: Number.isFinite(Number(deadline)) ? Number(deadline) - Date.now() : null,
   };
   requests.push(summary);
   let decoded;

@@ -276,4 +276,4 @@ print("sigterm default:", signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=DEADLINE_S, env=clean_env(), check=False)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split("\n")[:2] == ["role: node", "sigterm default: True"], result.stdout
+    assert result.stdout.split("\n")[:2] == ["role: launcher", "sigterm default: True"], result.stdout

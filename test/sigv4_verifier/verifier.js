@@ -6,7 +6,12 @@
 // session token is wrong), and keeps one outcome per request, served as JSON
 // on GET /state (never a secret). Binds 127.0.0.1 only.
 //
-//   node verifier.js --config FILE [--port N]     prints "listening PORT" when ready
+//   node verifier.js --config FILE [--port N]     prints "listening PORT H2PORT" when ready
+//
+// H2PORT serves the same check over cleartext HTTP/2 (prior knowledge) as a
+// unary gRPC server would answer: grpc-status 0 and an empty message when the
+// signature is AWS's, 16 (UNAUTHENTICATED) with the reason when it is not.
+// HTTP/2 has no Host header: :authority is the host that was signed.
 //
 // FILE (JSON): {"access_key_id": "...", "secret_access_key": "...",
 //               "session_token": "..." (optional: then required on every request),
@@ -16,6 +21,7 @@
 const crypto = require("crypto");
 const fs = require("fs");
 const http = require("http");
+const http2 = require("http2");
 const aws4 = require("aws4");
 
 const args = process.argv.slice(2);
@@ -30,6 +36,7 @@ const AUTHORIZATION =
   /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, SignedHeaders=([a-z0-9;-]+), Signature=([0-9a-f]{64})$/;
 
 // The reason a request is refused, or null when its signature is AWS's.
+// req: {method, url, headers} with lower-case header names.
 function verify(req, body) {
   const given = req.headers.authorization || "";
   const match = AUTHORIZATION.exec(given);
@@ -88,32 +95,44 @@ function verify(req, body) {
   return null;
 }
 
-const server = http.createServer((req, res) => {
+// One outcome per request, kept for GET /state.
+function record(req, body, reason, protocol) {
+  const match = AUTHORIZATION.exec(req.headers.authorization || "");
+  outcomes.push({
+    status: reason === null ? 200 : 403,
+    reason,
+    protocol,
+    path: req.url,
+    bytes: body.length,
+    signed_headers: match ? match[5] : null,
+    token: req.headers["x-amz-security-token"] !== undefined,
+    content_encoding: req.headers["content-encoding"] || null,
+  });
+}
+
+function checked(req, body) {
+  try {
+    return verify(req, body);
+  } catch (error) {
+    return `cannot verify: ${error.message}`;
+  }
+}
+
+function readBody(req, then) {
   const chunks = [];
   req.on("data", (chunk) => chunks.push(chunk));
-  req.on("end", () => {
-    const body = Buffer.concat(chunks);
+  req.on("end", () => then(Buffer.concat(chunks)));
+}
+
+const server = http.createServer((req, res) => {
+  readBody(req, (body) => {
     if (req.method === "GET" && req.url === "/state") {
       res.writeHead(200, { "Content-Type": "application/json" });
       res.end(JSON.stringify({ requests: outcomes }));
       return;
     }
-    let reason;
-    try {
-      reason = verify(req, body);
-    } catch (error) {
-      reason = `cannot verify: ${error.message}`;
-    }
-    const match = AUTHORIZATION.exec(req.headers.authorization || "");
-    outcomes.push({
-      status: reason === null ? 200 : 403,
-      reason,
-      path: req.url,
-      bytes: body.length,
-      signed_headers: match ? match[5] : null,
-      token: req.headers["x-amz-security-token"] !== undefined,
-      content_encoding: req.headers["content-encoding"] || null,
-    });
+    const reason = checked(req, body);
+    record(req, body, reason, "http/1.1");
     if (reason === null) {
       res.writeHead(200, { "Content-Length": "0" });
       res.end();
@@ -126,6 +145,24 @@ const server = http.createServer((req, res) => {
   });
 });
 
+const grpcServer = http2.createServer((req, res) => {
+  readBody(req, (body) => {
+    const view = { method: req.method, url: req.url, headers: { ...req.headers, host: req.headers[":authority"] } };
+    const reason = checked(view, body);
+    record(view, body, reason, "grpc");
+    res.writeHead(200, { "content-type": "application/grpc" });
+    if (reason === null) {
+      res.addTrailers({ "grpc-status": "0" });
+      res.end(Buffer.alloc(5)); // an empty response message, uncompressed
+    } else {
+      res.addTrailers({ "grpc-status": "16", "grpc-message": encodeURIComponent(`SigV4 verification failed: ${reason}`) });
+      res.end();
+    }
+  });
+});
+
 server.listen(port, "127.0.0.1", () => {
-  process.stdout.write(`listening ${server.address().port}\n`);
+  grpcServer.listen(0, "127.0.0.1", () => {
+    process.stdout.write(`listening ${server.address().port} ${grpcServer.address().port}\n`);
+  });
 });

@@ -22,7 +22,7 @@
 #include <tokenspeed/metric_reporter.h>
 
 #include "eventually.hpp"
-#include "pipeline/sink_worker.hpp"
+#include "pipeline/sink_delivery.hpp"
 
 namespace tokenspeed::metrics::test {
 
@@ -201,7 +201,7 @@ struct LogLines {
 };
 
 // The accounting identity of the issue, checked on a stats snapshot.
-inline bool identity_holds(const SinkStats& s) {
+inline bool identity_holds(const SinkFigures& s) {
   return s.accepted == s.delivered + s.dropped_ring_full + s.dropped_sink_disabled +
                            s.dropped_after_close + s.discarded_at_deadline + s.queue_depth;
 }

@@ -97,12 +97,14 @@ inline int64_t unix_time_ns() noexcept {
 }
 
 /* Totals since the aggregator was made. */
-struct AggregationStats {
+struct AggregationFigures {
   uint64_t accepted = 0;
   uint64_t over_series_limit = 0;  // events of series beyond max_series
   uint64_t invalid = 0;            // negative counter delta, NaN, operation not of the kind
   std::size_t series = 0;
 };
+/* The name of earlier kit releases. */
+using AggregationStats [[deprecated("renamed AggregationFigures")]] = AggregationFigures;
 
 /* Threading: add is called by one thread at a time (the sink's emit); collect
  * and stats by any other thread (the delivery thread). They share one mutex,
@@ -126,7 +128,7 @@ class Aggregator {
     if (info == nullptr || !operation_fits(info->kind, event.operation) ||
         std::isnan(event.value) || (event.operation == TSM_OP_INC && !(event.value >= 0))) {
       std::lock_guard lock(mutex_);
-      ++stats_.invalid;
+      ++figures_.invalid;
       return Added::kInvalid;
     }
     std::size_t lengths[kMaxFastLabels];
@@ -136,11 +138,11 @@ class Aggregator {
     if (series == nullptr) {
       series = insert(event, hash);
       if (series == nullptr) {
-        ++stats_.over_series_limit;
+        ++figures_.over_series_limit;
         return Added::kOverSeriesLimit;
       }
     }
-    ++stats_.accepted;
+    ++figures_.accepted;
     apply(*series, event);
     if (!series->touched) {
       series->touched = true;
@@ -182,8 +184,8 @@ class Aggregator {
       }
     }
     touched_ = 0;
-    snapshot.events = stats_.accepted;
-    collected_events_ = stats_.accepted;
+    snapshot.events = figures_.accepted;
+    collected_events_ = figures_.accepted;
     return snapshot;
   }
 
@@ -193,12 +195,13 @@ class Aggregator {
     return collected_events_;
   }
 
-  AggregationStats stats() const {
+  AggregationFigures figures() const {
     std::lock_guard lock(mutex_);
-    AggregationStats out = stats_;
+    AggregationFigures out = figures_;
     out.series = series_.size();
     return out;
   }
+  [[deprecated("use figures()")]] AggregationFigures stats() const { return figures(); }
 
   const AggregationOptions& options() const noexcept { return options_; }
 
@@ -344,7 +347,7 @@ class Aggregator {
   std::deque<SeriesFamily> families_;
   std::unordered_map<const tsm_metric_info*, const SeriesFamily*> families_by_info_;
   std::size_t touched_ = 0;
-  AggregationStats stats_;
+  AggregationFigures figures_;
   uint64_t collected_events_ = 0;  // Snapshot::events of the last collect
 };
 

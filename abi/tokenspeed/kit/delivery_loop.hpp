@@ -68,8 +68,8 @@ struct DeliveryOptions {
   std::chrono::milliseconds max_retry_after{std::chrono::minutes(5)};  // cap on Retry-After
 };
 
-/* Counted on the delivery thread; read with stats() from any thread. */
-struct DeliveryStats {
+/* Counted on the delivery thread; read with figures() from any thread. */
+struct DeliveryLoopFigures {
   uint64_t collects = 0;
   uint64_t attempts = 0;
   uint64_t delivered = 0;
@@ -79,6 +79,8 @@ struct DeliveryStats {
   uint64_t dropped_close = 0;
   uint64_t superseded = 0;  // cumulative payloads replaced by a fresh collect
 };
+/* The name of earlier kit releases. */
+using DeliveryStats [[deprecated("renamed DeliveryLoopFigures")]] = DeliveryLoopFigures;
 
 /* Threading: start, request_export, close and stats from any thread (emit's
  * thread and the host's close thread); the callbacks run on the loop's own
@@ -176,10 +178,11 @@ class DeliveryLoop {
     return close_result_;
   }
 
-  DeliveryStats stats() const {
+  DeliveryLoopFigures figures() const {
     std::lock_guard lock(mutex_);
-    return stats_;
+    return figures_;
   }
+  [[deprecated("use figures()")]] DeliveryLoopFigures stats() const { return figures(); }
 
   const DeliveryOptions& options() const noexcept { return options_; }
 
@@ -187,7 +190,7 @@ class DeliveryLoop {
   template <class F>
   void count(F&& f) {
     std::lock_guard lock(mutex_);
-    f(stats_);
+    f(figures_);
   }
 
   void drop_all(DropReason reason, const std::string& why) {
@@ -196,7 +199,7 @@ class DeliveryLoop {
   }
 
   void drop(const Payload& payload, DropReason reason, const std::string& why) {
-    count([&](DeliveryStats& s) {
+    count([&](DeliveryLoopFigures& s) {
       if (reason == DropReason::kRejected) ++s.dropped_rejected;
       if (reason == DropReason::kQueueFull) ++s.dropped_queue_full;
       if (reason == DropReason::kCloseDeadline) ++s.dropped_close;
@@ -207,7 +210,7 @@ class DeliveryLoop {
   void collect(bool final) {
     std::vector<Payload> fresh;
     callbacks_.collect(fresh, final);
-    count([](DeliveryStats& s) { ++s.collects; });
+    count([](DeliveryLoopFigures& s) { ++s.collects; });
     for (Payload& payload : fresh) pending_.push_back(std::move(payload));
     while (pending_.size() > options_.max_pending) {
       drop(pending_.front(), DropReason::kQueueFull,
@@ -229,7 +232,7 @@ class DeliveryLoop {
       const Clock::time_point now = Clock::now();
       if (final && now >= hard_deadline) return std::nullopt;
       const Clock::time_point deadline = std::min(now + options_.attempt_timeout, hard_deadline);
-      count([](DeliveryStats& s) { ++s.attempts; });
+      count([](DeliveryLoopFigures& s) { ++s.attempts; });
       SendResult result;
       try {
         result = callbacks_.send(pending_.front(), deadline, final ? nullptr : &stop_attempts_);
@@ -243,7 +246,7 @@ class DeliveryLoop {
       }
       switch (result.outcome) {
         case SendResult::Outcome::kDelivered:
-          count([](DeliveryStats& s) { ++s.delivered; });
+          count([](DeliveryLoopFigures& s) { ++s.delivered; });
           backoff_.reset();
           pending_.pop_front();
           break;
@@ -252,7 +255,7 @@ class DeliveryLoop {
           pending_.pop_front();
           break;
         case SendResult::Outcome::kRetry: {
-          count([](DeliveryStats& s) { ++s.retried; });
+          count([](DeliveryLoopFigures& s) { ++s.retried; });
           // Cut short by close: the final attempts follow at once, no failure to report.
           if (!final && stop_attempts_.load(std::memory_order_acquire))
             return std::chrono::milliseconds(0);
@@ -286,7 +289,7 @@ class DeliveryLoop {
       if (!retrying && now < next_collect && !requested) continue;
       try {
         if (retrying && options_.recollect_on_retry) {
-          count([&](DeliveryStats& s) { s.superseded += pending_.size(); });
+          count([&](DeliveryLoopFigures& s) { s.superseded += pending_.size(); });
           pending_.clear();
         }
         if (pending_.empty()) {
@@ -315,7 +318,7 @@ class DeliveryLoop {
     }
     try {
       if (options_.recollect_on_retry) {
-        count([&](DeliveryStats& s) { s.superseded += pending_.size(); });
+        count([&](DeliveryLoopFigures& s) { s.superseded += pending_.size(); });
         pending_.clear();
       }
       collect(true);
@@ -345,7 +348,7 @@ class DeliveryLoop {
   bool closing_ = false;
   bool close_result_ = false;
   Clock::time_point close_deadline_{};
-  DeliveryStats stats_;
+  DeliveryLoopFigures figures_;
   std::thread thread_;
   std::atomic<bool> export_requested_{false};
   std::atomic<bool> stop_attempts_{false};  // close began: end the ordinary attempt in flight

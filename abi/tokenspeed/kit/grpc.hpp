@@ -8,7 +8,8 @@
  *
  *   std::string body;
  *   kit::grpc_frame(message, false, body);        // 0, 4-byte length, message
- *   headers: kit::grpc_request_headers(gzip)     // content-type, te, grpc-encoding
+ *   headers: kit::grpc_request_headers(gzip, timeout)  // content-type, te, grpc-encoding,
+ *                                                      // grpc-timeout
  *   POST to <endpoint>/<package.Service>/<Method>
  *   const kit::SendResult result = kit::classify_grpc_response(response);
  *
@@ -27,6 +28,7 @@
 #include <tokenspeed/kit/http_client.hpp>
 #include <tokenspeed/kit/http_response.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -89,6 +91,31 @@ inline std::string grpc_code_name(int code) {
 inline std::vector<std::string> grpc_request_headers(bool gzip) {
   std::vector<std::string> headers{"content-type: application/grpc", "te: trailers"};
   if (gzip) headers.emplace_back("grpc-encoding: gzip");
+  return headers;
+}
+
+/* A grpc-timeout value: at most 8 digits and a unit (gRPC's PROTOCOL-HTTP2),
+ * in milliseconds while they fit, else in the first coarser unit that holds
+ * them (rounded up, so the server never gives up before the client). */
+inline std::string grpc_timeout_value(std::chrono::milliseconds timeout) {
+  constexpr int64_t kMaxValue = 99999999;
+  const auto up = [](int64_t value, int64_t factor) {
+    return value / factor + (value % factor != 0);
+  };
+  const int64_t ms = std::max<int64_t>(timeout.count(), 0);
+  if (ms <= kMaxValue) return std::to_string(ms) + "m";
+  const int64_t seconds = up(ms, 1000);
+  if (seconds <= kMaxValue) return std::to_string(seconds) + "S";
+  const int64_t minutes = up(seconds, 60);
+  if (minutes <= kMaxValue) return std::to_string(minutes) + "M";
+  return std::to_string(std::min(up(minutes, 60), kMaxValue)) + "H";
+}
+
+/* The same, with the call's deadline as grpc-timeout: the server stops
+ * working on a call its client no longer waits for. */
+inline std::vector<std::string> grpc_request_headers(bool gzip, std::chrono::milliseconds timeout) {
+  std::vector<std::string> headers = grpc_request_headers(gzip);
+  headers.push_back("grpc-timeout: " + grpc_timeout_value(timeout));
   return headers;
 }
 

@@ -172,6 +172,13 @@ constexpr Setting http_header_files_setting() {
                  "{\"api-key\": \"/run/secrets/api-key\"}.");
 }
 
+/* The rows every HTTP exporter's table ends with, in this order: its header
+ * files, credentials and TLS (SettingsTable's trailing rows). */
+inline constexpr Setting kHttpCredentialSettings[] = {
+    http_header_files_setting(), http_basic_auth_setting(), http_bearer_token_file_setting(),
+    http_tls_setting(),          http_sigv4_setting(),
+};
+
 namespace detail {
 
 inline bool same_header(std::string_view a, std::string_view b) {
@@ -611,7 +618,7 @@ class HttpExporter {
   }
 
   void report_refused_events() {
-    refused_.report(aggregator_.stats(), options_.aggregation.max_series, log_);
+    refused_.report(aggregator_.figures(), options_.aggregation.max_series, log_);
   }
 
   bool cumulative() const noexcept { return options_.delivery.recollect_on_retry; }
@@ -648,7 +655,7 @@ class HttpExporter {
 
   // The counters not kept event by event, then the report to the host.
   void report_figures() {
-    const AggregationStats stats = aggregator_.stats();
+    const AggregationFigures stats = aggregator_.figures();
     plugin::DeliveryFigures& figures = account_.figures();
     figures.refused = stats.over_series_limit + stats.invalid;
     const uint64_t settled = figures.sent + figures.lost;
@@ -658,7 +665,7 @@ class HttpExporter {
 
   // close, after the delivery thread ended: what was not sent is lost.
   void settle_figures() {
-    const AggregationStats stats = aggregator_.stats();
+    const AggregationFigures stats = aggregator_.figures();
     plugin::DeliveryFigures& figures = account_.figures();
     if (stats.accepted > figures.sent + figures.lost) figures.lost = stats.accepted - figures.sent;
     report_figures();

@@ -29,7 +29,7 @@ class RefusedEventsReport {
                                    "fit the metric's kind")
       : invalid_reasons_(std::move(invalid_reasons)) {}
 
-  void report(const AggregationStats& stats, std::size_t max_series, RateLimitedLog& log) {
+  void report(const AggregationFigures& stats, std::size_t max_series, RateLimitedLog& log) {
     if (stats.over_series_limit > reported_over_limit_) {
       log.report(TSM_LOG_WARNING, "series limit",
                  std::to_string(stats.over_series_limit - reported_over_limit_) +

@@ -308,6 +308,12 @@ class Settings {
 class SettingsTable {
  public:
   SettingsTable(std::initializer_list<Setting> rows) : rows_(rows) {}
+  /* rows, then trailing: rows a kit header gives every table of a kind
+   * (kHttpCredentialSettings of an HTTP exporter). */
+  template <std::size_t N>
+  SettingsTable(std::initializer_list<Setting> rows, const Setting (&trailing)[N]) : rows_(rows) {
+    rows_.insert(rows_.end(), trailing, trailing + N);
+  }
 
   const std::vector<Setting>& rows() const noexcept { return rows_; }
 

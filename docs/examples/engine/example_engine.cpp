@@ -27,21 +27,30 @@ namespace tsm = tokenspeed::metrics;
 namespace {
 
 // The engine's own metrics: none of them is in the TokenSpeed catalog.
-const tsm::MetricDefinition kGeneratedTokens{
-    "example:generated_tokens", tsm::MetricKind::counter, "Tokens generated.", "tokens",
-    {"worker", "model"},        {},                         tsm::GaugeMode::livemax};
-const tsm::MetricDefinition kStepLatency{
-    "example:step_latency_seconds", tsm::MetricKind::histogram, "Latency of one decoding step.",
-    "seconds", {"worker"}, {0.01, 0.05, 0.1}, tsm::GaugeMode::livemax};
-const tsm::MetricDefinition kBusy{"example:busy_slots", tsm::MetricKind::gauge,
-                                  "Decoding slots in use.", "slots", {"worker"}, {},
+const tsm::MetricDefinition kGeneratedTokens{"example:generated_tokens", tsm::MetricKind::counter,
+                                             "Tokens generated.",        "tokens",
+                                             {"worker", "model"},        {},
+                                             tsm::GaugeMode::livemax};
+const tsm::MetricDefinition kStepLatency{"example:step_latency_seconds",
+                                         tsm::MetricKind::histogram,
+                                         "Latency of one decoding step.",
+                                         "seconds",
+                                         {"worker"},
+                                         {0.01, 0.05, 0.1},
+                                         tsm::GaugeMode::livemax};
+const tsm::MetricDefinition kBusy{"example:busy_slots",
+                                  tsm::MetricKind::gauge,
+                                  "Decoding slots in use.",
+                                  "slots",
+                                  {"worker"},
+                                  {},
                                   tsm::GaugeMode::livesum};
 
 // A worker's whole life: attach, record, close. Worker i generates i + 1
 // tokens per request and takes 0.02 s (two tokens per observation) per step.
 int run_worker(int index, int requests) {
-  tsm::Worker worker("worker-" + std::to_string(index));
-  tsm::Recorder& metrics = worker.recorder();
+  tsm::Producer producer("worker-" + std::to_string(index));
+  tsm::Recorder& metrics = producer.recorder();
   const std::string name = std::to_string(index);
   const tsm::Counter tokens = metrics.counter(kGeneratedTokens).labels(name, "tiny");
   const tsm::Histogram step = metrics.histogram(kStepLatency).labels(name);
@@ -53,19 +62,21 @@ int run_worker(int index, int requests) {
     busy.dec();
   }
   busy.set(index);  // what the worker leaves behind
-  worker.close();
+  producer.close();
   return 0;
 }
 
 pid_t start_worker(const char* self, int index, int requests) {
   const std::string index_text = std::to_string(index);
   const std::string requests_text = std::to_string(requests);
-  std::vector<char*> argv{const_cast<char*>(self), const_cast<char*>("--worker"),
+  std::vector<char*> argv{const_cast<char*>(self),
+                          const_cast<char*>("--worker"),
                           const_cast<char*>(index_text.c_str()),
                           const_cast<char*>("--requests"),
-                          const_cast<char*>(requests_text.c_str()), nullptr};
+                          const_cast<char*>(requests_text.c_str()),
+                          nullptr};
   pid_t pid = 0;
-  // The node exported its worker environment: a spawned process inherits it.
+  // The launcher exported its producer environment: a spawned process inherits it.
   const int error = ::posix_spawn(&pid, self, nullptr, nullptr, argv.data(), environ);
   if (error != 0) {
     std::fprintf(stderr, "example-engine: cannot start a worker: %s\n", std::strerror(error));
@@ -107,10 +118,10 @@ int main(int argc, char** argv) {
     }
     if (worker_index >= 0) return run_worker(worker_index, requests);
 
-    tsm::Node node(options);
-    std::cout << "metrics: " << (node.metrics_url().empty() ? "-" : node.metrics_url())
+    tsm::Launcher launcher(options);
+    std::cout << "metrics: " << (launcher.metrics_url().empty() ? "-" : launcher.metrics_url())
               << std::endl;
-    node.export_worker_environment();
+    launcher.export_producer_environment();
     std::vector<pid_t> pids;
     for (int i = 0; i < workers; ++i) pids.push_back(start_worker(argv[0], i, requests));
     int failed = 0;
@@ -124,7 +135,7 @@ int main(int argc, char** argv) {
     std::cout << "workers finished (" << failed << " failed)" << std::endl;
     std::string line;
     std::getline(std::cin, line);
-    const tsm::ShutdownReport report = node.close();
+    const tsm::ShutdownReport report = launcher.close();
     std::cout << report.table << std::flush;
     return failed == 0 ? 0 : 1;
   } catch (const tsm::StartupError& error) {

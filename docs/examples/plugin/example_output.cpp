@@ -70,7 +70,7 @@ class ExampleSink {
   void close(std::chrono::nanoseconds timeout) {
     if (!loop_.close(timeout)) host_.log(TSM_LOG_WARNING, "example_output: data dropped at close");
     // The loop's thread has ended: what was never sent is lost.
-    const kit::AggregationStats stats = aggregator_.stats();
+    const kit::AggregationFigures stats = aggregator_.figures();
     account_.figures().lost = stats.accepted - account_.figures().sent;
     report_figures();
     const std::string summary =
@@ -114,7 +114,7 @@ class ExampleSink {
 
   // Delivery thread (then close): the totals, to the host.
   void report_figures() {
-    const kit::AggregationStats stats = aggregator_.stats();
+    const kit::AggregationFigures stats = aggregator_.figures();
     plugin::DeliveryFigures& figures = account_.figures();
     figures.refused = stats.over_series_limit + stats.invalid;
     figures.pending = stats.accepted - figures.sent - figures.lost;

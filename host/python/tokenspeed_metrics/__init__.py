@@ -176,7 +176,7 @@ def _process_name():
             return process.name
     except Exception:  # noqa: BLE001 - the name is a courtesy
         pass
-    return "worker-%d" % os.getpid()
+    return "producer-%d" % os.getpid()
 
 
 def attach(name=None):
@@ -184,7 +184,7 @@ def attach(name=None):
     (done by itself on the first recording, once however many threads make
     it together). Returns True when metrics are enabled. Raises StartupError
     without a launcher's environment."""
-    enabled = _native.attach_worker(name or _process_name())
+    enabled = _native.attach_producer(name or _process_name())
     _close_at_exit()
     return enabled
 
@@ -212,7 +212,7 @@ def _in_launched_node():
     if current is None and _handoff_in_environment():
         attach()
         current = _native.role()
-    return current in ("node", "worker")
+    return current in ("launcher", "producer")
 
 
 def _attach_on_first_use():
@@ -278,7 +278,7 @@ def generate_latest(registry=None):
 
 
 def role():
-    """'node' (start() ran here), 'worker' (attached to a launcher),
+    """'launcher' (start() ran here), 'producer' (attached to a launcher),
     'standalone' (recording without a launcher) or None (nothing yet)."""
     return _native.role()
 

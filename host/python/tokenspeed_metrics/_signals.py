@@ -7,7 +7,7 @@ producers' files behind. start() installs these handlers in the launcher's
 main thread: they close the node as close() does, then chain to the handler
 that was there before (the engine's Python handler, KeyboardInterrupt for
 SIGINT, or the default action, so the process still ends by the signal).
-Never installed in a worker; a child forked from the launcher only chains.
+Never installed in a producer; a child forked from the launcher only chains.
 """
 import os
 import signal

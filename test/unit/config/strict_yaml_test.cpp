@@ -98,7 +98,7 @@ TEST_CASE(
   };
   for (const int keys : {1'000, 20'000}) {
     INFO(keys << " keys");
-    YamlParseCounts counts;
+    YamlParseFigures counts;
     const YamlNode root = parse_strict_yaml(mapping_of(keys), &counts);
     REQUIRE(root.entries.size() == static_cast<std::size_t>(keys));
     // A quadratic search compares each key with every earlier one: about

@@ -1,5 +1,5 @@
 // isolated_output_test.cpp — an output isolated in a sink helper process,
-// driven as its delivery worker drives it: a segfaulting and a deadlocking
+// driven as its delivery thread drives it: a segfaulting and a deadlocking
 // plugin cost only their own events (this process survives, the helper is
 // restarted, the loss is counted and the accounting identity stays exact),
 // an isolated jsonl output writes exactly what the in-process one writes,
@@ -124,7 +124,7 @@ IsolatedOutputOptions fault_options(const std::string& plugin, Lines& lines,
   return options;
 }
 
-// Emits through the sink's vtable, as the delivery worker does.
+// Emits through the sink's vtable, as the delivery thread does.
 struct Driver {
   tsm_sink sink{sizeof(tsm_sink), nullptr, nullptr, nullptr, nullptr, nullptr};
   AbiBuffer error;
@@ -153,8 +153,8 @@ void run_fault_scenario(IsolatedOutput& output, Driver& driver) {
 
 void check_identity_after_adjust(const IsolatedOutput& output, std::uint64_t emitted) {
   const IsolatedFigures f = output.figures();
-  // The worker's view: every emit returned success.
-  SinkStats stats;
+  // The delivery thread's view: every emit returned success.
+  SinkFigures stats;
   stats.accepted = emitted;
   stats.delivered = emitted;
   output.adjust(stats);

@@ -160,8 +160,8 @@ TEST_CASE("series beyond the limit are counted, never merged into another") {
   CHECK(s.points.size() == 2);
   CHECK(find(s, "tokens_total", "a")->value == 2);
   CHECK(find(s, "tokens_total", "b")->value == 1);
-  CHECK(agg.stats().over_series_limit == 1);
-  CHECK(agg.stats().series == 2);
+  CHECK(agg.figures().over_series_limit == 1);
+  CHECK(agg.figures().series == 2);
 }
 
 TEST_CASE("many series grow the table without losing any") {
@@ -181,7 +181,7 @@ TEST_CASE("invalid events are counted and change nothing") {
   CHECK(agg.add(event(kCounter, TSM_OP_SET, 1, 1, m)) == kit::Aggregator::Added::kInvalid);
   CHECK(agg.add(event(kHistogram, TSM_OP_OBSERVE, std::nan(""), 1, m)) ==
         kit::Aggregator::Added::kInvalid);
-  CHECK(agg.stats().invalid == 3);
+  CHECK(agg.figures().invalid == 3);
   CHECK(agg.collect(2000).points.empty());
 }
 

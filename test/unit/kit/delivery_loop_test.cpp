@@ -165,7 +165,7 @@ TEST_CASE("the loop collects and sends on its interval") {
   std::lock_guard lock(r.mutex);
   CHECK(std::vector<int>(r.sent.begin(), r.sent.begin() + 3) == std::vector<int>{1, 2, 3});
   CHECK(r.collects_final.back() == 1);  // the last collect is the final one
-  CHECK(loop.stats().delivered == r.sent.size());
+  CHECK(loop.figures().delivered == r.sent.size());
 }
 
 TEST_CASE("request_export exports before the interval ends (a full batch)") {
@@ -190,7 +190,7 @@ TEST_CASE("cumulative: a retry collects afresh, superseding what waited") {
   loop.close(milliseconds(1000));
   std::lock_guard lock(r.mutex);
   CHECK(std::vector<int>(r.sent.begin(), r.sent.begin() + 3) == std::vector<int>{1, 2, 3});
-  CHECK(loop.stats().superseded >= 2);
+  CHECK(loop.figures().superseded >= 2);
   CHECK(r.retry_delays == std::vector<milliseconds>{milliseconds(1), milliseconds(2)});
 }
 
@@ -230,7 +230,7 @@ TEST_CASE("a rejected payload is dropped and never retried") {
   REQUIRE(!r.dropped.empty());
   CHECK(r.dropped[0] == std::make_pair(1, kit::DropReason::kRejected));
   CHECK(r.retry_delays.empty());
-  CHECK(loop.stats().dropped_rejected == 1);
+  CHECK(loop.figures().dropped_rejected == 1);
 }
 
 TEST_CASE("Retry-After replaces the backoff delay, capped at max_retry_after") {
@@ -263,7 +263,7 @@ TEST_CASE("at most max_pending payloads wait; the oldest is dropped and counted"
   loop.start();
   loop.request_export();
   REQUIRE(r.wait([&] { return r.sent.size() >= 2; }));
-  CHECK(loop.stats().dropped_queue_full == 3);  // before close, whose final collect adds 5 more
+  CHECK(loop.figures().dropped_queue_full == 3);  // before close, whose final collect adds 5 more
   loop.close(milliseconds(1000));
   std::lock_guard lock(r.mutex);
   CHECK(std::vector<int>(r.sent.begin(), r.sent.begin() + 2) == std::vector<int>{4, 5});
@@ -306,7 +306,7 @@ TEST_CASE("close interrupts a hanging attempt, bounds the final ones, drops what
   for (std::size_t i = 0; i < r.sent.size(); ++i) {
     if (r.sent_final[i]) CHECK(r.deadlines[i] <= start + milliseconds(200));
   }
-  CHECK(loop.stats().dropped_close >= 1);
+  CHECK(loop.figures().dropped_close >= 1);
   REQUIRE(!r.dropped.empty());
   CHECK(r.dropped.back().second == kit::DropReason::kCloseDeadline);
 }

@@ -76,6 +76,17 @@ TEST_CASE("the request headers are gRPC's, with grpc-encoding when gzip") {
   CHECK(kit::grpc_request_headers(true).back() == "grpc-encoding: gzip");
 }
 
+TEST_CASE("the call's timeout is its grpc-timeout, in 8 digits at most, never shorter") {
+  using std::chrono::milliseconds;
+  CHECK(kit::grpc_request_headers(true, milliseconds(10000)).back() == "grpc-timeout: 10000m");
+  CHECK(kit::grpc_timeout_value(milliseconds(0)) == "0m");
+  CHECK(kit::grpc_timeout_value(milliseconds(99999999)) == "99999999m");
+  CHECK(kit::grpc_timeout_value(milliseconds(100000000)) == "100000S");
+  CHECK(kit::grpc_timeout_value(milliseconds(100000001)) == "100001S");  // rounded up
+  CHECK(kit::grpc_timeout_value(milliseconds(int64_t{600000000000})) == "10000000M");
+  CHECK(kit::grpc_timeout_value(milliseconds::max()) == "99999999H");
+}
+
 TEST_CASE("grpc-message is percent-decoded, a stray percent kept") {
   CHECK(kit::grpc_percent_decode("try%20later%20%C3%A9") == "try later \xC3\xA9");
   CHECK(kit::grpc_percent_decode("100%") == "100%");

@@ -21,7 +21,7 @@ TEST_CASE("refused events are reported as the count since the last report, with 
   // An interval of zero: every report is written, so each line shows here.
   kit::RateLimitedLog log(capturing_host(), std::chrono::nanoseconds(0));
   kit::RefusedEventsReport refused;
-  kit::AggregationStats stats;
+  kit::AggregationFigures stats;
 
   refused.report(stats, 100, log);
   CHECK(lines.empty());  // nothing refused: no line
@@ -48,7 +48,7 @@ TEST_CASE("suppressed refused-event lines are counted by events, and flush says 
   lines.clear();
   kit::RateLimitedLog log(capturing_host(), std::chrono::hours(1));
   kit::RefusedEventsReport refused;
-  kit::AggregationStats stats;
+  kit::AggregationFigures stats;
   stats.over_series_limit = 5;
   refused.report(stats, 100, log);  // written at once
   stats.over_series_limit = 105;

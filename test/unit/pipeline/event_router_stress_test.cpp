@@ -68,9 +68,9 @@ TEST_CASE(
     closer.join();
     router.close(budget);  // repeated close: safe
 
-    const auto stats = router.stats();
+    const auto stats = router.figures();
     REQUIRE(stats.size() == 4);
-    for (const SinkStats& s : stats) {
+    for (const SinkFigures& s : stats) {
       INFO(s.name << " accepted " << s.accepted << " delivered " << s.delivered << " full "
                   << s.dropped_ring_full << " disabled " << s.dropped_sink_disabled
                   << " after close " << s.dropped_after_close << " discarded "
@@ -82,7 +82,7 @@ TEST_CASE(
     // Independent check: what the plugins saw succeed is what was counted delivered.
     // An emit that returned after the deadline counts as discarded at the
     // deadline although the plugin took it: at most one per sink.
-    auto agrees = [](const SinkStats& s, const TestSink& sink) {
+    auto agrees = [](const SinkFigures& s, const TestSink& sink) {
       const auto ok = static_cast<std::uint64_t>(sink.emits_ok.load());
       return ok == s.delivered || (ok == s.delivered + 1 && s.discarded_at_deadline >= 1);
     };
@@ -93,10 +93,10 @@ TEST_CASE(
     if (!stats[1].abandoned) CHECK(agrees(stats[1], slow));
     CHECK_FALSE(fast.overlapping_emits);
     CHECK_FALSE(slow.overlapping_emits);
-    // An abandoned worker closes its sink when its plugin call returns: wait
-    // for every worker to finish so the sinks outlive them.
+    // An abandoned delivery thread closes its sink when its plugin call returns: wait
+    // for every delivery thread to finish so the sinks outlive them.
     REQUIRE(eventually([&] {
-      for (const SinkStats& s : router.stats()) {
+      for (const SinkFigures& s : router.figures()) {
         if (!s.closed) return false;
       }
       return true;

@@ -26,7 +26,7 @@ namespace {
 const MetricDefinition kCounter{
     "tokenspeed:num_requests", MetricKind::counter, "Requests", "", {"model", "rank"}, {}, {}};
 
-// Captures log lines (thread-safe: workers and close write) and counts in them.
+// Captures log lines (thread-safe: delivery threads and close write) and counts in them.
 struct LogCapture : LogLines {
   int count(const std::string& needle) {
     std::lock_guard lock(mutex);
@@ -66,7 +66,7 @@ struct Pipeline {
   Counter counter(const std::string& rank = "0") {
     return collector.counter(kCounter).labels("llama", rank);
   }
-  SinkStats stats(std::size_t i) { return router.stats().at(i); }
+  SinkFigures stats(std::size_t i) { return router.figures().at(i); }
 
   LogCapture log;
   InProcessMetricStore store;
@@ -120,7 +120,8 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "emit returns without waiting for create_sink: events queue while the worker creates the "
+    "emit returns without waiting for create_sink: events queue while the delivery thread creates "
+    "the "
     "sink") {
   TestSink sink;
   Gate create_gate;
@@ -149,7 +150,7 @@ TEST_CASE(
   REQUIRE(eventually([&] { return p.stats(0).queue_depth == 0; }));
   for (int i = 0; i < 10; ++i) c.inc();
   REQUIRE_FALSE(p.router.close(30s) == false);
-  const SinkStats s = p.stats(0);
+  const SinkFigures s = p.stats(0);
   CHECK(bad.emits == 3);  // two delivered, the third failed, nothing after
   CHECK(s.delivered == 2);
   CHECK(s.dropped_sink_disabled == 18);
@@ -188,7 +189,7 @@ TEST_CASE(
   REQUIRE(eventually([&] { return p.stats(0).queue_depth == 0; }));
   for (int i = 0; i < 50; ++i) c.inc();
   REQUIRE(p.router.close(30s));
-  const SinkStats s = p.stats(0);
+  const SinkFigures s = p.stats(0);
   CHECK(creates == 1);
   CHECK(s.create_failed);
   CHECK_FALSE(s.created);
@@ -228,7 +229,7 @@ TEST_CASE("close stops accepting new events; repeated close is safe") {
   for (int i = 0; i < 5; ++i) c.inc();
   CHECK(p.router.close(30s));
   CHECK(p.router.close(0s));
-  const SinkStats s = p.stats(0);
+  const SinkFigures s = p.stats(0);
   CHECK(s.delivered == 1);
   CHECK(s.dropped_after_close == 5);
   CHECK(s.accepted == 6);
@@ -281,10 +282,11 @@ TEST_CASE("sinks are closed one after another, each with what remains of one sha
 }
 
 TEST_CASE(
-    "a plugin that blocks in emit cannot make close overrun the budget: the stuck worker is "
+    "a plugin that blocks in emit cannot make close overrun the budget: the stuck delivery thread "
+    "is "
     "abandoned, "
     "what it had queued is discarded at the deadline, and it is closed when emit returns") {
-  static TestSink stuck_sink;  // static: an abandoned worker may outlive the test body
+  static TestSink stuck_sink;  // static: an abandoned delivery thread may outlive the test body
   auto* stuck = &stuck_sink;
   Gate gate;
   stuck->emit_gate = &gate;
@@ -298,7 +300,7 @@ TEST_CASE(
   CHECK_FALSE(p->router.close(100ms));  // returns although emit is still blocked
   const auto elapsed = std::chrono::steady_clock::now() - start;
   CHECK(elapsed < 100ms + p->router.options().close_grace + 5s);  // hang guard, generous
-  const SinkStats s = p->stats(0);
+  const SinkFigures s = p->stats(0);
   CHECK(s.abandoned);
   CHECK(s.discarded_at_deadline == 20);  // one inside emit, 19 queued
   CHECK(s.delivered == 0);
@@ -318,7 +320,7 @@ TEST_CASE(
 TEST_CASE(
     "a plugin that ignores its close timeout is abandoned after a small grace; the others are "
     "still closed") {
-  static TestSink ignoring_sink;  // static: an abandoned worker may outlive the test body
+  static TestSink ignoring_sink;  // static: an abandoned delivery thread may outlive the test body
   auto* ignoring = &ignoring_sink;
   Gate gate;
   ignoring->close_gate = &gate;
@@ -355,7 +357,7 @@ TEST_CASE(
   Counter c = p.counter();
   for (int i = 0; i < 2000; ++i) c.inc();
   REQUIRE(p.router.close(60s));
-  const SinkStats s = p.stats(0);
+  const SinkFigures s = p.stats(0);
   CHECK(s.accepted == 2000);
   CHECK(s.dropped_ring_full > 0);
   CHECK(s.delivered + s.dropped_ring_full == 2000);
@@ -366,7 +368,8 @@ TEST_CASE(
   CHECK(p.log.total("events dropped (ring full)") == s.dropped_ring_full);
 }
 
-TEST_CASE("collector threads do not wake a worker that is awake: no system call per event") {
+TEST_CASE(
+    "collector threads do not wake a delivery thread that is awake: no system call per event") {
   TestSink sink;
   Gate gate;
   sink.emit_gate = &gate;
@@ -376,7 +379,7 @@ TEST_CASE("collector threads do not wake a worker that is awake: no system call 
   Pipeline p({test_output("a", &sink)}, options);
   Counter c = p.counter();
   c.inc();
-  REQUIRE(gate.wait_for_waiter());  // the worker is inside emit, not parked
+  REQUIRE(gate.wait_for_waiter());  // the delivery thread is inside emit, not parked
   const std::uint64_t before = p.stats(0).wakeups;
   for (int i = 0; i < 5000; ++i) c.inc();
   CHECK(p.stats(0).wakeups == before);
@@ -385,7 +388,7 @@ TEST_CASE("collector threads do not wake a worker that is awake: no system call 
   CHECK(p.stats(0).delivered == 5001);
 }
 
-TEST_CASE("an idle worker parks: an idle process uses about no CPU") {
+TEST_CASE("an idle delivery thread parks: an idle process uses about no CPU") {
   TestSink sink;
   Pipeline p({test_output("a", &sink)});
   Counter c = p.counter();
@@ -401,16 +404,16 @@ TEST_CASE("an idle worker parks: an idle process uses about no CPU") {
     return std::chrono::seconds(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
            std::chrono::microseconds(r.ru_utime.tv_usec + r.ru_stime.tv_usec);
   };
-  // A spinning worker would use about all of the 500 ms; allow a tenth.
+  // A spinning delivery thread would use about all of the 500 ms; allow a tenth.
   CHECK(cpu(after) - cpu(before) < wall / 10);
   CHECK(p.stats(0).parks >= 1);
   p.router.close(30s);
 }
 
-TEST_CASE("a parked worker is woken by the producer, not by its park timeout") {
+TEST_CASE("a parked delivery thread is woken by the producer, not by its park timeout") {
   TestSink sink;
   RouterOptions options;
-  // Once parked, the worker stays parked until woken: with the default
+  // Once parked, the delivery thread stays parked until woken: with the default
   // timeout a busy machine could let it wake on its own just before the
   // event and deliver it without a wake call.
   options.idle_park_timeout = std::chrono::hours(1);
@@ -418,9 +421,9 @@ TEST_CASE("a parked worker is woken by the producer, not by its park timeout") {
   Counter c = p.counter();
   c.inc();
   // Each park ends only by a wake, so more parks than wakeups means the
-  // worker is parked now (c.inc() has returned: its wake is counted).
+  // delivery thread is parked now (c.inc() has returned: its wake is counted).
   REQUIRE(eventually([&] {
-    const SinkStats s = p.stats(0);
+    const SinkFigures s = p.stats(0);
     return s.delivered == 1 && s.parks > s.wakeups;
   }));
   const std::uint64_t before = p.stats(0).wakeups;
@@ -443,7 +446,7 @@ TEST_CASE(
   c.inc();
   REQUIRE(gate.wait_for_waiter());
   for (int i = 0; i < 100000; ++i) c.inc();  // a blocked plugin: the ring stays 64 slots
-  const SinkStats s = p.stats(0);
+  const SinkFigures s = p.stats(0);
   CHECK(s.dropped_ring_full >= 100000 - 64);
   CHECK(s.queue_depth <= 64 + 1);  // the ring plus the event inside emit
   CHECK(p.router.ring_sets() == 1);
@@ -460,7 +463,7 @@ TEST_CASE("a router destroyed without close still closes its sinks") {
         std::make_unique<EventRouter>(std::vector<OutputDefinition>{test_output("a", &sink)});
     Collector collector(store, router.get());  // outlives the router, as collector.hpp requires
     collector.counter(kCounter).labels("llama", "0").inc();
-    REQUIRE(eventually([&] { return router->stats()[0].delivered == 1; }));
+    REQUIRE(eventually([&] { return router->figures()[0].delivered == 1; }));
     router.reset();
   }
   REQUIRE(eventually([&] { return sink.closes.load() == 1; }));
@@ -499,7 +502,7 @@ TEST_CASE(
   CHECK_FALSE(p.router.close(20ms));  // 200 x 5 ms cannot drain in 20 ms
   CHECK(slow.closes == 1);            // closed before close() returned
   CHECK(slow.close_timeout_ns == 0);  // the budget was spent
-  const SinkStats s = p.stats(0);
+  const SinkFigures s = p.stats(0);
   CHECK_FALSE(s.abandoned);
   CHECK(s.closed);
   CHECK(s.discarded_at_deadline > 0);

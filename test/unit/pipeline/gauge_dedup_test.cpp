@@ -258,5 +258,5 @@ TEST_CASE("several threads setting the same gauge through the collector produce 
   for (auto& t : threads) t.join();
   REQUIRE(router.close(std::chrono::seconds(10)));
   CHECK(sink.snapshot().size() == 1);
-  CHECK(router.stats()[0].accepted == 1);
+  CHECK(router.figures()[0].accepted == 1);
 }

@@ -1,7 +1,7 @@
 // plugin_figures_test.cpp — the delivery figures a plugin reports through
 // tsm_sink.report_figures: kept per sink, counters never going back, a
-// smaller (older) struct filling fewer fields, and carried into SinkStats by
-// the output's worker together with the sink's process.
+// smaller (older) struct filling fewer fields, and carried into SinkFigures by
+// the output's delivery thread together with the sink's process.
 #include <catch2/catch.hpp>
 
 #include <atomic>
@@ -126,7 +126,8 @@ const MetricDefinition kCounter{
 
 }  // namespace
 
-TEST_CASE("the worker hands a sink its process and shows what the sink reports in its stats") {
+TEST_CASE(
+    "the delivery thread hands a sink its process and shows what the sink reports in its stats") {
   ReportingSink sink;
   OutputDefinition output{"reporting",
                           [&sink](tsm_sink& out, std::string&) {
@@ -142,7 +143,7 @@ TEST_CASE("the worker hands a sink its process and shows what the sink reports i
                           },
                           ""};
   RouterOptions options;
-  options.process = make_named_process("scheduler-1", 1234, "node-b");
+  options.process = make_process_identity("scheduler-1", 1234, "node-b");
   test::LogLines log;
   options.log = log.writer();
   InProcessMetricStore store;
@@ -151,7 +152,7 @@ TEST_CASE("the worker hands a sink its process and shows what the sink reports i
   Counter counter = collector.counter(kCounter).labels();
   for (int i = 0; i < 8; ++i) counter.inc();
   REQUIRE(router.close(10s));
-  const SinkStats stats = router.stats().at(0);
+  const SinkFigures stats = router.figures().at(0);
   CHECK(sink.process_name == "scheduler-1");
   CHECK(sink.node == "node-b");
   CHECK(sink.rank == 1);
@@ -172,5 +173,5 @@ TEST_CASE("a sink that never reports shows no figures") {
   Collector collector(store, &router);
   collector.counter(kCounter).labels().inc();
   REQUIRE(router.close(10s));
-  CHECK_FALSE(router.stats().at(0).plugin.reported);
+  CHECK_FALSE(router.figures().at(0).plugin.reported);
 }

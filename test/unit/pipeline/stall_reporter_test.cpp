@@ -39,7 +39,7 @@ TEST_CASE("counts are written with thousands separators") {
 TEST_CASE(
     "while an output's emit is stuck, its drops and the stuck call are reported from another "
     "thread, naming output and process") {
-  static TestSink stuck_sink;  // static: the abandoned worker may outlive the test body
+  static TestSink stuck_sink;  // static: the abandoned delivery thread may outlive the test body
   Gate gate;
   stuck_sink.emit_gate = &gate;
   Lines log;
@@ -56,7 +56,7 @@ TEST_CASE(
   Collector collector(store, router.get());
   Counter counter = collector.counter(kCounter).labels("llama");
   counter.inc();
-  REQUIRE(gate.wait_for_waiter());              // the worker is inside emit and stays there
+  REQUIRE(gate.wait_for_waiter());  // the delivery thread is inside emit and stays there
   for (int i = 0; i < 100; ++i) counter.inc();  // 8 queued, 92 dropped (ring full)
 
   const std::regex shape(
@@ -69,8 +69,8 @@ TEST_CASE(
   REQUIRE(std::regex_search(lines[0], match, shape));
   CHECK(match[1] == "92");
 
-  CHECK_FALSE(router->close(50ms));  // the stuck worker is abandoned
-  CHECK(router->stats().at(0).abandoned);
+  CHECK_FALSE(router->close(50ms));  // the stuck delivery thread is abandoned
+  CHECK(router->figures().at(0).abandoned);
   gate.open();
   REQUIRE(eventually([&] { return stuck_sink.closes.load() == 1; }));
   router.reset();

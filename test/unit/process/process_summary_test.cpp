@@ -14,14 +14,14 @@ using namespace tokenspeed::metrics;
 TEST_CASE("each process's summary of its outputs reaches the launcher's table") {
   char pattern[] = "/tmp/tsm-summary-XXXXXX";
   const std::filesystem::path dir = ::mkdtemp(pattern);
-  SinkStats jsonl;
+  SinkFigures jsonl;
   jsonl.name = "jsonl";
   jsonl.accepted = 100;
   jsonl.delivered = 90;
   jsonl.dropped_ring_full = 6;
   jsonl.dropped_after_close = 1;
   jsonl.discarded_at_deadline = 3;
-  SinkStats failing;
+  SinkFigures failing;
   failing.name = "otlp";
   failing.accepted = 5;
   failing.dropped_sink_disabled = 5;
@@ -53,18 +53,18 @@ TEST_CASE(
     "in the table, and survives the summary file") {
   char pattern[] = "/tmp/tsm-summary-XXXXXX";
   const std::filesystem::path dir = ::mkdtemp(pattern);
-  SinkStats abandoned;
+  SinkFigures abandoned;
   abandoned.name = "stuck";
   abandoned.abandoned = true;
-  SinkStats stalled;
+  SinkFigures stalled;
   stalled.name = "stalled";
   stalled.abandoned = true;
   stalled.abandoned_in = "emit";
-  SinkStats not_created;
+  SinkFigures not_created;
   not_created.name = "nocreate";
   not_created.create_failed = true;
   not_created.disabled = true;
-  SinkStats fine;
+  SinkFigures fine;
   fine.name = "jsonl";
   REQUIRE(write_process_summary(dir, {"frontend", 42, {abandoned, not_created, fine, stalled}}));
   const auto summaries = read_process_summaries(dir);
@@ -86,7 +86,7 @@ TEST_CASE(
 }
 
 TEST_CASE("a producer that crashed has a crashed row; the table explains its rows") {
-  SinkStats jsonl;
+  SinkFigures jsonl;
   jsonl.name = "jsonl";
   const std::vector<ProcessSummary> summaries{{"launcher", 10, {jsonl}}, {"frontend", 12, {jsonl}}};
   ProducerProcess crashed;
@@ -124,7 +124,7 @@ TEST_CASE("with Prometheus alone the table says so instead of printing a header 
 TEST_CASE("an isolated output's losses in its helper cross the summary file into dropped") {
   char pattern[] = "/tmp/tsm-summary-XXXXXX";
   const std::filesystem::path dir = ::mkdtemp(pattern);
-  SinkStats vendor;
+  SinkFigures vendor;
   vendor.name = "vendor";
   vendor.accepted = 50;
   vendor.delivered = 45;
@@ -168,12 +168,12 @@ TEST_CASE("a summary file with the older keys dropped_full and dropped_disabled 
 TEST_CASE("what a plugin reports of its events crosses the summary file into the table") {
   char pattern[] = "/tmp/tsm-summary-XXXXXX";
   const std::filesystem::path dir = ::mkdtemp(pattern);
-  SinkStats reporting;
+  SinkFigures reporting;
   reporting.name = "remote_write";
   reporting.accepted = 5000;
   reporting.delivered = 5000;
   reporting.plugin = PluginFigures{true, 3800, 1188, 12, 3, 0};
-  SinkStats quiet;
+  SinkFigures quiet;
   quiet.name = "jsonl";
   quiet.accepted = 10;
   quiet.delivered = 10;
@@ -201,7 +201,7 @@ TEST_CASE("what a plugin reports of its events crosses the summary file into the
 }
 
 TEST_CASE("no plugin reporting figures: no figures lines") {
-  SinkStats quiet;
+  SinkFigures quiet;
   quiet.name = "jsonl";
   quiet.accepted = 1;
   quiet.delivered = 1;

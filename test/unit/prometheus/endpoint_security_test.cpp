@@ -450,7 +450,7 @@ TEST_CASE("with users, only the right credentials see the exposition, from many 
   CHECK(missing["X-Content-Type-Options"] == "nosniff");
   const auto malformed = get(endpoint.port(), "not base64!");
   CHECK(malformed.result() == http::status::unauthorized);
-  CHECK(endpoint.counters().unauthorized == 12);
+  CHECK(endpoint.figures().unauthorized == 12);
 }
 
 TEST_CASE("over the rate limit a request is answered 429 and counted") {
@@ -460,7 +460,7 @@ TEST_CASE("over the rate limit a request is answered 429 and counted") {
   CHECK(get(endpoint.port()).result() == http::status::ok);
   CHECK(get(endpoint.port()).result() == http::status::ok);
   CHECK(get(endpoint.port()).result() == http::status::too_many_requests);
-  CHECK(endpoint.counters().rate_limited == 1);
+  CHECK(endpoint.figures().rate_limited == 1);
 }
 
 TEST_CASE("with TLS, a client that trusts the certificate is served; plain HTTP is refused") {
@@ -512,5 +512,5 @@ TEST_CASE("with TLS, a client that trusts the certificate is served; plain HTTP 
   // Never served over plain HTTP: only Go's plain 400 (HTTP/1.0), no HTTP/1.1 exposition.
   CHECK(received.find("HTTP/1.1") == std::string::npos);
   CHECK(received.rfind("HTTP/1.0 400 Bad Request\r\n", 0) == 0);
-  CHECK(endpoint.counters().tls_handshake_failures == 1);
+  CHECK(endpoint.figures().tls_handshake_failures == 1);
 }

@@ -11,7 +11,7 @@ using namespace tokenspeed::metrics;
 
 TEST_CASE(
     "the endpoint's counters are exposed under tokenspeed_metrics_endpoint_, closes by reason") {
-  EndpointCounters counters;
+  EndpointFigures counters;
   counters.connections_accepted = 1000;
   counters.connections_rejected = 1;
   counters.connections_evicted = 936;

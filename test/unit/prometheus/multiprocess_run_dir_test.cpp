@@ -116,7 +116,7 @@ TEST_CASE("the live launcher holds its owner file locked, and the file says who 
   std::string host;
   REQUIRE(owner >> pid >> start >> marker >> host);
   CHECK(pid == ::getpid());
-  CHECK(start == current_process_identity().start_time);
+  CHECK(start == current_process_instance().start_time);
   CHECK(marker == "flock");
   CHECK_FALSE(host.empty());
   CHECK_FALSE(std::filesystem::exists(run.path() / "owner.new"));
@@ -190,11 +190,11 @@ TEST_CASE("the owner lock is not inherited by programs the launcher starts (clos
 }
 
 TEST_CASE("a reused pid with another start time counts as dead") {
-  ProcessIdentity self = current_process_identity();
+  ProcessInstance self = current_process_instance();
   CHECK(process_alive(self));
   REQUIRE(self.start_time != 0);
-  CHECK_FALSE(process_alive(ProcessIdentity{self.pid, self.start_time + 1}));
-  CHECK_FALSE(process_alive(ProcessIdentity{dead_pid(), 0}));
+  CHECK_FALSE(process_alive(ProcessInstance{self.pid, self.start_time + 1}));
+  CHECK_FALSE(process_alive(ProcessInstance{dead_pid(), 0}));
 }
 
 TEST_CASE("a forked child never removes the launcher's directory") {

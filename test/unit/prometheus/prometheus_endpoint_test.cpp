@@ -236,8 +236,8 @@ TEST_CASE("connections are kept alive across scrapes") {
     CHECK(res.keep_alive());
   }
   CHECK(scrapes == 3);
-  CHECK(endpoint.counters().connections_accepted == 1);
-  CHECK(endpoint.counters().requests == 3);
+  CHECK(endpoint.figures().connections_accepted == 1);
+  CHECK(endpoint.figures().requests == 3);
   // Connection: close is honoured.
   auto res = client.request(http::verb::get, "/metrics", "", false);
   CHECK_FALSE(res.keep_alive());
@@ -316,9 +316,9 @@ TEST_CASE("an idle client is closed after the idle timeout, a slow one after the
   CHECK(slow.closed_by_server());  // the request never completed
   // The server counts the timeout right after closing: wait for it.
   CHECK(eventually(
-      [&] { return endpoint.counters().timeouts + endpoint.counters().idle_timeouts >= 2; }));
-  CHECK(endpoint.counters().idle_timeouts == 1);
-  CHECK(endpoint.counters().timeouts == 1);
+      [&] { return endpoint.figures().timeouts + endpoint.figures().idle_timeouts >= 2; }));
+  CHECK(endpoint.figures().idle_timeouts == 1);
+  CHECK(endpoint.figures().timeouts == 1);
   // The server still answers others.
   Client client(endpoint.port());
   CHECK(client.request(http::verb::get, "/metrics").body() == kBody);
@@ -333,8 +333,8 @@ TEST_CASE("a kept-alive connection is closed after the idle timeout, not the rea
   CHECK(client.request(http::verb::get, "/metrics").body() == kBody);
   CHECK(client.closed_by_server());
   // The server counts the timeout right after closing: wait for it.
-  CHECK(eventually([&] { return endpoint.counters().idle_timeouts >= 1; }));
-  CHECK(endpoint.counters().idle_timeouts == 1);
+  CHECK(eventually([&] { return endpoint.figures().idle_timeouts >= 1; }));
+  CHECK(endpoint.figures().idle_timeouts == 1);
 }
 
 TEST_CASE("an oversized request is refused and the connection closed") {
@@ -363,7 +363,7 @@ TEST_CASE("an oversized request is refused and the connection closed") {
   http::read(body_client.socket, body_client.buffer, res2, ec);
   REQUIRE_FALSE(ec);
   CHECK(res2.result() == http::status::payload_too_large);
-  CHECK(endpoint.counters().oversized_requests == 2);
+  CHECK(endpoint.figures().oversized_requests == 2);
 }
 
 TEST_CASE("a port already in use is a startup error that names the port") {
@@ -423,8 +423,8 @@ TEST_CASE("at max_connections a new connection evicts the one waiting longest fo
   options.max_connections = 2;
   PrometheusEndpoint endpoint(options, [] { return kBody; });
   auto wait_for_accepted = [&](std::uint64_t count) {
-    REQUIRE(eventually([&] { return endpoint.counters().connections_accepted >= count; }));
-    REQUIRE(endpoint.counters().connections_accepted == count);
+    REQUIRE(eventually([&] { return endpoint.figures().connections_accepted >= count; }));
+    REQUIRE(endpoint.figures().connections_accepted == count);
   };
   Client idle(endpoint.port());  // sends nothing
   wait_for_accepted(1);
@@ -434,13 +434,13 @@ TEST_CASE("at max_connections a new connection evicts the one waiting longest fo
   Client newest(endpoint.port());
   CHECK(newest.request(http::verb::get, "/metrics").body() == kBody);
   CHECK(idle.closed_by_server());  // waiting since before the other came
-  CHECK(endpoint.counters().connections_evicted == 1);
+  CHECK(endpoint.figures().connections_evicted == 1);
   // The next one evicts the incomplete request: newest waits since later.
   Client another(endpoint.port());
   CHECK(another.request(http::verb::get, "/metrics").body() == kBody);
   CHECK(incomplete.closed_by_server());
-  CHECK(endpoint.counters().connections_evicted == 2);
-  CHECK(endpoint.counters().connections_rejected == 0);
+  CHECK(endpoint.figures().connections_evicted == 2);
+  CHECK(endpoint.figures().connections_rejected == 0);
   CHECK(newest.request(http::verb::get, "/metrics").body() == kBody);  // still open
 }
 
@@ -466,8 +466,8 @@ TEST_CASE("at max_connections with every connection busy, a new one is closed at
   }
   Client second(endpoint.port());
   CHECK(second.closed_by_server());
-  CHECK(endpoint.counters().connections_rejected == 1);
-  CHECK(endpoint.counters().connections_evicted == 0);
+  CHECK(endpoint.figures().connections_rejected == 1);
+  CHECK(endpoint.figures().connections_evicted == 0);
   {
     std::lock_guard lock(mutex);
     release = true;
@@ -494,7 +494,7 @@ TEST_CASE("pipelined requests are answered in order on one connection") {
   third.skip(true);
   http::read(client.socket, client.buffer, third);
   CHECK(third.get().result() == http::status::ok);
-  CHECK(endpoint.counters().requests == 3);
+  CHECK(endpoint.figures().requests == 3);
 }
 
 TEST_CASE("a malformed request is answered 400 and counted") {
@@ -505,7 +505,7 @@ TEST_CASE("a malformed request is answered 400 and counted") {
   http::read(client.socket, client.buffer, res);
   CHECK(res.result() == http::status::bad_request);
   CHECK(client.closed_by_server());
-  CHECK(endpoint.counters().bad_requests == 1);
+  CHECK(endpoint.figures().bad_requests == 1);
 }
 
 TEST_CASE("while every connection waits for a slow render, a new one is closed at once") {
@@ -529,12 +529,12 @@ TEST_CASE("while every connection waits for a slow render, a new one is closed a
     waiting.push_back(std::make_unique<Client>(endpoint.port()));
     asio::write(waiting.back()->socket, asio::buffer(request));
   }
-  REQUIRE(eventually([&] { return endpoint.counters().requests >= options.max_connections; }));
-  REQUIRE(endpoint.counters().requests == options.max_connections);
+  REQUIRE(eventually([&] { return endpoint.figures().requests >= options.max_connections; }));
+  REQUIRE(endpoint.figures().requests == options.max_connections);
 
   Client newest(endpoint.port());
   CHECK(newest.closed_by_server());
-  CHECK(endpoint.counters().connections_rejected == 1);
+  CHECK(endpoint.figures().connections_rejected == 1);
   CHECK(renders <= 2);  // the render threads, both still stuck
   {
     std::lock_guard lock(mutex);
@@ -575,8 +575,8 @@ TEST_CASE("scrapes that arrive while a render runs share the next render, gzip o
     asio::write(later.back()->socket,
                 asio::buffer("GET /metrics HTTP/1.1\r\nHost: x\r\n" + encoding + "\r\n"));
   }
-  REQUIRE(eventually([&] { return endpoint.counters().requests >= 7; }));
-  REQUIRE(endpoint.counters().requests == 7);
+  REQUIRE(eventually([&] { return endpoint.figures().requests >= 7; }));
+  REQUIRE(endpoint.figures().requests == 7);
   {
     std::lock_guard lock(mutex);
     release = true;
@@ -639,13 +639,13 @@ TEST_CASE(
   // The flood at full strength: every flooding connection sent a request,
   // and the checking queue is full (16 waiting, the others answered 503 at
   // once, again and again). Before, nothing was ever refused at once.
-  CHECK(eventually([&] { return endpoint.counters().requests >= 1 + 64; }));
-  CHECK(eventually([&] { return endpoint.counters().credential_checks_refused >= 64; }));
+  CHECK(eventually([&] { return endpoint.figures().requests >= 1 + 64; }));
+  CHECK(eventually([&] { return endpoint.figures().credential_checks_refused >= 64; }));
 
   constexpr int kScrapes = 10;
   std::vector<unsigned> statuses;
   for (int i = 0; i < kScrapes; ++i) statuses.push_back(scrape_status(endpoint.port(), right));
-  const EndpointCounters during = endpoint.counters();
+  const EndpointFigures during = endpoint.figures();
   stop = true;
   CHECK(endpoint.stop(std::chrono::seconds(60)));
   for (std::thread& thread : flood) thread.join();
@@ -676,15 +676,15 @@ TEST_CASE(
   REQUIRE(scrape_status(endpoint.port(), right) == 200);
   // That client has closed; until the server has seen it, its connection
   // still counts against the limit and would be evicted first.
-  REQUIRE(eventually([&] { return endpoint.counters().connections_open == 0; }));
+  REQUIRE(eventually([&] { return endpoint.figures().connections_open == 0; }));
   const std::string wrong =
       "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: " + basic("victim", "wrong") + "\r\n\r\n";
   Client running(endpoint.port());  // its check runs
   asio::write(running.socket, asio::buffer(wrong));
-  REQUIRE(eventually([&] { return endpoint.counters().requests == 2; }));
+  REQUIRE(eventually([&] { return endpoint.figures().requests == 2; }));
   Client queued(endpoint.port());  // its check waits behind
   asio::write(queued.socket, asio::buffer(wrong));
-  REQUIRE(eventually([&] { return endpoint.counters().requests == 3; }));
+  REQUIRE(eventually([&] { return endpoint.figures().requests == 3; }));
 
   // Both wait for a check: a new connection evicts the one waiting longest.
   Client scraper(endpoint.port());
@@ -697,10 +697,10 @@ TEST_CASE(
   REQUIRE(second);
   CHECK(second->result() == http::status::ok);
   CHECK(queued.closed_by_server());
-  CHECK(endpoint.counters().connections_evicted == 2);
-  CHECK(endpoint.counters().connections_rejected == 0);
+  CHECK(endpoint.figures().connections_evicted == 2);
+  CHECK(endpoint.figures().connections_rejected == 0);
   // The queued check is skipped when its turn comes, without bcrypt.
-  CHECK(eventually([&] { return endpoint.counters().credential_checks_skipped == 1; }));
+  CHECK(eventually([&] { return endpoint.figures().credential_checks_skipped == 1; }));
 }
 
 TEST_CASE("a check whose client closed its connection is skipped without bcrypt") {
@@ -712,11 +712,11 @@ TEST_CASE("a check whose client closed its connection is skipped without bcrypt"
       "GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: " + basic("victim", "wrong") + "\r\n\r\n";
   Client running(endpoint.port());  // its check runs, about a second or more
   asio::write(running.socket, asio::buffer(wrong));
-  REQUIRE(eventually([&] { return endpoint.counters().requests == 1; }));
+  REQUIRE(eventually([&] { return endpoint.figures().requests == 1; }));
   for (int i = 0; i < 4; ++i) {
     Client gone(endpoint.port());
     asio::write(gone.socket, asio::buffer(wrong));
-    REQUIRE(eventually([&] { return endpoint.counters().requests == 2u + i; }));
+    REQUIRE(eventually([&] { return endpoint.figures().requests == 2u + i; }));
   }  // each closed right after its request
   const auto answer = [&] {
     http::response<http::string_body> response;
@@ -724,8 +724,8 @@ TEST_CASE("a check whose client closed its connection is skipped without bcrypt"
     return response.result();
   }();
   CHECK(answer == http::status::unauthorized);
-  CHECK(eventually([&] { return endpoint.counters().credential_checks_skipped == 4; }));
-  CHECK(endpoint.counters().unauthorized == 1);
+  CHECK(eventually([&] { return endpoint.figures().credential_checks_skipped == 4; }));
+  CHECK(endpoint.figures().unauthorized == 1);
 }
 
 TEST_CASE(
@@ -749,7 +749,7 @@ TEST_CASE(
   // The remembered scraper has a bucket of its own: 5 at once, then limited too.
   for (int i = 0; i < 5; ++i) CHECK(scrape_status(endpoint.port(), right) == 200);
   CHECK(scrape_status(endpoint.port(), right) == 429);
-  CHECK(endpoint.counters().rate_limited == 40 - 4 + 1);
+  CHECK(endpoint.figures().rate_limited == 40 - 4 + 1);
 }
 
 TEST_CASE("plain HTTP sent to the TLS port is answered 400 as Go's server does, then closed") {
@@ -775,6 +775,6 @@ TEST_CASE("plain HTTP sent to the TLS port is answered 400 as Go's server does, 
     CHECK(received ==
           "HTTP/1.0 400 Bad Request\r\n\r\nClient sent an HTTP request to an HTTPS server.\n");
   }
-  CHECK(endpoint.counters().tls_handshake_failures == 4);
-  CHECK(endpoint.counters().requests == 0);
+  CHECK(endpoint.figures().tls_handshake_failures == 4);
+  CHECK(endpoint.figures().requests == 0);
 }

@@ -249,7 +249,7 @@ TEST_CASE("the launcher's own in-process series merge with the producers' files"
   sources.catalog = kCatalog;
   sources.run_dir = dir.path();
   sources.local_store = &local;
-  MergeStats stats;
+  MergeFigures stats;
   const auto families = merge_scrape(sources, &stats);
   CHECK(stats.files == 1);
   CHECK(stats.live_files == 1);
@@ -274,7 +274,7 @@ TEST_CASE(
     slots[1] = 3;   // three observations in the (1, 8] bucket
     slots[4] = 12;  // their sum
   }
-  MergeStats stats;
+  MergeFigures stats;
   ScrapeSources sources;  // no catalog at all
   sources.run_dir = dir.path();
   const std::vector<MergedFamily> families = merge_scrape(sources, &stats);
@@ -297,7 +297,7 @@ void write_file(const std::filesystem::path& dir, const std::string& prefix,
   }
 }
 
-std::string scrape(const std::filesystem::path& dir, MergeStats* stats = nullptr,
+std::string scrape(const std::filesystem::path& dir, MergeFigures* stats = nullptr,
                    std::vector<const MetricDefinition*> catalog = {},
                    MergeConflictLog* log = nullptr) {
   static MergeConflictLog quiet([](std::string_view) {});
@@ -390,7 +390,7 @@ TEST_CASE("definitions left out are counted per family in the stats and on /metr
     MultiprocessMetricStore third({dir.path(), "c"});
     third.allocate_series(as_gauge, std::vector<std::string>{"x"})[0] = 9;
   }
-  MergeStats stats;
+  MergeFigures stats;
   const std::string text = scrape(dir.path(), &stats);
   CHECK(stats.conflicting_definitions == 1);
   CHECK(stats.conflicting_series == 1);
@@ -403,7 +403,7 @@ TEST_CASE("definitions left out are counted per family in the stats and on /metr
         std::string::npos);
 
   SECTION("the catalog's definition wins even when more processes hold another one") {
-    MergeStats with_catalog;
+    MergeFigures with_catalog;
     const std::string shown = scrape(dir.path(), &with_catalog, {&as_counter});
     CHECK(shown.find("shared_name_total{k=\"x\"} 5\n") != std::string::npos);
     CHECK(shown.find("# TYPE shared_name gauge") == std::string::npos);
@@ -427,7 +427,7 @@ TEST_CASE("the scraping launcher's own definition wins over one more processes h
   Producer a(dir.path(), record);
   Producer b(dir.path(), record);
   write_file(dir.path(), "launcher", {launchers});  // written by this process
-  MergeStats stats;
+  MergeFigures stats;
   const std::string text = scrape(dir.path(), &stats);
   CHECK(text.find("# HELP shared_total The launcher's.\n") != std::string::npos);
   CHECK(text.find("shared_total 1\n") != std::string::npos);
@@ -448,7 +448,7 @@ TEST_CASE(
   write_file(dir.path(), "b", {counter_named_total, bucket_gauge});
   write_file(dir.path(), "c", {counter_named_total, created_gauge});
   write_file(dir.path(), "d", {histogram});
-  MergeStats stats;
+  MergeFigures stats;
   const std::string text = scrape(dir.path(), &stats);
   CHECK(no_sample_name_in_two_families(text));
   // h:c_total and h:h are held by two processes each, the others by one.
@@ -559,7 +559,7 @@ TEST_CASE("label values that are not UTF-8 merge as they are exposed, with U+FFF
   // the exposition wrote with the same labels.
   MetricDefinition counter = checked_definition({"events", MetricKind::counter, "", "", {"path"}});
   PrometheusMerge merge({&counter});
-  const ProcessIdentity process{::getpid(), 0};
+  const ProcessInstance process{::getpid(), 0};
   for (const std::string_view value : {"\x82", "\xC2", "\xEF\xBF\xBD"}) {
     const std::string_view values[] = {value};
     const double slots[] = {1};
@@ -581,7 +581,7 @@ TEST_CASE("series are merged the same whether processes record them in the same 
     PrometheusMerge merge(kCatalog);
     merge.set_match_in_order(in_order);
     for (int p = 0; p < 4; ++p) {
-      const ProcessIdentity process{static_cast<pid_t>(100000 + p), 0};
+      const ProcessInstance process{static_cast<pid_t>(100000 + p), 0};
       std::vector<int> order;
       for (int i = 0; i < 50; ++i) order.push_back(i);
       if (p == 1) std::reverse(order.begin(), order.end());

@@ -21,7 +21,7 @@ class FamilyCore;
 class Collector;
 
 // Handles are small values: copy them freely and keep them (they stay valid
-// as long as the Node or Worker that made them). A default-constructed handle
+// as long as the Launcher or Producer that made them). A default-constructed handle
 // does nothing, as do the handles of a process with metrics disabled.
 // Threading: any thread, any number of threads at once; every method is
 // wait-free but for the compare-and-swap loop that adds to a double.

@@ -15,7 +15,7 @@ from ._exposition_reader import read_exposition
 def collects_node():
     """Whether a registry without a MultiProcessCollector reads the node's
     merged exposition (in the launcher) or this process's own figures."""
-    return _native.role() == "node"
+    return _native.role() == "launcher"
 
 
 def node_exposition():

@@ -1,9 +1,9 @@
-// launcher.hpp — the launcher process of a node: the whole startup
+// launcher_runtime.hpp — what the launcher process of a node runs: the whole startup
 // validation, start_node for the outputs that have one, the Prometheus
 // endpoint over the per-run directory, the producer processes with their
 // handoff, and the ordered shutdown within one budget. Usable by an engine
 // that embeds the host library; never on the hot path.
-// Tested in test/unit/api/node_test.cpp and test/cli/test_launcher.py.
+// Tested in test/unit/api/launcher_test.cpp and test/cli/test_launcher.py.
 #pragma once
 
 #include <atomic>
@@ -39,7 +39,7 @@ struct LauncherOptions {
 // What shutdown did, for the summary.
 struct LauncherShutdownReport {
   std::vector<ProducerProcess> producers;
-  std::vector<SinkStats> launcher_sinks;
+  std::vector<SinkFigures> launcher_sinks;
   bool launcher_sinks_closed = true;
   // Every process's summary of its outputs (the launcher's included), read
   // from the run directory before it is removed.
@@ -48,12 +48,12 @@ struct LauncherShutdownReport {
 };
 
 // Threading: one control thread calls start, the accessors and shutdown.
-class Launcher {
+class LauncherRuntime {
  public:
-  explicit Launcher(LauncherOptions options);
-  ~Launcher();  // shutdown() when it was not called
-  Launcher(const Launcher&) = delete;
-  Launcher& operator=(const Launcher&) = delete;
+  explicit LauncherRuntime(LauncherOptions options);
+  ~LauncherRuntime();  // shutdown() when it was not called
+  LauncherRuntime(const LauncherRuntime&) = delete;
+  LauncherRuntime& operator=(const LauncherRuntime&) = delete;
 
   // Validates (exit-2 errors as StartupError), creates the run directory,
   // runs start_node, creates this process's metrics, serves Prometheus when
@@ -64,10 +64,10 @@ class Launcher {
   // Starts one more producer after start(), with the handoff descriptor.
   // Throws std::system_error when the process cannot be started.
   void spawn(const ProducerSpec& producer);
-  // What a worker that the engine starts itself needs in its environment:
+  // What a producer that the engine starts itself needs in its environment:
   // TOKENSPEED_METRICS_HANDOFF_FILE naming the run directory's handoff file,
   // or TOKENSPEED_METRICS_DISABLED=1 with metrics disabled. Never argv.
-  std::vector<std::pair<std::string, std::string>> worker_environment() const;
+  std::vector<std::pair<std::string, std::string>> producer_environment() const;
 
   // Metrics of this process (its own sinks); null with metrics disabled.
   ProcessMetrics* local_metrics() noexcept { return local_.get(); }

@@ -1,5 +1,5 @@
-// named_process.cpp — names, roles and ranks of processes, and their C view.
-#include "core/named_process.hpp"
+// process_identity.cpp — names, roles and ranks of processes, and their C view.
+#include "core/process_identity.hpp"
 
 #include <tokenspeed/metric_reporter.hpp>
 
@@ -34,8 +34,8 @@ const char* log_process_name() noexcept {
   return g_log_process_name.load(std::memory_order_acquire);
 }
 
-NamedProcess make_named_process(const std::string& name, pid_t pid, const std::string& node) {
-  NamedProcess identity;
+ProcessIdentity make_process_identity(const std::string& name, pid_t pid, const std::string& node) {
+  ProcessIdentity identity;
   identity.name = name;
   identity.role = name;
   identity.pid = pid;
@@ -51,7 +51,8 @@ NamedProcess make_named_process(const std::string& name, pid_t pid, const std::s
   return identity;
 }
 
-NamedProcessView::NamedProcessView(NamedProcess identity) : identity_(std::move(identity)) {
+ProcessIdentityView::ProcessIdentityView(ProcessIdentity identity)
+    : identity_(std::move(identity)) {
   view_.struct_size = sizeof(tsm_process_identity);
   view_.rank = identity_.rank;
   view_.name = identity_.name.c_str();

@@ -1,6 +1,6 @@
-// sink_stats.hpp — what one output's delivery did: the fate of every event
+// sink_figures.hpp — what one output's delivery did: the fate of every event
 // offered to it, its state, and what its plugin reported. Read by the
-// summary, /metrics and the isolation layer without the worker itself.
+// summary, /metrics and the isolation layer without the delivery thread itself.
 // Tested in test/unit/pipeline/event_router_test.cpp.
 #pragma once
 
@@ -17,7 +17,7 @@ namespace tokenspeed::metrics {
 //              + dropped_after_close + discarded_at_deadline + lost_in_helper + queue_depth
 // queue_depth (in a ring, or inside an emit call that has not returned) is zero
 // once close() has returned: what remained then is discarded_at_deadline.
-struct SinkStats {
+struct SinkFigures {
   std::string name;
   std::uint64_t accepted = 0;               // offered by a collector thread
   std::uint64_t delivered = 0;              // emit returned 0
@@ -35,11 +35,11 @@ struct SinkStats {
   bool disabled = false;                    // emit failed, or create_sink failed
   bool closed = false;                      // the plugin's close returned (or no sink to close)
   bool close_failed = false;                // close returned nonzero or threw
-  bool abandoned = false;                   // the worker missed the deadline; left running
+  bool abandoned = false;                   // the delivery thread missed the deadline; left running
   std::string abandoned_in;                 // when abandoned: the plugin call it was in
                                             // ("emit", "create_sink", "close"), or ""
   std::uint64_t wakeups = 0;                // futex wake calls (collector threads; one by close)
-  std::uint64_t parks = 0;                  // times the worker went to sleep
+  std::uint64_t parks = 0;                  // times the delivery thread went to sleep
   // What the plugin reported of the events it accepted (sent to its back
   // end, refused by its own limits, lost, retries, pending); not part of the
   // host's accounting above, which ends where the plugin's emit returned.

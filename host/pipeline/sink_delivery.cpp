@@ -1,7 +1,7 @@
-// sink_worker.cpp — the delivery worker of one output: lazy create_sink,
+// sink_delivery.cpp — the delivery thread of one output: lazy create_sink,
 // draining, emit, disabling on failure, parking, accounting and the plugin's
 // close. Plugin calls happen here only, never on a collector thread.
-#include "pipeline/sink_worker.hpp"
+#include "pipeline/sink_delivery.hpp"
 
 #include <linux/futex.h>
 #include <linux/membarrier.h>
@@ -41,7 +41,7 @@ void futex_wake(std::atomic<std::uint32_t>* word) noexcept {
 
 // The heavy half of an asymmetric barrier: after it returns, every other
 // thread of the process has executed a full barrier, so a producer's plain
-// "push, then load parked" cannot be reordered against the worker's
+// "push, then load parked" cannot be reordered against the delivery thread's
 // "store parked, then check the rings" (no fence on the hot path). Without
 // membarrier (old kernel, seccomp) a missed wake-up costs at most one park
 // timeout.
@@ -72,7 +72,7 @@ bool membarrier_turned_off() noexcept {
 int known_membarrier_state() noexcept {
   int state = membarrier_state.load(std::memory_order_acquire);
   if (state == kUnknown) {
-    // Registering twice (two workers at once) is harmless.
+    // Registering twice (two delivery threads at once) is harmless.
     state = !membarrier_turned_off() && register_membarrier() ? kAvailable : kUnavailable;
     membarrier_state.store(state, std::memory_order_release);
   }
@@ -101,7 +101,7 @@ inline void backoff() noexcept {
 }
 
 // A drain pass that found fewer events than this waits a moment before the
-// next one, so events reach the worker in batches: one transfer of the
+// next one, so events reach the delivery thread in batches: one transfer of the
 // ring's cache lines per batch instead of one per event.
 constexpr std::size_t kSmallPass = 128;
 
@@ -119,7 +119,7 @@ const char* to_string(PluginCall call) noexcept {
   return "a plugin call";
 }
 
-SinkWorker::SinkWorker(OutputDefinition output, const SinkWorkerOptions& options)
+SinkDelivery::SinkDelivery(OutputDefinition output, const SinkDeliveryOptions& options)
     : output_(std::move(output)),
       options_(options),
       log_("output '" + output_.name + "'", options.log_interval, options.log) {
@@ -134,43 +134,43 @@ SinkWorker::SinkWorker(OutputDefinition output, const SinkWorkerOptions& options
   }
 }
 
-void SinkWorker::enter_plugin(PluginCall call) noexcept {
+void SinkDelivery::enter_plugin(PluginCall call) noexcept {
   call_kind_.store(call, std::memory_order_relaxed);
   call_sequence_.store(call_sequence_.load(std::memory_order_relaxed) + 1,
                        std::memory_order_release);
 }
 
-void SinkWorker::leave_plugin() noexcept {
+void SinkDelivery::leave_plugin() noexcept {
   call_sequence_.store(call_sequence_.load(std::memory_order_relaxed) + 1,
                        std::memory_order_release);
 }
 
-PluginCallProbe SinkWorker::plugin_call() const noexcept {
+PluginCallProbe SinkDelivery::plugin_call() const noexcept {
   PluginCallProbe probe;
   probe.sequence = call_sequence_.load(std::memory_order_acquire);
   probe.call = call_kind_.load(std::memory_order_relaxed);
   return probe;
 }
 
-std::uint64_t SinkWorker::dropped_ring_full_so_far() const noexcept {
+std::uint64_t SinkDelivery::dropped_ring_full_so_far() const noexcept {
   return sum_rings(&EventRing::dropped_ring_full);
 }
 
-std::uint64_t SinkWorker::dropped_sink_disabled_so_far() const noexcept {
+std::uint64_t SinkDelivery::dropped_sink_disabled_so_far() const noexcept {
   return sum_rings(&EventRing::dropped_sink_disabled) +
-         dropped_sink_disabled_worker_.load(std::memory_order_relaxed);
+         dropped_sink_disabled_on_delivery_.load(std::memory_order_relaxed);
 }
 
-SinkWorker::~SinkWorker() {
+SinkDelivery::~SinkDelivery() {
   // release_thread() ran (router close); a joinable thread here would abort.
   if (thread_.joinable()) thread_.detach();
 }
 
-void SinkWorker::start() {
+void SinkDelivery::start() {
   thread_ = std::thread([self = shared_from_this()] { self->run(); });
 }
 
-EventRing* SinkWorker::new_ring() {
+EventRing* SinkDelivery::new_ring() {
   auto ring = std::make_unique<EventRing>(options_.queue_size);
   EventRing* raw = ring.get();
   std::lock_guard lock(rings_mutex_);
@@ -180,9 +180,9 @@ EventRing* SinkWorker::new_ring() {
   return raw;
 }
 
-// ------------------------------------------------------------ worker thread
+// ------------------------------------------------------------ delivery thread
 
-void SinkWorker::count(std::atomic<std::uint64_t>& counter) noexcept {
+void SinkDelivery::count(std::atomic<std::uint64_t>& counter) noexcept {
   if (locked_count_) [[unlikely]] {
     // Without membarrier, freeze() cannot make this thread execute a
     // barrier: a sequentially consistent add, then the flag check of the
@@ -190,11 +190,11 @@ void SinkWorker::count(std::atomic<std::uint64_t>& counter) noexcept {
     counter.fetch_add(1, std::memory_order_seq_cst);
     return;
   }
-  // The worker is the only writer: a plain store, no locked instruction.
+  // The delivery thread is the only writer: a plain store, no locked instruction.
   counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_release);
 }
 
-bool SinkWorker::ensure_sink() noexcept {
+bool SinkDelivery::ensure_sink() noexcept {
   if (created_.load(std::memory_order_relaxed)) return true;
   if (create_failed_.load(std::memory_order_relaxed)) return false;
   tsm_sink out{};
@@ -239,7 +239,7 @@ bool SinkWorker::ensure_sink() noexcept {
   return false;
 }
 
-std::size_t SinkWorker::drain_batch() noexcept {
+std::size_t SinkDelivery::drain_batch() noexcept {
   wall_clock_.maybe_recalibrate();
   std::size_t popped = 0;
   for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
@@ -252,7 +252,7 @@ std::size_t SinkWorker::drain_batch() noexcept {
         return popped;
       }
       if (disabled_.load(std::memory_order_relaxed) || !ensure_sink()) {
-        count(dropped_sink_disabled_worker_);
+        count(dropped_sink_disabled_on_delivery_);
         continue;
       }
       deliver(batch_[i]);
@@ -261,7 +261,7 @@ std::size_t SinkWorker::drain_batch() noexcept {
   return popped;
 }
 
-void SinkWorker::deliver(const RingEvent& slot) noexcept {
+void SinkDelivery::deliver(const RingEvent& slot) noexcept {
   const MetricSeries& series = *options_.series_table->find(slot.series);
   const SeriesFamily& family = *series.family;
   tsm_metric_event& event = event_;
@@ -291,10 +291,10 @@ void SinkWorker::deliver(const RingEvent& slot) noexcept {
   disable_after_failed_emit(threw);
 }
 
-void SinkWorker::disable_after_failed_emit(bool threw) noexcept {
+void SinkDelivery::disable_after_failed_emit(bool threw) noexcept {
   // The event whose emit failed counts as dropped (disabled).
   disabled_.store(true, std::memory_order_relaxed);
-  count(dropped_sink_disabled_worker_);
+  count(dropped_sink_disabled_on_delivery_);
   try {
     log_.message(
         std::string(threw ? "emit threw an exception" : "emit failed (") +
@@ -307,7 +307,7 @@ void SinkWorker::disable_after_failed_emit(bool threw) noexcept {
   }
 }
 
-bool SinkWorker::rings_empty() noexcept {
+bool SinkDelivery::rings_empty() noexcept {
   for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
        ring = ring->next) {
     if (!ring->empty()) return false;
@@ -315,7 +315,7 @@ bool SinkWorker::rings_empty() noexcept {
   return true;
 }
 
-void SinkWorker::park() noexcept {
+void SinkDelivery::park() noexcept {
   // Spin a little before sleeping, checking the rings only every few
   // pauses: polling them back to back would pull the producers' cache
   // lines away from them on every event.
@@ -334,14 +334,14 @@ void SinkWorker::park() noexcept {
   parked_.store(0, std::memory_order_relaxed);
 }
 
-void SinkWorker::wake_slow() noexcept {
+void SinkDelivery::wake_slow() noexcept {
   if (parked_.exchange(0, std::memory_order_acq_rel) != 0) {
     wakeups_.fetch_add(1, std::memory_order_relaxed);
     futex_wake(&parked_);
   }
 }
 
-std::uint64_t SinkWorker::sum_rings(std::atomic<std::uint64_t> EventRing::*field) const noexcept {
+std::uint64_t SinkDelivery::sum_rings(std::atomic<std::uint64_t> EventRing::*field) const noexcept {
   std::uint64_t sum = 0;
   for (EventRing* ring = rings_.load(std::memory_order_acquire); ring != nullptr;
        ring = ring->next) {
@@ -350,7 +350,7 @@ std::uint64_t SinkWorker::sum_rings(std::atomic<std::uint64_t> EventRing::*field
   return sum;
 }
 
-void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
+void SinkDelivery::do_plugin_close(std::int64_t timeout_ns) noexcept {
   if (!created_.load(std::memory_order_acquire)) return;  // nothing was returned: nothing to close
   AbiBuffer error;
   int rc = TSM_ERROR;
@@ -377,7 +377,7 @@ void SinkWorker::do_plugin_close(std::int64_t timeout_ns) noexcept {
   }
 }
 
-void SinkWorker::run() noexcept {
+void SinkDelivery::run() noexcept {
   locked_count_ = known_membarrier_state() != kAvailable;
   for (;;) {
     if (const std::size_t popped = drain_batch(); popped > 0) {
@@ -398,7 +398,7 @@ void SinkWorker::run() noexcept {
   end_close();
 }
 
-void SinkWorker::end_drain(bool rings_emptied) noexcept {
+void SinkDelivery::end_drain(bool rings_emptied) noexcept {
   {
     std::lock_guard lock(mutex_);
     if (close_state_ == CloseState::delivering) {
@@ -408,7 +408,7 @@ void SinkWorker::end_drain(bool rings_emptied) noexcept {
   cv_.notify_all();
 }
 
-std::int64_t SinkWorker::wait_close_turn() noexcept {
+std::int64_t SinkDelivery::wait_close_turn() noexcept {
   std::unique_lock lock(mutex_);
   // Not wait(): GCC 12 binds it to GLIBCXX_3.4.30, beyond the build baseline
   // (plugins/symbol-versions.txt).
@@ -418,7 +418,7 @@ std::int64_t SinkWorker::wait_close_turn() noexcept {
   return close_state_ == CloseState::close_granted ? close_timeout_ns_ : 0;
 }
 
-void SinkWorker::end_close() noexcept {
+void SinkDelivery::end_close() noexcept {
   {
     std::lock_guard lock(mutex_);
     close_state_ = close_state_ == CloseState::abandoned ? CloseState::closed_after_abandoned
@@ -427,48 +427,48 @@ void SinkWorker::end_close() noexcept {
   cv_.notify_all();
 }
 
-bool SinkWorker::drain_ended_locked() const noexcept {
+bool SinkDelivery::drain_ended_locked() const noexcept {
   return close_state_ == CloseState::drained || close_state_ == CloseState::stopped_at_freeze;
 }
 
-bool SinkWorker::thread_ended_locked() const noexcept {
+bool SinkDelivery::thread_ended_locked() const noexcept {
   return close_state_ == CloseState::closed || close_state_ == CloseState::closed_after_abandoned;
 }
 
 // ------------------------------------------------------------------- close
 
-void SinkWorker::request_drain() noexcept {
+void SinkDelivery::request_drain() noexcept {
   requests_.fetch_or(kDrainRequested, std::memory_order_seq_cst);
   wake_slow();
 }
 
-bool SinkWorker::wait_drained(std::chrono::steady_clock::time_point deadline) noexcept {
+bool SinkDelivery::wait_drained(std::chrono::steady_clock::time_point deadline) noexcept {
   std::unique_lock lock(mutex_);
   return cv_.wait_until(lock, deadline, [&] { return close_state_ != CloseState::delivering; }) &&
          close_state_ == CloseState::drained;
 }
 
-void SinkWorker::freeze() noexcept {
-  // The worker checks the flag before each event and counts it after emit
-  // returned. The barrier makes the worker's counts so far visible and the
+void SinkDelivery::freeze() noexcept {
+  // The delivery thread checks the flag before each event and counts it after emit
+  // returned. The barrier makes the delivery thread's counts so far visible and the
   // flag visible to its next check, so at most the one event in emit now
   // (or just returned) is counted as discarded although the plugin took it.
   requests_.fetch_or(kFreezeRequested, std::memory_order_seq_cst);
   heavy_barrier();
   const std::uint64_t delivered = delivered_.load(std::memory_order_seq_cst);
-  const std::uint64_t disabled = dropped_sink_disabled_worker_.load(std::memory_order_seq_cst);
+  const std::uint64_t disabled = dropped_sink_disabled_on_delivery_.load(std::memory_order_seq_cst);
   const std::uint64_t pushed = sum_rings(&EventRing::pushed);
   std::lock_guard lock(mutex_);
-  if (!frozen_) frozen_ = FrozenCounts{pushed, delivered, disabled};
+  if (!frozen_) frozen_ = FrozenFigures{pushed, delivered, disabled};
 }
 
-bool SinkWorker::close_plugin(std::chrono::nanoseconds timeout,
-                              std::chrono::steady_clock::time_point hard_deadline) noexcept {
+bool SinkDelivery::close_plugin(std::chrono::nanoseconds timeout,
+                                std::chrono::steady_clock::time_point hard_deadline) noexcept {
   std::unique_lock lock(mutex_);
-  // After freeze() the worker stops as soon as the plugin call in progress
-  // returns. Wait for that until the hard deadline; a worker still inside
+  // After freeze() the delivery thread stops as soon as the plugin call in progress
+  // returns. Wait for that until the hard deadline; a delivery thread still inside
   // emit or create_sink then is abandoned: close is never called while emit
-  // runs, and the worker closes the sink with a zero timeout if the call
+  // runs, and the delivery thread closes the sink with a zero timeout if the call
   // ever returns, with nobody waiting for it.
   if (!cv_.wait_until(lock, hard_deadline, [&] { return drain_ended_locked(); })) {
     close_state_ = CloseState::abandoned;
@@ -485,12 +485,12 @@ bool SinkWorker::close_plugin(std::chrono::nanoseconds timeout,
   return !close_failed_.load(std::memory_order_relaxed);
 }
 
-bool SinkWorker::drain_finished() const noexcept {
+bool SinkDelivery::drain_finished() const noexcept {
   std::lock_guard lock(mutex_);
   return drain_ended_locked();
 }
 
-void SinkWorker::release_thread() noexcept {
+void SinkDelivery::release_thread() noexcept {
   bool finished = false;
   {
     std::lock_guard lock(mutex_);
@@ -511,13 +511,13 @@ void SinkWorker::release_thread() noexcept {
 
 // ------------------------------------------------------------------- stats
 
-SinkStats SinkWorker::stats() const {
-  SinkStats s;
+SinkFigures SinkDelivery::figures() const {
+  SinkFigures s;
   s.name = output_.name;
-  // Worker counters first, then the ring counters: pushed >= resolved.
+  // Delivery thread counters first, then the ring counters: pushed >= resolved.
   const std::uint64_t delivered = delivered_.load(std::memory_order_acquire);
-  const std::uint64_t disabled_worker =
-      dropped_sink_disabled_worker_.load(std::memory_order_acquire);
+  const std::uint64_t disabled_on_delivery =
+      dropped_sink_disabled_on_delivery_.load(std::memory_order_acquire);
   const std::uint64_t pushed = sum_rings(&EventRing::pushed);
   s.dropped_ring_full = sum_rings(&EventRing::dropped_ring_full);
   const std::uint64_t disabled_publish = sum_rings(&EventRing::dropped_sink_disabled);
@@ -548,8 +548,8 @@ SinkStats SinkWorker::stats() const {
     s.queue_depth = 0;
   } else {
     s.delivered = delivered;
-    s.dropped_sink_disabled = disabled_publish + disabled_worker;
-    s.queue_depth = pushed - delivered - disabled_worker;
+    s.dropped_sink_disabled = disabled_publish + disabled_on_delivery;
+    s.queue_depth = pushed - delivered - disabled_on_delivery;
   }
   if (output_.adjust_stats) output_.adjust_stats(s);
   return s;

@@ -1,10 +1,10 @@
-// producer.hpp — the metrics side of one producer process, the counterpart of
-// Launcher: from the launcher's handoff it registers the plugins again (never
+// producer_runtime.hpp — what one producer process runs, the counterpart of
+// LauncherRuntime: from the launcher's handoff it registers the plugins again (never
 // validate or start_node), records through this process's metrics, publishes
 // the host's own figures once a second, and at close drains its sinks within
 // its budget and leaves its summary for the launcher. Standalone, it records
 // into a directory an engine shares (or its memory) with no launcher. Used by
-// the public Worker and by `tokenspeed-metrics producer`; never on the hot path.
+// the public Producer and by `tokenspeed-metrics producer`; never on the hot path.
 #pragma once
 
 #include <chrono>
@@ -50,17 +50,17 @@ struct ProducerShutdownReport {
 // Threading: one control thread constructs it and calls close; collector()
 // from any number of collector threads. A thread of its own publishes the
 // host's figures once a second; it never touches a plugin.
-class Producer {
+class ProducerRuntime {
  public:
   // Loads the plugins of the handoff (when it selects an output), creates
   // this process's metrics and starts publishing its figures. A metric file
   // that cannot be created leaves the series in memory, counted: recording
   // never raises into the engine for it. Throws StartupError (a standalone
   // directory that is not one) and the loader's errors.
-  explicit Producer(ProducerOptions options);
-  ~Producer();  // close() with the handoff's budget when it was not called
-  Producer(const Producer&) = delete;
-  Producer& operator=(const Producer&) = delete;
+  explicit ProducerRuntime(ProducerOptions options);
+  ~ProducerRuntime();  // close() with the handoff's budget when it was not called
+  ProducerRuntime(const ProducerRuntime&) = delete;
+  ProducerRuntime& operator=(const ProducerRuntime&) = delete;
 
   const std::string& name() const noexcept { return name_; }
   const ProducerHandoff& handoff() const noexcept { return options_.handoff; }

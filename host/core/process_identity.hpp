@@ -1,4 +1,4 @@
-// named_process.hpp — who a process is in the host's reports and to its
+// process_identity.hpp — who a process is in the host's reports and to its
 // plugins: its name within the node ("scheduler-0"), role and rank, pid and
 // node; and the C view of it a sink receives (tsm_process_identity).
 #pragma once
@@ -11,7 +11,7 @@
 
 namespace tokenspeed::metrics {
 
-struct NamedProcess {
+struct ProcessIdentity {
   std::string name;  // unique within the node: "scheduler-0", "frontend", "launcher"
   std::string role;  // "scheduler", "frontend", "launcher"
   int rank = -1;     // rank within the role; -1: none
@@ -22,7 +22,8 @@ struct NamedProcess {
 // The identity of a process named name: a name "<role>-<digits>" gives the
 // role and the rank ("scheduler-0": scheduler, 0); any other name is its own
 // role without a rank. node "" means this machine's host name.
-NamedProcess make_named_process(const std::string& name, pid_t pid, const std::string& node = "");
+ProcessIdentity make_process_identity(const std::string& name, pid_t pid,
+                                      const std::string& node = "");
 
 // This machine's host name; "localhost" when it has none.
 std::string this_host_name();
@@ -35,17 +36,17 @@ const char* log_process_name() noexcept;
 
 // The C view of an identity, pointing into a copy it owns: stable for the
 // life of the object (it is neither copied nor moved once a sink holds it).
-class NamedProcessView {
+class ProcessIdentityView {
  public:
-  explicit NamedProcessView(NamedProcess identity);
-  NamedProcessView(const NamedProcessView&) = delete;
-  NamedProcessView& operator=(const NamedProcessView&) = delete;
+  explicit ProcessIdentityView(ProcessIdentity identity);
+  ProcessIdentityView(const ProcessIdentityView&) = delete;
+  ProcessIdentityView& operator=(const ProcessIdentityView&) = delete;
 
   const tsm_process_identity* get() const noexcept { return &view_; }
-  const NamedProcess& identity() const noexcept { return identity_; }
+  const ProcessIdentity& identity() const noexcept { return identity_; }
 
  private:
-  const NamedProcess identity_;
+  const ProcessIdentity identity_;
   tsm_process_identity view_{};
 };
 

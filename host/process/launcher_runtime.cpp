@@ -1,7 +1,7 @@
-// launcher.cpp — startup in the order the spec gives (validate, start_node,
+// launcher_runtime.cpp — startup in the order the spec gives (validate, start_node,
 // serve, spawn) and shutdown in the reverse one (producers, own sinks, node
 // sessions), on one budget.
-#include "process/launcher.hpp"
+#include "process/launcher_runtime.hpp"
 
 #include <unistd.h>
 
@@ -25,11 +25,11 @@ constexpr std::chrono::milliseconds kProducerExitGrace{100};
 
 }  // namespace
 
-Launcher::Launcher(LauncherOptions options) : options_(std::move(options)) {}
+LauncherRuntime::LauncherRuntime(LauncherOptions options) : options_(std::move(options)) {}
 
-Launcher::~Launcher() { shutdown(); }
+LauncherRuntime::~LauncherRuntime() { shutdown(); }
 
-void Launcher::warn(const std::string& line) const {
+void LauncherRuntime::warn(const std::string& line) const {
   if (options_.warn) {
     options_.warn(line);
   } else {
@@ -37,7 +37,7 @@ void Launcher::warn(const std::string& line) const {
   }
 }
 
-void Launcher::start() {
+void LauncherRuntime::start() {
   started_ = true;
   auto warn_line = [this](const std::string& line) { warn(line); };
   const MetricsSettings& settings = options_.settings;
@@ -77,8 +77,8 @@ void Launcher::start() {
       settings.shutdown_timeout * kProducerShare);
   handoff_ = handoff;
   if (run_dir_) {
-    // For the workers an engine starts itself (fork, posix_spawn, Python
-    // multiprocessing): they find it through worker_environment().
+    // For the producers an engine starts itself (fork, posix_spawn, Python
+    // multiprocessing): they find it through producer_environment().
     handoff_file_ = run_dir_->path() / "handoff.json";
     write_handoff_file(handoff_file_, handoff_);
   }
@@ -89,7 +89,7 @@ void Launcher::start() {
   for (const ProducerSpec& producer : options_.producers) spawn(producer);
 }
 
-void Launcher::spawn(const ProducerSpec& producer) {
+void LauncherRuntime::spawn(const ProducerSpec& producer) {
   const int fd = write_handoff_memfd(handoff_);
   try {
     supervisor_.spawn(producer, fd);
@@ -100,18 +100,20 @@ void Launcher::spawn(const ProducerSpec& producer) {
   ::close(fd);
 }
 
-std::vector<std::pair<std::string, std::string>> Launcher::worker_environment() const {
+std::vector<std::pair<std::string, std::string>> LauncherRuntime::producer_environment() const {
   if (handoff_file_.empty()) return {{kMetricsDisabledEnv, "1"}};
   return {{kHandoffFileEnv, handoff_file_.string()}};
 }
 
-std::string Launcher::metrics_url() const { return endpoint_ ? endpoint_->url() : std::string(); }
+std::string LauncherRuntime::metrics_url() const {
+  return endpoint_ ? endpoint_->url() : std::string();
+}
 
-std::filesystem::path Launcher::run_dir() const {
+std::filesystem::path LauncherRuntime::run_dir() const {
   return run_dir_ ? run_dir_->path() : std::filesystem::path();
 }
 
-std::string Launcher::render_metrics() const {
+std::string LauncherRuntime::render_metrics() const {
   if (!run_dir_) return {};
   if (local_) local_->publish_self_figures();
   // Every family comes with its definition from the file of the process
@@ -120,7 +122,7 @@ std::string Launcher::render_metrics() const {
   sources.run_dir = run_dir_->path();
   sources.file_mappings = &file_mappings_;
   if (const PrometheusEndpoint* endpoint = scraped_endpoint_.load(std::memory_order_acquire)) {
-    const EndpointCounters counters = endpoint->counters();
+    const EndpointFigures counters = endpoint->figures();
     sources.extra = [counters](PrometheusMerge& merge) {
       add_endpoint_self_figures(merge, counters);
     };
@@ -128,7 +130,7 @@ std::string Launcher::render_metrics() const {
   return render_exposition(merge_scrape(sources));
 }
 
-void Launcher::stop_producers() noexcept {
+void LauncherRuntime::stop_producers() noexcept {
   if (producers_stopped_ || !started_) return;
   producers_stopped_ = true;
   shutdown_begin_ = std::chrono::steady_clock::now();
@@ -145,12 +147,12 @@ void Launcher::stop_producers() noexcept {
   }
 }
 
-LauncherShutdownReport Launcher::shutdown(std::chrono::nanoseconds budget) noexcept {
+LauncherShutdownReport LauncherRuntime::shutdown(std::chrono::nanoseconds budget) noexcept {
   if (!shut_down_) options_.settings.shutdown_timeout = budget;
   return shutdown();
 }
 
-LauncherShutdownReport Launcher::shutdown() noexcept {
+LauncherShutdownReport LauncherRuntime::shutdown() noexcept {
   if (shut_down_ || !started_) return report_;
   shut_down_ = true;
   // One budget from the moment shutdown began. When the producers were
@@ -171,7 +173,7 @@ LauncherShutdownReport Launcher::shutdown() noexcept {
                                     std::chrono::steady_clock::duration::zero());
     report_.launcher_sinks_closed =
         local_->close(std::chrono::duration_cast<std::chrono::nanoseconds>(remaining));
-    report_.launcher_sinks = local_->sink_stats();
+    report_.launcher_sinks = local_->sink_figures();
     write_process_summary(run_dir_->path(), {"launcher", ::getpid(), report_.launcher_sinks});
   }
   if (sessions_) sessions_->close(deadline);

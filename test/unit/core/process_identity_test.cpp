@@ -1,15 +1,15 @@
-// named_process_test.cpp — a process's name gives its role and rank; the C
+// process_identity_test.cpp — a process's name gives its role and rank; the C
 // view a sink receives points at the same text.
 #include <catch2/catch.hpp>
 
 #include <cstring>
 
-#include "core/named_process.hpp"
+#include "core/process_identity.hpp"
 
 using namespace tokenspeed::metrics;
 
 TEST_CASE("a name <role>-<digits> gives the role and the rank") {
-  const NamedProcess scheduler = make_named_process("scheduler-3", 42, "gpu-node-7");
+  const ProcessIdentity scheduler = make_process_identity("scheduler-3", 42, "gpu-node-7");
   CHECK(scheduler.name == "scheduler-3");
   CHECK(scheduler.role == "scheduler");
   CHECK(scheduler.rank == 3);
@@ -19,21 +19,21 @@ TEST_CASE("a name <role>-<digits> gives the role and the rank") {
 
 TEST_CASE("any other name is its own role, without a rank") {
   for (const char* name : {"frontend", "launcher", "worker-", "-7", "worker-1a", "w-1234567890"}) {
-    const NamedProcess process = make_named_process(name, 1, "n");
+    const ProcessIdentity process = make_process_identity(name, 1, "n");
     CHECK(process.role == name);
     CHECK(process.rank == -1);
   }
-  CHECK(make_named_process("data-parallel-12", 1, "n").role == "data-parallel");
+  CHECK(make_process_identity("data-parallel-12", 1, "n").role == "data-parallel");
 }
 
 TEST_CASE("an empty node means this machine's host name") {
-  const NamedProcess process = make_named_process("frontend", 1);
+  const ProcessIdentity process = make_process_identity("frontend", 1);
   CHECK(process.node == this_host_name());
   CHECK_FALSE(process.node.empty());
 }
 
 TEST_CASE("the C view holds every field and a struct_size that covers them") {
-  const NamedProcessView view(make_named_process("scheduler-0", 99, "node-a"));
+  const ProcessIdentityView view(make_process_identity("scheduler-0", 99, "node-a"));
   const tsm_process_identity& c = *view.get();
   CHECK(c.struct_size == sizeof(tsm_process_identity));
   CHECK(std::strcmp(c.name, "scheduler-0") == 0);

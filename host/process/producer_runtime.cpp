@@ -1,7 +1,7 @@
-// producer.cpp — a producer's startup in the order the spec gives (plugins
+// producer_runtime.cpp — a producer's startup in the order the spec gives (plugins
 // again, then this process's metrics) and its close (figures stopped, sinks
 // drained within the budget, summary left in the run directory).
-#include "process/producer.hpp"
+#include "process/producer_runtime.hpp"
 
 #include <unistd.h>
 
@@ -27,7 +27,7 @@ std::string plain_process_name(std::string name) {
 
 }  // namespace
 
-Producer::Producer(ProducerOptions options)
+ProducerRuntime::ProducerRuntime(ProducerOptions options)
     : options_(std::move(options)), name_(plain_process_name(options_.name)) {
   const ProducerHandoff& handoff = options_.handoff;
   if (options_.standalone && !handoff.run_dir.empty()) {
@@ -65,9 +65,9 @@ Producer::Producer(ProducerOptions options)
   });
 }
 
-Producer::~Producer() { static_cast<void>(close()); }
+ProducerRuntime::~ProducerRuntime() { static_cast<void>(close()); }
 
-void Producer::warn(const std::string& line) const {
+void ProducerRuntime::warn(const std::string& line) const {
   if (options_.warn) {
     options_.warn(line);
   } else {
@@ -75,7 +75,7 @@ void Producer::warn(const std::string& line) const {
   }
 }
 
-void Producer::stop_figures() noexcept {
+void ProducerRuntime::stop_figures() noexcept {
   {
     std::lock_guard lock(mutex_);
     stop_figures_ = true;
@@ -84,13 +84,13 @@ void Producer::stop_figures() noexcept {
   if (figures_.joinable()) figures_.join();
 }
 
-ProducerShutdownReport Producer::close(std::chrono::nanoseconds budget) noexcept {
+ProducerShutdownReport ProducerRuntime::close(std::chrono::nanoseconds budget) noexcept {
   if (report_) return *report_;
   const auto begin = std::chrono::steady_clock::now();
   stop_figures();
   ProducerShutdownReport report;
   report.closed_in_time = metrics_->close(budget);
-  report.summary = ProcessSummary{name_, ::getpid(), metrics_->sink_stats()};
+  report.summary = ProcessSummary{name_, ::getpid(), metrics_->sink_figures()};
   // A shared directory is the engine's: no launcher reads summaries there.
   const std::string& run_dir = options_.handoff.run_dir;
   if (!run_dir.empty() && !options_.standalone) write_process_summary(run_dir, report.summary);

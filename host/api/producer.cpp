@@ -1,10 +1,10 @@
-// worker.cpp — the public Worker over the host's Producer: a process an engine
-// started attaches to its Node from the environment (the handoff, the plugins
+// producer.cpp — the public Producer over the host's ProducerRuntime: a process an engine
+// started attaches to its Launcher from the environment (the handoff, the plugins
 // again, never validate or start_node), records, and at close drains within
 // its budget and leaves its report in the run directory. Standalone, it
 // records into a directory the engine shares between its processes (or its
-// memory) with no Node at all.
-// Tested in test/unit/api/node_test.cpp, test/unit/api/standalone_worker_test.cpp and
+// memory) with no Launcher at all.
+// Tested in test/unit/api/launcher_test.cpp, test/unit/api/standalone_producer_test.cpp and
 // test/embedding/test_example_engine.py.
 #include <unistd.h>
 
@@ -12,45 +12,45 @@
 #include <optional>
 
 #include "api/shutdown_report.hpp"
-#include "process/producer.hpp"
+#include "process/producer_runtime.hpp"
 #include "process/producer_handoff.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
-#include "tokenspeed/metrics/node.hpp"
+#include "tokenspeed/metrics/producer.hpp"
 
 namespace tokenspeed::metrics {
 namespace {
 
-std::string worker_name(std::string name) {
-  return name.empty() ? "worker-" + std::to_string(::getpid()) : name;
+std::string producer_name(std::string name) {
+  return name.empty() ? "producer-" + std::to_string(::getpid()) : name;
 }
 
 }  // namespace
 
-class WorkerImpl {
+class ProducerImpl {
  public:
   // With the launcher's metrics disabled there is no producer: the handles
   // do nothing.
-  explicit WorkerImpl(std::string name) {
+  explicit ProducerImpl(std::string name) {
     if (metrics_disabled_in_environment()) return;
     ProducerOptions options;
-    options.name = worker_name(std::move(name));
+    options.name = producer_name(std::move(name));
     options.handoff = read_handoff_from_environment();
     start(std::move(options));
   }
 
   // No handoff and no plugins: the series go to the shared directory (or
   // stay in memory), where any process of the engine renders them.
-  WorkerImpl(std::string name, const StandaloneRecording& standalone) {
+  ProducerImpl(std::string name, const StandaloneRecording& standalone) {
     ProducerOptions options;
-    options.name = worker_name(std::move(name));
+    options.name = producer_name(std::move(name));
     options.standalone = true;
     options.handoff.run_dir = standalone.shared_dir;
     start(std::move(options));
   }
 
   void start(ProducerOptions options) {
-    producer_ = std::make_unique<Producer>(std::move(options));
+    producer_ = std::make_unique<ProducerRuntime>(std::move(options));
     recorder_ = Recorder(&producer_->metrics().collector());
   }
 
@@ -82,27 +82,27 @@ class WorkerImpl {
     return producer_ ? producer_->shutdown_budget() : std::chrono::nanoseconds{0};
   }
 
-  std::unique_ptr<Producer> producer_;  // null with metrics disabled
+  std::unique_ptr<ProducerRuntime> producer_;  // null with metrics disabled
   Collector disabled_{nullptr};
   Recorder recorder_{&disabled_};
   std::optional<ShutdownReport> report_;
 };
 
-Worker::Worker(std::string name) : impl_(std::make_unique<WorkerImpl>(std::move(name))) {}
+Producer::Producer(std::string name) : impl_(std::make_unique<ProducerImpl>(std::move(name))) {}
 
-Worker::Worker(std::string name, const StandaloneRecording& standalone)
-    : impl_(std::make_unique<WorkerImpl>(std::move(name), standalone)) {}
+Producer::Producer(std::string name, const StandaloneRecording& standalone)
+    : impl_(std::make_unique<ProducerImpl>(std::move(name), standalone)) {}
 
-Worker::~Worker() = default;
+Producer::~Producer() = default;
 
-Recorder& Worker::recorder() noexcept { return impl_->recorder_; }
+Recorder& Producer::recorder() noexcept { return impl_->recorder_; }
 
-bool Worker::enabled() const noexcept { return impl_->producer_ != nullptr; }
+bool Producer::enabled() const noexcept { return impl_->producer_ != nullptr; }
 
-std::string Worker::render_metrics() const { return impl_->render_metrics(); }
+std::string Producer::render_metrics() const { return impl_->render_metrics(); }
 
-ShutdownReport Worker::close(std::chrono::nanoseconds budget) { return impl_->close(budget); }
+ShutdownReport Producer::close(std::chrono::nanoseconds budget) { return impl_->close(budget); }
 
-ShutdownReport Worker::close() { return impl_->close(impl_->shutdown_budget()); }
+ShutdownReport Producer::close() { return impl_->close(impl_->shutdown_budget()); }
 
 }  // namespace tokenspeed::metrics

@@ -1,4 +1,4 @@
-// standalone_worker_test.cpp — processes that record with no Node, as
+// standalone_producer_test.cpp — processes that record with no Launcher, as
 // prometheus_client's multiprocess and single-process modes do: a shared
 // directory that any process renders, a process's memory, a bad directory.
 #include <catch2/catch.hpp>
@@ -35,9 +35,9 @@ TEST_CASE("standalone processes sharing a directory are rendered together by any
   if (child == 0) {
     int status = 0;
     try {
-      Worker worker("scheduler", StandaloneRecording{dir.path().string()});
-      worker.recorder().counter(kTokens).labels("llama").inc(30);
-      worker.close(std::chrono::seconds(1));
+      Producer producer("scheduler", StandaloneRecording{dir.path().string()});
+      producer.recorder().counter(kTokens).labels("llama").inc(30);
+      producer.close(std::chrono::seconds(1));
     } catch (...) {
       status = 1;
     }
@@ -52,15 +52,15 @@ TEST_CASE("standalone processes sharing a directory are rendered together by any
   CHECK_THAT(render_metric_files(dir.path().string()),
              Catch::Contains("engine:tokens_total{model=\"llama\"} 30"));
 
-  Worker worker("api", StandaloneRecording{dir.path().string()});
-  worker.recorder().counter(kTokens).labels("llama").inc(12);
-  worker.recorder().gauge(kRunning).labels().set(3);
-  const std::string scrape = worker.render_metrics();
+  Producer producer("api", StandaloneRecording{dir.path().string()});
+  producer.recorder().counter(kTokens).labels("llama").inc(12);
+  producer.recorder().gauge(kRunning).labels().set(3);
+  const std::string scrape = producer.render_metrics();
   CHECK_THAT(scrape, Catch::Contains("engine:tokens_total{model=\"llama\"} 42"));
   CHECK_THAT(scrape, Catch::Contains("engine:running 3"));
   CHECK(render_metric_files(dir.path().string()) == scrape);
-  // Nothing of a Node's is left in the engine's directory: only metric files.
-  worker.close(std::chrono::seconds(1));
+  // Nothing of a Launcher's is left in the engine's directory: only metric files.
+  producer.close(std::chrono::seconds(1));
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     CHECK(entry.path().extension() == ".db");
   }
@@ -68,18 +68,18 @@ TEST_CASE("standalone processes sharing a directory are rendered together by any
 
 TEST_CASE("a standalone process without a directory renders its own series from memory") {
   TempDir dir;
-  Worker worker("only", StandaloneRecording{});
-  CHECK(worker.enabled());
-  worker.recorder().counter(kTokens).labels("qwen").inc(5);
-  CHECK_THAT(worker.render_metrics(), Catch::Contains("engine:tokens_total{model=\"qwen\"} 5"));
-  worker.close(std::chrono::seconds(1));
+  Producer producer("only", StandaloneRecording{});
+  CHECK(producer.enabled());
+  producer.recorder().counter(kTokens).labels("qwen").inc(5);
+  CHECK_THAT(producer.render_metrics(), Catch::Contains("engine:tokens_total{model=\"qwen\"} 5"));
+  producer.close(std::chrono::seconds(1));
 }
 
 TEST_CASE("a shared directory that does not exist is a startup error naming it") {
   TempDir dir;
   const std::string missing = (dir.path() / "absent").string();
   try {
-    Worker worker("w", StandaloneRecording{missing});
+    Producer producer("w", StandaloneRecording{missing});
     FAIL("no error");
   } catch (const StartupError& error) {
     CHECK(error.file() == missing);

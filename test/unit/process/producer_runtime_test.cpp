@@ -1,4 +1,4 @@
-// producer_test.cpp — a producer's metrics side: it attaches through the
+// producer_runtime_test.cpp — a producer's metrics side: it attaches through the
 // launcher's handoff, registers the plugins again, records into its metric
 // file of the run directory and closes with its summary left there;
 // standalone it leaves no summary and refuses a shared directory that is not
@@ -15,7 +15,7 @@
 #include "core/startup_error.hpp"
 #include "plugins/unit_plugin_files.hpp"
 #include "process/process_summary.hpp"
-#include "process/producer.hpp"
+#include "process/producer_runtime.hpp"
 #include "process/producer_handoff.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
@@ -64,7 +64,7 @@ TEST_CASE(
   ProducerOptions options;
   options.name = "scheduler-0";
   options.handoff = handoff_through_environment(plugins, run_dir);
-  Producer producer(std::move(options));
+  ProducerRuntime producer(std::move(options));
   CHECK(producer.shutdown_budget() == std::chrono::seconds(2));
   CHECK(has_file_starting(run_dir.path(), "scheduler-0_" + std::to_string(::getpid())));
 
@@ -101,7 +101,7 @@ TEST_CASE("a producer's name is plain in the file names of the run directory") {
   ProducerOptions options;
   options.name = "engine/worker 1";
   options.handoff.run_dir = run_dir.str();
-  Producer producer(std::move(options));
+  ProducerRuntime producer(std::move(options));
   CHECK(producer.name() == "engine_worker_1");
   CHECK(has_file_starting(run_dir.path(), "engine_worker_1_"));
 }
@@ -112,7 +112,7 @@ TEST_CASE("a standalone producer leaves no summary in the engine's shared direct
   options.name = "worker-a";
   options.standalone = true;
   options.handoff.run_dir = shared.str();
-  Producer producer(std::move(options));
+  ProducerRuntime producer(std::move(options));
   producer.metrics().collector().counter(kRequests).labels("/").inc();
   CHECK(producer.close().summary.process == "worker-a");
   CHECK(has_file_starting(shared.path(), "worker-a_"));
@@ -125,7 +125,7 @@ TEST_CASE("a standalone producer refuses a shared directory that is not one") {
   options.standalone = true;
   options.handoff.run_dir = (parent.path() / "missing").string();
   try {
-    Producer producer(std::move(options));
+    ProducerRuntime producer(std::move(options));
     FAIL("no error");
   } catch (const StartupError& error) {
     CHECK(error.context().file == (parent.path() / "missing").string());
