@@ -49,9 +49,7 @@ std::string check_prometheus(const MetricsSettings& settings) {
 int run_check(int argc, char** argv) {
   po::options_description description("options");
   description.add_options()("help,h", "show this help");
-  add_metrics_options(description);
-  add_delivery_options(description);
-  add_prometheus_options(description);
+  add_metrics_flags(description);
   const po::variables_map values = parse_command_line(argc, argv, description);
   if (values.count("help") != 0) {
     std::cout << usage("check", kSynopsis, description)
@@ -64,11 +62,10 @@ int run_check(int argc, char** argv) {
                  "2 with a one-line error otherwise.\n";
     return 0;
   }
-  const MetricsSettings settings = check_options(given_options(values));
-  const MetricsStartup startup =
-      load_metrics_startup(settings.metrics, [](const std::string& line) {
-        std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
-      });
+  const MetricsSettings settings = check_options(options_from_flags(values));
+  const MetricsStartup startup = load_metrics_startup(settings.given, [](const std::string& line) {
+    std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
+  });
   const ReporterSelection& selection = startup.selection;
   if (!selection.enabled) {
     std::cout << "metrics disabled: no output selected\n";

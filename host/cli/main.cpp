@@ -19,6 +19,7 @@ int run_plugins(int argc, char** argv);   // cli_plugins.cpp
 int run_check(int argc, char** argv);     // cli_check.cpp
 int run_simulate(int argc, char** argv);  // cli_simulate.cpp
 int run_producer(int argc, char** argv);  // cli_producer.cpp
+int run_flags(int argc, char** argv);     // flags_command.cpp
 
 namespace {
 
@@ -28,6 +29,8 @@ constexpr Command kCommands[] = {
     {"check", "validate the metrics flags and configuration without starting outputs", run_check},
     {"simulate", "run the simulated engine: a launcher, scheduler ranks and a frontend",
      run_simulate},
+    {"flags", "list the metrics flags with their defaults (--markdown: as the docs' tables)",
+     run_flags},
     {"producer", "a producer process of simulate (started by it, not by hand)", run_producer},
 };
 

@@ -178,7 +178,8 @@ void print_json(const PluginLoader& loader, const ReporterRegistry& registry) {
 int run_plugins(int argc, char** argv) {
   po::options_description description("options");
   description.add_options()("help,h", "show this help")("json", "print one JSON document");
-  add_plugin_search_options(description);
+  constexpr FlagGroup kPluginSearch[] = {FlagGroup::plugin_search};
+  add_metrics_flags(description, kPluginSearch);
   const po::variables_map values = parse_command_line(argc, argv, description);
   if (values.count("help") != 0) {
     std::cout << usage("plugins", kSynopsis, description)
@@ -188,7 +189,7 @@ int run_plugins(int argc, char** argv) {
                  "the reporters it registered.\n";
     return 0;
   }
-  const MetricsOptions options = given_options(values).metrics;
+  const Options options = options_from_flags(values);
   ReporterRegistry registry;
   PluginLoader loader(registry, [](const std::string& line) {
     std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());

@@ -140,9 +140,7 @@ po::options_description simulate_flags() {
       "stop: a producer that crashes or exits on its own shuts the node down (exit status 4, "
       "or 3 for an exit); continue: keep the other processes running to --duration");
   add_simulation_options(description);
-  add_metrics_options(description);
-  add_delivery_options(description);
-  add_prometheus_options(description);
+  add_metrics_flags(description);
   return description;
 }
 
@@ -186,7 +184,7 @@ SimulateRun simulate_run_from(const po::variables_map& values) {
   run.duration = checked_seconds(values, "duration");
   run.linger = checked_seconds(values, "linger");
   run.crash_policy = crash_policy_from(values["on-producer-crash"].as<std::string>());
-  run.launcher.settings = check_options(given_options(values));
+  run.launcher.settings = check_options(options_from_flags(values));
   run.simulation = simulation_options_from(values);
   run.launcher.producers = producer_specs(run.ranks, run.simulation);
   return run;
@@ -358,7 +356,7 @@ int run_simulate(int argc, char** argv) {
     return 0;
   }
   SimulateRun run = simulate_run_from(values);
-  const bool metrics_enabled = run.launcher.settings.metrics.enable_metrics;
+  const bool metrics_enabled = run.launcher.settings.given.enable_metrics;
 
   const auto started = std::chrono::steady_clock::now();
   // SIGINT and SIGTERM stay effective while plugins validate and start.

@@ -1,14 +1,18 @@
-// metrics_flags.cpp — the one check of the metrics options, and the flag
-// definitions and command-line parsing with Boost.Program_options that fill
-// them. Never reads files or loads plugins.
+// metrics_flags.cpp — the flags of the table declared and parsed with
+// Boost.Program_options into Options, Options::to_flags(), and the one check
+// of the metrics options. Never reads files or loads plugins.
 #include "config/metrics_flags.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
+#include <boost/make_shared.hpp>
 #include <boost/program_options/parsers.hpp>
 #include <boost/program_options/value_semantic.hpp>
 
@@ -17,139 +21,149 @@
 namespace tokenspeed::metrics {
 namespace {
 
-constexpr std::size_t kMinQueueSize = 2;
-constexpr std::size_t kMaxQueueSize = std::size_t{1} << 24;
-constexpr double kMaxShutdownSeconds = 3600;
+namespace po = boost::program_options;
 
-std::size_t checked_queue_size(const std::optional<std::size_t>& given) {
-  const std::size_t size = given.value_or(kDefaultQueueSize);
-  if (size < kMinQueueSize || size > kMaxQueueSize) {
-    throw StartupError({"", "", "--metrics-reporter-queue-size"}, "must be between 2 and 16777216");
-  }
-  return size;
+// The flag's error: the Prometheus flags' name the built-in output.
+StartupError flag_error(const MetricsFlag& flag, const std::string& message) {
+  return StartupError(
+      {flag.group == FlagGroup::prometheus ? "prometheus" : "", "", flag_spelling(flag)}, message);
 }
 
-std::chrono::nanoseconds checked_shutdown_timeout(const std::optional<double>& given) {
-  if (!given) return kDefaultShutdownTimeout;
-  const double seconds = *given;
-  if (!(seconds >= 0) || seconds > kMaxShutdownSeconds) {
-    throw StartupError({"", "", "--metrics-shutdown-timeout"},
-                       "must be between 0 and 3600 seconds");
+// A number outside its flag's range: the row's message, "{}" the value as given.
+void check_range(const MetricsFlag& flag, double value, const std::string& as_given) {
+  if (!flag.range || (value >= flag.range->min && value <= flag.range->max)) return;
+  std::string message(flag.range->message);
+  if (const auto at = message.find("{}"); at != std::string::npos) {
+    message.replace(at, 2, as_given);
   }
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-      std::chrono::duration<double>(seconds));
+  throw flag_error(flag, message);
 }
 
-// The Prometheus flags' errors name the built-in output.
-StartupError prometheus_error(const char* flag, const std::string& message) {
-  return StartupError({"prometheus", "", flag}, message);
-}
+const MetricsFlag& row(std::string_view name) { return *find_metrics_flag(name); }
 
-void check_endpoint(const GivenOptions& given, MetricsSettings& settings) {
-  if (given.host && given.host->empty()) {
-    throw prometheus_error("--metrics-host", "the host must not be empty");
+// Every ranged flag that options give, checked against its row.
+void check_ranges(const Options& given) {
+  for (const MetricsFlag& flag : kMetricsFlags) {
+    std::visit(
+        [&](auto field) {
+          const auto& value = given.*field;
+          using Value = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<Value, std::optional<std::size_t>>) {
+            // Past what a long long holds it is out of range all the same.
+            constexpr auto kLargest =
+                static_cast<std::size_t>(std::numeric_limits<long long>::max());
+            if (value) {
+              const auto number = static_cast<long long>(std::min(*value, kLargest));
+              check_range(flag, static_cast<double>(number), std::to_string(number));
+            }
+          } else if constexpr (std::is_same_v<Value, std::optional<int>>) {
+            if (value) check_range(flag, *value, std::to_string(*value));
+          } else if constexpr (std::is_same_v<Value,
+                                              std::optional<std::chrono::duration<double>>>) {
+            if (value) check_range(flag, value->count(), std::to_string(value->count()));
+          }
+        },
+        flag.field);
   }
-  settings.host = given.host;
-  if (given.port) {
-    const long long port = *given.port;
-    if (port < 0 || port > 65535) {
-      throw prometheus_error("--metrics-port",
-                             "port " + std::to_string(port) + " is outside 0-65535");
-    }
-    settings.port = static_cast<unsigned short>(port);
-  }
-}
-
-void check_multiproc_dir(const GivenOptions& given, MetricsSettings& settings) {
-  if (!given.multiproc_dir) return;
-  if (given.multiproc_dir->empty()) {
-    throw prometheus_error("--metrics-multiproc-dir", "the directory must not be empty");
-  }
-  settings.multiproc_base_dir = *given.multiproc_dir;
 }
 
 // A label value, a resource attribute and a tag alike: printable ASCII,
 // none of the characters that a back end's syntax would take apart.
 std::string checked_node_name(const std::string& name) {
+  const MetricsFlag& flag = row("metrics-node-name");
   if (name.empty() || name.size() > 253) {
-    throw StartupError({"", "", "--metrics-node-name"},
-                       "must be 1-253 characters, got " + std::to_string(name.size()));
+    throw flag_error(flag, "must be 1-253 characters, got " + std::to_string(name.size()));
   }
   for (const char c : name) {
     if (c <= ' ' || c > '~' || c == '/' || c == ',' || c == '"' || c == '\'' || c == '\\') {
-      throw StartupError({"", "", "--metrics-node-name"},
-                         "may hold printable ASCII characters but no space, '/', ',', quote or "
-                         "backslash");
+      throw flag_error(flag,
+                       "may hold printable ASCII characters but no space, '/', ',', quote or "
+                       "backslash");
     }
   }
   return name;
 }
 
-void check_series_bound(const GivenOptions& given, MetricsSettings& settings) {
-  if (!given.max_series_per_family) return;
-  const long long bound = *given.max_series_per_family;
-  if (bound < 1 || bound > static_cast<long long>(kMaxSeriesPerFamilyLimit)) {
-    throw prometheus_error(
-        "--metrics-max-series-per-family",
-        std::to_string(bound) + " is outside 1-" + std::to_string(kMaxSeriesPerFamilyLimit));
-  }
-  settings.max_series_per_family = static_cast<std::size_t>(bound);
+// Text that, when given, must not be empty.
+std::optional<std::string> not_empty(const std::optional<std::string>& given, const char* name,
+                                     const char* message) {
+  if (given && given->empty()) throw flag_error(row(name), message);
+  return given;
 }
 
 }  // namespace
 
-MetricsSettings check_options(const GivenOptions& given) {
+MetricsSettings check_options(const Options& given) {
+  check_ranges(given);
   MetricsSettings settings;
-  settings.metrics = given.metrics;
-  settings.queue_size = checked_queue_size(given.queue_size);
-  settings.shutdown_timeout = checked_shutdown_timeout(given.shutdown_seconds);
-  check_endpoint(given, settings);
-  check_multiproc_dir(given, settings);
-  check_series_bound(given, settings);
-  if (given.web_config) {
-    if (given.web_config->empty())
-      throw prometheus_error("--metrics-web-config", "the file name must not be empty");
-    settings.web_config_file = *given.web_config;
+  settings.given = given;
+  settings.queue_size = given.queue_size.value_or(kDefaultQueueSize);
+  if (given.shutdown_timeout) {
+    settings.shutdown_timeout =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(*given.shutdown_timeout);
   }
+  settings.host = not_empty(given.host, "metrics-host", "the host must not be empty");
+  if (given.port) settings.port = static_cast<unsigned short>(*given.port);
+  if (const auto dir = not_empty(given.multiproc_dir, "metrics-multiproc-dir",
+                                 "the directory must not be empty")) {
+    settings.multiproc_base_dir = *dir;
+  }
+  settings.max_series_per_family = given.max_series_per_family.value_or(kDefaultMaxSeriesPerFamily);
+  settings.web_config_file =
+      not_empty(given.web_config, "metrics-web-config", "the file name must not be empty");
   if (given.node_name) settings.node_name = checked_node_name(*given.node_name);
   return settings;
 }
 
-namespace po = boost::program_options;
+namespace {
 
-constexpr double kDefaultShutdownSeconds =
-    std::chrono::duration<double>(kDefaultShutdownTimeout).count();
-
-void add_plugin_search_options(po::options_description& description) {
-  description.add_options()(
-      "metrics-plugin-dir", po::value<std::vector<std::string>>()->composing(),
-      "search DIR for plugin files before TOKENSPEED_PLUGIN_PATH and the installed "
-      "directory (repeatable)")(
-      "metrics-allow-insecure-plugins", po::bool_switch(),
-      "load plugins from files or directories that other users can write to (development only)");
+// The Boost.Program_options value of a row: its kind from the field's type.
+po::value_semantic* semantic(const MetricsFlag& flag) {
+  return std::visit(
+      [&flag](auto field) -> po::value_semantic* {
+        using Value = std::decay_t<decltype(std::declval<Options>().*field)>;
+        if constexpr (std::is_same_v<Value, bool>) {
+          return po::bool_switch();
+        } else if constexpr (std::is_same_v<Value, std::vector<std::string>>) {
+          return po::value<std::vector<std::string>>()->composing();
+        } else if constexpr (std::is_same_v<Value, std::string> ||
+                             std::is_same_v<Value, std::optional<std::string>>) {
+          auto* value = po::value<std::string>();
+          if (const auto* text = std::get_if<std::string_view>(&flag.default_value)) {
+            value->default_value(std::string(*text));
+          }
+          return value;
+        } else if constexpr (std::is_same_v<Value, std::optional<std::chrono::duration<double>>>) {
+          auto* value = po::value<double>();
+          if (const auto* seconds = std::get_if<double>(&flag.default_value)) {
+            value->default_value(*seconds);
+          }
+          return value;
+        } else {  // a whole number
+          auto* value = po::value<long long>();
+          if (const auto* number = std::get_if<long long>(&flag.default_value)) {
+            value->default_value(*number);
+          }
+          return value;
+        }
+      },
+      flag.field);
 }
 
-void add_metrics_options(po::options_description& description) {
-  description.add_options()("enable-metrics", po::bool_switch(),
-                            "enable metrics (Prometheus only unless "
-                            "--metrics-reporters selects outputs)")(
-      "metrics-reporters", po::value<std::vector<std::string>>()->composing(),
-      "select an output by name (repeatable; a comma-separated list is accepted); "
-      "'prometheus' is the built-in output")(
-      "metrics-reporter-config", po::value<std::string>(),
-      "JSON file mapping external output names to their settings");
-  add_plugin_search_options(description);
+}  // namespace
+
+void add_metrics_flags(po::options_description& description, std::span<const FlagGroup> groups) {
+  for (const MetricsFlag& flag : kMetricsFlags) {
+    if (std::find(groups.begin(), groups.end(), flag.group) == groups.end()) continue;
+    description.add(boost::make_shared<po::option_description>(
+        std::string(flag.name).c_str(), semantic(flag), std::string(flag.help).c_str()));
+  }
 }
 
-void add_delivery_options(po::options_description& description) {
-  description.add_options()(
-      "metrics-reporter-queue-size", po::value<std::size_t>()->default_value(kDefaultQueueSize),
-      "events each collector thread may queue per output before dropping (and counting) them")(
-      "metrics-shutdown-timeout", po::value<double>()->default_value(kDefaultShutdownSeconds),
-      "seconds the whole node has to drain and close its outputs at shutdown")(
-      "metrics-node-name", po::value<std::string>(),
-      "the node's name in what the outputs push (remote_write's node label, OTLP's "
-      "service.instance.id); default: the host name");
+po::options_description all_metrics_flags() {
+  po::options_description description("metrics options");
+  add_metrics_flags(description);
+  return description;
 }
 
 namespace {
@@ -157,40 +171,93 @@ namespace {
 // The value of a flag the command line gave; empty when it was not declared,
 // not given, or left at its default. T is the type the flag was declared with.
 template <typename T>
-std::optional<T> given_value(const po::variables_map& values, const char* flag) {
-  const auto found = values.find(flag);
+std::optional<T> given_value(const po::variables_map& values, std::string_view flag) {
+  const auto found = values.find(std::string(flag));
   if (found == values.end() || found->second.defaulted()) return std::nullopt;
   return found->second.as<T>();
 }
 
-MetricsOptions given_selection(const po::variables_map& values) {
-  using Strings = std::vector<std::string>;
-  MetricsOptions options;
-  options.enable_metrics = given_value<bool>(values, "enable-metrics").value_or(false);
-  options.reporters = given_value<Strings>(values, "metrics-reporters").value_or(Strings{});
-  options.reporter_config_file =
-      given_value<std::string>(values, "metrics-reporter-config").value_or("");
-  options.plugin_dirs = given_value<Strings>(values, "metrics-plugin-dir").value_or(Strings{});
-  options.allow_insecure_plugins =
-      given_value<bool>(values, "metrics-allow-insecure-plugins").value_or(false);
+}  // namespace
+
+Options options_from_flags(const po::variables_map& values) {
+  Options options;
+  for (const MetricsFlag& flag : kMetricsFlags) {
+    std::visit(
+        [&](auto field) {
+          auto& value = options.*field;
+          using Value = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<Value, bool>) {
+            value = given_value<bool>(values, flag.name).value_or(false);
+          } else if constexpr (std::is_same_v<Value, std::vector<std::string>>) {
+            value = given_value<Value>(values, flag.name).value_or(Value{});
+          } else if constexpr (std::is_same_v<Value, std::string>) {
+            value = given_value<std::string>(values, flag.name).value_or("");
+          } else if constexpr (std::is_same_v<Value, std::optional<std::string>>) {
+            value = given_value<std::string>(values, flag.name);
+          } else if constexpr (std::is_same_v<Value,
+                                              std::optional<std::chrono::duration<double>>>) {
+            if (const auto seconds = given_value<double>(values, flag.name)) {
+              value = std::chrono::duration<double>(*seconds);
+            }
+          } else if (const auto number = given_value<long long>(values, flag.name)) {
+            // Refused as typed before it is narrowed to its field.
+            check_range(flag, static_cast<double>(*number), std::to_string(*number));
+            value = static_cast<typename Value::value_type>(*number);
+          }
+        },
+        flag.field);
+  }
   return options;
+}
+
+namespace {
+
+std::string format_double(double value) {
+  std::ostringstream out;
+  out.precision(17);
+  out << value;
+  return out.str();
 }
 
 }  // namespace
 
-GivenOptions given_options(const po::variables_map& values) {
-  GivenOptions given;
-  given.metrics = given_selection(values);
-  given.queue_size = given_value<std::size_t>(values, "metrics-reporter-queue-size");
-  given.shutdown_seconds = given_value<double>(values, "metrics-shutdown-timeout");
-  // Declared in prometheus/prometheus_options.cpp, with these types.
-  given.host = given_value<std::string>(values, "metrics-host");
-  given.port = given_value<long long>(values, "metrics-port");
-  given.multiproc_dir = given_value<std::string>(values, "metrics-multiproc-dir");
-  given.max_series_per_family = given_value<long long>(values, "metrics-max-series-per-family");
-  given.web_config = given_value<std::string>(values, "metrics-web-config");
-  given.node_name = given_value<std::string>(values, "metrics-node-name");
-  return given;
+// A convenience for engines that pass their options on to processes of
+// their own; the host never goes through flags for its own options.
+std::vector<std::string> Options::to_flags() const {
+  std::vector<std::string> flags;
+  for (const MetricsFlag& flag : kMetricsFlags) {
+    const std::string spelled = flag_spelling(flag);
+    std::visit(
+        [&](auto field) {
+          const auto& value = this->*field;
+          using Value = std::decay_t<decltype(value)>;
+          if constexpr (std::is_same_v<Value, bool>) {
+            if (value) flags.push_back(spelled);
+          } else if constexpr (std::is_same_v<Value, std::vector<std::string>>) {
+            for (const std::string& each : value) {
+              flags.push_back(spelled);
+              flags.push_back(each);
+            }
+          } else if constexpr (std::is_same_v<Value, std::string>) {
+            if (!value.empty()) {
+              flags.push_back(spelled);
+              flags.push_back(value);
+            }
+          } else if (value) {
+            flags.push_back(spelled);
+            if constexpr (std::is_same_v<Value, std::optional<std::string>>) {
+              flags.push_back(*value);
+            } else if constexpr (std::is_same_v<Value,
+                                                std::optional<std::chrono::duration<double>>>) {
+              flags.push_back(format_double(value->count()));
+            } else {
+              flags.push_back(std::to_string(*value));
+            }
+          }
+        },
+        flag.field);
+  }
+  return flags;
 }
 
 namespace {

@@ -1,10 +1,11 @@
 // metrics_flags.hpp — the metrics options of a node, one model for the
-// command line and for an engine's Options: what was given (GivenOptions),
-// the one check of every range with every default applied (check_options,
-// giving MetricsSettings), and the Boost.Program_options flags that fill it
-// (turning command-line mistakes into StartupError). Parses and checks;
-// never loads anything.
-// Tested in test/unit/config/reporter_config_test.cpp and
+// command line, the environment and an engine's Options: the flags of the
+// table (metrics_flag_table.hpp) declared for Boost.Program_options and
+// parsed into Options, the one check of every range with every default
+// applied (check_options, giving MetricsSettings), and command-line mistakes
+// turned into StartupError. Parses and checks; never loads anything.
+// Tested in test/unit/config/reporter_config_test.cpp,
+// test/unit/config/metrics_flag_table_test.cpp and
 // test/unit/api/engine_options_test.cpp.
 #pragma once
 
@@ -12,38 +13,26 @@
 #include <cstddef>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/variables_map.hpp>
 
-#include "config/reporter_config.hpp"
+#include "config/metrics_flag_table.hpp"
 #include "core/delivery_defaults.hpp"
 #include "core/series_bound.hpp"
 
 namespace tokenspeed::metrics {
 
-// Every metrics option as given, nothing checked yet: what the flags parse
-// into (given_options) and what an engine's Options become, field by
-// field. An empty optional is an option not given: its default applies.
-struct GivenOptions {
-  MetricsOptions metrics;                          // selection and plugin search
-  std::optional<std::size_t> queue_size;           // --metrics-reporter-queue-size
-  std::optional<double> shutdown_seconds;          // --metrics-shutdown-timeout
-  std::optional<std::string> host;                 // --metrics-host
-  std::optional<long long> port;                   // --metrics-port
-  std::optional<std::string> multiproc_dir;        // --metrics-multiproc-dir
-  std::optional<long long> max_series_per_family;  // --metrics-max-series-per-family
-  std::optional<std::string> web_config;           // --metrics-web-config
-  std::optional<std::string> node_name;            // --metrics-node-name
-};
-
 // The metrics options of a node, checked, with their defaults: what the
 // commands, the launcher and the engine API use.
 struct MetricsSettings {
-  // Checked against the loaded plugins at startup (load_metrics_startup).
-  MetricsOptions metrics;
+  // The options as given. The selection, the configuration file and the
+  // plugin directories are checked against the loaded plugins at startup
+  // (load_metrics_startup); the fields below are the others, checked.
+  Options given;
   std::size_t queue_size = kDefaultQueueSize;  // events per ring (collector thread x output)
   std::chrono::nanoseconds shutdown_timeout = kDefaultShutdownTimeout;  // the node's budget
   // The Prometheus endpoint's address and the base of the run directories.
@@ -69,27 +58,21 @@ struct MetricsSettings {
 // Throws StartupError naming the flag. The selection, the configuration
 // file and the plugin directories are carried over as given; they are
 // checked with the plugins loaded, at startup (load_metrics_startup).
-MetricsSettings check_options(const GivenOptions& given);
+MetricsSettings check_options(const Options& given);
 
-// Adds --enable-metrics, --metrics-reporters (repeatable, comma lists),
-// --metrics-reporter-config, --metrics-plugin-dir (repeatable) and
-// --metrics-allow-insecure-plugins.
-void add_metrics_options(boost::program_options::options_description& description);
+// Declares the flags of groups (every flag of the table by default), with
+// their defaults and help.
+void add_metrics_flags(boost::program_options::options_description& description,
+                       std::span<const FlagGroup> groups = kAllFlagGroups);
 
-// Adds only --metrics-plugin-dir and --metrics-allow-insecure-plugins (the
-// plugin search flags, for commands that list plugins).
-void add_plugin_search_options(boost::program_options::options_description& description);
+// Every metrics flag, as an engine's --help and the flags command show them.
+boost::program_options::options_description all_metrics_flags();
 
-// Adds --metrics-reporter-queue-size, --metrics-shutdown-timeout, with
-// their defaults (core/delivery_defaults.hpp) in the help, and
-// --metrics-node-name.
-void add_delivery_options(boost::program_options::options_description& description);
-
-// The metrics flags of a parsed command line, as given: every metrics flag
-// the description declared (here or in prometheus/prometheus_options.hpp)
-// and the command line gave; a flag left at its default is not given.
-// Checks nothing: check_options does.
-GivenOptions given_options(const boost::program_options::variables_map& values);
+// The metrics flags of a parsed command line, as given: every flag of the
+// table the description declared and the command line gave; a flag left at
+// its default is not given. A number outside its range throws StartupError
+// naming the flag; check_options does the rest.
+Options options_from_flags(const boost::program_options::variables_map& values);
 
 // Parses argv (argv[0] is the command name) against description. Unknown
 // flags, missing values and stray arguments throw StartupError naming the flag.

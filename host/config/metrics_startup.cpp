@@ -3,7 +3,7 @@
 
 namespace tokenspeed::metrics {
 
-MetricsStartup load_metrics_startup(const MetricsOptions& options,
+MetricsStartup load_metrics_startup(const Options& options,
                                     const std::function<void(const std::string&)>& warn) {
   return load_metrics_startup(
       options,
@@ -11,8 +11,7 @@ MetricsStartup load_metrics_startup(const MetricsOptions& options,
       warn);
 }
 
-MetricsStartup load_metrics_startup(const MetricsOptions& options,
-                                    const PluginSearchOptions& search,
+MetricsStartup load_metrics_startup(const Options& options, const PluginSearchOptions& search,
                                     const std::function<void(const std::string&)>& warn) {
   MetricsStartup startup;
   startup.registry = std::make_unique<ReporterRegistry>();

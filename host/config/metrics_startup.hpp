@@ -28,12 +28,11 @@ struct MetricsStartup {
 // environment) and resolves the selection (then says its warnings). With
 // metrics disabled nothing is loaded. Warnings go to warn, one line each.
 // Throws StartupError.
-MetricsStartup load_metrics_startup(const MetricsOptions& options,
+MetricsStartup load_metrics_startup(const Options& options,
                                     const std::function<void(const std::string&)>& warn);
 
 // Same, with explicit plugin search options (tests).
-MetricsStartup load_metrics_startup(const MetricsOptions& options,
-                                    const PluginSearchOptions& search,
+MetricsStartup load_metrics_startup(const Options& options, const PluginSearchOptions& search,
                                     const std::function<void(const std::string&)>& warn);
 
 }  // namespace tokenspeed::metrics

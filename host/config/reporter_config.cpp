@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 
+#include "config/metrics_flag_table.hpp"
 #include "config/secret_redaction.hpp"
 #include "core/file_mode.hpp"
 
@@ -104,16 +105,16 @@ std::vector<std::string> parse_reporter_selection(const std::vector<std::string>
   return selection;
 }
 
-std::vector<std::string> ignored_flag_warnings(const MetricsOptions& options) {
+std::vector<std::string> ignored_flag_warnings(const Options& options) {
   std::vector<std::string> warnings;
   if (options.enable_metrics) return warnings;
-  auto ignored = [&warnings](const char* flag) {
-    warnings.push_back(std::string(flag) + " is ignored without --enable-metrics");
-  };
-  if (!options.reporters.empty()) ignored("--metrics-reporters");
-  if (!options.reporter_config_file.empty()) ignored("--metrics-reporter-config");
-  if (!options.plugin_dirs.empty()) ignored("--metrics-plugin-dir");
-  if (options.allow_insecure_plugins) ignored("--metrics-allow-insecure-plugins");
+  for (const MetricsFlag& flag : kMetricsFlags) {
+    const bool selects =
+        flag.group == FlagGroup::selection || flag.group == FlagGroup::plugin_search;
+    if (selects && flag.name != "enable-metrics" && is_given(options, flag)) {
+      warnings.push_back(flag_spelling(flag) + " is ignored without --enable-metrics");
+    }
+  }
   return warnings;
 }
 
@@ -144,7 +145,7 @@ boost::json::object read_reporter_config_file(const std::string& path) {
   return std::move(document.as_object());
 }
 
-ReporterSelection resolve_reporters(const MetricsOptions& options, const ReporterRegistry& registry,
+ReporterSelection resolve_reporters(const Options& options, const ReporterRegistry& registry,
                                     const PluginLoader* loader) {
   ReporterSelection result;
   result.enabled = options.enable_metrics;
@@ -165,7 +166,7 @@ ReporterSelection resolve_reporters(const MetricsOptions& options, const Reporte
   }
 
   boost::json::object file;
-  const std::string& path = options.reporter_config_file;
+  const std::string& path = options.reporter_config;
   if (!path.empty()) {
     file = read_reporter_config_file(path);
     const std::set<std::string> selected(result.order.begin(), result.order.end());

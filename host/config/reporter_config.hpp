@@ -14,17 +14,9 @@
 #include "plugin/reporter.hpp"
 #include "plugin/reporter_registry.hpp"
 #include "config/isolation_settings.hpp"
+#include "tokenspeed/metrics/options.hpp"
 
 namespace tokenspeed::metrics {
-
-// The metrics flags of every command that starts metrics.
-struct MetricsOptions {
-  bool enable_metrics = false;           // --enable-metrics
-  std::vector<std::string> reporters;    // each --metrics-reporters value, as given
-  std::string reporter_config_file;      // --metrics-reporter-config, "" if absent
-  std::vector<std::string> plugin_dirs;  // each --metrics-plugin-dir, in order
-  bool allow_insecure_plugins = false;   // --metrics-allow-insecure-plugins
-};
 
 // One selected external output with its normalized configuration.
 struct SelectedOutput {
@@ -51,9 +43,10 @@ struct ReporterSelection {
 // empty name.
 std::vector<std::string> parse_reporter_selection(const std::vector<std::string>& values);
 
-// One line per metrics flag given without --enable-metrics ("--metrics-reporters
-// is ignored without --enable-metrics"); empty when metrics are enabled.
-std::vector<std::string> ignored_flag_warnings(const MetricsOptions& options);
+// One line per selection or plugin search flag given without --enable-metrics
+// ("--metrics-reporters is ignored without --enable-metrics"); empty when
+// metrics are enabled.
+std::vector<std::string> ignored_flag_warnings(const Options& options);
 
 // Reads the reporter configuration file: a JSON object, no duplicate keys at
 // any depth. Throws StartupError naming the file (and key) otherwise.
@@ -66,7 +59,7 @@ boost::json::object read_reporter_config_file(const std::string& path);
 // holds a non-empty value for a setting its reporter describes as secret,
 // adds one warning per such output to the result (reporter, file, key paths,
 // mode; never the value).
-ReporterSelection resolve_reporters(const MetricsOptions& options, const ReporterRegistry& registry,
+ReporterSelection resolve_reporters(const Options& options, const ReporterRegistry& registry,
                                     const PluginLoader* loader);
 
 }  // namespace tokenspeed::metrics

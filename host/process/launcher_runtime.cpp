@@ -41,7 +41,7 @@ void LauncherRuntime::start() {
   started_ = true;
   auto warn_line = [this](const std::string& line) { warn(line); };
   const MetricsSettings& settings = options_.settings;
-  startup_ = load_metrics_startup(settings.metrics, warn_line);
+  startup_ = load_metrics_startup(settings.given, warn_line);
   const ReporterSelection& selection = startup_.selection;
   const bool enabled = selection.enabled;
 
@@ -67,7 +67,7 @@ void LauncherRuntime::start() {
     handoff.plugin_dirs =
         startup_.loader ? startup_.loader->directories() : std::vector<std::string>{};
     handoff.disabled_plugins = PluginSearchOptions::from_environment({}, false).disabled_plugins;
-    handoff.allow_insecure_plugins = settings.metrics.allow_insecure_plugins;
+    handoff.allow_insecure_plugins = settings.given.allow_insecure_plugins;
     handoff.run_dir = run_dir_->path().string();
   }
   handoff.queue_size = settings.queue_size;

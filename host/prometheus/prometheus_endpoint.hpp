@@ -12,18 +12,15 @@
 #include <string>
 #include <string_view>
 
-namespace tokenspeed::metrics {
+#include "core/endpoint_defaults.hpp"
 
-// The default port. Unassigned in Prometheus's port allocation list and
-// clear of the exporters usually found on GPU nodes (node_exporter 9100,
-// DCGM 9400, Prometheus 9090).
-inline constexpr unsigned short kDefaultMetricsPort = 9431;
+namespace tokenspeed::metrics {
 
 // The limits that keep the endpoint serving well-behaved scrapers while
 // hostile or broken clients connect (docs/reliability.md, "The endpoint
 // under hostile clients", explains each default).
 struct PrometheusEndpointOptions {
-  std::string host = "127.0.0.1";             // IP address or resolvable name
+  std::string host{kDefaultMetricsHost};      // IP address or resolvable name
   unsigned short port = kDefaultMetricsPort;  // 0: pick a free port (see port())
   // Server threads (at least 1), and as many render threads: connections
   // are accepted, read, written and closed on the first, scrapes rendered on

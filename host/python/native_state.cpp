@@ -179,24 +179,20 @@ PyObject* extract_metrics_flags(PyObject*, PyObject* args_list) {
   }
 }
 
-// metrics_flags_from_environment() -> the flags the TOKENSPEED_METRICS_*
-// variables stand for.
-PyObject* metrics_flags_from_environment(PyObject*, PyObject*) {
-  try {
-    return to_list(metrics_options_from_environment().to_flags());
-  } catch (...) {
-    return raise_from_cpp();
-  }
-}
-
-// start_node(metrics_flags): the launcher (or only) process.
-PyObject* start_node(PyObject*, PyObject* flags_list) {
+// start(argv) -> (producer environment [name, value, ...], rest, enabled): the
+// launcher (or only) process. The options are parsed once, by the table of
+// flags: from argv when it is a list (its other arguments are returned as
+// rest), from the TOKENSPEED_METRICS_* environment when it is None.
+PyObject* start(PyObject*, PyObject* argv) {
   AttachLock attaching;
   if (refuse_second_start()) return nullptr;
   try {
-    ExtractedOptions extracted = extract_metrics_options(string_list(flags_list));
-    if (!extracted.rest.empty()) {
-      throw StartupError({"", "", extracted.rest.front()}, "not a metrics flag");
+    ExtractedOptions extracted;
+    const bool from_environment = argv == Py_None;
+    if (from_environment) {
+      extracted.options = metrics_options_from_environment();
+    } else {
+      extracted = extract_metrics_options(string_list(argv));
     }
     std::unique_ptr<Launcher> started;
     std::exception_ptr failure;
@@ -210,7 +206,7 @@ PyObject* start_node(PyObject*, PyObject* flags_list) {
     recorder = &launcher->recorder();
     closed = false;
     ++binding_generation;
-    return to_list([] {
+    PyObject* environment = to_list([] {
       std::vector<std::string> flat;
       for (const auto& [name, value] : launcher->producer_environment()) {
         flat.push_back(name);
@@ -218,6 +214,14 @@ PyObject* start_node(PyObject*, PyObject* flags_list) {
       }
       return flat;
     }());
+    PyObject* rest = from_environment ? Py_NewRef(Py_None) : to_list(extracted.rest);
+    if (environment == nullptr || rest == nullptr) {
+      Py_XDECREF(environment);
+      Py_XDECREF(rest);
+      return nullptr;
+    }
+    return Py_BuildValue("(NNO)", environment, rest,
+                         extracted.options.enable_metrics ? Py_True : Py_False);
   } catch (...) {
     return raise_from_cpp();
   }
@@ -413,13 +417,11 @@ PyObject* raise_from_cpp() {
 PyMethodDef state_functions[] = {
     {"extract_metrics_flags", extract_metrics_flags, METH_O,
      "extract_metrics_flags(args) -> (metrics_flags, rest)"},
-    {"start_node", start_node, METH_O,
-     "start_node(metrics_flags) -> [name, value, ...] of the producer environment"},
+    {"start", start, METH_O,
+     "start(argv or None) -> ([name, value, ...] of the producer environment, rest, enabled)"},
     {"attach_producer", attach_producer, METH_O, "attach_producer(name) -> enabled"},
     {"record_standalone", record_standalone, METH_VARARGS,
      "record_standalone(name, shared_dir) -> True: no launcher, shared_dir or memory"},
-    {"metrics_flags_from_environment", metrics_flags_from_environment, METH_NOARGS,
-     "the metrics flags of the TOKENSPEED_METRICS_* variables"},
     {"render_directory", render_directory, METH_O,
      "render_directory(path) -> the exposition of the processes recording there"},
     {"close", close_metrics, METH_O, "close(budget_seconds or None) -> report"},

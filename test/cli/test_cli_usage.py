@@ -1,5 +1,6 @@
 """The CLI: --help on every command, unknown flags and commands are errors."""
 import os
+import re
 import socket
 import sys
 
@@ -7,6 +8,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cli_harness as h  # noqa: E402
 
 COMMANDS = ["plugins", "check"]
+OPERATORS_DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "operators.md")
 
 
 class HelpAndUnknownFlags(h.CliTestCase):
@@ -32,6 +34,29 @@ class HelpAndUnknownFlags(h.CliTestCase):
         for flag in ("--enable-metrics", "--metrics-reporters", "--metrics-reporter-config",
                      "--metrics-plugin-dir", "--metrics-allow-insecure-plugins"):
             self.assertIn(flag, result.stdout, result.describe())
+
+    def test_the_docs_flag_tables_are_the_ones_the_table_of_flags_renders(self):
+        result = h.run("flags", "--markdown")
+        self.assert_ok(result)
+        tables = result.stdout.strip("\n").split("\n\n")
+        self.assertEqual(len(tables), 2, result.describe())
+        with open(OPERATORS_DOC, encoding="utf-8") as doc:
+            text = doc.read()
+        for table in tables:
+            self.assertIn(table + "\n", text,
+                          "docs/operators.md differs from `tokenspeed-metrics flags --markdown`:\n"
+                          + table)
+
+    def test_flags_prints_every_flag_that_check_accepts(self):
+        self.assertIn("flags", h.run("--help").stdout)
+        self.assert_ok(h.run("flags", "--help"))
+        result = h.run("flags")
+        self.assert_ok(result)
+        check_help = h.run("check", "--help").stdout
+        flags = re.findall(r"^  (--[a-z-]+)", result.stdout, re.MULTILINE)
+        self.assertEqual(len(flags), 13, result.describe())
+        for flag in flags:
+            self.assertIn(flag, check_help)
 
     def test_check_accepts_every_metrics_flag_of_simulate(self):
         result = h.run("check", "--enable-metrics", "--metrics-host", "127.0.0.1",

@@ -87,15 +87,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   tsm::fuzz::write_file(config_path, file);
 
   boost::program_options::options_description description;
-  tsm::add_metrics_options(description);
-  tsm::add_delivery_options(description);
+  constexpr tsm::FlagGroup kGroups[] = {tsm::FlagGroup::selection, tsm::FlagGroup::plugin_search,
+                                        tsm::FlagGroup::delivery};
+  tsm::add_metrics_flags(description, kGroups);
   try {
     const tsm::ExtractedFlags extracted = tsm::extract_flags(args, description);
-    const tsm::MetricsSettings settings = tsm::check_options(tsm::given_options(extracted.values));
+    const tsm::MetricsSettings settings =
+        tsm::check_options(tsm::options_from_flags(extracted.values));
     FUZZ_CHECK(settings.queue_size >= 2 && settings.queue_size <= (std::size_t{1} << 24));
-    tsm::MetricsOptions options = settings.metrics;
+    tsm::Options options = settings.given;
     // Whatever file was named, the one read is the input's (never a device).
-    if (!options.reporter_config_file.empty()) options.reporter_config_file = config_path;
+    if (!options.reporter_config.empty()) options.reporter_config = config_path;
     const std::vector<std::string> warnings = tsm::ignored_flag_warnings(options);
     FUZZ_CHECK(!options.enable_metrics || warnings.empty());
     const tsm::ReporterSelection selection = tsm::resolve_reporters(options, registry(), nullptr);

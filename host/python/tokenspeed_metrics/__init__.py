@@ -129,13 +129,9 @@ def start(argv=None, *, export=True):
     Called from the main thread, it also installs handlers for SIGTERM and
     SIGINT that close the node (removing the run directory) and then chain
     to the handlers they replaced; see docs/python.md."""
-    if argv is None:
-        flags, rest = _native.metrics_flags_from_environment(), None
-        if "--enable-metrics" not in flags:
-            _warn_of_unread_argv_flags()
-    else:
-        flags, rest = _native.extract_metrics_flags(list(argv))
-    environment = _native.start_node(flags)
+    environment, rest, enabled = _native.start(None if argv is None else list(argv))
+    if argv is None and not enabled:
+        _warn_of_unread_argv_flags()
     if export:
         for variable in ("TOKENSPEED_METRICS_HANDOFF_FD", "TOKENSPEED_METRICS_HANDOFF_FILE",
                          "TOKENSPEED_METRICS_DISABLED"):

@@ -190,7 +190,7 @@ TEST_CASE("options left unset keep the command line's defaults") {
   const LauncherOptions from_flags =
       launcher_options_from(extract_metrics_options(std::vector<std::string>{}).options);
   for (const MetricsSettings* settings : {&launcher.settings, &from_flags.settings}) {
-    CHECK_FALSE(settings->metrics.enable_metrics);
+    CHECK_FALSE(settings->given.enable_metrics);
     CHECK(settings->queue_size == kDefaultQueueSize);
     CHECK(settings->shutdown_timeout == kDefaultShutdownTimeout);
     CHECK(settings->max_series_per_family == kDefaultMaxSeriesPerFamily);

@@ -115,11 +115,11 @@ struct Fixture {
     }
     registry.commit();
   }
-  MetricsOptions enabled(std::vector<std::string> reporters, std::string file = {}) const {
-    MetricsOptions options;
+  Options enabled(std::vector<std::string> reporters, std::string file = {}) const {
+    Options options;
     options.enable_metrics = true;
     options.reporters = std::move(reporters);
-    options.reporter_config_file = std::move(file);
+    options.reporter_config = std::move(file);
     return options;
   }
   std::string config(const std::string& text) const { return dir.write("metrics.json", text); }
@@ -406,9 +406,9 @@ TEST_CASE("a readable configuration file without a secret value is not warned ab
 }
 
 TEST_CASE("a reporter flag without --enable-metrics is reported as ignored", "[config]") {
-  MetricsOptions options;
+  Options options;
   options.reporters = {"alpha"};
-  options.reporter_config_file = "/etc/m.json";
+  options.reporter_config = "/etc/m.json";
   options.plugin_dirs = {"/p"};
   const std::vector<std::string> warnings = ignored_flag_warnings(options);
   CHECK(warnings ==
@@ -422,9 +422,9 @@ TEST_CASE("a reporter flag without --enable-metrics is reported as ignored", "[c
 TEST_CASE("with metrics disabled no plugin is loaded and nothing is validated", "[config]") {
   PluginDir plugins;
   plugins.add_plugin("unit_thread.so");  // would warn if it were loaded
-  MetricsOptions options;
+  Options options;
   options.reporters = {"unit_thread"};
-  options.reporter_config_file = "/nonexistent/metrics.json";
+  options.reporter_config = "/nonexistent/metrics.json";
   PluginSearchOptions search;
   search.plugin_dirs = {plugins.str()};
   std::vector<std::string> warnings;
@@ -440,7 +440,7 @@ TEST_CASE("with metrics disabled no plugin is loaded and nothing is validated", 
 TEST_CASE("startup validation loads plugins and validates the selection", "[config]") {
   PluginDir plugins;
   plugins.add_plugin("unit_two_names.so");
-  MetricsOptions options;
+  Options options;
   options.enable_metrics = true;
   options.reporters = {"unit-beta,prometheus"};
   PluginSearchOptions search;
@@ -456,7 +456,7 @@ TEST_CASE("a selected plugin that is disabled causes an unknown-reporter error s
           "[config]") {
   PluginDir plugins;
   const std::string path = plugins.add_plugin("unit_two_names.so");
-  MetricsOptions options;
+  Options options;
   options.enable_metrics = true;
   options.reporters = {"unit_two_names"};
   PluginSearchOptions search;
@@ -472,7 +472,7 @@ TEST_CASE("a selected plugin that failed registration causes an unknown-reporter
           "[config]") {
   PluginDir plugins;
   const std::string path = plugins.add_plugin("unit_fails_after_register.so");
-  MetricsOptions options;
+  Options options;
   options.enable_metrics = true;
   options.reporters = {"unit_rollback"};
   PluginSearchOptions search;
@@ -534,7 +534,7 @@ boost::program_options::variables_map parse_flags(std::vector<std::string> args)
   std::vector<char*> argv;
   for (std::string& arg : args) argv.push_back(arg.data());
   boost::program_options::options_description description("options");
-  tokenspeed::metrics::add_metrics_options(description);
+  tokenspeed::metrics::add_metrics_flags(description);
   return tokenspeed::metrics::parse_command_line(static_cast<int>(argv.size()), argv.data(),
                                                  description);
 }
@@ -542,23 +542,20 @@ boost::program_options::variables_map parse_flags(std::vector<std::string> args)
 }  // namespace
 
 TEST_CASE("the metrics flags parse into the options struct", "[config][cli]") {
-  const MetricsOptions options =
-      tokenspeed::metrics::given_options(
-          parse_flags({"--enable-metrics", "--metrics-reporters", "prometheus,jsonl",
-                       "--metrics-reporters=x", "--metrics-reporter-config", "/etc/m.json",
-                       "--metrics-plugin-dir", "/a", "--metrics-plugin-dir=/b",
-                       "--metrics-allow-insecure-plugins"}))
-          .metrics;
+  const Options options = tokenspeed::metrics::options_from_flags(parse_flags(
+      {"--enable-metrics", "--metrics-reporters", "prometheus,jsonl", "--metrics-reporters=x",
+       "--metrics-reporter-config", "/etc/m.json", "--metrics-plugin-dir", "/a",
+       "--metrics-plugin-dir=/b", "--metrics-allow-insecure-plugins"}));
   CHECK(options.enable_metrics);
   CHECK(options.reporters == std::vector<std::string>{"prometheus,jsonl", "x"});
-  CHECK(options.reporter_config_file == "/etc/m.json");
+  CHECK(options.reporter_config == "/etc/m.json");
   CHECK(options.plugin_dirs == std::vector<std::string>{"/a", "/b"});
   CHECK(options.allow_insecure_plugins);
 
-  const MetricsOptions defaults = tokenspeed::metrics::given_options(parse_flags({})).metrics;
+  const Options defaults = tokenspeed::metrics::options_from_flags(parse_flags({}));
   CHECK_FALSE(defaults.enable_metrics);
   CHECK(defaults.reporters.empty());
-  CHECK(defaults.reporter_config_file.empty());
+  CHECK(defaults.reporter_config.empty());
   CHECK(defaults.plugin_dirs.empty());
   CHECK_FALSE(defaults.allow_insecure_plugins);
 }
@@ -573,13 +570,26 @@ TEST_CASE("unknown flags, missing values and stray arguments are startup errors"
                   StartupError);
 }
 
+TEST_CASE("a number outside its range is refused as the flag gave it, before it is narrowed",
+          "[config][cli]") {
+  const StartupError series = startup_error([] {
+    tokenspeed::metrics::options_from_flags(parse_flags({"--metrics-max-series-per-family", "-5"}));
+  });
+  CHECK(series.context().key == "--metrics-max-series-per-family");
+  CHECK(series.context().reporter == "prometheus");
+  CHECK(series.message() == "-5 is outside 1-16777216");
+  const StartupError port = startup_error(
+      [] { tokenspeed::metrics::options_from_flags(parse_flags({"--metrics-port=4294967297"})); });
+  CHECK(port.message() == "port 4294967297 is outside 0-65535");
+}
+
 TEST_CASE("check_options applies the defaults of every option not given", "[config][cli]") {
-  GivenOptions given;
-  given.metrics.enable_metrics = true;
-  given.metrics.reporters = {"prometheus"};
+  Options given;
+  given.enable_metrics = true;
+  given.reporters = {"prometheus"};
   const MetricsSettings settings = check_options(given);
-  CHECK(settings.metrics.enable_metrics);
-  CHECK(settings.metrics.reporters == std::vector<std::string>{"prometheus"});
+  CHECK(settings.given.enable_metrics);
+  CHECK(settings.given.reporters == std::vector<std::string>{"prometheus"});
   CHECK(settings.queue_size == kDefaultQueueSize);
   CHECK(settings.shutdown_timeout == kDefaultShutdownTimeout);
   CHECK_FALSE(settings.host);
@@ -590,9 +600,9 @@ TEST_CASE("check_options applies the defaults of every option not given", "[conf
 
 TEST_CASE("check_options accepts each range's ends and refuses past them, naming the flag",
           "[config][cli]") {
-  GivenOptions ends;
+  Options ends;
   ends.queue_size = 2;
-  ends.shutdown_seconds = 0;
+  ends.shutdown_timeout = std::chrono::duration<double>(0);
   ends.port = 0;
   ends.max_series_per_family = 1;
   CHECK(check_options(ends).queue_size == 2);
@@ -600,7 +610,7 @@ TEST_CASE("check_options accepts each range's ends and refuses past them, naming
   CHECK(check_options(ends).port == 0);
   CHECK(check_options(ends).max_series_per_family == 1);
   ends.queue_size = std::size_t{1} << 24;
-  ends.shutdown_seconds = 3600;
+  ends.shutdown_timeout = std::chrono::duration<double>(3600);
   ends.port = 65535;
   ends.max_series_per_family = 16777216;
   ends.host = "::1";
@@ -612,31 +622,31 @@ TEST_CASE("check_options accepts each range's ends and refuses past them, naming
   CHECK(settings.multiproc_base_dir == std::filesystem::path("/run/tsm"));
 
   struct Case {
-    std::function<void(GivenOptions&)> set;
+    std::function<void(Options&)> set;
     const char* key;
     const char* reporter;
     const char* message;
   };
   const std::vector<Case> cases{
-      {[](GivenOptions& g) { g.queue_size = 1; }, "--metrics-reporter-queue-size", "",
+      {[](Options& g) { g.queue_size = 1; }, "--metrics-reporter-queue-size", "",
        "must be between 2 and 16777216"},
-      {[](GivenOptions& g) { g.queue_size = 16777217; }, "--metrics-reporter-queue-size", "",
+      {[](Options& g) { g.queue_size = 16777217; }, "--metrics-reporter-queue-size", "",
        "must be between 2 and 16777216"},
-      {[](GivenOptions& g) { g.shutdown_seconds = -0.5; }, "--metrics-shutdown-timeout", "",
-       "must be between 0 and 3600 seconds"},
-      {[](GivenOptions& g) { g.shutdown_seconds = std::nan(""); }, "--metrics-shutdown-timeout", "",
-       "must be between 0 and 3600 seconds"},
-      {[](GivenOptions& g) { g.host = ""; }, "--metrics-host", "prometheus",
+      {[](Options& g) { g.shutdown_timeout = std::chrono::duration<double>(-0.5); },
+       "--metrics-shutdown-timeout", "", "must be between 0 and 3600 seconds"},
+      {[](Options& g) { g.shutdown_timeout = std::chrono::duration<double>(std::nan("")); },
+       "--metrics-shutdown-timeout", "", "must be between 0 and 3600 seconds"},
+      {[](Options& g) { g.host = ""; }, "--metrics-host", "prometheus",
        "the host must not be empty"},
-      {[](GivenOptions& g) { g.port = 65536; }, "--metrics-port", "prometheus",
+      {[](Options& g) { g.port = 65536; }, "--metrics-port", "prometheus",
        "port 65536 is outside 0-65535"},
-      {[](GivenOptions& g) { g.multiproc_dir = ""; }, "--metrics-multiproc-dir", "prometheus",
+      {[](Options& g) { g.multiproc_dir = ""; }, "--metrics-multiproc-dir", "prometheus",
        "the directory must not be empty"},
-      {[](GivenOptions& g) { g.max_series_per_family = -5; }, "--metrics-max-series-per-family",
-       "prometheus", "-5 is outside 1-16777216"},
+      {[](Options& g) { g.max_series_per_family = 0; }, "--metrics-max-series-per-family",
+       "prometheus", "0 is outside 1-16777216"},
   };
   for (const Case& each : cases) {
-    GivenOptions given;
+    Options given;
     each.set(given);
     const StartupError error = startup_error([&] { check_options(given); });
     CHECK(error.context().key == each.key);

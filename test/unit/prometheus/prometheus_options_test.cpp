@@ -1,6 +1,6 @@
 // prometheus_options_test.cpp — --metrics-host, --metrics-port, --metrics-multiproc-dir,
-// --metrics-max-series-per-family: declared here, checked by check_options,
-// and the endpoint's and the run directory's defaults.
+// --metrics-max-series-per-family: parsed and checked as the flags are, and
+// the endpoint's and the run directory's defaults.
 #include <catch2/catch.hpp>
 
 #include <boost/program_options/parsers.hpp>
@@ -25,12 +25,13 @@ struct Parsed {
 Parsed parse(std::vector<const char*> args) {
   args.insert(args.begin(), "tokenspeed-metrics");
   po::options_description description;
-  add_prometheus_options(description);
+  constexpr FlagGroup kPrometheus[] = {FlagGroup::prometheus};
+  add_metrics_flags(description, kPrometheus);
   po::variables_map values;
   po::store(po::parse_command_line(static_cast<int>(args.size()), args.data(), description),
             values);
   po::notify(values);
-  const MetricsSettings settings = check_options(given_options(values));
+  const MetricsSettings settings = check_options(options_from_flags(values));
   return {endpoint_options(settings), multiproc_base_dir(settings), settings.max_series_per_family};
 }
 
@@ -84,11 +85,12 @@ TEST_CASE("a bound on series outside 1-16777216 is a startup error naming the fl
 
 TEST_CASE("the flags left at their defaults are not given: the endpoint's defaults apply") {
   po::options_description description;
-  add_prometheus_options(description);
+  constexpr FlagGroup kPrometheus[] = {FlagGroup::prometheus};
+  add_metrics_flags(description, kPrometheus);
   po::variables_map values;
   const char* argv[] = {"tokenspeed-metrics"};
   po::store(po::parse_command_line(1, argv, description), values);
-  const GivenOptions given = given_options(values);
+  const Options given = options_from_flags(values);
   CHECK_FALSE(given.host);
   CHECK_FALSE(given.port);
   CHECK_FALSE(given.multiproc_dir);
