@@ -149,18 +149,28 @@ class SigV4RemoteWrite(unittest.TestCase):
     def assert_every_push_accepted(self, run, token):
         """Pushes of every process accepted, none refused; each signed over
         SIGNED (and the token); every event sent, none lost."""
+        expected = ";".join(sorted(SIGNED + (["x-amz-security-token"] if token else [])))
+        for request in self.accepted_requests(run):
+            self.assertEqual(request["path"], WRITE_PATH)
+            self.assertEqual(request["signed_headers"], expected)
+            self.assertEqual(request["token"], token)
+            self.assertEqual(request["content_encoding"], "snappy")
+        self.assert_every_event_sent(run, "remote_write")
+
+    def accepted_requests(self, run):
+        """Waits for two accepted requests per process, stops the run, and
+        returns the verifier's requests, none of them refused."""
         self.assertTrue(rw.eventually(lambda: self.verifier.count(200) >= 2 * PROCESSES, 60),
                         run.describe())
         self.stop(run)
         requests = self.verifier.requests()
         self.assertEqual([r for r in requests if r["status"] != 200], [], run.describe())
-        expected = ";".join(sorted(SIGNED + (["x-amz-security-token"] if token else [])))
-        for request in requests:
-            self.assertEqual(request["path"], WRITE_PATH)
-            self.assertEqual(request["signed_headers"], expected)
-            self.assertEqual(request["token"], token)
-            self.assertEqual(request["content_encoding"], "snappy")
-        figures = run.plugin_figures("remote_write")
+        return requests
+
+    def assert_every_event_sent(self, run, output):
+        """Every process's plugin sent, lost nothing, retried nothing; no
+        secret printed."""
+        figures = run.plugin_figures(output)
         self.assertEqual(len(figures), PROCESSES, run.describe())
         for process, counts in figures.items():
             self.assertGreater(counts["sent"], 0, process)
@@ -251,21 +261,12 @@ class SigV4RemoteWrite(unittest.TestCase):
                                "export_interval_ms": 200, "sigv4": sigv4},
             OTLP_DIR, "--ranks", "1", "--request-rate", "100", env=self.environment())
         self.runs.append(run)
-        self.assertTrue(rw.eventually(lambda: self.verifier.count(200) >= 2 * PROCESSES, 60),
-                        run.describe())
-        self.stop(run)
-        requests = self.verifier.requests()
-        self.assertEqual([r for r in requests if r["status"] != 200], [], run.describe())
-        for request in requests:
+        for request in self.accepted_requests(run):
             self.assertEqual(request["path"], "/v1/metrics")
             self.assertEqual(request["content_encoding"], "gzip")
             self.assertEqual(request["signed_headers"], "content-encoding;content-type;host;"
                              "x-amz-content-sha256;x-amz-date")
-        figures = run.plugin_figures("otlp")
-        self.assertEqual(len(figures), PROCESSES, run.describe())
-        for process, counts in figures.items():
-            self.assertEqual((counts["lost"], counts["retries"]), (0, 0), f"{process}: {counts}")
-        self.assert_no_secret_printed(run)
+        self.assert_every_event_sent(run, "otlp")
 
     def otlp_over_grpc(self, secret, **settings):
         if not OTLP_DIR:
@@ -284,24 +285,14 @@ class SigV4RemoteWrite(unittest.TestCase):
     def test_the_otlp_outputs_signed_grpc_calls_are_accepted(self):
         # HTTP/2 sends no Host header: what is signed as host is :authority.
         run = self.otlp_over_grpc(SECRET)
-        self.assertTrue(rw.eventually(lambda: self.verifier.count(200) >= 2 * PROCESSES, 60),
-                        run.describe())
-        self.stop(run)
-        requests = self.verifier.requests()
-        self.assertEqual([r for r in requests if r["status"] != 200], [], run.describe())
-        for request in requests:
+        for request in self.accepted_requests(run):
             self.assertEqual(request["protocol"], "grpc")
             self.assertEqual(request["path"],
                              "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export")
             signed = request["signed_headers"].split(";")
             for name in ("content-type", "host", "x-amz-content-sha256", "x-amz-date"):
                 self.assertIn(name, signed, request)
-        figures = run.plugin_figures("otlp")
-        self.assertEqual(len(figures), PROCESSES, run.describe())
-        for process, counts in figures.items():
-            self.assertGreater(counts["sent"], 0, process)
-            self.assertEqual((counts["lost"], counts["retries"]), (0, 0), f"{process}: {counts}")
-        self.assert_no_secret_printed(run)
+        self.assert_every_event_sent(run, "otlp")
 
     def test_a_grpc_call_signed_with_a_wrong_secret_is_refused_unauthenticated(self):
         # Delta: a refused export's events are the plugin's lost.
