@@ -36,13 +36,13 @@ bool CredentialCheckQueue::submit(std::unique_ptr<CredentialCheck> check) {
         } else {
           unwanted.push_back(std::move(*it));
           it = waiting_.erase(it);
-          ++skipped_;
+          ++figures_.skipped;
         }
       }
     }
     const std::size_t pending = waiting_.size() + (running_check_ ? 1 : 0);
     if (stopping_ || pending >= capacity_) {
-      ++refused_;
+      ++figures_.refused;
       // check is destroyed after the lock, with the unwanted ones.
     } else {
       waiting_.push_back(std::move(check));
@@ -81,11 +81,11 @@ void CredentialCheckQueue::loop() {
     check.reset();  // its password wiped before the next check begins
     std::lock_guard lock(mutex_);
     if (failed)
-      ++failed_;
+      ++figures_.failed;
     else if (ran)
-      ++run_;
+      ++figures_.run;
     else
-      ++skipped_;
+      ++figures_.skipped;
   }
 }
 
@@ -104,24 +104,9 @@ void CredentialCheckQueue::join() noexcept {
   if (thread_.joinable()) thread_.join();
 }
 
-std::uint64_t CredentialCheckQueue::run_count() const noexcept {
+CredentialCheckFigures CredentialCheckQueue::figures() const {
   std::lock_guard lock(mutex_);
-  return run_;
-}
-
-std::uint64_t CredentialCheckQueue::skipped_count() const noexcept {
-  std::lock_guard lock(mutex_);
-  return skipped_;
-}
-
-std::uint64_t CredentialCheckQueue::refused_count() const noexcept {
-  std::lock_guard lock(mutex_);
-  return refused_;
-}
-
-std::uint64_t CredentialCheckQueue::failed_count() const noexcept {
-  std::lock_guard lock(mutex_);
-  return failed_;
+  return figures_;
 }
 
 }  // namespace tokenspeed::metrics

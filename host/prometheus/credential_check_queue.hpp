@@ -31,7 +31,15 @@ class CredentialCheck {
   virtual void run() = 0;
 };
 
-// Threading: submit, the counters and stop from any thread; the checks run on
+// What the queue did with the checks submitted to it, since it started.
+struct CredentialCheckFigures {
+  std::uint64_t run = 0;      // checks run
+  std::uint64_t skipped = 0;  // not wanted any more when their turn came
+  std::uint64_t refused = 0;  // submitted while full (or stopped)
+  std::uint64_t failed = 0;   // threw from run or wanted
+};
+
+// Threading: submit, figures and stop from any thread; the checks run on
 // the queue's own thread, one at a time. The constructor starts the thread;
 // stop (or the destructor) ends it.
 class CredentialCheckQueue {
@@ -54,10 +62,7 @@ class CredentialCheckQueue {
   void join() noexcept;
 
   std::size_t capacity() const noexcept { return capacity_; }
-  std::uint64_t run_count() const noexcept;      // checks run
-  std::uint64_t skipped_count() const noexcept;  // not wanted any more when their turn came
-  std::uint64_t refused_count() const noexcept;  // submitted while full (or stopped)
-  std::uint64_t failed_count() const noexcept;   // threw from run or wanted
+  CredentialCheckFigures figures() const;
 
  private:
   void loop();
@@ -68,7 +73,7 @@ class CredentialCheckQueue {
   std::deque<std::unique_ptr<CredentialCheck>> waiting_;
   bool running_check_ = false;  // the thread holds a check it took
   bool stopping_ = false;
-  std::uint64_t run_ = 0, skipped_ = 0, refused_ = 0, failed_ = 0;
+  CredentialCheckFigures figures_;
   std::thread thread_;
 };
 

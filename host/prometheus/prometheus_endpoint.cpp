@@ -144,7 +144,7 @@ EndpointFigures PrometheusEndpoint::figures() const noexcept {
   counters.rate_limited = impl.rate_limited.load();
   counters.credential_checks_refused = impl.checks_refused.load();
   if (impl.credential_checks)
-    counters.credential_checks_skipped = impl.credential_checks->skipped_count();
+    counters.credential_checks_skipped = impl.credential_checks->figures().skipped;
   if (impl.security) {
     counters.web_config_reloads = impl.security->reloads();
     counters.web_config_reload_failures = impl.security->failed_reloads();

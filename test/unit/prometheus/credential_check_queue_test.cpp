@@ -76,8 +76,8 @@ TEST_CASE("a check runs on the queue's own thread and is destroyed after") {
   REQUIRE(eventually([&] { return record.destroyed == 1; }));
   CHECK(record.ran == 1);
   CHECK(record.thread.load() != std::this_thread::get_id());
-  CHECK(queue.run_count() == 1);
-  CHECK(queue.skipped_count() == 0);
+  CHECK(queue.figures().run == 1);
+  CHECK(queue.figures().skipped == 0);
 }
 
 TEST_CASE("beyond its capacity a check is refused at once and counted, the running one included") {
@@ -90,14 +90,14 @@ TEST_CASE("beyond its capacity a check is refused at once and counted, the runni
   REQUIRE(queue.submit(std::make_unique<TestCheck>(waiting, true)));
   CHECK_FALSE(queue.submit(std::make_unique<TestCheck>(refused, true)));
   CHECK(refused.destroyed == 1);  // dropped at once, never run
-  CHECK(queue.refused_count() == 1);
+  CHECK(queue.figures().refused == 1);
   gate.release();
-  REQUIRE(eventually([&] { return queue.run_count() == 3; }));
+  REQUIRE(eventually([&] { return queue.figures().run == 3; }));
   CHECK(waiting.ran == 2);
   CHECK(refused.ran == 0);
   // Room again once they ran.
   CHECK(queue.submit(std::make_unique<TestCheck>(waiting, true)));
-  REQUIRE(eventually([&] { return queue.run_count() == 4; }));
+  REQUIRE(eventually([&] { return queue.figures().run == 4; }));
 }
 
 TEST_CASE("a check no longer wanted when its turn comes is skipped without running") {
@@ -113,8 +113,8 @@ TEST_CASE("a check no longer wanted when its turn comes is skipped without runni
   CHECK(unwanted.ran == 0);
   CHECK(unwanted.destroyed == 1);
   CHECK(wanted.ran == 1);
-  CHECK(queue.skipped_count() == 1);
-  CHECK(queue.run_count() == 2);
+  CHECK(queue.figures().skipped == 1);
+  CHECK(queue.figures().run == 2);
 }
 
 TEST_CASE("a full queue drops its unwanted checks to make room for a new one") {
@@ -128,8 +128,8 @@ TEST_CASE("a full queue drops its unwanted checks to make room for a new one") {
   // Full (one running, two waiting), but both waiting are no longer wanted.
   CHECK(queue.submit(std::make_unique<TestCheck>(wanted, true)));
   CHECK(unwanted.destroyed == 2);
-  CHECK(queue.skipped_count() == 2);
-  CHECK(queue.refused_count() == 0);
+  CHECK(queue.figures().skipped == 2);
+  CHECK(queue.figures().refused == 0);
   gate.release();
   REQUIRE(eventually([&] { return wanted.ran == 1; }));
   CHECK(unwanted.ran == 0);
