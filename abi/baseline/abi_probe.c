@@ -26,6 +26,9 @@ TSM_EXPORT tsm_status tsm_abi_probe_status(tsm_status value) { return value; }
 TSM_EXPORT tsm_metric_kind tsm_abi_probe_metric_kind(tsm_metric_kind value) { return value; }
 TSM_EXPORT tsm_operation tsm_abi_probe_operation(tsm_operation value) { return value; }
 TSM_EXPORT tsm_log_level tsm_abi_probe_log_level(tsm_log_level value) { return value; }
+TSM_EXPORT tsm_histogram_layout tsm_abi_probe_histogram_layout(tsm_histogram_layout value) {
+  return value;
+}
 
 /* The entry point's type, as every plugin exports it. */
 TSM_EXPORT void tsm_abi_probe_register_fn(tsm_register_fn value) { (void)value; }

@@ -86,11 +86,12 @@ extern "C" {
 
 /* The minor version of this header within its API version: how many times a
  * field was appended (0: the header of 0.1.0; 1: the descriptor's version;
- * 2: its settings; 3: the sink's process and delivery figures). It never
+ * 2: its settings; 3: the sink's process and delivery figures; 4: the
+ * metric info's histogram layout). It never
  * crosses the boundary: the other side's struct_size says which fields it
  * filled. For a plugin that builds against several headers:
  * #if TSM_METRIC_REPORTER_API_MINOR >= 3 ... sink->report_figures ... */
-#define TSM_METRIC_REPORTER_API_MINOR 3u
+#define TSM_METRIC_REPORTER_API_MINOR 4u
 
 /* The name of the one function every plugin exports (type tsm_register_fn). */
 #define TSM_REGISTER_SYMBOL "tsm_register"
@@ -151,7 +152,32 @@ typedef struct tsm_metric_info {
   uint32_t bucket_count;          /* histograms: number of upper bounds */
   const double *bucket_bounds;    /* ascending upper bounds, +Inf implied
                                      and not listed; NULL if none */
+  /* ---- appended fields (minor 4): a plugin reads them only when
+   * struct_size >= TSM_METRIC_INFO_SIZE_V2. An exponential family still has
+   * bucket_bounds (its declared classic bounds, else the powers of two from
+   * 2^-10 to 2^10), so a plugin that aggregates classic buckets keeps
+   * working with it. */
+  uint32_t histogram_layout;      /* a tsm_histogram_layout; histograms only */
+  uint32_t max_buckets;           /* exponential: buckets per sign, at most */
+  double zero_threshold;          /* exponential: |value| <= this is zero */
+  int32_t max_scale;              /* exponential: the scale it starts at
+                                     (-10 to 20), lowered to keep
+                                     max_buckets */
 } tsm_metric_info;
+
+/* How a histogram family's buckets are laid out (tsm_metric_info, minor 4). */
+typedef enum tsm_histogram_layout {
+  TSM_HISTOGRAM_CLASSIC = 0,    /* the upper bounds of bucket_bounds */
+  TSM_HISTOGRAM_EXPONENTIAL = 1 /* base-2 exponential buckets: bucket i at
+                                   scale s holds (2^(i/2^s), 2^((i+1)/2^s)]
+                                   (OpenTelemetry's ExponentialHistogram,
+                                   Prometheus' native histogram) */
+} tsm_histogram_layout;
+
+/* The sizes a metric info had as fields were appended: V1 up to
+ * bucket_bounds (0.1.0 to minor 3), V2 up to max_scale (minor 4). */
+#define TSM_METRIC_INFO_SIZE_V1 (offsetof(tsm_metric_info, bucket_bounds) + sizeof(const double *))
+#define TSM_METRIC_INFO_SIZE_V2 (offsetof(tsm_metric_info, max_scale) + sizeof(int32_t))
 
 /* One observation, before any aggregation. Valid only during emit: a plugin
  * that keeps anything copies it before returning. Read-only. */

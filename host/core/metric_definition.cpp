@@ -132,7 +132,10 @@ MetricDefinition checked_definition(MetricDefinition definition) {
         definition.buckets.back() > 0) {
       definition.buckets.pop_back();  // +Inf is always there
     }
-    if (definition.buckets.empty()) definition.buckets = default_buckets();
+    if (definition.buckets.empty()) {
+      definition.buckets =
+          definition.exponential ? exponential_buckets(0x1p-10, 2, 21) : default_buckets();
+    }
     for (std::size_t i = 0; i < definition.buckets.size(); ++i) {
       if (!std::isfinite(definition.buckets[i]) ||
           (i > 0 && !(definition.buckets[i - 1] < definition.buckets[i]))) {
@@ -143,6 +146,24 @@ MetricDefinition checked_definition(MetricDefinition definition) {
     reject(definition, definition.kind == MetricKind::summary
                            ? "a summary has no buckets (it exposes a count and a sum)"
                            : "only a histogram has buckets");
+  }
+  if (definition.exponential) {
+    if (definition.kind != MetricKind::histogram)
+      reject(definition, "only a histogram has exponential buckets");
+    const ExponentialHistogramOptions& options = *definition.exponential;
+    if (options.max_buckets < kMinExponentialBuckets ||
+        options.max_buckets > kMaxExponentialBuckets) {
+      reject(definition, "exponential max_buckets must be between " +
+                             std::to_string(kMinExponentialBuckets) + " and " +
+                             std::to_string(kMaxExponentialBuckets) + ", got " +
+                             std::to_string(options.max_buckets));
+    }
+    if (options.max_scale < -10 || options.max_scale > 20) {
+      reject(definition, "exponential max_scale must be between -10 and 20, got " +
+                             std::to_string(options.max_scale));
+    }
+    if (!std::isfinite(options.zero_threshold) || options.zero_threshold < 0)
+      reject(definition, "exponential zero_threshold must be a finite value >= 0");
   }
   return definition;
 }

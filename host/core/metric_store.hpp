@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "core/exponential_slots.hpp"
 #include "core/metric_catalog.hpp"
 #include "core/series_bound.hpp"
 
@@ -24,6 +25,7 @@ namespace tokenspeed::metrics {
 //              cumulative), [n] the +Inf bucket, [n + 1] the sum.
 //              The count is the sum of the bucket slots.
 //   summary:   a histogram's with n = 0: [0] the count, [1] the sum
+//   exponential histogram: exponential_slots.hpp (no classic counts)
 inline bool stamps_gauge_sets(const MetricDefinition& metric) noexcept {
   return metric.kind == MetricKind::gauge && (metric.gauge_mode == GaugeMode::mostrecent ||
                                               metric.gauge_mode == GaugeMode::livemostrecent);
@@ -32,7 +34,8 @@ inline bool stamps_gauge_sets(const MetricDefinition& metric) noexcept {
 inline std::size_t series_slot_count(const MetricDefinition& metric) noexcept {
   switch (metric.kind) {
     case MetricKind::histogram:
-      return metric.buckets.size() + 2;
+      return metric.exponential ? exponential_slot_count(*metric.exponential)
+                                : metric.buckets.size() + 2;
     case MetricKind::summary:
       return 2;
     case MetricKind::gauge:

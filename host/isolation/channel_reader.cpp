@@ -79,6 +79,10 @@ bool ChannelReader::load_definitions(std::uint32_t wanted) noexcept {
       info.label_names = definition->label_ptrs.empty() ? nullptr : definition->label_ptrs.data();
       info.bucket_count = header.bucket_count;
       info.bucket_bounds = definition->buckets.empty() ? nullptr : definition->buckets.data();
+      info.histogram_layout = header.histogram_layout;
+      info.max_buckets = header.max_buckets;
+      info.zero_threshold = header.zero_threshold;
+      info.max_scale = header.max_scale;
       definition_bytes_ += header.size;
       definitions_.push_back(std::move(definition));
     }

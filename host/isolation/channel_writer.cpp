@@ -49,8 +49,15 @@ std::int64_t ChannelWriter::definition_of(const tsm_metric_info& info) noexcept 
     size += sizeof(double) * buckets;
     if (definition_bytes_ + size > kDefinitionBytes) return -1;
     std::byte* const start = channel_.writable_definitions() + definition_bytes_;
-    const DefinitionHeader header{static_cast<std::uint32_t>(size), info.kind, info.label_count,
-                                  buckets};
+    const DefinitionHeader header{static_cast<std::uint32_t>(size),
+                                  info.kind,
+                                  info.label_count,
+                                  buckets,
+                                  info.histogram_layout,
+                                  info.max_buckets,
+                                  info.zero_threshold,
+                                  info.max_scale,
+                                  0};
     std::memcpy(start, &header, sizeof header);
     std::byte* at = start + sizeof header;
     at = put_string(at, info.name);

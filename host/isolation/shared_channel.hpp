@@ -19,7 +19,7 @@
 namespace tokenspeed::metrics::isolation {
 
 inline constexpr std::uint32_t kChannelMagic = 0x54534d49;  // "TSMI"
-inline constexpr std::uint32_t kChannelVersion = 2;
+inline constexpr std::uint32_t kChannelVersion = 3;  // 3: definitions carry the histogram layout
 
 // Sizes of the three regions (bytes). The ring's capacity is a power of two.
 inline constexpr std::size_t kControlBytes = 16 * 1024;
@@ -99,7 +99,14 @@ struct DefinitionHeader {
   std::uint32_t kind;
   std::uint32_t label_count;
   std::uint32_t bucket_count;
+  // tsm_metric_info's histogram layout and exponential options
+  std::uint32_t histogram_layout;
+  std::uint32_t max_buckets;
+  double zero_threshold;
+  std::int32_t max_scale;
+  std::uint32_t unused;
 };
+static_assert(sizeof(DefinitionHeader) % 8 == 0);
 
 // An event in the ring: header, then label values (each NUL-terminated),
 // padded to 8. A header whose size is kPaddingRecord fills the ring's end.

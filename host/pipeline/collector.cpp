@@ -285,12 +285,16 @@ double Counter::value() const noexcept { return read_slot(series_, 0); }
 double Gauge::value() const noexcept { return read_slot(series_, 0); }
 
 double Histogram::bucket_count(std::size_t bucket) const noexcept {
-  if (series_ == nullptr || bucket > series_->family->definition.buckets.size()) return 0.0;
+  if (series_ == nullptr || series_->family->definition.exponential ||
+      bucket > series_->family->definition.buckets.size()) {
+    return 0.0;
+  }
   return read_slot(series_, bucket);
 }
 
 double Histogram::sum() const noexcept {
   if (series_ == nullptr) return 0.0;
+  if (series_->family->definition.exponential) return read_slot(series_, ExponentialSlot::sum);
   return read_slot(series_, series_->family->definition.buckets.size() + 1);
 }
 
@@ -304,15 +308,16 @@ void Histogram::observe_total(double total, std::uint64_t weight) const noexcept
 
 void Histogram::observe_each(std::span<const double> values) const noexcept {
   if (series_ == nullptr) return;
-  if (series_->unstored_events != nullptr) [[unlikely]] {
-    add_to_slot(*series_->unstored_events, static_cast<double>(values.size()));
-  }
-  const std::vector<double>& bounds = series_->family->definition.buckets;
+  const MetricDefinition& definition = series_->family->definition;
+  const std::vector<double>& bounds = definition.buckets;
   const std::size_t n = bounds.size();
   constexpr std::size_t kLocalBuckets = 64;
-  if (n + 1 > kLocalBuckets) {
-    for (const double value : values) record_observe(series_, value, 1);
+  if (definition.exponential || n + 1 > kLocalBuckets) {
+    for (const double value : values) record_observe(series_, value, 1);  // counts each
     return;
+  }
+  if (series_->unstored_events != nullptr) [[unlikely]] {
+    add_to_slot(*series_->unstored_events, static_cast<double>(values.size()));
   }
   // Counted here first: one atomic add per bucket touched, not per value.
   std::array<double, kLocalBuckets> counts{};

@@ -260,11 +260,15 @@ inline std::size_t bucket_index(const double* bounds, std::size_t n, double valu
 // total the engine measured when it spreads one interval over weight).
 inline void record_weighted(MetricSeries* series, double value, std::uint64_t weight,
                             double total) noexcept {
-  const std::vector<double>& bounds = series->family->definition.buckets;
-  const std::size_t n = bounds.size();
-  const std::size_t bucket = bucket_index(bounds.data(), n, value);
-  add_to_slot(series->slots[bucket], static_cast<double>(weight));
-  add_to_slot(series->slots[n + 1], total);
+  const MetricDefinition& definition = series->family->definition;
+  if (definition.exponential) {
+    observe_exponential(series->slots, *definition.exponential, value, weight, total);
+  } else {
+    const std::size_t n = definition.buckets.size();
+    const std::size_t bucket = bucket_index(definition.buckets.data(), n, value);
+    add_to_slot(series->slots[bucket], static_cast<double>(weight));
+    add_to_slot(series->slots[n + 1], total);
+  }
   count_if_unstored(series);
   if (EventRouter* router = series->router) {
     router->publish(EventSlot{series, value, weight, event_clock::raw_now()});

@@ -26,6 +26,12 @@ SeriesFamily::SeriesFamily(const MetricDefinition& def)
   info.label_names = label_names.empty() ? nullptr : label_names.data();
   info.bucket_count = static_cast<std::uint32_t>(def.buckets.size());
   info.bucket_bounds = def.buckets.empty() ? nullptr : def.buckets.data();
+  if (def.exponential) {
+    info.histogram_layout = TSM_HISTOGRAM_EXPONENTIAL;
+    info.max_buckets = def.exponential->max_buckets;
+    info.max_scale = def.exponential->max_scale;
+    info.zero_threshold = def.exponential->zero_threshold;
+  }
 }
 
 }  // namespace tokenspeed::metrics

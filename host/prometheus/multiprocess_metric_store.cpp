@@ -543,6 +543,7 @@ bool read_records(const std::filesystem::path& path, const FileHead& head, const
   const std::size_t region = head.header.region_bytes;
   std::vector<std::string_view> labels;
   std::vector<double> slots;
+  std::unordered_set<std::string_view> exponential;  // families of exponential series
   std::size_t offset = sizeof(FileHeader);
   while (offset < limit && limit - offset >= sizeof(RecordHeader)) {
     const std::size_t region_end = (offset / region + 1) * region;
@@ -553,14 +554,21 @@ bool read_records(const std::filesystem::path& path, const FileHead& head, const
       continue;
     }
     if (record.slot_count == 0) {  // a family's definition
-      if (on_definition && labels.size() == 1) {
+      if (labels.size() == 1) {
         if (const auto definition = decode_definition(record.name, labels.front())) {
-          on_definition(*definition);
+          if (definition->exponential) exponential.emplace(record.name);
+          if (on_definition) on_definition(*definition);
         }
       }
     } else {
       slots.resize(record.slot_count);
-      for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = load_relaxed(record.slots + i);
+      if (exponential.contains(record.name)) {
+        // Changed under a lock word: a copy of one published state, or
+        // marked as none (an odd sequence) for the merge to leave out.
+        if (!copy_exponential_slots(record.slots, slots)) slots[ExponentialSlot::sequence] = 1;
+      } else {
+        for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = load_relaxed(record.slots + i);
+      }
       visit(MultiprocessSeriesView{record.name, labels, slots});
     }
     offset += record.size;

@@ -41,6 +41,41 @@ void append_sample(std::string& out, std::string_view name, const MergedSeries& 
   out.push_back('\n');
 }
 
+// An exponential histogram's buckets as classic le lines, ascending: the
+// negative buckets (le at each one's boundary nearest zero), the zero
+// bucket (le at the zero threshold), the positive ones (le at each upper
+// boundary), +Inf. Exact and cumulative, from the buckets the series has.
+void append_exponential_as_classic(std::string& out, std::string_view bucket_name,
+                                   const MergedSeries& series) {
+  const kit::ExponentialHistogram& histogram = *series.exponential;
+  const std::int32_t scale = histogram.scale();
+  double cumulative = 0;
+  std::string le;
+  const auto line = [&](double bound) {
+    le = kit::format_prometheus_value(bound);
+    append_sample(out, bucket_name, series, cumulative, le.c_str());
+  };
+  const kit::ExponentialBuckets& negative = histogram.negative();
+  if (!negative.empty()) {
+    for (std::int32_t i = negative.last_index();; --i) {
+      cumulative += static_cast<double>(negative.count_at(i));
+      line(-kit::exponential_lower_boundary(i, scale));
+      if (i == negative.first_index()) break;
+    }
+  }
+  cumulative += static_cast<double>(histogram.zero_count());
+  line(histogram.options().zero_threshold);
+  const kit::ExponentialBuckets& positive = histogram.positive();
+  if (!positive.empty()) {
+    for (std::int32_t i = positive.first_index();; ++i) {
+      cumulative += static_cast<double>(positive.count_at(i));
+      line(kit::exponential_lower_boundary(i + 1, scale));
+      if (i == positive.last_index()) break;
+    }
+  }
+  append_sample(out, bucket_name, series, cumulative, "+Inf");
+}
+
 }  // namespace
 
 std::string format_prometheus_value(double value) { return kit::format_prometheus_value(value); }
@@ -178,6 +213,14 @@ void append_family(std::string& out, const MergedFamily& family) {
     return;
   }
   const std::string bucket_name = name + "_bucket";
+  if (metric.exponential) {
+    for (const MergedSeries& series : family.series) {
+      append_exponential_as_classic(out, bucket_name, series);
+      append_sample(out, sum_name, series, series.exponential->sum());
+      append_sample(out, count_name, series, static_cast<double>(series.exponential->count()));
+    }
+    return;
+  }
   std::vector<std::string> bounds;
   bounds.reserve(metric.buckets.size());
   for (double bound : metric.buckets) bounds.push_back(format_prometheus_value(bound));

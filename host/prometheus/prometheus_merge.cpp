@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -133,6 +134,10 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
     ++figures_.mismatched_series;
     return;
   }
+  if (metric.exponential && !exponential_point_of(metric, slots)) {
+    ++figures_.mismatched_series;
+    return;
+  }
   const bool gauge = metric.kind == MetricKind::gauge;
   if (gauge && !live && live_mode(metric.gauge_mode)) return;
   const bool per_process = gauge && per_process_mode(metric.gauge_mode);
@@ -173,15 +178,35 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
       Accumulated series;
       series.label_values.assign(label_values.begin(), label_values.end());
       if (per_process) series.label_values.push_back(pid);
-      series.slots.assign(slots.begin(), slots.end());
+      if (metric.exponential) {
+        series.slots.assign(1, 0.0);
+        series.exponential = std::make_shared<kit::ExponentialHistogram>(
+            kit::ExponentialHistogramOptions{metric.exponential->max_buckets,
+                                             metric.exponential->max_scale,
+                                             metric.exponential->zero_threshold});
+      } else {
+        series.slots.assign(slots.begin(), slots.end());
+      }
       candidate.series.push_back(std::move(series));
+      found = candidate.series.size() - 1;
       candidate.next = candidate.series.size();
-      return;
+      if (!metric.exponential) return;
+    } else {
+      found = where->second;
     }
-    found = where->second;
   }
   candidate.next = found + 1;
   std::vector<double>& into = candidate.series[found].slots;
+  if (metric.exponential) {
+    // Of one definition, so of one zero threshold: the merge fails only for
+    // a union past the lowest scale, which max_buckets >= 4 rules out.
+    if (candidate.series[found].exponential->merge(point_) != kit::ExponentialHistogram::Merged::kMerged) {
+      ++figures_.mismatched_series;
+      return;
+    }
+    into[0] += slots[ExponentialSlot::not_finite];
+    return;
+  }
   if (!gauge) {
     for (std::size_t i = 0; i < into.size(); ++i) into[i] += slots[i];
     return;
@@ -280,11 +305,22 @@ void PrometheusMerge::add_store(const InProcessMetricStore& store) {
   store.for_each_series([&](const InProcessMetricStore::Series& series) {
     labels.assign(series.label_values.begin(), series.label_values.end());
     slots.resize(series_slot_count(*series.metric));
-    for (std::size_t i = 0; i < slots.size(); ++i) {
-      slots[i] = std::atomic_ref<double>(series.slots[i]).load(std::memory_order_relaxed);
+    if (series.metric->exponential) {
+      if (!copy_exponential_slots(series.slots, slots)) slots[ExponentialSlot::sequence] = 1;
+    } else {
+      for (std::size_t i = 0; i < slots.size(); ++i) {
+        slots[i] = std::atomic_ref<double>(series.slots[i]).load(std::memory_order_relaxed);
+      }
     }
     add_series(*series.metric, labels, slots, self, true);
   });
+}
+
+bool PrometheusMerge::exponential_point_of(const MetricDefinition& metric,
+                                           std::span<const double> slots) {
+  // A copy a reader could not make consistent keeps an odd sequence.
+  if (std::fmod(slots[ExponentialSlot::sequence], 2.0) != 0.0) return false;
+  return exponential_point(slots, *metric.exponential, point_);
 }
 
 bool PrometheusMerge::ranks_before(const Candidate& a, const Candidate& b) const {
@@ -407,6 +443,7 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
                                  std::move(series.label_values[i]));
       }
       item.slots = std::move(series.slots);
+      item.exponential = std::move(series.exponential);
       merged.series.push_back(std::move(item));
     }
     out.push_back(std::move(merged));

@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include <tokenspeed/kit/exponential_histogram.hpp>
+
 #include "core/metric_catalog.hpp"
 #include "prometheus/merge_conflicts.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
@@ -28,7 +30,12 @@ struct MergedSeries {
   // Label names and values in the family's order; gauges in the all and
   // liveall modes end with ("pid", "<pid>").
   std::vector<std::pair<std::string, std::string>> labels;
-  std::vector<double> slots;  // the layout of metric_store.hpp
+  // The layout of metric_store.hpp; of an exponential histogram, [0] the
+  // observations refused (NaN, +/-Inf), its buckets being in exponential.
+  std::vector<double> slots;
+  // An exponential histogram's buckets: every process's merged, at the
+  // lowest scale any of them had (lower still when the union needs it).
+  std::shared_ptr<kit::ExponentialHistogram> exponential;
 };
 
 struct MergedFamily {
@@ -42,7 +49,9 @@ struct MergeFigures {
   std::size_t files = 0;                    // producer files read
   std::size_t live_files = 0;               // of which the writer is alive
   std::size_t unknown_series = 0;           // records of a family neither file nor catalog defines
-  std::size_t mismatched_series = 0;        // wrong slot or label count for their definition
+  std::size_t mismatched_series = 0;        // wrong slot or label count for their definition,
+                                            // or an exponential series in no state a
+                                            // writer published (it died inside an observe)
   std::size_t conflicting_definitions = 0;  // definitions left out (see below)
   std::size_t conflicting_series = 0;       // merged series of those definitions
 };
@@ -100,6 +109,7 @@ class PrometheusMerge {
   struct Accumulated {
     std::vector<std::string> label_values;  // pid appended for all/liveall
     std::vector<double> slots;
+    std::shared_ptr<kit::ExponentialHistogram> exponential;
   };
   // One definition of a name and the series of the processes that hold it.
   struct Candidate {
@@ -118,6 +128,9 @@ class PrometheusMerge {
   void add_to_candidate(Candidate& candidate, std::span<const std::string_view> label_values,
                         std::span<const double> slots, const ProcessInstance& process, bool live);
   bool ranks_before(const Candidate& a, const Candidate& b) const;
+  // An exponential series' copy (exponential_slots.hpp) as the kit's data
+  // point, in point_; false when it is no published state.
+  bool exponential_point_of(const MetricDefinition& metric, std::span<const double> slots);
   HeldDefinition held(const Candidate& candidate) const;
 
   std::vector<Candidate> candidates_;
@@ -129,7 +142,8 @@ class PrometheusMerge {
   ProcessInstance self_;
   std::vector<MergeConflict> conflicts_;
   MergeFigures figures_;
-  std::string key_;  // scratch
+  std::string key_;                   // scratch
+  kit::OtlpExponentialPoint point_;  // scratch of exponential_point_of
   bool match_in_order_ = true;
 };
 

@@ -136,22 +136,46 @@ PyObject* family_children(FamilyObject* self, void*) {
   return Py_NewRef(self->children);
 }
 
-// __init__(name, documentation, labelnames, unit, buckets, multiprocess_mode)
+// __init__(name, documentation, labelnames, unit, buckets, multiprocess_mode,
+//          *, native, native_max_buckets, native_max_scale, native_zero_threshold)
+// native=True: exponential buckets (MetricDefinition::exponential).
 template <MetricKind Kind>
 int family_init(FamilyObject* self, PyObject* args, PyObject* kwargs) {
-  static const char* keywords[] = {"name",    "documentation",     "labelnames", "unit",
-                                   "buckets", "multiprocess_mode", nullptr};
+  static const char* keywords[] = {"name",
+                                   "documentation",
+                                   "labelnames",
+                                   "unit",
+                                   "buckets",
+                                   "multiprocess_mode",
+                                   "native",
+                                   "native_max_buckets",
+                                   "native_max_scale",
+                                   "native_zero_threshold",
+                                   nullptr};
   const char* name = nullptr;
   const char* documentation = nullptr;
   PyObject* labelnames = nullptr;
   const char* unit = "";
   PyObject* buckets = Py_None;
   const char* mode = "livemax";
-  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ss|OsOs", const_cast<char**>(keywords), &name,
-                                   &documentation, &labelnames, &unit, &buckets, &mode)) {
+  int native = 0;
+  ExponentialHistogramOptions exponential;
+  long long max_buckets = exponential.max_buckets;
+  if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ss|OsOs$pLid", const_cast<char**>(keywords),
+                                   &name, &documentation, &labelnames, &unit, &buckets, &mode,
+                                   &native, &max_buckets, &exponential.max_scale,
+                                   &exponential.zero_threshold)) {
     return -1;
   }
+  if (max_buckets < 0 || max_buckets > kMaxExponentialBuckets) {
+    PyErr_Format(PyExc_ValueError,
+                 "metric %s: native_max_buckets must be between %u and %u, got %lld", name,
+                 kMinExponentialBuckets, kMaxExponentialBuckets, max_buckets);
+    return -1;
+  }
+  exponential.max_buckets = static_cast<std::uint32_t>(max_buckets);
   MetricDefinition definition;
+  if (native) definition.exponential = exponential;
   definition.name = name;
   definition.kind = Kind;
   definition.help = documentation;

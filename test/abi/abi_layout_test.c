@@ -15,7 +15,7 @@
 #if defined(__x86_64__) && defined(__LP64__)
 
 _Static_assert(TSM_METRIC_REPORTER_API_VERSION == 1u, "the API major changed");
-_Static_assert(TSM_METRIC_REPORTER_API_MINOR >= 3u, "the API minor went back");
+_Static_assert(TSM_METRIC_REPORTER_API_MINOR >= 4u, "the API minor went back");
 _Static_assert(TSM_OK == 0 && TSM_ERROR == 1 && TSM_UNSUPPORTED_API == 2, "tsm_status");
 _Static_assert(TSM_KIND_COUNTER == 1 && TSM_KIND_GAUGE == 2 && TSM_KIND_HISTOGRAM == 3,
                "tsm_metric_kind");
@@ -32,7 +32,7 @@ TSM_ASSERT_OFFSET(tsm_buffer, struct_size, 0);
 TSM_ASSERT_OFFSET(tsm_buffer, host_data, 8);
 TSM_ASSERT_OFFSET(tsm_buffer, assign, 16);
 
-TSM_ASSERT_SIZE(tsm_metric_info, 64);
+TSM_ASSERT_SIZE(tsm_metric_info, 88);
 TSM_ASSERT_OFFSET(tsm_metric_info, struct_size, 0);
 TSM_ASSERT_OFFSET(tsm_metric_info, kind, 4);
 TSM_ASSERT_OFFSET(tsm_metric_info, name, 8);
@@ -42,6 +42,13 @@ TSM_ASSERT_OFFSET(tsm_metric_info, label_count, 32);
 TSM_ASSERT_OFFSET(tsm_metric_info, label_names, 40);
 TSM_ASSERT_OFFSET(tsm_metric_info, bucket_count, 48);
 TSM_ASSERT_OFFSET(tsm_metric_info, bucket_bounds, 56);
+TSM_ASSERT_OFFSET(tsm_metric_info, histogram_layout, 64); /* appended (minor 4) */
+TSM_ASSERT_OFFSET(tsm_metric_info, max_buckets, 68);
+TSM_ASSERT_OFFSET(tsm_metric_info, zero_threshold, 72);
+TSM_ASSERT_OFFSET(tsm_metric_info, max_scale, 80);
+_Static_assert(TSM_METRIC_INFO_SIZE_V1 == 64, "size of a metric info up to minor 3");
+_Static_assert(TSM_METRIC_INFO_SIZE_V2 == 84, "size of a metric info up to max_scale");
+_Static_assert(TSM_HISTOGRAM_CLASSIC == 0 && TSM_HISTOGRAM_EXPONENTIAL == 1, "layouts renumbered");
 
 TSM_ASSERT_SIZE(tsm_metric_event, 72);
 TSM_ASSERT_OFFSET(tsm_metric_event, struct_size, 0);

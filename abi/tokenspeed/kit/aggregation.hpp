@@ -5,12 +5,14 @@
  * time per series; cumulative or delta. Memory is bounded by a series limit:
  * an event of a series beyond it is counted, never merged into another.
  * Header-only C++17; the per-event path takes one uncontended mutex and
- * allocates only for a series seen for the first time.
+ * allocates only for a series seen for the first time (and, in exponential
+ * buckets, when a series' range widens, up to its max_buckets).
  */
 #ifndef TOKENSPEED_KIT_AGGREGATION_HPP
 #define TOKENSPEED_KIT_AGGREGATION_HPP
 
 #include <tokenspeed/metric_reporter.h>
+#include <tokenspeed/kit/exponential_histogram.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <unordered_map>
@@ -40,7 +43,18 @@ struct SeriesFamily {
   std::string unit;
   std::vector<std::string> label_names;
   std::vector<double> bounds;  // histograms: ascending upper bounds, +Inf implied
+  // Aggregated in exponential buckets (the family's layout is exponential
+  // and AggregationOptions::exponential_histograms): bounds are then unused.
+  bool exponential = false;
+  ExponentialHistogramOptions exponential_options;
 };
+
+/* The family's histogram layout, as an info of any header version says it:
+ * classic unless the info has the field (struct_size) and says exponential. */
+inline bool has_exponential_layout(const tsm_metric_info& info) noexcept {
+  return info.kind == TSM_KIND_HISTOGRAM && info.struct_size >= TSM_METRIC_INFO_SIZE_V2 &&
+         info.histogram_layout == TSM_HISTOGRAM_EXPONENTIAL;
+}
 
 /* One series' state. family and label_values never change once made. */
 struct SeriesState {
@@ -54,7 +68,8 @@ struct SeriesState {
   uint64_t count = 0;                     // histogram: total weight
   double sum = 0;                         // histogram: sum of value * weight
   std::vector<uint64_t> buckets;          // histogram: bounds.size() + 1 counts, not cumulative
-  bool touched = false;                   // changed since the last collect
+  std::unique_ptr<ExponentialHistogram> exponential;  // family->exponential: the buckets
+  bool touched = false;                               // changed since the last collect
 };
 
 /* One data point of a collect: a copy of the series' values at collect time.
@@ -70,6 +85,8 @@ struct Point {
   uint64_t count = 0;
   double sum = 0;
   std::size_t bucket_offset = 0;
+  // family->exponential: the index of its histogram in Snapshot::exponential.
+  std::size_t exponential_index = 0;
 };
 
 struct Snapshot {
@@ -77,6 +94,7 @@ struct Snapshot {
   int64_t collected_ns = 0;
   std::vector<Point> points;
   std::vector<uint64_t> buckets;
+  std::vector<ExponentialHistogram> exponential;  // copies at collect time
   // Events folded in since the Aggregator began, up to this snapshot: the
   // events a delivered cumulative snapshot carries to the back end (a delta
   // snapshot carries those since the previous one).
@@ -87,6 +105,9 @@ struct AggregationOptions {
   std::size_t max_series = 100000;  // series beyond it are refused (counted)
   Temporality temporality = Temporality::kCumulative;
   std::size_t batch_points = 0;  // add() reports when this many series changed (0: never)
+  // Families whose layout is exponential aggregate into exponential buckets
+  // (an output that can send them); false: into their classic bounds.
+  bool exponential_histograms = false;
 };
 
 /* The wall clock as Unix time in nanoseconds: what collect takes. */
@@ -100,7 +121,9 @@ inline int64_t unix_time_ns() noexcept {
 struct AggregationFigures {
   uint64_t accepted = 0;
   uint64_t over_series_limit = 0;  // events of series beyond max_series
-  uint64_t invalid = 0;            // negative counter delta, NaN, operation not of the kind
+  uint64_t invalid = 0;            // negative counter delta, NaN, operation not of the kind,
+                                   // +/-Inf or a value past the lowest scale in exponential
+                                   // buckets
   std::size_t series = 0;
 };
 /* The name of earlier kit releases. */
@@ -142,8 +165,11 @@ class Aggregator {
         return Added::kOverSeriesLimit;
       }
     }
+    if (!apply(*series, event)) {
+      ++figures_.invalid;
+      return Added::kInvalid;
+    }
     ++figures_.accepted;
-    apply(*series, event);
     if (!series->touched) {
       series->touched = true;
       ++touched_;
@@ -171,6 +197,10 @@ class Aggregator {
       point.value = s.value;
       point.count = s.count;
       point.sum = s.sum;
+      if (s.exponential) {
+        point.exponential_index = snapshot.exponential.size();
+        snapshot.exponential.push_back(*s.exponential);
+      }
       point.bucket_offset = snapshot.buckets.size();
       snapshot.buckets.insert(snapshot.buckets.end(), s.buckets.begin(), s.buckets.end());
       snapshot.points.push_back(point);
@@ -181,6 +211,7 @@ class Aggregator {
         s.count = 0;
         s.sum = 0;
         std::fill(s.buckets.begin(), s.buckets.end(), 0);
+        if (s.exponential) s.exponential->clear();
       }
     }
     touched_ = 0;
@@ -287,6 +318,13 @@ class Aggregator {
       family.label_names.emplace_back(info.label_names[i] != nullptr ? info.label_names[i] : "");
     if (info.kind == TSM_KIND_HISTOGRAM && info.bucket_bounds != nullptr)
       family.bounds.assign(info.bucket_bounds, info.bucket_bounds + info.bucket_count);
+    if (options_.exponential_histograms && has_exponential_layout(info)) {
+      ExponentialHistogramOptions options{info.max_buckets, info.max_scale, info.zero_threshold};
+      if (exponential_options_error(options).empty()) {  // else: its classic bounds
+        family.exponential = true;
+        family.exponential_options = options;
+      }
+    }
     families_.push_back(std::move(family));
     families_by_info_.emplace(&info, &families_.back());
     return &families_.back();
@@ -306,7 +344,11 @@ class Aggregator {
       for (uint32_t i = 0; i < event.label_count; ++i)
         s.label_values.emplace_back(event.label_values[i] != nullptr ? event.label_values[i] : "");
       s.start_ns = event.timestamp_ns;
-      if (s.family->kind == TSM_KIND_HISTOGRAM) s.buckets.assign(s.family->bounds.size() + 1, 0);
+      if (s.family->exponential) {
+        s.exponential = std::make_unique<ExponentialHistogram>(s.family->exponential_options);
+      } else if (s.family->kind == TSM_KIND_HISTOGRAM) {
+        s.buckets.assign(s.family->bounds.size() + 1, 0);
+      }
       series_.push_back(std::move(s));
       place(static_cast<uint32_t>(series_.size() - 1));
       return &series_.back();
@@ -315,16 +357,27 @@ class Aggregator {
     }
   }
 
-  static void apply(SeriesState& s, const tsm_metric_event& event) noexcept {
+  /* False when the event has no place in the series (exponential buckets
+   * hold no +/-Inf): nothing changed. */
+  static bool apply(SeriesState& s, const tsm_metric_event& event) noexcept {
+    if (s.exponential) {
+      if (s.exponential->observe(event.value, event.weight) !=
+          ExponentialHistogram::Observed::kAccepted)
+        return false;
+      s.last_ns = std::max(s.last_ns, event.timestamp_ns);
+      s.count = s.exponential->count();
+      s.sum = s.exponential->sum();
+      return true;
+    }
     s.last_ns = std::max(s.last_ns, event.timestamp_ns);
     switch (event.operation) {
       case TSM_OP_INC:
         s.value += event.value;
-        return;
+        return true;
       case TSM_OP_SET:
         s.value = event.value;
         s.last_ns = event.timestamp_ns;
-        return;
+        return true;
       case TSM_OP_OBSERVE: {
         const std::vector<double>& bounds = s.family->bounds;
         // Bucket i counts bounds[i-1] < v <= bounds[i] (Prometheus' le).
@@ -333,10 +386,10 @@ class Aggregator {
         s.buckets[bucket] += event.weight;
         s.count += event.weight;
         s.sum += event.value * static_cast<double>(event.weight);
-        return;
+        return true;
       }
       default:
-        return;
+        return true;
     }
   }
 

@@ -82,14 +82,27 @@ class Gauge(_native.GaugeFamily):
 class Histogram(_native.HistogramFamily):
     """A distribution: ``observe(amount, weight=1)`` records weight samples
     of amount (one value for n tokens); ``observe_many(values)`` records a
-    sequence in one call."""
+    sequence in one call. ``native=True`` gives it exponential buckets that
+    follow the values (Prometheus' native histogram, OpenTelemetry's
+    exponential histogram): at most ``native_max_buckets`` per sign, starting
+    at scale ``native_max_scale`` and lowered to keep within them, values
+    within ``native_zero_threshold`` of 0 counted as zero. ``buckets`` then
+    only serve outputs that aggregate classic buckets (default: the powers
+    of two from 2**-10 to 2**10)."""
 
     DEFAULT_BUCKETS = DEFAULT_BUCKETS
 
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="",
-                 unit="", registry=None, buckets=DEFAULT_BUCKETS, **_ignored):
+                 unit="", registry=None, buckets=DEFAULT_BUCKETS, *, native=False,
+                 native_max_buckets=160, native_max_scale=20, native_zero_threshold=0.0,
+                 **_ignored):
+        if native and buckets is DEFAULT_BUCKETS:
+            buckets = ()
         super().__init__(_full_name(name, namespace, subsystem, unit), documentation,
-                         tuple(labelnames), unit, [float(b) for b in buckets])
+                         tuple(labelnames), unit, [float(b) for b in buckets], "livemax",
+                         native=bool(native), native_max_buckets=native_max_buckets,
+                         native_max_scale=native_max_scale,
+                         native_zero_threshold=float(native_zero_threshold))
 
 
 class Summary(_native.SummaryFamily):

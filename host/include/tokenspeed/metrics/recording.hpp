@@ -91,7 +91,8 @@ class Histogram {
   void observe_each(std::span<const double> values) const noexcept;
   // This process's own figures (0 for an empty handle): the count of bucket
   // i, not cumulative (i == the number of bounds: the +Inf bucket; a
-  // summary has that one only), and the sum.
+  // summary has that one only), and the sum. An exponential histogram
+  // keeps no classic counts: its bucket_count is 0.
   double bucket_count(std::size_t bucket) const noexcept;
   double sum() const noexcept;
 

@@ -200,13 +200,20 @@ class Histogram(_CompatFamily, _tsm.Histogram):
     DEFAULT_BUCKETS = _tsm.DEFAULT_BUCKETS
 
     def __init__(self, name, documentation, labelnames=(), namespace="", subsystem="", unit="",
-                 registry=REGISTRY, _labelvalues=None, buckets=DEFAULT_BUCKETS):
+                 registry=REGISTRY, _labelvalues=None, buckets=DEFAULT_BUCKETS, *, native=False,
+                 native_max_buckets=160, native_max_scale=20, native_zero_threshold=0.0):
+        # native: exponential buckets, as tokenspeed_metrics.Histogram has them
+        # (prometheus_client has no such histogram; the keywords are ours).
         self._upper_bounds = _prepare_buckets(buckets)
         native_names = self._prepare(name, documentation, labelnames, namespace, subsystem, unit)
         if "le" in self._labelnames:
             raise ValueError("Reserved label metric name: le")
+        classic = [] if native and buckets is self.DEFAULT_BUCKETS else self._upper_bounds
         _native.HistogramFamily.__init__(self, self._name, documentation, native_names, unit,
-                                         self._upper_bounds)
+                                         classic, "livemax", native=bool(native),
+                                         native_max_buckets=native_max_buckets,
+                                         native_max_scale=native_max_scale,
+                                         native_zero_threshold=float(native_zero_threshold))
         self._finish(registry)
 
     def time(self):
