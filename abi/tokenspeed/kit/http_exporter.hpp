@@ -272,7 +272,7 @@ inline void check_assume_role_settings(const json::Value& sigv4) {
         "'sigv4.role_session_name' must be 2 to 64 of letters, digits and +=,.@_-, got \"" +
         printable(role.role_session_name) + "\"");
   }
-  // Not quoted: a shared secret of sorts between the role's owner and us.
+  // Not quoted: it may be up to 1224 bytes long.
   if (!role.external_id.empty() && !is_external_id(role.external_id)) {
     throw std::invalid_argument(
         "'sigv4.external_id' must be 2 to 1224 of letters, digits and +=,.@:/_-");

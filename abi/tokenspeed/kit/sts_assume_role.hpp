@@ -237,9 +237,9 @@ class AssumeRoleSigner {
   // One AssumeRole call; returns "" or why it failed.
   std::string assume_role(StsTemporaryCredentials& out, HttpClient::Clock::time_point deadline,
                           const std::atomic<bool>* stop) {
-    static const std::vector<std::string> kForm = {
+    const std::vector<std::string> form = {
         "Content-Type: application/x-www-form-urlencoded; charset=utf-8"};
-    HttpResponse response = sts_.post(assume_role_request_body(role_), kForm, deadline, stop);
+    HttpResponse response = sts_.post(assume_role_request_body(role_), form, deadline, stop);
     std::string problem;
     if (response.status == 0) {
       problem = failure(response.stopped ? "interrupted by close" : response.error);
