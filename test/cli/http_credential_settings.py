@@ -72,11 +72,29 @@ class HttpCredentialSettings:
                                    "sigv4": {"region": "eu-west-1", **files}},
                                   "'Authorization' header beside sigv4")
 
-    def test_sigv4_role_arn_fails_startup_as_not_supported_yet(self):
+    def test_a_sigv4_role_arn_that_is_not_a_roles_arn_fails_startup_naming_the_key(self):
         self.assert_startup_error({"sigv4": {"region": "eu-west-1", **self.sigv4_files(),
-                                             "role_arn": "arn:aws:iam::123456789012:role/w"}},
-                                  "'sigv4.role_arn': assuming a role through STS is not "
-                                  "supported yet")
+                                             "role_arn": "metrics-writer"}},
+                                  "'sigv4.role_arn' must be an IAM role's ARN "
+                                  "(arn:aws:iam::<12-digit account>:role/<name>), "
+                                  "got \"metrics-writer\"")
+
+    def test_sigv4_with_a_role_arn_passes_check_without_calling_sts(self):
+        # STS is called at the first request, never at startup: here nothing listens.
+        files = self.sigv4_files()
+        path, result = self.check({"sigv4": {"region": "eu-west-1", **files,
+                                             "role_arn": "arn:aws:iam::123456789012:role/w",
+                                             "role_session_name": "node-7",
+                                             "sts_endpoint": "http://127.0.0.1:9/"}})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("arn:aws:iam::123456789012:role/w", result.stdout)
+        self.assertNotIn("sk-S3CRET-cli", result.stderr + result.stdout)
+
+    def test_sigv4_role_keys_without_a_role_arn_fail_startup(self):
+        files = self.sigv4_files()
+        self.assert_startup_error({"sigv4": {"region": "eu-west-1", **files,
+                                             "sts_endpoint": "https://sts.example/"}},
+                                  "'sigv4.sts_endpoint' needs 'sigv4.role_arn'")
 
     def test_sigv4_keys_without_a_region_or_an_unreadable_key_file_fail_startup(self):
         files = self.sigv4_files()

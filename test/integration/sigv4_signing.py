@@ -15,7 +15,15 @@ as Amazon Managed Service for Prometheus does (no network: 127.0.0.1 only).
 - the otlp output's exports, signed the same way, are accepted too, over
   HTTP and over gRPC (HTTP/2, where :authority is the signed host); a gRPC
   call with a wrong secret is refused UNAUTHENTICATED, never retried;
-- no secret (key, token) in any line the run printed.
+- no secret (key, token) in any line the run printed;
+- with sigv4.role_arn, the base credentials sign an STS AssumeRole call to
+  the verifier's STS port (checked with aws4 for the service sts), and only
+  the temporary credentials it issued, with their session token, sign the
+  pushes and exports; short-lived ones are renewed before they expire; an
+  STS refusal is a logged (rate-limited), retried failure, and delivery
+  resumes once STS allows the call; a role_arn that is not a role's ARN
+  fails startup (exit 2, one line naming the reporter, the file and the
+  key).
 
 Environment: remote_write_common's, and TSM_NODE, TSM_SIGV4_VERIFIER
 (test/sigv4_verifier/verifier.js, its node_modules beside it), TSM_OTLP_DIR
@@ -41,6 +49,10 @@ SECRET = "sk-7f3c9a1e5b2d8f4a6c0e9b7d3a1f5c8e2b4d6a0"
 WRONG_SECRET = "sk-0000wrongwrongwrongwrongwrongwrong0000"
 TOKEN = "tok-FwoGZXIvYXdzEJr//////////wEaDOp9Jf3sigv4testtoken"
 REGION = "eu-west-1"
+ROLE_ARN = "arn:aws:iam::123456789012:role/tokenspeed-metrics-writer"
+# The verifier's issued secrets and tokens start with these (verifier.js).
+ISSUED_SECRET_MARK = "TMPSECRET"
+ISSUED_TOKEN_MARK = "TMPTOKEN"
 WRITE_PATH = "/workspaces/ws-0123abcd/api/v1/remote_write"
 # The headers a remote-write push signs: the body's, the protocol's, AWS's.
 SIGNED = ["content-encoding", "content-type", "host", "x-amz-content-sha256", "x-amz-date",
@@ -58,20 +70,21 @@ def skip_unless_verifier_installed():
 
 class Verifier:
     """The Node SigV4 verifier on an ephemeral port, knowing one key (and a
-    session token, when given)."""
+    session token, when given); with role ({"arn", "expiry_seconds",
+    "refuse"}), also STS, whose temporary credentials alone it then takes."""
 
-    def __init__(self, tmp, session_token=None):
+    def __init__(self, tmp, session_token=None, role=None):
         config = os.path.join(tmp, "verifier.json")
         write_secret(config, json.dumps({
             "access_key_id": KEY_ID, "secret_access_key": SECRET,
-            "session_token": session_token, "region": REGION, "service": "aps"}))
+            "session_token": session_token, "region": REGION, "service": "aps", "role": role}))
         self.process = subprocess.Popen([NODE, VERIFIER_JS, "--config", config],
                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         line = self.process.stdout.readline()
         if not line.startswith("listening "):
             self.process.kill()
             raise AssertionError(f"verifier did not start: {line!r} {self.process.stderr.read()}")
-        self.port, self.grpc_port = (int(word) for word in line.split()[1:3])
+        self.port, self.grpc_port, self.sts_port = (int(word) for word in line.split()[1:4])
 
     @property
     def url(self):
@@ -86,9 +99,27 @@ class Verifier:
     def write_url(self):
         return self.url + WRITE_PATH
 
-    def requests(self):
+    @property
+    def sts_url(self):
+        return f"http://127.0.0.1:{self.sts_port}/"
+
+    def state(self):
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/state", timeout=10) as answer:
-            return json.loads(answer.read())["requests"]
+            return json.loads(answer.read())
+
+    def requests(self):
+        return self.state()["requests"]
+
+    def sts_calls(self):
+        """One entry per AssumeRole call: status, reason, role_arn, session_name,
+        duration_seconds, issued_key_id."""
+        return self.state()["sts"]
+
+    def refuse_assume_role(self, refuse):
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}/control", method="POST",
+                                         data=json.dumps({"refuse": refuse}).encode())
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.loads(answer.read())["refuse"]
 
     def count(self, status):
         return sum(1 for request in self.requests() if request["status"] == status)
@@ -143,7 +174,7 @@ class SigV4RemoteWrite(unittest.TestCase):
 
     def assert_no_secret_printed(self, run):
         printed = "\n".join(run.stdout_lines + run.stderr_lines)
-        for secret in (SECRET, WRONG_SECRET, TOKEN):
+        for secret in (SECRET, WRONG_SECRET, TOKEN, ISSUED_SECRET_MARK, ISSUED_TOKEN_MARK):
             self.assertNotIn(secret, printed)
 
     def assert_every_push_accepted(self, run, token):
@@ -157,11 +188,12 @@ class SigV4RemoteWrite(unittest.TestCase):
             self.assertEqual(request["content_encoding"], "snappy")
         self.assert_every_event_sent(run, "remote_write")
 
-    def accepted_requests(self, run):
-        """Waits for two accepted requests per process, stops the run, and
-        returns the verifier's requests, none of them refused."""
-        self.assertTrue(rw.eventually(lambda: self.verifier.count(200) >= 2 * PROCESSES, 60),
-                        run.describe())
+    def accepted_requests(self, run, until=None):
+        """Waits for two accepted requests per process (or until(), when
+        given), stops the run, and returns the verifier's requests, none of
+        them refused."""
+        until = until or (lambda: self.verifier.count(200) >= 2 * PROCESSES)
+        self.assertTrue(rw.eventually(until, 60), run.describe())
         self.stop(run)
         requests = self.verifier.requests()
         self.assertEqual([r for r in requests if r["status"] != 200], [], run.describe())
@@ -309,6 +341,111 @@ class SigV4RemoteWrite(unittest.TestCase):
         self.assertGreater(sum(counts["lost"] for counts in figures.values()), 0, figures)
         self.assertEqual(sum(counts["retries"] for counts in figures.values()), 0, figures)
         self.assert_no_secret_printed(run)
+
+    # ------------------------------------------------------------ role_arn
+    def role_sigv4(self, **settings):
+        """Base credentials from files, the role, the verifier's STS."""
+        return {"access_key_id_file": self.secret_file("id", KEY_ID),
+                "secret_access_key_file": self.secret_file("secret", SECRET),
+                "role_arn": ROLE_ARN, "sts_endpoint": self.verifier.sts_url, **settings}
+
+    def assert_signed_with_issued_credentials(self, requests):
+        """Every request signed with temporary credentials STS issued, their
+        token signed too; returns the issued key ids the calls got."""
+        calls = self.verifier.sts_calls()
+        self.assertEqual([c for c in calls if c["status"] != 200], [])
+        issued = {call["issued_key_id"] for call in calls}
+        for call in calls:
+            self.assertEqual((call["role_arn"], call["session_name"], call["duration_seconds"]),
+                             (ROLE_ARN, "tokenspeed-metrics", 3600))
+        for request in requests:
+            self.assertIn(request["key_id"], issued, request)
+            self.assertTrue(request["token"], request)
+            self.assertIn("x-amz-security-token", request["signed_headers"].split(";"))
+        return issued
+
+    def test_with_a_role_arn_the_role_is_assumed_and_its_credentials_sign_every_push(self):
+        self.verifier = Verifier(self.tmp, role={"arn": ROLE_ARN, "expiry_seconds": 3600})
+        run = self.simulate(self.role_sigv4())
+        requests = self.accepted_requests(run)
+        self.assert_signed_with_issued_credentials(requests)
+        self.assertNotIn(KEY_ID, {request["key_id"] for request in requests})  # the base key
+        # One AssumeRole per process: an hour's credentials are cached.
+        self.assertEqual(len(self.verifier.sts_calls()), PROCESSES, self.verifier.sts_calls())
+        self.assert_every_push_accepted(run, token=True)
+
+    def test_the_roles_short_lived_credentials_are_renewed_before_they_expire(self):
+        # 6 s credentials: renewed at half life, so no push meets expired ones.
+        self.verifier = Verifier(self.tmp, role={"arn": ROLE_ARN, "expiry_seconds": 6})
+        run = self.simulate(self.role_sigv4())
+
+        def renewed_in_use():
+            keys = {r["key_id"] for r in self.verifier.requests() if r["status"] == 200}
+            return len(keys) >= 2 * PROCESSES
+        requests = self.accepted_requests(run, until=renewed_in_use)
+        issued = self.assert_signed_with_issued_credentials(requests)
+        self.assertGreaterEqual(len(issued), 2 * PROCESSES)
+        self.assert_every_push_accepted(run, token=True)
+
+    def test_an_sts_refusal_is_logged_retried_and_delivery_resumes_when_sts_allows(self):
+        self.verifier = Verifier(self.tmp, role={"arn": ROLE_ARN, "expiry_seconds": 3600,
+                                                 "refuse": True})
+        run = self.simulate(self.role_sigv4())
+        refused = f"STS AssumeRole of {ROLE_ARN} at {self.verifier.sts_url}: HTTP 403: AccessDenied"
+        self.assertTrue(rw.eventually(lambda: len(run.plugin_lines(refused)) >= PROCESSES, 60),
+                        run.describe())
+        rw.simulate_harness.assert_engine_kept_going(self, run.metrics_url(), 1.0, run.describe())
+        lines = run.plugin_lines(refused)
+        for line in lines:
+            self.assertIn("'sigv4.role_arn'", line)
+            self.assertIn("not authorized to perform: sts:AssumeRole", line)
+            self.assertIn("retrying in", line)
+        # Rate-limited: STS was called more often than the log says so.
+        self.assertGreater(len(self.verifier.sts_calls()), len(lines))
+        self.assertEqual(self.verifier.requests(), [])  # nothing reached the receiver
+
+        self.verifier.refuse_assume_role(False)
+        self.assertTrue(rw.eventually(lambda: self.verifier.count(200) >= PROCESSES, 60),
+                        run.describe())
+        self.stop(run)
+        self.assertEqual([r for r in self.verifier.requests() if r["status"] != 200], [])
+        figures = run.plugin_figures("remote_write")
+        self.assertEqual(len(figures), PROCESSES, run.describe())
+        for process, counts in figures.items():
+            # Retried, then delivered: nothing lost.
+            self.assertGreater(counts["sent"], 0, f"{process}: {counts}")
+            self.assertGreater(counts["retries"], 0, f"{process}: {counts}")
+            self.assertEqual(counts["lost"], 0, f"{process}: {counts}")
+        self.assert_no_secret_printed(run)
+
+    def test_a_role_arn_that_is_not_a_roles_arn_fails_startup_naming_reporter_file_and_key(self):
+        self.verifier = Verifier(self.tmp, role={"arn": ROLE_ARN, "expiry_seconds": 3600})
+        run = self.simulate(self.role_sigv4(role_arn="tokenspeed-metrics-writer"))
+        self.assertEqual(run.wait(), 2, run.describe())
+        lines = [line for line in run.stderr_lines if line.strip()]
+        self.assertEqual(len(lines), 1, run.describe())
+        for part in ("reporter 'remote_write'", os.path.join(self.tmp, "metrics.json"),
+                     "'sigv4.role_arn' must be an IAM role's ARN", '"tokenspeed-metrics-writer"'):
+            self.assertIn(part, lines[0])
+        self.assertEqual(self.verifier.sts_calls(), [])
+        self.assert_no_secret_printed(run)
+
+    def test_the_otlp_output_with_a_role_arn_exports_with_the_roles_credentials(self):
+        if not OTLP_DIR:
+            self.skipTest("the otlp plugin is not built")
+        self.verifier = Verifier(self.tmp, role={"arn": ROLE_ARN, "expiry_seconds": 3600})
+        run = rw.simulate_harness.OutputSimulation(
+            self.tmp, "otlp", {"endpoint": self.verifier.url + "/v1/metrics",
+                               "export_interval_ms": 200,
+                               "sigv4": {"region": REGION, **self.role_sigv4()}},
+            OTLP_DIR, "--ranks", "1", "--request-rate", "100", env=self.environment())
+        self.runs.append(run)
+        requests = self.accepted_requests(run)
+        for request in requests:
+            self.assertEqual(request["path"], "/v1/metrics")
+        self.assert_signed_with_issued_credentials(requests)
+        self.assertEqual(len(self.verifier.sts_calls()), PROCESSES, self.verifier.sts_calls())
+        self.assert_every_event_sent(run, "otlp")
 
 
 if __name__ == "__main__":

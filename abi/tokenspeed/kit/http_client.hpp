@@ -155,6 +155,15 @@ using HttpRequestSigner =
     std::function<std::string(std::string_view method, std::string_view url, std::string_view body,
                               std::vector<std::string>& headers)>;
 
+/* As HttpRequestSigner, for a signer that may make a request of its own
+ * first (temporary AWS credentials from STS: kit/sts_assume_role.hpp): it
+ * is given the attempt's deadline and stop flag (may be null), and must
+ * return by the deadline, and at once when *stop turns true. */
+using HttpRequestSignerWithDeadline = std::function<std::string(
+    std::string_view method, std::string_view url, std::string_view body,
+    std::vector<std::string>& headers, std::chrono::steady_clock::time_point deadline,
+    const std::atomic<bool>* stop)>;
+
 /* What every request of one client shares: where it goes, the operator's
  * headers, TLS, credentials and how much of an answer is kept. Whoever
  * passes this struct through (kit::HttpExporter) needs no change for a new
@@ -174,6 +183,9 @@ struct HttpClientOptions {
    * none); its failure fails the request before it is sent, like a
    * credential file that cannot be read. */
   HttpRequestSigner sign;
+  /* The same, given the request's deadline and stop flag; called instead
+   * of sign when set. */
+  HttpRequestSignerWithDeadline sign_with_deadline;
   /* HTTP/2 only (gRPC, kit/grpc.hpp): an http:// URL speaks it at once
    * (prior knowledge), an https:// one asks for it in the TLS handshake
    * (ALPN h2); one connection per request. false: what libcurl chooses,
@@ -256,9 +268,12 @@ class HttpClient {
         request.basic_auth_password = password;
       }
       request.headers.insert(request.headers.end(), content_headers.begin(), content_headers.end());
-      if (options_.sign) {
+      if (options_.sign_with_deadline || options_.sign) {
         try {
-          response.error = options_.sign("POST", request.url, body, request.headers);
+          response.error = options_.sign_with_deadline
+                               ? options_.sign_with_deadline("POST", request.url, body,
+                                                             request.headers, deadline, stop)
+                               : options_.sign("POST", request.url, body, request.headers);
         } catch (const std::exception& e) {
           response.error = std::string("cannot sign the request: ") + e.what();
         }

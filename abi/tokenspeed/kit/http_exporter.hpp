@@ -20,8 +20,9 @@
  *
  * Also the settings every HTTP exporter has: the rows of the URL, headers,
  * TLS and credentials (tls, basic_auth, bearer_token_file, header_files,
- * sigv4), the URL, header, TLS, credential and backoff checks, the
- * HttpClientOptions and DeliveryOptions they make; and the delivery figures
+ * sigv4, with role_arn through sts_assume_role.hpp), the URL, header, TLS,
+ * credential and backoff checks, the HttpClientOptions and DeliveryOptions
+ * they make; and the delivery figures
  * of every request (sent, refused, lost, retries, pending), reported to the
  * host and summed up at close. Header-only C++17; needs libcurl
  * (http_client.hpp) and libcrypto (sigv4.hpp).
@@ -45,6 +46,7 @@
 #include <tokenspeed/kit/refused_events.hpp>
 #include <tokenspeed/kit/settings.hpp>
 #include <tokenspeed/kit/sigv4.hpp>
+#include <tokenspeed/kit/sts_assume_role.hpp>
 #include <tokenspeed/metric_reporter.hpp>
 
 #include <algorithm>
@@ -140,7 +142,17 @@ inline constexpr Setting kHttpSigV4Fields[] = {
      "Profile of the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else "
      "~/.aws/credentials), read at every request; \"\": AWS_PROFILE, else default."},
     {"role_arn", SettingType::kString, R"("")", 0, 0,
-     "Role to assume through STS: not supported yet (startup error when set)."},
+     "ARN of a role to assume through STS (sts:AssumeRole) with the credentials above; its "
+     "temporary credentials sign the requests, renewed before they expire."},
+    {"role_session_name", SettingType::kString, R"("tokenspeed-metrics")", 0, 0,
+     "RoleSessionName of the AssumeRole call (2 to 64 of letters, digits and +=,.@_-); with "
+     "role_arn."},
+    {"external_id", SettingType::kString, R"("")", 0, 0,
+     "ExternalId of the AssumeRole call, when the role's trust policy asks for one; with "
+     "role_arn."},
+    {"sts_endpoint", SettingType::kString, R"("")", 0, 0,
+     "URL of STS for the AssumeRole call (a VPC endpoint); \"\": "
+     "https://sts.<region>.amazonaws.com/. With role_arn."},
 };
 
 /* The TLS and credential rows, read by check_http_settings and
@@ -225,6 +237,49 @@ inline SigV4Options sigv4_options(const json::Value& sigv4) {
   return options;
 }
 
+/* The AssumeRoleOptions of a normalized sigv4 object (role_arn, the
+ * session name, the external ID and STS's URL). */
+inline AssumeRoleOptions assume_role_options(const json::Value& sigv4) {
+  AssumeRoleOptions options;
+  options.role_arn = sigv4.at("role_arn").as_string();
+  options.role_session_name = sigv4.at("role_session_name").as_string();
+  options.external_id = sigv4.at("external_id").as_string();
+  options.sts_endpoint = sigv4.at("sts_endpoint").as_string();
+  return options;
+}
+
+/* The role keys of a sigv4 object with a region: role_arn an IAM role's
+ * ARN, the others only with it, each in the form STS takes. */
+inline void check_assume_role_settings(const json::Value& sigv4) {
+  const AssumeRoleOptions role = assume_role_options(sigv4);
+  if (role.role_arn.empty()) {
+    if (role.role_session_name != kDefaultRoleSessionName)
+      throw std::invalid_argument("'sigv4.role_session_name' needs 'sigv4.role_arn'");
+    for (const char* key : {"external_id", "sts_endpoint"}) {
+      if (!sigv4.at(key).as_string().empty())
+        throw std::invalid_argument("'sigv4." + std::string(key) + "' needs 'sigv4.role_arn'");
+    }
+    return;
+  }
+  if (!is_role_arn(role.role_arn)) {
+    throw std::invalid_argument(
+        "'sigv4.role_arn' must be an IAM role's ARN "
+        "(arn:aws:iam::<12-digit account>:role/<name>), got \"" +
+        printable(role.role_arn) + "\"");
+  }
+  if (!is_role_session_name(role.role_session_name)) {
+    throw std::invalid_argument(
+        "'sigv4.role_session_name' must be 2 to 64 of letters, digits and +=,.@_-, got \"" +
+        printable(role.role_session_name) + "\"");
+  }
+  // Not quoted: it may be up to 1224 bytes long.
+  if (!role.external_id.empty() && !is_external_id(role.external_id)) {
+    throw std::invalid_argument(
+        "'sigv4.external_id' must be 2 to 1224 of letters, digits and +=,.@:/_-");
+  }
+  if (!role.sts_endpoint.empty()) check_http_url("'sigv4.sts_endpoint'", role.sts_endpoint);
+}
+
 /* An AWS region or service name: lower-case letters, digits and '-'. */
 inline bool aws_name(std::string_view name) noexcept {
   if (name.empty()) return false;
@@ -237,15 +292,18 @@ inline bool aws_name(std::string_view name) noexcept {
 /* The sigv4 object: off unless region is set (then no other key may be);
  * on, it signs the Authorization header, so neither basic_auth,
  * bearer_token_file (authorization) nor an Authorization or X-Amz-* header
- * of headers or header_files (names) may be set; role_arn is refused; the
- * credentials must be found now, where the first request will look. */
+ * of headers or header_files (names) may be set; the role keys are checked
+ * (check_assume_role_settings); the credentials must be found now, where
+ * the first request will look (with role_arn: those that sign the
+ * AssumeRole call, which is made at the first request, not now). */
 inline void check_sigv4_settings(const json::Value& sigv4, bool authorization,
                                  const std::vector<std::string>& names) {
   const std::string& region = sigv4.at("region").as_string();
   if (region.empty()) {
-    for (const auto& [key, value] : sigv4.as_object()) {
-      const bool set = key == "service" ? value.as_string() != "aps" : !value.as_string().empty();
-      if (set) throw std::invalid_argument("'sigv4." + key + "' needs 'sigv4.region'");
+    for (const Setting& row : kHttpSigV4Fields) {
+      const json::Value* value = sigv4.find(row.key);
+      if (value != nullptr && json::serialize(*value) != row.default_json)
+        throw std::invalid_argument("'sigv4." + std::string(row.key) + "' needs 'sigv4.region'");
     }
     return;
   }
@@ -262,12 +320,7 @@ inline void check_sigv4_settings(const json::Value& sigv4, bool authorization,
         "letters, digits and '-'), got \"" +
         printable(service) + "\"");
   }
-  if (!sigv4.at("role_arn").as_string().empty()) {
-    throw std::invalid_argument(
-        "'sigv4.role_arn': assuming a role through STS is not supported "
-        "yet; give the role's credentials (files, AWS_* environment or "
-        "a profile)");
-  }
+  check_assume_role_settings(sigv4);
   if (authorization) {
     throw std::invalid_argument(
         "'sigv4' and 'basic_auth' or 'bearer_token_file' cannot both be "
@@ -429,12 +482,27 @@ inline HttpClientOptions http_client_options(const Settings& settings, std::stri
   if (all.find("header_files") != nullptr)
     options.header_files = settings.string_map("header_files");
   if (const json::Value* sigv4 = all.find("sigv4")) {
-    if (!sigv4->at("region").as_string().empty()) {
+    if (!sigv4->at("region").as_string().empty() && sigv4->at("role_arn").as_string().empty()) {
       auto signer = std::make_shared<const SigV4Signer>(detail::sigv4_options(*sigv4));
       options.sign = [signer](std::string_view method, std::string_view url, std::string_view body,
                               std::vector<std::string>& headers) {
         return signer->sign(method, url, body, headers);
       };
+    } else if (!sigv4->at("region").as_string().empty()) {
+      // The STS call is verified as the receiver is, but presents no client
+      // certificate and expects STS's own name: those two are the receiver's.
+      AssumeRoleOptions role = detail::assume_role_options(*sigv4);
+      role.tls = options.tls;
+      role.tls.cert_file.clear();
+      role.tls.key_file.clear();
+      role.tls.server_name.clear();
+      auto signer = std::make_shared<AssumeRoleSigner>(detail::sigv4_options(*sigv4), role);
+      options.sign_with_deadline =
+          [signer](std::string_view method, std::string_view url, std::string_view body,
+                   std::vector<std::string>& headers, HttpClient::Clock::time_point deadline,
+                   const std::atomic<bool>* stop) {
+            return signer->sign(method, url, body, headers, deadline, stop);
+          };
     }
   }
   return options;

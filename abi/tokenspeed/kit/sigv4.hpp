@@ -14,6 +14,9 @@
  *   std::string problem = signer.check();            // "" or why no credentials
  *   problem = signer.sign("POST", url, body, headers);  // adds X-Amz-*, Authorization
  *
+ * A role assumed through STS (sigv4.role_arn), whose temporary credentials
+ * sign instead: sts_assume_role.hpp.
+ *
  * SHA-256 and HMAC-SHA256 are OpenSSL's (libcrypto 3, through EVP and
  * HMAC()): no cryptography of our own. Header-only C++17; link libcrypto.
  * Never logs; no message it returns quotes a secret (only the setting, the
@@ -348,6 +351,62 @@ inline SigV4Signature sigv4_sign(const SigV4Request& request, std::string_view a
   return out;
 }
 
+/* Signs a request to url (method, body) with credentials for region and
+ * service: adds to headers ("Name: value" lines, the request's own, each
+ * line with a value signed but those a proxy or libcurl may change:
+ * Authorization, User-Agent, Expect, Connection, Content-Length,
+ * Transfer-Encoding) a Host line when there is none, X-Amz-Date,
+ * X-Amz-Content-Sha256, X-Amz-Security-Token (temporary credentials) and
+ * Authorization. Every copy of a secret it made is wiped. */
+inline void sigv4_sign_request_headers(
+    const SigV4Credentials& credentials, std::string_view region, std::string_view service,
+    std::string_view method, std::string_view url, std::string_view body,
+    std::vector<std::string>& headers,
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now()) {
+  SigV4Request request;
+  request.method = method;
+  std::string_view rest = url.substr(std::min(url.find("://"), url.size()));
+  if (rest.rfind("://", 0) == 0) rest.remove_prefix(3);
+  rest = rest.substr(std::min(rest.find_first_of("/?#"), rest.size()));
+  rest = rest.substr(0, rest.find('#'));
+  const std::size_t question = rest.find('?');
+  request.path = rest.substr(0, question);
+  if (question != std::string_view::npos) request.query = rest.substr(question + 1);
+
+  bool has_host = false;
+  for (const std::string& line : headers) {
+    const std::size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    std::string name = detail::lower(std::string_view(line).substr(0, colon));
+    std::string_view value = std::string_view(line).substr(colon + 1);
+    while (!value.empty() && detail::is_space(value.front())) value.remove_prefix(1);
+    if (value.empty() || detail::unsigned_header(name)) continue;  // "Name:" drops a header
+    has_host = has_host || name == "host";
+    request.headers.emplace_back(std::move(name), std::string(value));
+  }
+  std::vector<std::string> added;
+  if (!has_host) {
+    const std::string host = detail::host_header_of(url);
+    request.headers.emplace_back("host", host);
+    added.push_back("Host: " + host);
+  }
+  const std::string amz_date = sigv4_amz_date(now);
+  request.payload_hash = sigv4_sha256_hex(body);
+  request.headers.emplace_back("x-amz-date", amz_date);
+  request.headers.emplace_back("x-amz-content-sha256", request.payload_hash);
+  added.push_back("X-Amz-Date: " + amz_date);
+  added.push_back("X-Amz-Content-Sha256: " + request.payload_hash);
+  if (!credentials.session_token.empty()) {
+    request.headers.emplace_back("x-amz-security-token", credentials.session_token);
+    added.push_back("X-Amz-Security-Token: " + credentials.session_token);
+  }
+  SigV4Signature signature = sigv4_sign(request, amz_date, region, service, credentials);
+  added.push_back("Authorization: " + signature.authorization);
+  for (auto& header : request.headers) detail::wipe(header.second);
+  headers.insert(headers.end(), added.begin(), added.end());
+  for (std::string& line : added) detail::wipe(line);
+}
+
 // ------------------------------------------------------------ credentials
 
 /* What the sigv4 settings say (the kit's http_sigv4_setting rows). */
@@ -528,13 +587,9 @@ class SigV4Signer {
     return "unknown credential source";
   }
 
-  /* Reads the credentials and signs a request to url (method, body): adds
-   * to headers ("Name: value" lines, the request's own, each line with a
-   * value signed but those a proxy or libcurl may change: Authorization,
-   * User-Agent, Expect, Connection, Content-Length, Transfer-Encoding) a
-   * Host line when there is none, X-Amz-Date, X-Amz-Content-Sha256,
-   * X-Amz-Security-Token (temporary credentials) and Authorization.
-   * Returns "" or why the request cannot be signed (nothing added). */
+  /* Reads the credentials and signs a request to url with them
+   * (sigv4_sign_request_headers). Returns "" or why the request cannot be
+   * signed (nothing added). */
   std::string sign(
       std::string_view method, std::string_view url, std::string_view body,
       std::vector<std::string>& headers,
@@ -542,49 +597,8 @@ class SigV4Signer {
     SigV4Credentials credentials;
     const std::string problem = this->credentials(credentials);
     if (!problem.empty()) return problem;
-    SigV4Request request;
-    request.method = method;
-    std::string_view rest = url.substr(std::min(url.find("://"), url.size()));
-    if (rest.rfind("://", 0) == 0) rest.remove_prefix(3);
-    rest = rest.substr(std::min(rest.find_first_of("/?#"), rest.size()));
-    rest = rest.substr(0, rest.find('#'));
-    const std::size_t question = rest.find('?');
-    request.path = rest.substr(0, question);
-    if (question != std::string_view::npos) request.query = rest.substr(question + 1);
-
-    bool has_host = false;
-    for (const std::string& line : headers) {
-      const std::size_t colon = line.find(':');
-      if (colon == std::string::npos) continue;
-      std::string name = detail::lower(std::string_view(line).substr(0, colon));
-      std::string_view value = std::string_view(line).substr(colon + 1);
-      while (!value.empty() && detail::is_space(value.front())) value.remove_prefix(1);
-      if (value.empty() || detail::unsigned_header(name)) continue;  // "Name:" drops a header
-      has_host = has_host || name == "host";
-      request.headers.emplace_back(std::move(name), std::string(value));
-    }
-    std::vector<std::string> added;
-    if (!has_host) {
-      const std::string host = detail::host_header_of(url);
-      request.headers.emplace_back("host", host);
-      added.push_back("Host: " + host);
-    }
-    const std::string amz_date = sigv4_amz_date(now);
-    request.payload_hash = sigv4_sha256_hex(body);
-    request.headers.emplace_back("x-amz-date", amz_date);
-    request.headers.emplace_back("x-amz-content-sha256", request.payload_hash);
-    added.push_back("X-Amz-Date: " + amz_date);
-    added.push_back("X-Amz-Content-Sha256: " + request.payload_hash);
-    if (!credentials.session_token.empty()) {
-      request.headers.emplace_back("x-amz-security-token", credentials.session_token);
-      added.push_back("X-Amz-Security-Token: " + credentials.session_token);
-    }
-    SigV4Signature signature =
-        sigv4_sign(request, amz_date, options_.region, options_.service, credentials);
-    added.push_back("Authorization: " + signature.authorization);
-    for (auto& header : request.headers) detail::wipe(header.second);
-    headers.insert(headers.end(), added.begin(), added.end());
-    for (std::string& line : added) detail::wipe(line);
+    sigv4_sign_request_headers(credentials, options_.region, options_.service, method, url, body,
+                               headers, now);
     return {};
   }
 

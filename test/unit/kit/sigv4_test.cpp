@@ -380,7 +380,7 @@ TEST_CASE("sigv4 settings: off without a region, exclusive of other credentials,
         "'sigv4.region' must be an AWS region (lower-case letters, digits and '-'), got \"EU "
         "west\"");
   CHECK(refusal(R"({"sigv4": {"region": "eu-west-1", "role_arn": "arn:aws:iam::1:role/r"}})")
-            .rfind("'sigv4.role_arn': assuming a role through STS is not supported yet", 0) == 0);
+            .rfind("'sigv4.role_arn' must be an IAM role's ARN", 0) == 0);
   CHECK(refusal(R"({"bearer_token_file": ")" + secret + R"(", "sigv4": {"region": "eu-west-1", )" +
                 files + "}}") ==
         "'sigv4' and 'basic_auth' or 'bearer_token_file' cannot both be set (one Authorization "
