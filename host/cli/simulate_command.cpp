@@ -198,7 +198,7 @@ void record_startup(LauncherRuntime& launcher, const SimulationOptions& simulati
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   local->collector()
-      .histogram(tokenspeed_metric("tokenspeed:func_latency_seconds"))
+      .histogram(simulated_metric("tokenspeed:func_latency_seconds", simulation))
       .labels(simulation.model_name, simulation.app_key, "launcher_startup")
       .observe(seconds);
 }

@@ -18,7 +18,10 @@ void add_simulation_options(po::options_description& description) {
       "finished requests per second in the frontend")(
       "seed", po::value<std::uint64_t>()->default_value(defaults.seed), "random seed")(
       "iteration-ms", po::value<double>()->default_value(10.0),
-      "mean duration of one scheduler iteration, in milliseconds");
+      "mean duration of one scheduler iteration, in milliseconds")(
+      "native-histograms", po::bool_switch(),
+      "record the catalog's histograms with exponential buckets (Prometheus native "
+      "histograms, OTLP exponential histograms)");
 }
 
 SimulationOptions simulation_options_from(const po::variables_map& values) {
@@ -36,20 +39,24 @@ SimulationOptions simulation_options_from(const po::variables_map& values) {
   }
   options.iteration_time =
       std::chrono::microseconds(static_cast<std::int64_t>(iteration_ms * 1000));
+  options.native_histograms = values["native-histograms"].as<bool>();
   return options;
 }
 
 std::vector<std::string> simulation_arguments(const SimulationOptions& options) {
-  return {"--model",
-          options.model_name,
-          "--app-key",
-          options.app_key,
-          "--request-rate",
-          std::to_string(options.request_rate),
-          "--seed",
-          std::to_string(options.seed),
-          "--iteration-ms",
-          std::to_string(static_cast<double>(options.iteration_time.count()) / 1000.0)};
+  std::vector<std::string> arguments{
+      "--model",
+      options.model_name,
+      "--app-key",
+      options.app_key,
+      "--request-rate",
+      std::to_string(options.request_rate),
+      "--seed",
+      std::to_string(options.seed),
+      "--iteration-ms",
+      std::to_string(static_cast<double>(options.iteration_time.count()) / 1000.0)};
+  if (options.native_histograms) arguments.emplace_back("--native-histograms");
+  return arguments;
 }
 
 }  // namespace tokenspeed::metrics::cli

@@ -10,7 +10,7 @@
 
 namespace tokenspeed::metrics::cli {
 
-// --model, --app-key, --request-rate, --seed, --iteration-ms.
+// --model, --app-key, --request-rate, --seed, --iteration-ms, --native-histograms.
 void add_simulation_options(boost::program_options::options_description& description);
 // Throws StartupError naming the flag for a value out of range.
 SimulationOptions simulation_options_from(const boost::program_options::variables_map& values);

@@ -43,28 +43,45 @@ void sleep_unless_stopped(std::chrono::microseconds duration, const std::atomic<
 
 }  // namespace
 
+const MetricDefinition& simulated_metric(std::string_view name, const SimulationOptions& options) {
+  if (!options.native_histograms) return tokenspeed_metric(name);
+  static const std::vector<MetricDefinition> native = [] {
+    std::vector<MetricDefinition> catalog = tokenspeed_catalog();
+    for (MetricDefinition& metric : catalog) {
+      if (metric.kind == MetricKind::histogram) metric.exponential = ExponentialHistogramOptions{};
+    }
+    return catalog;
+  }();
+  for (const MetricDefinition& metric : native) {
+    if (metric.name == name) return metric;
+  }
+  return tokenspeed_metric(name);  // throws std::out_of_range, as for the classic catalog
+}
+
 SchedulerSimulator::SchedulerSimulator(Recorder& recorder, SimulationOptions options, int dp_rank)
     : options_(std::move(options)),
       rng_(options_.seed * 1000003 + static_cast<std::uint64_t>(dp_rank)) {
   const std::string rank = std::to_string(dp_rank);
   const std::string& model = options_.model_name;
   const std::string& app = options_.app_key;
-  running_ =
-      recorder.gauge(tokenspeed_metric("tokenspeed:num_requests_running")).labels(model, app, rank);
-  waiting_ =
-      recorder.gauge(tokenspeed_metric("tokenspeed:num_requests_waiting")).labels(model, app, rank);
-  kv_usage_ =
-      recorder.gauge(tokenspeed_metric("tokenspeed:kv_cache_usage_perc")).labels(model, app, rank);
-  iteration_tokens_ = recorder.histogram(tokenspeed_metric("tokenspeed:iteration_tokens_total"))
-                          .labels(model, app, rank);
-  accepted_tokens_ =
-      recorder.counter(tokenspeed_metric("tokenspeed:spec_decode_num_accepted_tokens"))
+  running_ = recorder.gauge(simulated_metric("tokenspeed:num_requests_running", options_))
+                 .labels(model, app, rank);
+  waiting_ = recorder.gauge(simulated_metric("tokenspeed:num_requests_waiting", options_))
+                 .labels(model, app, rank);
+  kv_usage_ = recorder.gauge(simulated_metric("tokenspeed:kv_cache_usage_perc", options_))
+                  .labels(model, app, rank);
+  iteration_tokens_ =
+      recorder.histogram(simulated_metric("tokenspeed:iteration_tokens_total", options_))
           .labels(model, app, rank);
-  draft_tokens_ = recorder.counter(tokenspeed_metric("tokenspeed:spec_decode_num_draft_tokens"))
-                      .labels(model, app, rank);
-  drafts_ = recorder.counter(tokenspeed_metric("tokenspeed:spec_decode_num_drafts"))
+  accepted_tokens_ =
+      recorder.counter(simulated_metric("tokenspeed:spec_decode_num_accepted_tokens", options_))
+          .labels(model, app, rank);
+  draft_tokens_ =
+      recorder.counter(simulated_metric("tokenspeed:spec_decode_num_draft_tokens", options_))
+          .labels(model, app, rank);
+  drafts_ = recorder.counter(simulated_metric("tokenspeed:spec_decode_num_drafts", options_))
                 .labels(model, app, rank);
-  nan_aborted_ = recorder.counter(tokenspeed_metric("tokenspeed:num_nan_aborted_requests"))
+  nan_aborted_ = recorder.counter(simulated_metric("tokenspeed:num_nan_aborted_requests", options_))
                      .labels(model, app, rank);
 }
 
@@ -106,22 +123,26 @@ FrontendSimulator::FrontendSimulator(Recorder& recorder, SimulationOptions optio
   const std::string& model = options_.model_name;
   const std::string& app = options_.app_key;
   prompt_tokens_ =
-      recorder.counter(tokenspeed_metric("tokenspeed:prompt_tokens")).labels(model, app);
-  generation_tokens_ =
-      recorder.counter(tokenspeed_metric("tokenspeed:generation_tokens")).labels(model, app);
-  requests_ = recorder.counter(tokenspeed_metric("tokenspeed:num_requests")).labels(model, app);
-  success_ = recorder.counter(tokenspeed_metric("tokenspeed:request_success")).labels(model, app);
-  prefix_hits_ =
-      recorder.counter(tokenspeed_metric("tokenspeed:prefix_cache_hits")).labels(model, app);
-  ttft_ = recorder.histogram(tokenspeed_metric("tokenspeed:time_to_first_token_seconds"))
+      recorder.counter(simulated_metric("tokenspeed:prompt_tokens", options_)).labels(model, app);
+  generation_tokens_ = recorder.counter(simulated_metric("tokenspeed:generation_tokens", options_))
+                           .labels(model, app);
+  requests_ =
+      recorder.counter(simulated_metric("tokenspeed:num_requests", options_)).labels(model, app);
+  success_ =
+      recorder.counter(simulated_metric("tokenspeed:request_success", options_)).labels(model, app);
+  prefix_hits_ = recorder.counter(simulated_metric("tokenspeed:prefix_cache_hits", options_))
+                     .labels(model, app);
+  ttft_ = recorder.histogram(simulated_metric("tokenspeed:time_to_first_token_seconds", options_))
               .labels(model, app);
-  tpot_ = recorder.histogram(tokenspeed_metric("tokenspeed:request_time_per_output_token_seconds"))
-              .labels(model, app);
-  itl_ = recorder.histogram(tokenspeed_metric("tokenspeed:inter_token_latency_seconds"))
+  tpot_ =
+      recorder
+          .histogram(simulated_metric("tokenspeed:request_time_per_output_token_seconds", options_))
+          .labels(model, app);
+  itl_ = recorder.histogram(simulated_metric("tokenspeed:inter_token_latency_seconds", options_))
              .labels(model, app);
-  e2e_ = recorder.histogram(tokenspeed_metric("tokenspeed:e2e_request_latency_seconds"))
+  e2e_ = recorder.histogram(simulated_metric("tokenspeed:e2e_request_latency_seconds", options_))
              .labels(model, app);
-  auto& func = recorder.histogram(tokenspeed_metric("tokenspeed:func_latency_seconds"));
+  auto& func = recorder.histogram(simulated_metric("tokenspeed:func_latency_seconds", options_));
   tokenize_latency_ = func.labels(model, app, "tokenize");
   detokenize_latency_ = func.labels(model, app, "detokenize");
 }

@@ -22,7 +22,14 @@ struct SimulationOptions {
   std::uint64_t seed = 1;
   // Scheduler iterations take this long on average (a real step: 5-50 ms).
   std::chrono::microseconds iteration_time{10'000};
+  // The catalog's histograms with exponential buckets (their classic
+  // bounds kept for outputs that aggregate those).
+  bool native_histograms = false;
 };
+
+// The catalog entry called name as the simulation records it: with
+// exponential buckets when options.native_histograms. Lives for the process.
+const MetricDefinition& simulated_metric(std::string_view name, const SimulationOptions& options);
 
 // Threading: run() on one thread; stop may be set from any thread.
 class SchedulerSimulator {
