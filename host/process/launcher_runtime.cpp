@@ -59,8 +59,8 @@ void LauncherRuntime::start() {
                               settings.max_series_per_family, settings.node_name});
 
     if (selection.prometheus) {
-      endpoint_ = std::make_unique<PrometheusEndpoint>(endpoint_options(settings),
-                                                       [this] { return render_metrics(); });
+      endpoint_ = std::make_unique<PrometheusEndpoint>(
+          endpoint_options(settings), FamiliesHandler([this] { return scrape_families(); }));
       scraped_endpoint_.store(endpoint_.get(), std::memory_order_release);
     }
     handoff.outputs = producer_outputs_;
@@ -113,7 +113,9 @@ std::filesystem::path LauncherRuntime::run_dir() const {
   return run_dir_ ? run_dir_->path() : std::filesystem::path();
 }
 
-std::string LauncherRuntime::render_metrics() const {
+std::string LauncherRuntime::render_metrics() const { return render_exposition(scrape_families()); }
+
+std::vector<MergedFamily> LauncherRuntime::scrape_families() const {
   if (!run_dir_) return {};
   if (local_) local_->publish_self_figures();
   // Every family comes with its definition from the file of the process
@@ -127,7 +129,7 @@ std::string LauncherRuntime::render_metrics() const {
       add_endpoint_self_figures(merge, counters);
     };
   }
-  return render_exposition(merge_scrape(sources));
+  return merge_scrape(sources);
 }
 
 void LauncherRuntime::stop_producers() noexcept {

@@ -79,8 +79,10 @@ class LauncherRuntime {
   // The per-run directory ("" with metrics disabled). Removed at shutdown.
   std::filesystem::path run_dir() const;
   ProducerSupervisor& producers() noexcept { return supervisor_; }
-  // The merged exposition, as a scrape would return it.
+  // The merged exposition, as a text scrape would return it.
   std::string render_metrics() const;
+  // The merged families a scrape renders (in the format it asks for).
+  std::vector<MergedFamily> scrape_families() const;
 
   // The first step of shutdown on its own: asks the producers to stop, waits
   // for them (their share of the budget) and kills the late ones. Their

@@ -132,6 +132,7 @@ class EndpointSession : public std::enable_shared_from_this<EndpointSession> {
   bool scrape_keep_alive_ = true;
   bool scrape_head_ = false;
   bool scrape_gzip_ = false;
+  bool scrape_protobuf_ = false;  // answered with the protobuf exposition
 };
 
 }  // namespace tokenspeed::metrics

@@ -85,7 +85,12 @@ void EndpointSession::route() {
   scrape_head_ = request.method() == http::verb::head;
   const auto accept = request[http::field::accept_encoding];
   scrape_gzip_ = accepts_gzip(std::string_view(accept.data(), accept.size()));
-  server_.request_scrape(shared_from_this(), scrape_gzip_);
+  const auto media = request[http::field::accept];
+  const ExpositionFormat format =
+      negotiate_exposition(std::string_view(media.data(), media.size()));
+  scrape_protobuf_ = format == ExpositionFormat::protobuf && server_.families != nullptr;
+  server_.request_scrape(shared_from_this(), scrape_gzip_,
+                         scrape_protobuf_ ? ExpositionFormat::protobuf : ExpositionFormat::text);
 }
 
 // Posted to the session's strand by a render thread: answers the scrape
@@ -103,10 +108,15 @@ void EndpointSession::on_rendered(const RenderedScrape& rendered) {
     return write_response();
   }
   response_.result(http::status::ok);
+  const std::string_view content_type =
+      scrape_protobuf_ ? kProtobufExpositionContentType : kExpositionContentType;
   response_.set(http::field::content_type,
-                beast::string_view(kExpositionContentType.data(), kExpositionContentType.size()));
-  response_.set(http::field::vary, "Accept-Encoding");
-  const std::string& body = scrape_gzip_ ? rendered.gzipped : rendered.body;
+                beast::string_view(content_type.data(), content_type.size()));
+  response_.set(http::field::vary,
+                server_.families != nullptr ? "Accept, Accept-Encoding" : "Accept-Encoding");
+  const std::string& plain = scrape_protobuf_ ? rendered.protobuf : rendered.body;
+  const std::string& gzipped = scrape_protobuf_ ? rendered.protobuf_gzipped : rendered.gzipped;
+  const std::string& body = scrape_gzip_ ? gzipped : plain;
   if (scrape_gzip_) response_.set(http::field::content_encoding, "gzip");
   if (scrape_head_) {
     response_.content_length(body.size());  // the length a GET would send
@@ -144,12 +154,35 @@ std::optional<http::response<http::string_body>> PrometheusEndpoint::Impl::respo
   return std::nullopt;
 }
 
-void PrometheusEndpoint::Impl::request_scrape(std::shared_ptr<EndpointSession> session, bool gzip) {
+void PrometheusEndpoint::Impl::request_scrape(std::shared_ptr<EndpointSession> session, bool gzip,
+                                              ExpositionFormat format) {
   {
     std::lock_guard lock(render_mutex);
-    scrape_waiters.push_back(ScrapeWaiter{std::move(session), gzip});
+    scrape_waiters.push_back(
+        ScrapeWaiter{std::move(session), gzip, format == ExpositionFormat::protobuf});
   }
   render_cv.notify_one();
+}
+
+// Each format some request of the batch asked for, and its gzip encoding
+// when one of those accepts it.
+void PrometheusEndpoint::Impl::render(const std::deque<ScrapeWaiter>& batch,
+                                      RenderedScrape& rendered) const {
+  const auto any = [&batch](bool protobuf, bool gzip) {
+    return std::any_of(batch.begin(), batch.end(), [&](const ScrapeWaiter& waiter) {
+      return waiter.protobuf == protobuf && (!gzip || waiter.gzip);
+    });
+  };
+  if (!families) {
+    rendered.body = handler();
+  } else {
+    const std::vector<MergedFamily> merged = families();
+    if (any(false, false)) rendered.body = render_exposition(merged);
+    if (any(true, false)) rendered.protobuf = render_protobuf_exposition(merged);
+  }
+  if (any(false, true)) rendered.gzipped = kit::gzip_compress(rendered.body, options.gzip_level);
+  if (any(true, true))
+    rendered.protobuf_gzipped = kit::gzip_compress(rendered.protobuf, options.gzip_level);
 }
 
 void PrometheusEndpoint::Impl::render_loop() {
@@ -168,10 +201,7 @@ void PrometheusEndpoint::Impl::render_loop() {
     // with figures older than its request.
     auto rendered = std::make_shared<RenderedScrape>();
     try {
-      rendered->body = handler();
-      const bool gzip = std::any_of(batch.begin(), batch.end(),
-                                    [](const ScrapeWaiter& waiter) { return waiter.gzip; });
-      if (gzip) rendered->gzipped = kit::gzip_compress(rendered->body, options.gzip_level);
+      render(batch, *rendered);
     } catch (const std::exception& error) {
       rendered->failed = true;
       rendered->body = error.what();

@@ -28,6 +28,7 @@
 #include "prometheus/prometheus_endpoint.hpp"
 #include "prometheus/request_rate_limit.hpp"
 #include "core/fault_log.hpp"
+#include "prometheus/protobuf_exposition.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -49,19 +50,23 @@ inline std::string_view trim_http_whitespace(std::string_view text) noexcept {
 // One render of the exposition, shared by every request that waited for it.
 struct RenderedScrape {
   bool failed = false;
-  std::string body;     // the exposition, or the error's text when failed
-  std::string gzipped;  // the body gzip-encoded, when a waiting request accepts gzip
+  std::string body;              // the text exposition, or the error's text when failed
+  std::string gzipped;           // the body gzip-encoded, when a waiting request accepts gzip
+  std::string protobuf;          // the protobuf exposition, when a waiting request asked for it
+  std::string protobuf_gzipped;  // and gzip-encoded, when one of those accepts gzip
 };
 
 // A request for /metrics waiting for the next render.
 struct ScrapeWaiter {
   std::shared_ptr<EndpointSession> session;
   bool gzip = false;
+  bool protobuf = false;  // asked for the protobuf exposition (and the endpoint has families)
 };
 
 struct PrometheusEndpoint::Impl {
   PrometheusEndpointOptions options;
-  ScrapeHandler handler;
+  ScrapeHandler handler;     // the text, when the endpoint was made with one
+  FamiliesHandler families;  // else the families, rendered in the format asked
   std::atomic<std::uint64_t> accepted{0}, rejected{0}, evicted{0}, requests{0}, idle_timeouts{0},
       timeouts{0}, oversized{0}, bad_requests{0}, tls_handshake_failures{0}, unauthorized{0},
       rate_limited{0}, checks_refused{0};
@@ -135,7 +140,10 @@ struct PrometheusEndpoint::Impl {
   std::optional<http::response<http::string_body>> respond_at_once(
       const http::request<http::string_body>& request);
   // Queues session for the next render; it is answered on its own strand.
-  void request_scrape(std::shared_ptr<EndpointSession> session, bool gzip);
+  // The format is the one asked for; text when the endpoint has no families.
+  void request_scrape(std::shared_ptr<EndpointSession> session, bool gzip, ExpositionFormat format);
+  // Renders what the batch's requests asked for (render threads).
+  void render(const std::deque<ScrapeWaiter>& batch, RenderedScrape& rendered) const;
   void render_loop();
   void thread_finished();
 };

@@ -45,10 +45,18 @@ void PrometheusEndpoint::Impl::thread_finished() {
 }
 
 PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, ScrapeHandler handler)
+    : PrometheusEndpoint(std::move(options), std::move(handler), FamiliesHandler{}) {}
+
+PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, FamiliesHandler families)
+    : PrometheusEndpoint(std::move(options), ScrapeHandler{}, std::move(families)) {}
+
+PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, ScrapeHandler handler,
+                                       FamiliesHandler families)
     : impl_(std::make_unique<Impl>()) {
   Impl& impl = *impl_;
   impl.options = std::move(options);
   impl.handler = std::move(handler);
+  impl.families = std::move(families);
   if (impl.options.threads == 0) impl.options.threads = 1;
   // Throws StartupError naming the web configuration file and its key.
   impl.security.emplace(impl.options.web_config_file, impl.options.web_config_check_interval);

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "core/endpoint_defaults.hpp"
+#include "prometheus/prometheus_merge.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -70,6 +71,10 @@ struct PrometheusEndpointOptions {
 // several when scrapes overlap: it must be thread-safe. The requests that
 // arrive while the render threads are busy share the next render.
 using ScrapeHandler = std::function<std::string()>;
+// Gives the families to render (the same rules): the endpoint then renders
+// the text or the protobuf exposition, as each scraper's Accept asks
+// (protobuf_exposition.hpp), once per render for all who asked the same.
+using FamiliesHandler = std::function<std::vector<MergedFamily>()>;
 
 // What the endpoint did, since it started (connections_open: now).
 struct EndpointFigures {
@@ -120,6 +125,7 @@ class PrometheusEndpoint {
   // in use) or --metrics-host (when the address cannot be resolved or bound),
   // or the web configuration file and its key.
   PrometheusEndpoint(PrometheusEndpointOptions options, ScrapeHandler handler);
+  PrometheusEndpoint(PrometheusEndpointOptions options, FamiliesHandler families);
   ~PrometheusEndpoint();
   PrometheusEndpoint(const PrometheusEndpoint&) = delete;
   PrometheusEndpoint& operator=(const PrometheusEndpoint&) = delete;
@@ -144,6 +150,8 @@ class PrometheusEndpoint {
   struct Impl;
 
  private:
+  PrometheusEndpoint(PrometheusEndpointOptions options, ScrapeHandler handler,
+                     FamiliesHandler families);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -24,6 +24,7 @@ LIBRARY_HEADERS = {
     "crypt": ("crypt.h",),
     "yaml": ("yaml.h",),
     "zlib": ("zlib.h", "tokenspeed/kit/gzip.hpp"),
+    "protobuf": ("google/protobuf/", "prometheus/exposition_metrics.pb.h"),
 }
 
 
