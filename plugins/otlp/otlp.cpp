@@ -47,7 +47,8 @@ const kit::SettingsTable& settings_table() {
            "Resource attributes of every producer (service.name defaults to \"tokenspeed\"); "
            "service.instance.id, host.name and process.pid are set per process."},
           {"temporality", SettingType::kChoice, R"("cumulative")", 0, 0,
-           "Aggregation temporality of Sums and Histograms.", "cumulative|delta"},
+           "Aggregation temporality of Sums, Histograms and ExponentialHistograms.",
+           "cumulative|delta"},
           {"compression", SettingType::kChoice, R"("gzip")", 0, 0, "Request body encoding.",
            "gzip|none"},
           {"max_data_points_per_request", SettingType::kInteger, "8192", 1, 1000000,
@@ -108,6 +109,8 @@ std::unique_ptr<OtlpSink> create_sink(const kit::Settings& settings, const plugi
   exporter.aggregation.max_series = static_cast<std::size_t>(settings.integer("max_series"));
   exporter.aggregation.batch_points =
       static_cast<std::size_t>(settings.integer("max_data_points_per_request"));
+  // OTLP has ExponentialHistogram: a family with exponential buckets keeps them.
+  exporter.aggregation.exponential_histograms = true;
 
   exporter.delivery = kit::delivery_options(settings, "export_interval_ms");
   exporter.delivery.max_pending =

@@ -1,6 +1,7 @@
 // otlp_encoder.cpp — the mapping of series to OTLP: counters are monotonic
 // Sums, gauges Gauges, histograms explicit-bucket Histograms with the event's
-// bounds, labels attributes, units UCUM. Builds protobuf messages; no I/O.
+// bounds or, when the family has exponential buckets, ExponentialHistograms;
+// labels attributes, units UCUM. Builds protobuf messages; no I/O.
 #include "otlp_encoder.hpp"
 
 #include <cstdint>
@@ -31,6 +32,14 @@ void add_labels(google::protobuf::RepeatedPtrField<pb::KeyValue>* attributes,
     add_string(attributes, names[i], values[i]);
 }
 
+// What every Sum, Histogram and ExponentialHistogram point carries first.
+template <class DataPoint>
+void set_series(DataPoint& data, const kit::Point& point) {
+  add_labels(data.mutable_attributes(), point);
+  data.set_start_time_unix_nano(static_cast<uint64_t>(point.start_ns));
+  data.set_time_unix_nano(static_cast<uint64_t>(point.time_ns));
+}
+
 pb::AggregationTemporality temporality_of(const kit::Snapshot& snapshot) {
   return snapshot.temporality == kit::Temporality::kDelta ? pb::AGGREGATION_TEMPORALITY_DELTA
                                                           : pb::AGGREGATION_TEMPORALITY_CUMULATIVE;
@@ -51,9 +60,7 @@ class RequestBuilder {
     switch (point.family->kind) {
       case TSM_KIND_COUNTER: {
         pb::NumberDataPoint* data = metric->mutable_sum()->add_data_points();
-        add_labels(data->mutable_attributes(), point);
-        data->set_start_time_unix_nano(static_cast<uint64_t>(point.start_ns));
-        data->set_time_unix_nano(static_cast<uint64_t>(point.time_ns));
+        set_series(*data, point);
         data->set_as_double(point.value);
         break;
       }
@@ -65,10 +72,12 @@ class RequestBuilder {
         break;
       }
       case TSM_KIND_HISTOGRAM: {
+        if (point.family->exponential) {
+          add_exponential(*metric, point);
+          break;
+        }
         pb::HistogramDataPoint* data = metric->mutable_histogram()->add_data_points();
-        add_labels(data->mutable_attributes(), point);
-        data->set_start_time_unix_nano(static_cast<uint64_t>(point.start_ns));
-        data->set_time_unix_nano(static_cast<uint64_t>(point.time_ns));
+        set_series(*data, point);
         data->set_count(point.count);
         data->set_sum(point.sum);
         const std::vector<double>& bounds = point.family->bounds;
@@ -112,6 +121,32 @@ class RequestBuilder {
     scope_->mutable_scope()->set_version(options_.scope_version);
   }
 
+  void add_exponential(pb::Metric& metric, const kit::Point& point) {
+    pb::ExponentialHistogramDataPoint* data =
+        metric.mutable_exponential_histogram()->add_data_points();
+    set_series(*data, point);
+    snapshot_.exponential[point.exponential_index].to_otlp(exponential_);
+    data->set_count(exponential_.count);
+    // Sent with negative values too (OTLP would leave it out): Prometheus'
+    // native histograms carry it, and /metrics shows it.
+    data->set_sum(exponential_.sum);
+    data->set_scale(exponential_.scale);
+    data->set_zero_count(exponential_.zero_count);
+    data->set_zero_threshold(exponential_.zero_threshold);
+    set_buckets(exponential_.positive, *data->mutable_positive());
+    set_buckets(exponential_.negative, *data->mutable_negative());
+    if (exponential_.count > 0) {  // min and max of no observation do not exist
+      data->set_min(exponential_.min);
+      data->set_max(exponential_.max);
+    }
+  }
+
+  static void set_buckets(const kit::OtlpExponentialBuckets& from,
+                          pb::ExponentialHistogramDataPoint::Buckets& to) {
+    to.set_offset(from.offset);
+    to.mutable_bucket_counts()->Add(from.bucket_counts.begin(), from.bucket_counts.end());
+  }
+
   pb::Metric* new_metric(const kit::SeriesFamily& family) {
     pb::Metric* metric = scope_->add_metrics();
     metric->set_name(otlp_metric_name(family.name, family.kind));
@@ -122,6 +157,9 @@ class RequestBuilder {
       metric->mutable_sum()->set_is_monotonic(true);
     } else if (family.kind == TSM_KIND_GAUGE) {
       metric->mutable_gauge();
+    } else if (family.kind == TSM_KIND_HISTOGRAM && family.exponential) {
+      metric->mutable_exponential_histogram()->set_aggregation_temporality(
+          temporality_of(snapshot_));
     } else if (family.kind == TSM_KIND_HISTOGRAM) {
       metric->mutable_histogram()->set_aggregation_temporality(temporality_of(snapshot_));
     }
@@ -135,6 +173,7 @@ class RequestBuilder {
   pb::ScopeMetrics* scope_ = nullptr;
   std::unordered_map<const kit::SeriesFamily*, pb::Metric*> metrics_;
   std::size_t points_ = 0;
+  kit::OtlpExponentialPoint exponential_;  // scratch of add_exponential: its vectors reused
 };
 
 }  // namespace

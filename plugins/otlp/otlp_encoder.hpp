@@ -1,7 +1,8 @@
 // otlp_encoder.hpp — turns an aggregation snapshot into OTLP/HTTP request
 // bodies (ExportMetricsServiceRequest, protobuf), at most a given number of
-// data points each, every one carrying this process's resource. Delivery
-// thread only; never sees an event.
+// data points each (an ExponentialHistogram point is one data point like any
+// other), every one carrying this process's resource. Delivery thread only;
+// never sees an event.
 #pragma once
 
 #include <cstddef>

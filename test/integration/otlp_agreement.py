@@ -2,9 +2,12 @@
 data points the official OpenTelemetry decoders read from the otlp requests
 equal the Prometheus scrape: every counter total, histogram bucket count,
 count and sum (weights included) summed over the producers' resources, and
-each gauge's last value. Each resource is named after the host's node and
-process (service.instance.id "<node>/<process>"); the plugin reports every
-event delivered to it as sent.
+each gauge's last value. With --native-histograms the histograms are
+ExponentialHistograms whose buckets, merged over the resources (and over the
+delta windows), equal the scrape's `le` lines at every boundary both scales
+share. Each resource is named after the host's node and process
+(service.instance.id "<node>/<process>"); the plugin reports every event
+delivered to it as sent.
 """
 import signal
 import socket
@@ -33,11 +36,15 @@ class OtlpAgreesWithPrometheus(unittest.TestCase):
         self.runs.append(run)
         return run
 
-    def check_totals(self, settings, node=None):
-        """node: --metrics-node-name (None: the host name names the node)."""
+    def check_totals(self, settings, node=None, native=False):
+        """node: --metrics-node-name (None: the host name names the node);
+        native: the histograms with exponential buckets. The scrape is taken
+        once every producer has ended (the launcher lingering): final, as the
+        producers' last exports are."""
         run = self.simulate(settings, "--ranks", "2", "--request-rate", "200", "--duration", "2",
                             "--linger", "60", "--metrics-reporter-queue-size", "1048576",
-                            *(["--metrics-node-name", node] if node else []))
+                            *(["--metrics-node-name", node] if node else []),
+                            *(["--native-histograms"] if native else []))
         url = run.metrics_url()
         run.wait_for_line("producers stopped", timeout=oc.EXIT_TIMEOUT_S)
         exposition = oc.scrape(url)
@@ -65,8 +72,23 @@ class OtlpAgreesWithPrometheus(unittest.TestCase):
             resource = state["resources"][f"{node}/{process}"]
             self.assertEqual(resource["host.name"], node, resource)
             self.assertEqual(int(resource["process.pid"]), pid, resource)
-        oc.assert_otlp_equals_prometheus(self, state, exposition)
+        # {(name, labels): (OTLP scale, /metrics scale)} of the exponential series.
+        self.compared = oc.assert_otlp_equals_prometheus(self, state, exposition)
         return state
+
+    def assert_native_histograms_compared(self, state, temporality):
+        """Every histogram of the run came as an ExponentialHistogram of the
+        temporality, and /metrics had buckets to compare with."""
+        self.assertEqual({point["type"] for point in state["series"]},
+                         {"sum", "gauge", "exponential_histogram"})
+        for point in state["series"]:
+            if point["type"] == "exponential_histogram":
+                self.assertEqual(point["temporality"], temporality, point)
+        self.assertEqual({name for name, _ in self.compared}, {
+            "tokenspeed:iteration_tokens_total", "tokenspeed:time_to_first_token_seconds",
+            "tokenspeed:request_time_per_output_token_seconds",
+            "tokenspeed:inter_token_latency_seconds", "tokenspeed:e2e_request_latency_seconds",
+            "tokenspeed:func_latency_seconds"})
 
     def test_counter_totals_and_histogram_buckets_counts_and_sums_equal_the_scrape(self):
         state = self.check_totals({})
@@ -93,6 +115,24 @@ class OtlpAgreesWithPrometheus(unittest.TestCase):
     def test_small_requests_split_the_data_points_and_still_sum_to_the_scrape(self):
         state = self.check_totals({"max_data_points_per_request": 3})
         self.assertTrue(all(r.get("points", 0) <= 3 for r in state["requests"]), state["requests"])
+
+    def test_native_histograms_are_exponential_histograms_whose_buckets_equal_the_scrape(self):
+        state = self.check_totals({}, native=True)
+        self.assert_native_histograms_compared(state, "AGGREGATION_TEMPORALITY_CUMULATIVE")
+        # Latencies and token counts spread over many buckets: the scale is
+        # below the family's maximum (20) and there are boundaries to compare.
+        self.assertTrue(any(otlp < 20 for otlp, _ in self.compared.values()), self.compared)
+
+    def test_native_histograms_in_small_delta_requests_sum_to_the_scrape(self):
+        # Small requests: a delta export every few changed series, so the
+        # windows of a series are many and merge at different scales.
+        state = self.check_totals({"temporality": "delta", "max_data_points_per_request": 3},
+                                  native=True)
+        self.assert_native_histograms_compared(state, "AGGREGATION_TEMPORALITY_DELTA")
+        self.assertTrue(all(r.get("points", 0) <= 3 for r in state["requests"]), state["requests"])
+        windows = [len(point["windows"]) for point in state["series"]
+                   if point["type"] == "exponential_histogram"]
+        self.assertGreater(max(windows), 1, windows)
 
     def test_each_gauge_last_value_equals_the_scrape(self):
         # One scheduler iteration in 30 to 90 s: the gauges are set once and

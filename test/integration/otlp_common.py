@@ -1,7 +1,8 @@
 """otlp_common.py — what the otlp tests share: the Node OTLP receiver
 (test/otlp_receiver, official decoders), one `simulate` run with its output,
 the Prometheus scrape, and the comparison of decoded OTLP data points with
-/metrics. Starts only processes it stops again; binds 127.0.0.1 only.
+/metrics (ExponentialHistogram buckets at the boundaries both share).
+Starts only processes it stops again; binds 127.0.0.1 only.
 
 Environment (set by test/integration/meson.build):
   TSM_BINARY         the tokenspeed-metrics executable
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import urllib.request
 
+import exponential_buckets
 import simulate_harness
 # Also used by the tests through this module.
 from simulate_harness import (  # noqa: F401
@@ -144,7 +146,9 @@ def prometheus_series(text):
 def otlp_series(state):
     """The receiver's cumulative points summed over instances, as Prometheus
     samples: monotonic Sums as NAME_total, Histograms as _bucket (cumulative,
-    le), _count and _sum. Gauges are left out (see otlp_gauges)."""
+    le), _count and _sum, ExponentialHistograms as _count and _sum (their
+    buckets: assert_exponential_buckets_equal_prometheus). Gauges are left out
+    (see otlp_gauges)."""
     out = {}
 
     def add(name, labels, value):
@@ -155,6 +159,9 @@ def otlp_series(state):
         labels = dict(point["attributes"])
         if point["type"] == "sum":
             add(point["name"] + "_total", labels, point["value"])
+        elif point["type"] == "exponential_histogram":
+            add(point["name"] + "_count", labels, point["count"])
+            add(point["name"] + "_sum", labels, point["sum"])
         elif point["type"] == "histogram":
             add(point["name"] + "_count", labels, point["count"])
             add(point["name"] + "_sum", labels, point["sum"])
@@ -177,12 +184,22 @@ def otlp_gauges(state, combine=max):
     return {key: combine(vs) for key, vs in values.items()}
 
 
+def exponential_families(state):
+    """The names of the metrics the receiver took as ExponentialHistograms."""
+    return {point["name"] for point in state["series"]
+            if point["type"] == "exponential_histogram"}
+
+
 def assert_otlp_equals_prometheus(test, state, exposition):
     """Every counter total, histogram bucket count, count and sum of /metrics
     equals the OTLP points summed over instances (a series that never had an
-    event shows 0 on /metrics and has no point)."""
+    event shows 0 on /metrics and has no point). The `le` lines of an
+    exponential histogram are compared by
+    assert_exponential_buckets_equal_prometheus, called here too: returns
+    what it returns."""
+    exponential = {name + "_bucket" for name in exponential_families(state)}
     prometheus = {key: value for key, value in prometheus_series(exposition).items()
-                  if not key[0].endswith(("_created",)) and
+                  if not key[0].endswith(("_created",)) and key[0] not in exponential and
                   (key[0].endswith(("_total", "_bucket", "_count", "_sum")))}
     otlp = otlp_series(state)
     test.assertTrue(otlp, "the receiver decoded no Sum or Histogram point")
@@ -194,6 +211,66 @@ def assert_otlp_equals_prometheus(test, state, exposition):
         if not math.isclose(got, value, rel_tol=1e-9, abs_tol=1e-9):
             mismatches.append(f"{key[0]} {dict(key[1])}: /metrics {value}, OTLP {got}")
     test.assertEqual(mismatches, [])
+    return assert_exponential_buckets_equal_prometheus(test, state, exposition)
+
+
+def assert_exponential_buckets_equal_prometheus(test, state, exposition):
+    """Each ExponentialHistogram point the receiver kept (with delta
+    temporality, each window) has count == zero_count + its buckets, min and
+    max exactly when it counted something; and per series, the points of
+    every instance merged (at their lowest scale) have the buckets /metrics
+    shows as `le` lines: compared at the lower of the two scales (the lines'
+    is read from their spacing; a single bucket per sign does not tell it,
+    and the OTLP one is taken), where every boundary is one of both, so the
+    cumulative count at each boundary 2^((offset+k+1)/2^scale) equals the
+    line's. Returns {(name, labels): (OTLP scale, /metrics scale)} of the
+    series compared."""
+    windows = {}
+    problems = []
+    for point in state["series"]:
+        if point["type"] != "exponential_histogram":
+            continue
+        key = (point["name"], frozenset(point["attributes"].items()))
+        for window in point["windows"]:
+            buckets = exponential_buckets.from_otlp(window)
+            if window["count"] != exponential_buckets.total(buckets):
+                problems.append(f"{key[0]} {dict(key[1])}: count {window['count']}, zero count "
+                                f"and buckets {exponential_buckets.total(buckets)}")
+            if (window["min"] is not None, window["max"] is not None) != (window["count"] > 0,) * 2:
+                problems.append(f"{key[0]} {dict(key[1])}: min {window['min']}, max "
+                                f"{window['max']} of {window['count']} observations")
+            windows.setdefault(key, []).append(window)
+    families = exponential_families(state)
+    lines = {}  # (name, labels): [(le, cumulative count)]
+    for (name, labels), value in prometheus_series(exposition).items():
+        family = name[:-len("_bucket")]
+        if name.endswith("_bucket") and family in families:
+            labels = dict(labels)
+            le = labels.pop("le")
+            lines.setdefault((family, frozenset(labels.items())), []).append((le, value))
+    compared = {}
+    for key, series_lines in sorted(lines.items(), key=str):
+        if key not in windows:
+            if series_lines[-1][1] != 0:  # +Inf: a series with observations needs points
+                problems.append(f"{key[0]} {dict(key[1])}: on /metrics, no OTLP point")
+            continue
+        otlp = exponential_buckets.merge(exponential_buckets.from_otlp(w) for w in windows[key])
+        try:
+            scraped, count = exponential_buckets.from_classic_lines(
+                sorted(series_lines), windows[key][0]["zero_threshold"], otlp["scale"])
+        except AssertionError as error:
+            problems.append(f"{key[0]} {dict(key[1])}: {error}")
+            continue
+        common = min(otlp["scale"], scraped["scale"])
+        if exponential_buckets.at_scale(otlp, common) != exponential_buckets.at_scale(
+                scraped, common) or count != exponential_buckets.total(otlp):
+            problems.append(f"{key[0]} {dict(key[1])} at scale {common}: OTLP {otlp}, "
+                            f"/metrics {scraped} (count {count})")
+        compared[key] = (otlp["scale"], scraped["scale"])
+    missing = set(windows) - set(lines)
+    test.assertEqual(missing, set(), "OTLP ExponentialHistogram series missing on /metrics")
+    test.assertEqual(problems, [])
+    return compared
 
 
 def assert_nothing_dropped_by_the_host(test, run):

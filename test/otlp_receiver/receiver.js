@@ -2,7 +2,10 @@
 // decoded with the official OpenTelemetry protobuf decoders
 // (@opentelemetry/otlp-transformer 0.52.1); accepted data points are kept
 // per resource (service.instance.id) and served as JSON on GET /state, with
-// a summary of every request (its headers included).
+// a summary of every request (its headers included). An ExponentialHistogram
+// point keeps its scale, zero bucket and both signs' buckets as decoded; with
+// delta temporality its windows are kept in order (merging them needs a
+// common scale: the tests do it).
 // Faults a real Collector cannot be made to show are scripted on POST
 // /control. Binds 127.0.0.1 only.
 //
@@ -77,7 +80,11 @@ function sortedJson(object) {
 function keep(key, point) {
   const kept = series[key];
   if (point.temporality === "AGGREGATION_TEMPORALITY_DELTA" && kept) {
-    if (point.type === "histogram") {
+    if (point.type === "exponential_histogram") {
+      kept.count += point.count;
+      kept.sum += point.sum;
+      kept.windows.push(...point.windows);
+    } else if (point.type === "histogram") {
       kept.count += point.count;
       kept.sum += point.sum;
       kept.bucket_counts = kept.bucket_counts.map((c, i) => c + point.bucket_counts[i]);
@@ -101,8 +108,9 @@ function accept(decoded) {
     resources[instance] = resource;
     for (const sm of rm.scopeMetrics || []) {
       for (const metric of sm.metrics || []) {
-        const data = metric.sum || metric.gauge || metric.histogram;
-        const type = metric.sum ? "sum" : metric.gauge ? "gauge" : metric.histogram ? "histogram" : "other";
+        const data = metric.sum || metric.gauge || metric.histogram || metric.exponentialHistogram;
+        const type = metric.sum ? "sum" : metric.gauge ? "gauge" : metric.histogram ? "histogram"
+          : metric.exponentialHistogram ? "exponential_histogram" : "other";
         for (const dp of (data && data.dataPoints) || []) {
           points += 1;
           const attributes = attributesObject(dp.attributes);
@@ -118,6 +126,10 @@ function accept(decoded) {
             point.sum = dp.sum || 0;
             point.bucket_counts = (dp.bucketCounts || []).map(Number);
             point.explicit_bounds = dp.explicitBounds || [];
+          } else if (type === "exponential_histogram") {
+            point.count = Number(dp.count || 0);
+            point.sum = dp.sum || 0;
+            point.windows = [exponentialWindow(dp)];
           } else {
             point.value = dp.asDouble !== undefined && dp.asDouble !== null ? dp.asDouble : Number(dp.asInt || 0);
           }
@@ -127,6 +139,21 @@ function accept(decoded) {
     }
   }
   return points;
+}
+
+// What an ExponentialHistogramDataPoint says beyond count and sum (min and
+// max null when absent, as for a point without observations).
+function exponentialWindow(dp) {
+  const buckets = (b) => ({
+    offset: (b && b.offset) || 0,
+    bucket_counts: ((b && b.bucketCounts) || []).map(Number),
+  });
+  return {
+    count: Number(dp.count || 0), sum: dp.sum || 0, scale: dp.scale || 0,
+    zero_count: Number(dp.zeroCount || 0), zero_threshold: dp.zeroThreshold || 0,
+    positive: buckets(dp.positive), negative: buckets(dp.negative),
+    min: dp.min !== undefined ? dp.min : null, max: dp.max !== undefined ? dp.max : null,
+  };
 }
 
 function readBody(req) {
