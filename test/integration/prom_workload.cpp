@@ -11,7 +11,8 @@
 //       normally), "quit" (or end of input). Each command is answered "ok".
 // Script lines (fields separated by spaces; label values percent-encoded,
 // lists comma-separated, "-" for an empty list):
-//   metric NAME counter|gauge|histogram MODE LABEL_NAMES BUCKETS HELP...
+//   metric NAME counter|gauge|histogram|native_histogram MODE LABEL_NAMES BUCKETS HELP...
+//   (native_histogram: exponential buckets, the default options)
 //   op PROC inc|set|observe NAME LABEL_VALUES VALUE [WEIGHT]
 #include <cstdio>
 #include <cstdlib>
@@ -109,11 +110,12 @@ Script read_script(const std::string& path) {
       metric.kind = kind == "counter" ? MetricKind::counter
                     : kind == "gauge" ? MetricKind::gauge
                                       : MetricKind::histogram;
+      if (kind == "native_histogram") metric.exponential = ExponentialHistogramOptions{};
       metric.gauge_mode = parse_mode(mode);
       metric.label_names = split(labels, ',');
       for (const std::string& bound : split(buckets, ','))
         metric.buckets.push_back(std::stod(bound));
-      script.metrics.push_back(std::move(metric));
+      script.metrics.push_back(checked_definition(std::move(metric)));  // as the collector has it
     } else if (tag == "op") {
       Operation op;
       std::string labels;
@@ -240,12 +242,13 @@ int run_replay(const std::string& script_path, const std::string& base_dir) {
   for (const MetricDefinition& metric : script.metrics) catalog.push_back(&metric);
   PrometheusEndpointOptions options;
   options.port = 0;
-  PrometheusEndpoint endpoint(options, [&] {
-    ScrapeSources sources;
-    sources.catalog = catalog;
-    sources.run_dir = run.path();
-    return render_exposition(merge_scrape(sources));
-  });
+  // The families, as the launcher serves them: text or protobuf, as asked.
+  PrometheusEndpoint endpoint(options, FamiliesHandler([&] {
+                                ScrapeSources sources;
+                                sources.catalog = catalog;
+                                sources.run_dir = run.path();
+                                return merge_scrape(sources);
+                              }));
   std::printf("port %u\n", endpoint.port());
   for (std::size_t i = 0; i < children.size(); ++i) std::printf("pid %zu %d\n", i, children[i].pid);
   std::printf("dir %s\nready\n", run.path().c_str());
