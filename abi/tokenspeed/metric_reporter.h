@@ -157,12 +157,12 @@ typedef struct tsm_metric_info {
    * bucket_bounds (its declared classic bounds, else the powers of two from
    * 2^-10 to 2^10), so a plugin that aggregates classic buckets keeps
    * working with it. */
-  uint32_t histogram_layout;      /* a tsm_histogram_layout; histograms only */
-  uint32_t max_buckets;           /* exponential: buckets per sign, at most */
-  double zero_threshold;          /* exponential: |value| <= this is zero */
-  int32_t max_scale;              /* exponential: the scale it starts at
-                                     (-10 to 20), lowered to keep
-                                     max_buckets */
+  uint32_t histogram_layout; /* a tsm_histogram_layout; histograms only */
+  uint32_t max_buckets;      /* exponential: buckets per sign, at most */
+  double zero_threshold;     /* exponential: |value| <= this is zero */
+  int32_t max_scale;         /* exponential: the scale it starts at
+                                (-10 to 20), lowered to keep
+                                max_buckets */
 } tsm_metric_info;
 
 /* How a histogram family's buckets are laid out (tsm_metric_info, minor 4). */

@@ -134,8 +134,7 @@ inline void observe_exponential(double* slots, const ExponentialHistogramOptions
       Run positive{&slots[ExponentialSlot::positive_first],
                    &slots[ExponentialSlot::positive_length], &slots[ExponentialSlot::buckets]};
       Run negative{&slots[ExponentialSlot::negative_first],
-                   &slots[ExponentialSlot::negative_length],
-                   &slots[ExponentialSlot::buckets + m]};
+                   &slots[ExponentialSlot::negative_length], &slots[ExponentialSlot::buckets + m]};
       Run run = value > 0 ? positive : negative;
       const double lowered = load(slots[ExponentialSlot::scales_lowered]);
       const auto scale = options.max_scale - static_cast<std::int32_t>(lowered);

@@ -180,10 +180,10 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
       if (per_process) series.label_values.push_back(pid);
       if (metric.exponential) {
         series.slots.assign(1, 0.0);
-        series.exponential = std::make_shared<kit::ExponentialHistogram>(
-            kit::ExponentialHistogramOptions{metric.exponential->max_buckets,
-                                             metric.exponential->max_scale,
-                                             metric.exponential->zero_threshold});
+        series.exponential =
+            std::make_shared<kit::ExponentialHistogram>(kit::ExponentialHistogramOptions{
+                metric.exponential->max_buckets, metric.exponential->max_scale,
+                metric.exponential->zero_threshold});
       } else {
         series.slots.assign(slots.begin(), slots.end());
       }
@@ -200,7 +200,8 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
   if (metric.exponential) {
     // Of one definition, so of one zero threshold: the merge fails only for
     // a union past the lowest scale, which max_buckets >= 4 rules out.
-    if (candidate.series[found].exponential->merge(point_) != kit::ExponentialHistogram::Merged::kMerged) {
+    if (candidate.series[found].exponential->merge(point_) !=
+        kit::ExponentialHistogram::Merged::kMerged) {
       ++figures_.mismatched_series;
       return;
     }
