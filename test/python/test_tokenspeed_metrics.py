@@ -462,3 +462,52 @@ if __name__ == "__main__":
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("TOKENSPEED_DISABLE_PLUGINS names 'jsnol'") == 1, result.stderr
     assert glob.glob(os.path.join(workdir, "events-*.jsonl"))  # the workers recorded
+
+
+def test_a_native_histogram_keeps_exponential_buckets_and_bad_options_name_the_metric(workdir):
+    script = f"""
+import tokenspeed_metrics
+from tokenspeed_metrics import prometheus_client as pc
+tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
+                          "--metrics-multiproc-dir", {workdir!r}])
+H = tokenspeed_metrics.Histogram("py:ttft_seconds", "TTFT.", ["k"], native=True,
+                                 native_max_buckets=40)
+for value, weight in ((0.1, 3), (0.2, 2), (3.0, 1), (-0.5, 1), (0.0, 1)):
+    H.labels("a").observe(value, weight)
+compat = pc.Histogram("py:compat_seconds", "Compat.", native=True)
+compat.observe(0.25)
+print("sum", H.labels("a").sum(), "classic", H.labels("a").bucket_counts()[:2])
+for bad in (dict(native_max_buckets=1), dict(native_max_scale=21),
+            dict(native_zero_threshold=-1.0)):
+    try:
+        tokenspeed_metrics.Histogram("py:bad_seconds", "Bad.", native=True, **bad)
+    except ValueError as error:
+        print("refused:", error)
+print("=====")
+print(tokenspeed_metrics.generate_latest().decode())
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
+    result = run_script(workdir, script, env=env)
+    assert result.returncode == 0, result.stderr
+    head, exposition = result.stdout.split("=====")
+    assert "sum 3.2" in head
+    assert "classic (0.0, 0.0)" in head  # no classic counts: one lookup per observe
+    refusals = [line for line in head.splitlines() if line.startswith("refused:")]
+    assert len(refusals) == 3
+    assert all("py:bad_seconds" in line for line in refusals)
+    assert "max_buckets" in refusals[0] and "max_scale" in refusals[1]
+    assert "zero_threshold" in refusals[2]
+    found = samples(exposition, "py:ttft_seconds")
+    assert found[("py:ttft_seconds_count", (("k", "a"),))] == 8
+    assert found[("py:ttft_seconds_sum", (("k", "a"),))] == pytest.approx(3.2)
+    buckets = sorted((float(dict(labels)["le"]), value)
+                     for (name, labels), value in found.items() if name.endswith("_bucket"))
+    assert buckets[-1] == (math.inf, 8)
+    # Cumulative at the exponential boundaries: -0.5 below zero, the zero,
+    # then 0.1 (x3), 0.2 (x2) and 3.0 each at the upper boundary of its bucket.
+    assert [value for _, value in buckets] == sorted(value for _, value in buckets)
+    at = {bound: value for bound, value in buckets}
+    assert at[0.0] == 2
+    assert min(bound for bound in at if bound >= 0.1) < 0.11 and at[min(b for b in at if b >= 0.1)] == 5
+    compat_count = samples(exposition, "py:compat_seconds_count")
+    assert list(compat_count.values()) == [1]
