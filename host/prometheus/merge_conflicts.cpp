@@ -63,6 +63,12 @@ std::string describe_definition(const HeldDefinition& held) {
     out += ", buckets [" +
            listed(metric.buckets, [](double bound) { return format_prometheus_value(bound); }) +
            "]";
+    if (metric.exponential) {
+      out += ", exponential buckets (max_buckets " +
+             std::to_string(metric.exponential->max_buckets) + ", max_scale " +
+             std::to_string(metric.exponential->max_scale) + ", zero_threshold " +
+             format_prometheus_value(metric.exponential->zero_threshold) + ")";
+    }
   }
   if (metric.kind == MetricKind::gauge)
     out += ", mode " + std::string(to_string(metric.gauge_mode));

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <tuple>
 
 #include <unistd.h>
 
@@ -43,7 +44,8 @@ bool same_process(const ProcessInstance& a, const ProcessInstance& b) noexcept {
 
 // A fixed total order of definitions (the last rule of the ranking): kind,
 // help, unit, label names, buckets (by bit pattern: total even for NaN),
-// gauge mode, then name, so that two different definitions never tie.
+// gauge mode, exponential options, then name, so that two different
+// definitions never tie.
 bool definition_less(const MetricDefinition& a, const MetricDefinition& b) {
   if (a.kind != b.kind) return a.kind < b.kind;
   if (a.help != b.help) return a.help < b.help;
@@ -61,6 +63,13 @@ bool definition_less(const MetricDefinition& a, const MetricDefinition& b) {
     return false;
   }
   if (a.gauge_mode != b.gauge_mode) return a.gauge_mode < b.gauge_mode;
+  if (a.exponential != b.exponential) {  // classic first, then by the options
+    if (!a.exponential || !b.exponential) return !a.exponential;
+    const auto key = [](const ExponentialHistogramOptions& o) {
+      return std::tuple(o.max_buckets, o.max_scale, std::bit_cast<std::uint64_t>(o.zero_threshold));
+    };
+    return key(*a.exponential) < key(*b.exponential);
+  }
   return a.name < b.name;
 }
 

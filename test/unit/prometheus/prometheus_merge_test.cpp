@@ -683,3 +683,27 @@ TEST_CASE("exponential series of several processes merge at the lowest scale, as
   CHECK(text.find("x_count{rank=\"0\"} 7\n") != std::string::npos);
   CHECK(text.find("x_bucket{rank=\"0\",le=\"+Inf\"} 7\n") != std::string::npos);
 }
+
+TEST_CASE("a family exponential in one process and classic in another is a conflict, one kept") {
+  const MetricDefinition exponential = exponential_histogram();
+  const MetricDefinition classic =
+      checked_definition({"x", MetricKind::histogram, "", "", {"rank"}, {1}, GaugeMode::livemax});
+  TempDir dir;
+  Producer a(dir.path(), observes(exponential, {1.0}));
+  Producer b(dir.path(), [&classic](MultiprocessMetricStore& store) {
+    store.allocate_series(classic, std::vector<std::string>{"0"})[0] += 1;
+  });
+  ScrapeSources sources;
+  sources.run_dir = dir.path();
+  std::vector<std::string> lines;
+  MergeConflictLog log([&lines](std::string_view line) { lines.emplace_back(line); });
+  sources.conflict_log = &log;
+  MergeFigures figures;
+  const std::vector<MergedFamily> families = merge_scrape(sources, &figures);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].find("exponential buckets (max_buckets 20") != std::string::npos);
+  CHECK(figures.conflicting_definitions == 1);
+  CHECK(figures.conflicting_series == 1);
+  CHECK(std::count_if(families.begin(), families.end(),
+                      [](const MergedFamily& f) { return f.metric->name == "x"; }) == 1);
+}
