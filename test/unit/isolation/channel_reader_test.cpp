@@ -53,6 +53,27 @@ TEST_CASE("the helper reads an event as the host wrote it, with its metric's des
   CHECK(channel.control().events_read.load() == 1);
 }
 
+TEST_CASE("the helper sees a histogram's exponential layout as the host described it") {
+  SharedChannel channel = SharedChannel::create();
+  ChannelWriter writer(channel);
+  ChannelReader reader(channel);
+  tsm_metric_info info = channel_histogram_info();
+  info.histogram_layout = TSM_HISTOGRAM_EXPONENTIAL;
+  info.max_buckets = 40;
+  info.max_scale = 5;
+  info.zero_threshold = 1e-9;
+  const char* const values[] = {"llama", "0"};
+  REQUIRE(writer.write(channel_event(info, values, 0.25)) == WriteResult::written);
+  tsm_metric_event event{};
+  REQUIRE(reader.next(event) == ReadResult::event);
+  REQUIRE(event.info->struct_size >= TSM_METRIC_INFO_SIZE_V2);
+  CHECK(event.info->histogram_layout == TSM_HISTOGRAM_EXPONENTIAL);
+  CHECK(event.info->max_buckets == 40);
+  CHECK(event.info->max_scale == 5);
+  CHECK(event.info->zero_threshold == 1e-9);
+  REQUIRE(event.info->bucket_count == 3);  // the classic bounds travel too
+}
+
 TEST_CASE("events are read in order, across the ring's end") {
   SharedChannel channel = SharedChannel::create();
   ChannelWriter writer(channel);

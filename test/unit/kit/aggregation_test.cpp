@@ -214,3 +214,79 @@ TEST_CASE("the family is copied: nothing points into the host's metadata") {
   CHECK(s.points.at(0).family->unit == "seconds");
   CHECK(s.points.at(0).family->label_names == std::vector<std::string>{"model"});
 }
+
+namespace {
+
+tsm_metric_info exponential_info(uint32_t struct_size = sizeof(tsm_metric_info)) {
+  tsm_metric_info i = info(TSM_KIND_HISTOGRAM, "ttft_seconds");
+  i.struct_size = struct_size;
+  i.histogram_layout = TSM_HISTOGRAM_EXPONENTIAL;
+  i.max_buckets = 20;
+  i.max_scale = 4;
+  i.zero_threshold = 0;
+  return i;
+}
+
+}  // namespace
+
+TEST_CASE("an exponential family aggregates in exponential buckets only for an output that asks") {
+  const tsm_metric_info exponential = exponential_info();
+  kit::AggregationOptions options;
+  options.exponential_histograms = true;
+  kit::Aggregator wanted(options);
+  kit::Aggregator classic(kit::AggregationOptions{});
+  for (kit::Aggregator* aggregator : {&wanted, &classic}) {
+    aggregator->add(event(exponential, TSM_OP_OBSERVE, 0.05, 3, "a"));
+    aggregator->add(event(exponential, TSM_OP_OBSERVE, 2.0, 1, "a"));
+  }
+  const kit::Snapshot got = wanted.collect(2000);
+  const kit::Point* point = find(got, "ttft_seconds", "a");
+  REQUIRE(point != nullptr);
+  REQUIRE(point->family->exponential);
+  const kit::ExponentialHistogram& histogram = got.exponential.at(point->exponential_index);
+  CHECK(histogram.count() == 4);
+  CHECK(histogram.sum() == Approx(2.15));
+  CHECK(histogram.scale() < 4);  // 0.05 to 2 takes more than 20 buckets at scale 4
+  CHECK(histogram.positive().count_at(kit::exponential_bucket_index(0.05, histogram.scale())) == 3);
+  CHECK(point->count == 4);
+
+  // An output that did not ask gets the classic bounds the host sent too.
+  const kit::Snapshot plain = classic.collect(2000);
+  const kit::Point* classic_point = find(plain, "ttft_seconds", "a");
+  REQUIRE(classic_point != nullptr);
+  CHECK_FALSE(classic_point->family->exponential);
+  CHECK(plain.exponential.empty());
+  CHECK(plain.buckets[classic_point->bucket_offset + 1] == 3);  // 0.05 <= 0.1
+  CHECK(plain.buckets[classic_point->bucket_offset + 3] == 1);  // 2.0: +Inf
+}
+
+TEST_CASE("a metric info too short for the layout is classic, whatever bytes follow") {
+  // As a host before minor 4 fills it: the fields past bucket_bounds are not its.
+  const tsm_metric_info old = exponential_info(TSM_METRIC_INFO_SIZE_V1);
+  CHECK_FALSE(kit::has_exponential_layout(old));
+  kit::AggregationOptions options;
+  options.exponential_histograms = true;
+  kit::Aggregator aggregator(options);
+  aggregator.add(event(old, TSM_OP_OBSERVE, 0.05, 1, "a"));
+  const kit::Snapshot got = aggregator.collect(2000);
+  CHECK_FALSE(find(got, "ttft_seconds", "a")->family->exponential);
+}
+
+TEST_CASE("exponential delta windows start empty; infinities are invalid there") {
+  const tsm_metric_info exponential = exponential_info();
+  kit::AggregationOptions options;
+  options.exponential_histograms = true;
+  options.temporality = kit::Temporality::kDelta;
+  kit::Aggregator aggregator(options);
+  aggregator.add(event(exponential, TSM_OP_OBSERVE, 1000.0, 1, "a"));
+  CHECK(aggregator.add(event(exponential, TSM_OP_OBSERVE, HUGE_VAL, 1, "a")) ==
+        kit::Aggregator::Added::kInvalid);
+  CHECK(aggregator.figures().invalid == 1);
+  const kit::Snapshot first = aggregator.collect(2000);
+  CHECK(first.exponential.at(0).count() == 1);
+  aggregator.add(event(exponential, TSM_OP_OBSERVE, 0.001, 2, "a"));
+  const kit::Snapshot second = aggregator.collect(3000);
+  const kit::ExponentialHistogram& window = second.exponential.at(0);
+  CHECK(window.count() == 2);
+  CHECK(window.scale() == 4);  // back at max_scale: the earlier range is gone
+}
