@@ -41,44 +41,22 @@ void append_sample(std::string& out, std::string_view name, const MergedSeries& 
   out.push_back('\n');
 }
 
-// An exponential histogram's buckets as classic le lines, then +Inf.
+// An exponential histogram's buckets as classic le lines
+// (kit::for_each_classic_bucket), then +Inf.
 void append_exponential_as_classic(std::string& out, std::string_view bucket_name,
                                    const MergedSeries& series) {
   std::string le;
-  for_each_classic_bucket(*series.exponential, [&](double upper_bound, double cumulative) {
-    le = kit::format_prometheus_value(upper_bound);
-    append_sample(out, bucket_name, series, cumulative, le.c_str());
-  });
+  kit::for_each_classic_bucket(
+      *series.exponential, [&](double upper_bound, std::uint64_t cumulative) {
+        le = kit::format_prometheus_value(upper_bound);
+        append_sample(out, bucket_name, series, static_cast<double>(cumulative), le.c_str());
+      });
   append_sample(out, bucket_name, series, static_cast<double>(series.exponential->count()), "+Inf");
 }
 
 }  // namespace
 
 std::string format_prometheus_value(double value) { return kit::format_prometheus_value(value); }
-
-void for_each_classic_bucket(const kit::ExponentialHistogram& histogram,
-                             const std::function<void(double, double)>& visit) {
-  const std::int32_t scale = histogram.scale();
-  double cumulative = 0;
-  const kit::ExponentialBuckets& negative = histogram.negative();
-  if (!negative.empty()) {
-    for (std::int32_t i = negative.last_index();; --i) {
-      cumulative += static_cast<double>(negative.count_at(i));
-      visit(-kit::exponential_lower_boundary(i, scale), cumulative);
-      if (i == negative.first_index()) break;
-    }
-  }
-  cumulative += static_cast<double>(histogram.zero_count());
-  visit(histogram.options().zero_threshold, cumulative);
-  const kit::ExponentialBuckets& positive = histogram.positive();
-  if (!positive.empty()) {
-    for (std::int32_t i = positive.first_index();; ++i) {
-      cumulative += static_cast<double>(positive.count_at(i));
-      visit(kit::exponential_lower_boundary(i + 1, scale), cumulative);
-      if (i == positive.last_index()) break;
-    }
-  }
-}
 
 namespace {
 

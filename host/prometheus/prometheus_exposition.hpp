@@ -3,7 +3,6 @@
 // buckets, Go-compatible numbers). Pure formatting: reads no store, no file.
 #pragma once
 
-#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,18 +32,10 @@ void append_escaped_label_value(std::string& out, std::string_view value);
 // HELP text: backslash and newline escaped, invalid UTF-8 replaced as above.
 void append_escaped_help(std::string& out, std::string_view help);
 
-// An exponential histogram's buckets as classic ones, ascending: the
-// negative buckets (each bound at its boundary nearest zero), the zero
-// bucket (at the zero threshold), the positive ones (at each upper
-// boundary); +Inf is not visited (its count is the histogram's count).
-// visit(upper_bound, cumulative count). Exact: the store keeps no other.
-void for_each_classic_bucket(const kit::ExponentialHistogram& histogram,
-                             const std::function<void(double, double)>& visit);
-
 // One family: HELP (when there is help text), TYPE, then its samples.
 // Counters are named with _total; histograms expose _bucket (cumulative, le
 // ending in +Inf), _sum and _count; the count is the +Inf bucket. An
-// exponential histogram's buckets are written as for_each_classic_bucket
+// exponential histogram's buckets are written as kit::for_each_classic_bucket
 // gives them.
 void append_family(std::string& out, const MergedFamily& family);
 

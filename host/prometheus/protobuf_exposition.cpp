@@ -64,10 +64,10 @@ void add_native_buckets(const kit::NativeBuckets& from,
 void fill_exponential(pb::Histogram& out, const kit::ExponentialHistogram& histogram) {
   out.set_sample_count(histogram.count());
   out.set_sample_sum(histogram.sum());
-  for_each_classic_bucket(histogram, [&](double upper_bound, double cumulative) {
+  kit::for_each_classic_bucket(histogram, [&](double upper_bound, std::uint64_t cumulative) {
     pb::Bucket& bucket = *out.add_bucket();
     bucket.set_upper_bound(upper_bound);
-    bucket.set_cumulative_count(whole(cumulative));
+    bucket.set_cumulative_count(cumulative);
   });
   kit::PrometheusNativeHistogram native;
   if (histogram.to_prometheus(native) != kit::ExponentialHistogram::NativeExported::kExported)

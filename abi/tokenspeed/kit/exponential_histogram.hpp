@@ -4,11 +4,11 @@
  * (OTel scale == Prometheus schema): bucket i of scale s covers
  * (2^(i/2^s), 2^((i+1)/2^s)], a zero bucket with a threshold, positive and
  * negative bucket ranges bounded per sign that downscale as the OTel SDK does,
- * merge at the lower scale, and the OTLP and Prometheus (spans and deltas)
- * forms. Header-only C++17. Threading: none inside; the caller owns locking.
- * observe allocates only when a bucket range widens past what it held before
- * (at most max_buckets per sign); never throws, except the constructor on
- * invalid options.
+ * merge at the lower scale, and the OTLP, Prometheus (spans and deltas) and
+ * classic (cumulative le buckets) forms. Header-only C++17. Threading: none
+ * inside; the caller owns locking. observe allocates only when a bucket range
+ * widens past what it held before (at most max_buckets per sign); never
+ * throws, except the constructor on invalid options.
  */
 #ifndef TOKENSPEED_KIT_EXPONENTIAL_HISTOGRAM_HPP
 #define TOKENSPEED_KIT_EXPONENTIAL_HISTOGRAM_HPP
@@ -736,6 +736,40 @@ class ExponentialHistogram {
   uint64_t not_finite_count_ = 0;
   uint64_t refused_count_ = 0;
 };
+
+/* The histogram as classic cumulative buckets, ascending, for a reader of
+ * le buckets (the exposition formats, a remote-write receiver without native
+ * histograms): visit(le, cumulative) for each negative bucket (le at its
+ * boundary nearest zero), the zero bucket (le at the zero threshold) and
+ * each positive bucket (le at its upper boundary). +Inf is not visited: its
+ * cumulative count is count(). Exact: every le is a boundary of the buckets
+ * the histogram has. Each le is visited once, ascending: a boundary past the
+ * doubles (a very low scale) is left to the zero bucket (0) or to +Inf. */
+template <class Visit>
+void for_each_classic_bucket(const ExponentialHistogram& histogram, Visit&& visit) {
+  const int32_t scale = histogram.scale();
+  uint64_t cumulative = 0;
+  const ExponentialBuckets& negative = histogram.negative();
+  if (!negative.empty()) {
+    for (int32_t i = negative.last_index();; --i) {
+      cumulative += negative.count_at(i);
+      const double le = -exponential_lower_boundary(i, scale);
+      if (le < 0) visit(le, cumulative);
+      if (i == negative.first_index()) break;
+    }
+  }
+  cumulative += histogram.zero_count();
+  visit(histogram.options().zero_threshold, cumulative);
+  const ExponentialBuckets& positive = histogram.positive();
+  if (!positive.empty()) {
+    for (int32_t i = positive.first_index();; ++i) {
+      cumulative += positive.count_at(i);
+      const double le = exponential_lower_boundary(i + 1, scale);
+      if (std::isfinite(le)) visit(le, cumulative);
+      if (i == positive.last_index()) break;
+    }
+  }
+}
 
 }  // namespace tokenspeed::metrics::kit
 

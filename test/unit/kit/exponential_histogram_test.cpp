@@ -1,8 +1,9 @@
 // exponential_histogram_test.cpp — the kit's exponential histogram: the
 // value-to-index mapping at and around powers of two and at the ends of the
 // doubles, downscaling and merging without losing a count, the zero bucket,
-// negative values, weights, NaN and infinities, both export forms, and an
-// observe that allocates nothing once its range exists.
+// negative values, weights, NaN and infinities, the export forms (OTLP,
+// Prometheus, classic le buckets), and an observe that allocates nothing once
+// its range exists.
 #include <catch2/catch.hpp>
 
 #include <cfloat>
@@ -10,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <random>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -426,6 +428,31 @@ TEST_CASE("a scale below Prometheus' schema -4 has no Prometheus form") {
   REQUIRE(h.scale() < -4);
   kit::PrometheusNativeHistogram native;
   CHECK(h.to_prometheus(native) == NativeExported::kScaleBelowSchemaMinimum);
+}
+
+TEST_CASE("the classic form is cumulative at the bucket boundaries, ascending, without +Inf") {
+  kit::ExponentialHistogram h({160, 0, 0.5});
+  // Schema 0: -3 in [-4, -2), -1.5 in [-2, -1), 0.25 within the zero
+  // threshold, 3 in (2, 4], 4 the top of (2, 4], 20 in (16, 32].
+  for (const double v : {-3.0, -1.5, -1.5, 0.25, 3.0, 4.0, 20.0}) h.observe(v);
+  std::vector<std::pair<double, uint64_t>> lines;
+  kit::for_each_classic_bucket(
+      h, [&](double le, uint64_t cumulative) { lines.emplace_back(le, cumulative); });
+  const std::vector<std::pair<double, uint64_t>> expected{{-2, 1}, {-1, 3}, {0.5, 4}, {4, 6},
+                                                          {8, 6},  {16, 6}, {32, 7}};
+  CHECK(lines == expected);
+}
+
+TEST_CASE("the classic form leaves a boundary past the doubles to +Inf") {
+  kit::ExponentialHistogram h({2, 0, 0});
+  h.observe(std::ldexp(1.0, -1000));
+  h.observe(std::ldexp(1.0, 1000), 2);
+  REQUIRE(h.scale() == -10);  // buckets (2^-1024, 1] and (1, 2^1024]
+  std::vector<std::pair<double, uint64_t>> lines;
+  kit::for_each_classic_bucket(
+      h, [&](double le, uint64_t cumulative) { lines.emplace_back(le, cumulative); });
+  const std::vector<std::pair<double, uint64_t>> expected{{0, 0}, {1, 1}};  // +Inf: 3
+  CHECK(lines == expected);
 }
 
 TEST_CASE("clear returns to an empty histogram at the maximum scale") {
