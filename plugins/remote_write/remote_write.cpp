@@ -48,7 +48,11 @@ const kit::SettingsTable& settings_table() {
            "Label that tells nodes apart (value: --metrics-node-name, else the host name); an "
            "external_labels entry of the same name replaces it; \"\": none."},
           {"max_samples_per_request", SettingType::kInteger, "2000", 1, 1000000,
-           "Samples in one request; more are split."},
+           "Samples in one request (a native histogram is one); more are split."},
+          {"native_histograms", SettingType::kBoolean, "true", 0, 0,
+           "Send histograms with exponential buckets as native histogram samples (the receiver "
+           "must take them); false: as classic _bucket/_sum/_count series in their declared "
+           "bounds."},
           kit::max_series_setting("100000"),
           {"retry_on_429", SettingType::kBoolean, "false", 0, 0,
            "Retry a 429 Too Many Requests with backoff (as Prometheus, off: it is dropped)."},
@@ -99,6 +103,9 @@ std::unique_ptr<RemoteWriteSink> create_sink(const kit::Settings& settings,
 
   exporter.aggregation.temporality = kit::Temporality::kCumulative;
   exporter.aggregation.max_series = static_cast<std::size_t>(settings.integer("max_series"));
+  // Exponential families go out as native histogram samples (see the
+  // encoder); off, they aggregate into their declared classic bounds.
+  exporter.aggregation.exponential_histograms = settings.boolean("native_histograms");
 
   exporter.delivery = kit::delivery_options(settings, "push_interval_ms");
   // Cumulative samples: a fresh push supersedes whatever waited.

@@ -42,14 +42,19 @@ class Encoder {
   // with stale_markers, each series also ends with a StaleNaN at
   // timestamp_ms + 1. Counters become NAME (already ending in _total),
   // gauges NAME, histograms NAME_bucket{le} (cumulative, +Inf last), NAME_sum
-  // and NAME_count. Labels are sorted by name, __name__ among them.
-  void encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,
-              std::vector<EncodedRequest>& out) const;
+  // and NAME_count; a family aggregated in exponential buckets becomes NAME
+  // with native histogram samples (integer counts, one sample each; its stale
+  // marker a histogram whose sum is the StaleNaN). Labels are sorted by name,
+  // __name__ among them. Returns the points of exponential families written
+  // as classic series instead: a scale below -4, which no Prometheus schema
+  // has (le at their buckets' boundaries, as /metrics writes them).
+  std::size_t encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,
+                     std::vector<EncodedRequest>& out) const;
 
   // The same, handing each request to take as soon as it is complete, so
   // that only one uncompressed body exists at a time.
-  void encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,
-              const std::function<void(EncodedRequest&&)>& take) const;
+  std::size_t encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,
+                     const std::function<void(EncodedRequest&&)>& take) const;
 
  private:
   EncoderOptions options_;

@@ -6,6 +6,7 @@
 #include "remote_write_sink.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include <snappy.h>
 
@@ -55,13 +56,25 @@ void RemoteWriteSink::collect(std::vector<kit::ExportRequest>& out, bool final) 
   const int64_t timestamp_ms = next_timestamp_ms(final);
   const kit::Snapshot snapshot = aggregator().collect(timestamp_ms * 1000000);
   // Compressed as each request is complete: one uncompressed body at a time.
-  encoder_.encode(snapshot, timestamp_ms, final, [&out](EncodedRequest&& request) {
-    kit::ExportRequest ready;
-    ready.items = request.samples;
-    snappy::Compress(request.body.data(), request.body.size(), &ready.body);
-    ready.body.shrink_to_fit();  // Compress reserves the worst case, about the input's size
-    out.push_back(std::move(ready));
-  });
+  const std::size_t as_classic =
+      encoder_.encode(snapshot, timestamp_ms, final, [&out](EncodedRequest&& request) {
+        kit::ExportRequest ready;
+        ready.items = request.samples;
+        snappy::Compress(request.body.data(), request.body.size(), &ready.body);
+        ready.body.shrink_to_fit();  // Compress reserves the worst case, about the input's size
+        out.push_back(std::move(ready));
+      });
+  if (as_classic > 0) {
+    // Delivered, though not in the form the family asked for: said why.
+    native_as_classic_ += as_classic;
+    log().report(TSM_LOG_WARNING, "native histograms as classic",
+                 std::to_string(as_classic) +
+                     " histogram series pushed as classic _bucket/_sum/_count series, not as "
+                     "native histograms: their exponential buckets are at a scale below -4, "
+                     "which no Prometheus schema has (" +
+                     std::to_string(native_as_classic_) + " in total)",
+                 as_classic);
+  }
 }
 
 }  // namespace tokenspeed::metrics::remote_write

@@ -43,8 +43,9 @@ class RemoteWriteSink : public kit::HttpExporter<RemoteWriteSink> {
   int64_t next_timestamp_ms(bool final);
 
   const bool retry_on_429_;
-  Encoder encoder_;                // delivery thread only
-  int64_t last_timestamp_ms_ = 0;  // delivery thread only: flush timestamps only increase
+  Encoder encoder_;                 // delivery thread only
+  int64_t last_timestamp_ms_ = 0;   // delivery thread only: flush timestamps only increase
+  uint64_t native_as_classic_ = 0;  // delivery thread only: histogram points sent as classic
 };
 
 }  // namespace tokenspeed::metrics::remote_write

@@ -1,9 +1,12 @@
 // remote_write_encoder_test.cpp — the remote_write encoding read back with
 // libprotobuf: names as the exposition's, labels sorted with __name__,
 // cumulative buckets ending in +Inf, one timestamp per push, the StaleNaN
-// bit pattern, requests split by sample count.
+// bit pattern, requests split by sample count; exponential families as
+// native histogram samples (spans and deltas, negative values, the zero
+// bucket), or as classic series where no Prometheus schema fits.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -66,6 +69,43 @@ std::vector<pb::TimeSeries> decode(const std::vector<rw::EncodedRequest>& reques
     REQUIRE(decoded.ParseFromString(request.body));
     for (const auto& series : decoded.timeseries()) out.push_back(series);
   }
+  return out;
+}
+
+tsm_metric_info exponential_info(const char* name, uint32_t max_buckets, int32_t max_scale,
+                                 double zero_threshold) {
+  tsm_metric_info i = info_of(TSM_KIND_HISTOGRAM, name);
+  i.histogram_layout = TSM_HISTOGRAM_EXPONENTIAL;
+  i.max_buckets = max_buckets;
+  i.max_scale = max_scale;
+  i.zero_threshold = zero_threshold;
+  return i;
+}
+
+kit::AggregationOptions exponential_aggregation() {
+  kit::AggregationOptions options;
+  options.exponential_histograms = true;
+  return options;
+}
+
+// Prometheus bucket index -> count, read back from spans and deltas.
+std::map<int32_t, int64_t> absolute_counts(
+    const google::protobuf::RepeatedPtrField<pb::BucketSpan>& spans,
+    const google::protobuf::RepeatedField<int64_t>& deltas) {
+  std::map<int32_t, int64_t> out;
+  int32_t index = 0;
+  int64_t count = 0;
+  int next = 0;
+  for (const auto& span : spans) {
+    index += span.offset();
+    for (uint32_t k = 0; k < span.length(); ++k) {
+      REQUIRE(next < deltas.size());
+      count += deltas[next++];
+      if (count != 0) out[index] = count;
+      ++index;
+    }
+  }
+  CHECK(next == deltas.size());
   return out;
 }
 
@@ -176,4 +216,195 @@ TEST_CASE("the process label wins over a metric label of the same name") {
   REQUIRE(series.size() == 1);
   CHECK(series[0].labels_size() == 2);
   CHECK(labels_of(series[0])["process"] == "host-2");
+}
+
+TEST_CASE("an exponential family is one series of its own name with a native histogram") {
+  // Schema 2: bucket i has the upper boundary 2^(i/4); 1 is the top of 0,
+  // 3 lies in (2^(6/4), 2^(7/4)], 2 is the top of 4.
+  static const tsm_metric_info info = exponential_info("tokenspeed:e2e_seconds", 160, 2, 0);
+  kit::Aggregator aggregator(exponential_aggregation());
+  add(aggregator, info, TSM_OP_OBSERVE, 1);
+  add(aggregator, info, TSM_OP_OBSERVE, 3, 2);
+  add(aggregator, info, TSM_OP_OBSERVE, -2);
+  add(aggregator, info, TSM_OP_OBSERVE, 0);
+  rw::EncoderOptions options;
+  options.process_label = {"process", "host-1"};
+  std::vector<rw::EncodedRequest> requests;
+  CHECK(rw::Encoder(options).encode(aggregator.collect(1), 42, false, requests) == 0);
+  const auto series = decode(requests);
+  REQUIRE(series.size() == 1);
+  CHECK(requests[0].samples == 1);
+  auto labels = labels_of(series[0]);
+  CHECK(labels["__name__"] == "tokenspeed:e2e_seconds");
+  CHECK(labels["process"] == "host-1");
+  CHECK(labels["model_name"] == "llama");
+  CHECK(labels.count("le") == 0);
+  CHECK(series[0].samples_size() == 0);
+  REQUIRE(series[0].histograms_size() == 1);
+  const pb::Histogram& h = series[0].histograms(0);
+  CHECK(h.count_case() == pb::Histogram::kCountInt);
+  CHECK(h.count_int() == 5);
+  CHECK(h.sum() == 5);
+  CHECK(h.schema() == 2);
+  CHECK(h.zero_threshold() == 0);
+  CHECK(h.zero_count_case() == pb::Histogram::kZeroCountInt);
+  CHECK(h.zero_count_int() == 1);
+  CHECK(h.reset_hint() == pb::Histogram::UNKNOWN);
+  CHECK(h.timestamp() == 42);
+  CHECK(h.positive_counts_size() == 0);
+  CHECK(h.negative_counts_size() == 0);
+  // Spans and deltas as Prometheus reads them: two positive spans (a gap of
+  // six empty buckets starts a new one), counts as differences.
+  REQUIRE(h.positive_spans_size() == 2);
+  CHECK(h.positive_spans(0).offset() == 0);
+  CHECK(h.positive_spans(0).length() == 1);
+  CHECK(h.positive_spans(1).offset() == 6);
+  CHECK(h.positive_spans(1).length() == 1);
+  REQUIRE(h.positive_deltas_size() == 2);
+  CHECK(h.positive_deltas(0) == 1);
+  CHECK(h.positive_deltas(1) == 1);
+  CHECK(absolute_counts(h.positive_spans(), h.positive_deltas()) ==
+        std::map<int32_t, int64_t>{{0, 1}, {7, 2}});
+  CHECK(absolute_counts(h.negative_spans(), h.negative_deltas()) ==
+        std::map<int32_t, int64_t>{{4, 1}});
+}
+
+TEST_CASE("a falling count inside a span is a negative delta") {
+  static const tsm_metric_info info = exponential_info("h", 160, 0, 0);
+  kit::Aggregator aggregator(exponential_aggregation());
+  add(aggregator, info, TSM_OP_OBSERVE, 1.5, 5);  // schema 0: bucket 1, (1, 2]
+  add(aggregator, info, TSM_OP_OBSERVE, 3, 2);    // bucket 2, (2, 4]
+  add(aggregator, info, TSM_OP_OBSERVE, -1.5, 3);
+  add(aggregator, info, TSM_OP_OBSERVE, -3);
+  std::vector<rw::EncodedRequest> requests;
+  rw::Encoder({}).encode(aggregator.collect(1), 1, false, requests);
+  const auto series = decode(requests);
+  REQUIRE(series.size() == 1);
+  const pb::Histogram& h = series[0].histograms(0);
+  CHECK(h.schema() == 0);
+  REQUIRE(h.positive_deltas_size() == 2);
+  CHECK(h.positive_deltas(0) == 5);
+  CHECK(h.positive_deltas(1) == -3);
+  REQUIRE(h.negative_deltas_size() == 2);
+  CHECK(h.negative_deltas(0) == 3);
+  CHECK(h.negative_deltas(1) == -2);
+  CHECK(absolute_counts(h.negative_spans(), h.negative_deltas()) ==
+        std::map<int32_t, int64_t>{{1, 3}, {2, 1}});
+  CHECK(h.count_int() == 11);
+  CHECK(h.sum() == 7.5 + 6 - 4.5 - 3);
+}
+
+TEST_CASE("the zero bucket carries its threshold and every value within it") {
+  static const tsm_metric_info info = exponential_info("h", 160, 3, 0.001);
+  kit::Aggregator aggregator(exponential_aggregation());
+  add(aggregator, info, TSM_OP_OBSERVE, 0.0005);
+  add(aggregator, info, TSM_OP_OBSERVE, -0.0002);
+  add(aggregator, info, TSM_OP_OBSERVE, 0, 2);
+  std::vector<rw::EncodedRequest> requests;
+  rw::Encoder({}).encode(aggregator.collect(1), 1, false, requests);
+  const auto series = decode(requests);
+  REQUIRE(series.size() == 1);
+  const pb::Histogram& h = series[0].histograms(0);
+  CHECK(h.zero_threshold() == 0.001);
+  CHECK(h.zero_count_int() == 4);
+  CHECK(h.count_int() == 4);
+  CHECK(h.positive_spans_size() == 0);
+  CHECK(h.negative_spans_size() == 0);
+  CHECK(h.positive_deltas_size() == 0);
+}
+
+TEST_CASE("a native histogram's stale marker is a histogram whose sum is the StaleNaN") {
+  static const tsm_metric_info info = exponential_info("h", 160, 3, 0);
+  kit::Aggregator aggregator(exponential_aggregation());
+  add(aggregator, info, TSM_OP_OBSERVE, 2);
+  std::vector<rw::EncodedRequest> requests;
+  rw::Encoder({}).encode(aggregator.collect(1), 100, true, requests);
+  const auto series = decode(requests);
+  REQUIRE(series.size() == 1);
+  REQUIRE(series[0].histograms_size() == 2);
+  CHECK(series[0].samples_size() == 0);
+  CHECK(requests[0].samples == 2);
+  CHECK(series[0].histograms(0).timestamp() == 100);
+  CHECK(series[0].histograms(0).count_int() == 1);
+  const pb::Histogram& marker = series[0].histograms(1);
+  CHECK(marker.timestamp() == 101);
+  CHECK(marker.count_case() == pb::Histogram::kCountInt);
+  CHECK(marker.count_int() == 0);
+  CHECK(marker.positive_spans_size() == 0);
+  const double sum = marker.sum();
+  uint64_t bits;
+  std::memcpy(&bits, &sum, sizeof bits);
+  CHECK(bits == rw::kStaleNaNBits);
+}
+
+TEST_CASE("a native histogram is one sample of max_samples_per_request") {
+  static const tsm_metric_info info = exponential_info("h", 160, 3, 0);
+  static const char* const other[] = {"mistral", "e1"};
+  kit::Aggregator aggregator(exponential_aggregation());
+  add(aggregator, info, TSM_OP_OBSERVE, 2);
+  tsm_metric_event e{};
+  e.struct_size = sizeof e;
+  e.info = &info;
+  e.metric = info.name;
+  e.operation = TSM_OP_OBSERVE;
+  e.value = 3;
+  e.weight = 1;
+  e.label_count = 2;
+  e.label_names = kLabelNames;
+  e.label_values = other;
+  aggregator.add(e);
+  rw::EncoderOptions options;
+  options.max_samples_per_request = 1;
+  std::vector<rw::EncodedRequest> requests;
+  rw::Encoder(options).encode(aggregator.collect(1), 1, false, requests);
+  REQUIRE(requests.size() == 2);
+  for (const auto& request : requests) CHECK(request.samples == 1);
+  CHECK(decode(requests).size() == 2);
+}
+
+TEST_CASE("a classic family stays classic when exponential histograms are on") {
+  kit::Aggregator aggregator(exponential_aggregation());
+  add(aggregator, kHistogram, TSM_OP_OBSERVE, 0.5);
+  std::vector<rw::EncodedRequest> requests;
+  rw::Encoder({}).encode(aggregator.collect(1), 1, false, requests);
+  const auto series = decode(requests);
+  REQUIRE(series.size() == 4 + 2);
+  for (const auto& s : series) {
+    CHECK(s.histograms_size() == 0);
+    CHECK(s.samples_size() == 1);
+  }
+}
+
+TEST_CASE("a scale below -4 goes out as classic series at the buckets' boundaries, counted") {
+  // Two buckets per sign across 2^-1000 .. 2^1000 need a scale far below -4.
+  static const tsm_metric_info info = exponential_info("tokenspeed:wide", 2, 0, 0);
+  kit::Aggregator aggregator(exponential_aggregation());
+  add(aggregator, info, TSM_OP_OBSERVE, std::ldexp(1.0, -1000));
+  add(aggregator, info, TSM_OP_OBSERVE, std::ldexp(1.0, 1000), 2);
+  const kit::Snapshot snapshot = aggregator.collect(1);
+  REQUIRE(snapshot.exponential.size() == 1);
+  REQUIRE(snapshot.exponential[0].scale() == -10);  // buckets (2^-1024, 1], (1, 2^1024]
+  std::vector<rw::EncodedRequest> requests;
+  CHECK(rw::Encoder({}).encode(snapshot, 7, false, requests) == 1);
+  const auto series = decode(requests);
+  std::map<std::string, double> values;
+  std::vector<double> bounds;
+  for (const auto& s : series) {
+    CHECK(s.histograms_size() == 0);
+    REQUIRE(s.samples_size() == 1);
+    auto labels = labels_of(s);
+    if (labels.count("le")) {
+      CHECK(labels["__name__"] == "tokenspeed:wide_bucket");
+      bounds.push_back(std::stod(labels["le"]));
+    }
+    values[labels["__name__"] + (labels.count("le") ? "{" + labels["le"] + "}" : "")] =
+        s.samples(0).value();
+  }
+  // Ascending and each once: 2^1024, past the doubles, is left to +Inf.
+  CHECK(bounds == std::vector<double>{0, 1, INFINITY});
+  CHECK(values["tokenspeed:wide_bucket{0}"] == 0);  // the zero bucket, le at its threshold
+  CHECK(values["tokenspeed:wide_bucket{1}"] == 1);
+  CHECK(values["tokenspeed:wide_bucket{+Inf}"] == 3);
+  CHECK(values["tokenspeed:wide_count"] == 3);
+  CHECK(values["tokenspeed:wide_sum"] == std::ldexp(1.0, -1000) + 2 * std::ldexp(1.0, 1000));
 }
