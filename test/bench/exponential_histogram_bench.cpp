@@ -18,27 +18,20 @@
 
 #include <tokenspeed/kit/exponential_histogram.hpp>
 
+#include "latency_stream.hpp"
 #include "pipeline/collector.hpp"
 
+namespace bench = tokenspeed::metrics::bench;
 namespace kit = tokenspeed::metrics::kit;
 
 namespace {
 
 constexpr std::size_t kStream = 1 << 14;  // values cycled through; fits in L1/L2
 
-// Inter-token-like latencies: log-normal around 30 ms, a factor e per sigma.
-std::vector<double> latency_stream(std::size_t n, double sigma = 1.0) {
-  std::mt19937_64 random(42);
-  std::lognormal_distribution<double> latency(std::log(0.03), sigma);
-  std::vector<double> values(n);
-  for (double& v : values) v = latency(random);
-  return values;
-}
+using bench::kBounds20;
+using bench::latency_stream;
 
-// The catalog's request_time_per_output_token_seconds bounds (20), and 40
-// bounds growing by 1.3 from 1 ms (to about 27 s).
-const std::vector<double> kBounds20 = {0.002, 0.005, 0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.07, 0.08,
-                                       0.09,  0.1,   0.15, 0.2,  0.3,  0.4,  0.6,  0.8,  1,    2};
+// 40 bounds growing by 1.3 from 1 ms (to about 27 s).
 std::vector<double> bounds40() {
   std::vector<double> b;
   for (double v = 0.001; b.size() < 40; v *= 1.3) b.push_back(v);

@@ -1,8 +1,9 @@
 // remote_write_bench.cpp — the remote_write output's costs: samples per
 // second encoded (protobuf + snappy) from 10,000 series, samples per second
 // pushed into a real local Prometheus (its remote-write URL in
-// TSM_BENCH_REMOTE_WRITE_URL; skipped without it), and the heap the
-// output holds per 10,000 series.
+// TSM_BENCH_REMOTE_WRITE_URL; skipped without it), the heap the
+// output holds per 10,000 series, and the bytes a histogram series costs on
+// the wire as a native histogram and as 20 classic buckets.
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
@@ -19,6 +20,7 @@
 
 #include "export_cpu_sizes.hpp"
 #include "bench_events.hpp"
+#include "latency_stream.hpp"
 #include "remote_write_encoder.hpp"
 
 namespace bench = tokenspeed::metrics::bench;
@@ -172,6 +174,73 @@ void BM_PushHeap10kSeries(benchmark::State& state) {
   state.counters["heap_bytes"] = static_cast<double>(held);
 }
 BENCHMARK(BM_PushHeap10kSeries)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+// One push of 1,000 histogram series (two labels and the process label, as
+// the sink sends them) after range(1) observations each of its own latency
+// stream: the request bytes per series, protobuf and snappy, with range(0) 1
+// a native histogram sample (default options: 160 buckets, maximum scale 20),
+// with 0 the catalog's 20 classic bounds (_bucket per bound and +Inf, _sum,
+// _count). Timing: the encode.
+void BM_HistogramBytesPerSeries(benchmark::State& state) {
+  constexpr int kSeries = 1000;
+  const bool native = state.range(0) == 1;
+  tsm_metric_info info =
+      bench::make_info(TSM_KIND_HISTOGRAM, "tokenspeed:time_per_output_token_seconds");
+  info.bucket_count = static_cast<uint32_t>(bench::kBounds20.size());
+  info.bucket_bounds = bench::kBounds20.data();
+  if (native) {
+    info.histogram_layout = TSM_HISTOGRAM_EXPONENTIAL;
+    info.max_buckets = 160;
+    info.max_scale = 20;
+  }
+  kit::AggregationOptions options;
+  options.exponential_histograms = true;
+  kit::Aggregator aggregator(options);
+  std::vector<std::string> names;
+  for (int i = 0; i < kSeries; ++i) names.push_back("model-" + std::to_string(i));
+  for (int i = 0; i < kSeries; ++i) {
+    // A stream per series: identical series would flatter snappy.
+    const std::vector<double> values = bench::latency_stream(
+        static_cast<std::size_t>(state.range(1)), 1.0, static_cast<uint64_t>(i + 1));
+    const char* label_values[] = {names[static_cast<std::size_t>(i)].c_str(), "0"};
+    tsm_metric_event e{};
+    e.struct_size = sizeof e;
+    e.info = &info;
+    e.metric = info.name;
+    e.operation = TSM_OP_OBSERVE;
+    e.weight = 1;
+    e.label_count = 2;
+    e.label_names = bench::kLabelNames;
+    e.label_values = label_values;
+    for (const double v : values) {
+      e.value = v;
+      aggregator.add(e);
+    }
+  }
+  const rw::Encoder encoder(encoder_options());
+  const kit::Snapshot snapshot = aggregator.collect(1);
+  std::size_t bytes = 0;
+  std::size_t compressed = 0;
+  std::size_t samples = 0;
+  std::string body;
+  for (auto _ : state) {
+    bytes = compressed = samples = 0;
+    encoder.encode(snapshot, 1, false, [&](rw::EncodedRequest&& request) {
+      bytes += request.body.size();
+      samples += request.samples;
+      snappy::Compress(request.body.data(), request.body.size(), &body);
+      compressed += body.size();
+    });
+  }
+  state.counters["samples_per_series"] = static_cast<double>(samples) / kSeries;
+  state.counters["bytes_per_series"] = static_cast<double>(bytes) / kSeries;
+  state.counters["snappy_bytes_per_series"] = static_cast<double>(compressed) / kSeries;
+}
+BENCHMARK(BM_HistogramBytesPerSeries)
+    ->ArgNames({"native", "observations"})
+    ->ArgsProduct({{0, 1}, {100, 10000}})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
 
 }  // namespace
 
