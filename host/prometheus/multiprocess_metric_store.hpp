@@ -40,7 +40,7 @@ struct MultiprocessStoreOptions {
   std::filesystem::path directory;       // the run directory (must exist)
   std::string file_prefix = "producer";  // file name: <prefix>_<pid>.db
   std::size_t region_bytes = 1u << 20;   // multiple of the page size, at most 4 GiB
-  SeriesBound bound;                     // series per family (metric_store.hpp)
+  SeriesBound bound = {};                // series per family (metric_store.hpp)
   // A file that cannot be created (a full file system): false throws
   // StartupError naming the file and --metrics-multiproc-dir (the launcher
   // at start-up); true records on with every series in memory (a producer:

@@ -35,7 +35,7 @@ struct MergedSeries {
   std::vector<double> slots;
   // An exponential histogram's buckets: every process's merged, at the
   // lowest scale any of them had (lower still when the union needs it).
-  std::shared_ptr<kit::ExponentialHistogram> exponential;
+  std::shared_ptr<kit::ExponentialHistogram> exponential = nullptr;
 };
 
 struct MergedFamily {
