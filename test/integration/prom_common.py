@@ -1,7 +1,9 @@
 """Shared helpers of the Prometheus integration drivers: running the
-prom-workload program, free ports, HTTP fetches, skipping (exit 77), and
-waiting for a condition (eventually, of test/eventually.py)."""
+prom-workload program, a real Prometheus scraping it, free ports, HTTP
+fetches and queries, skipping (exit 77), and waiting for a condition
+(eventually, of test/eventually.py)."""
 import gzip
+import json
 import os
 import socket
 import subprocess
@@ -93,3 +95,59 @@ class Workload:
         run_dir_left = os.path.exists(getattr(self, "run_dir", ""))
         self.tmp.cleanup()
         return code, run_dir_left
+
+
+def query(base, expr):
+    """The result of an instant query of the Prometheus at base."""
+    url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+    answer = json.loads(fetch(url))
+    if answer.get("status") != "success":
+        raise RuntimeError(f"query {expr}: {answer}")
+    return answer["data"]["result"]
+
+
+class PrometheusServer:
+    """A real Prometheus on loopback (its own configuration, data directory
+    and free port) scraping target ("host:port") every second, ready when
+    made; stop() ends it."""
+
+    def __init__(self, program, workdir, target, extra_args=()):
+        port = free_port()
+        config = os.path.join(workdir, "prometheus.yml")
+        with open(config, "w") as f:
+            f.write(f"""global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: tokenspeed
+    static_configs:
+      - targets: ['{target}']
+""")
+        self.log = open(os.path.join(workdir, "prometheus.log"), "w")
+        self.proc = subprocess.Popen([program, f"--config.file={config}",
+                                      f"--storage.tsdb.path={os.path.join(workdir, 'data')}",
+                                      f"--web.listen-address=127.0.0.1:{port}", *extra_args],
+                                     stdout=self.log, stderr=subprocess.STDOUT)
+        self.base = f"http://127.0.0.1:{port}"
+
+        def ready():
+            if self.proc.poll() is not None:
+                raise RuntimeError("prometheus exited before it was ready")
+            try:
+                fetch(self.base + "/-/ready", timeout=2)
+                return True
+            except Exception:
+                return False
+
+        if not eventually(ready, interval=0.2):
+            self.stop()
+            raise RuntimeError("prometheus did not become ready")
+
+    def stop(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()

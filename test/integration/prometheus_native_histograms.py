@@ -6,16 +6,13 @@ native histogram: its count and sum equal what was observed, its buckets
 hold the values, and histogram_quantile answers within the bucket of the
 true quantile. The same endpoint's text exposition (the classic buckets at
 the exponential boundaries) passes promtool and shows the same count and sum."""
-import json
 import math
 import os
 import subprocess
 import sys
 import tempfile
-import urllib.parse
-import urllib.request
 
-from prom_common import Workload, eventually, fetch, free_port, skip
+from prom_common import PrometheusServer, Workload, eventually, fetch, query, skip
 
 LABELS = "model_name,app_key"
 NAME = "tokenspeed:time_to_first_token_seconds"
@@ -36,14 +33,6 @@ SCRIPT = f"metric {NAME} native_histogram livemax {LABELS} - Time to first token
 def true_quantile(q):
     values = sorted(v for _, value, weight in OBSERVATIONS for v in [value] * weight)
     return values[max(0, math.ceil(q * len(values)) - 1)]
-
-
-def query(base, expr):
-    url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    answer = json.loads(fetch(url))
-    if answer.get("status") != "success":
-        raise RuntimeError(f"query {expr}: {answer}")
-    return answer["data"]["result"]
 
 
 def text_sample(text, name):
@@ -71,29 +60,14 @@ def main():
             failures.append(what)
 
     try:
-        port = free_port()
-        config = os.path.join(tmp.name, "prometheus.yml")
-        with open(config, "w") as f:
-            f.write(f"""global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: tokenspeed
-    static_configs:
-      - targets: ['127.0.0.1:{workload.port}']
-""")
-        log = open(os.path.join(tmp.name, "prometheus.log"), "w")
-        server = subprocess.Popen([prometheus, f"--config.file={config}",
-                                   f"--storage.tsdb.path={os.path.join(tmp.name, 'data')}",
-                                   f"--web.listen-address=127.0.0.1:{port}",
-                                   "--enable-feature=native-histograms"],
-                                  stdout=log, stderr=subprocess.STDOUT)
-        base = f"http://127.0.0.1:{port}"
+        server = PrometheusServer(prometheus, tmp.name, f"127.0.0.1:{workload.port}",
+                                  ["--enable-feature=native-histograms"])
+        base = server.base
 
         found = {}
 
         def scraped():
-            if server.poll() is not None:
+            if server.proc.poll() is not None:
                 raise RuntimeError("prometheus exited")
             try:
                 result = query(base, NAME)
@@ -148,11 +122,7 @@ scrape_configs:
             check(not problems, f"promtool check metrics finds no error: {problems}")
     finally:
         if server is not None:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            server.stop()
         code, run_dir_left = workload.close()
         tmp.cleanup()
     if code != 0:

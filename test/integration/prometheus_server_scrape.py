@@ -4,15 +4,12 @@ producer processes that recorded a scripted workload; the values are checked
 through Prometheus's /api/v1/query API: counter totals, a gauge's last value,
 a weighted histogram's count and sum, and a series written by both producer
 processes summed."""
-import json
 import math
 import os
-import subprocess
 import sys
 import tempfile
-import urllib.parse
 
-from prom_common import Workload, eventually, fetch, free_port, skip
+from prom_common import PrometheusServer, Workload, eventually, query, skip
 
 ENGINE = "model_name,app_key,dp_rank"
 REQUEST = "model_name,app_key"
@@ -48,14 +45,6 @@ EXPECTED = {
 }
 
 
-def query(base, expr):
-    url = base + "/api/v1/query?" + urllib.parse.urlencode({"query": expr})
-    answer = json.loads(fetch(url))
-    if answer.get("status") != "success":
-        raise RuntimeError(f"query {expr}: {answer}")
-    return answer["data"]["result"]
-
-
 def main():
     program = sys.argv[1]
     prometheus = sys.argv[2] if len(sys.argv) > 2 else ""
@@ -67,35 +56,8 @@ def main():
     server = None
     failures = []
     try:
-        port = free_port()
-        config = os.path.join(tmp.name, "prometheus.yml")
-        with open(config, "w") as f:
-            f.write(f"""global:
-  scrape_interval: 1s
-  scrape_timeout: 1s
-scrape_configs:
-  - job_name: tokenspeed
-    static_configs:
-      - targets: ['127.0.0.1:{workload.port}']
-""")
-        log = open(os.path.join(tmp.name, "prometheus.log"), "w")
-        server = subprocess.Popen([prometheus, f"--config.file={config}",
-                                   f"--storage.tsdb.path={os.path.join(tmp.name, 'data')}",
-                                   f"--web.listen-address=127.0.0.1:{port}"],
-                                  stdout=log, stderr=subprocess.STDOUT)
-        base = f"http://127.0.0.1:{port}"
-
-        def ready():
-            if server.poll() is not None:
-                raise RuntimeError("prometheus exited before it was ready")
-            try:
-                fetch(base + "/-/ready", timeout=2)
-                return True
-            except Exception:
-                return False
-
-        if not eventually(ready, interval=0.2):
-            raise RuntimeError("prometheus did not become ready")
+        server = PrometheusServer(prometheus, tmp.name, f"127.0.0.1:{workload.port}")
+        base = server.base
 
         values = {}
 
@@ -117,11 +79,7 @@ scrape_configs:
                 failures.append(expr)
     finally:
         if server is not None:
-            server.terminate()
-            try:
-                server.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            server.stop()
         code, run_dir_left = workload.close()
         tmp.cleanup()
     if code != 0:
