@@ -14,26 +14,8 @@ import remote_write_common as rw
 import simulate_harness
 
 
-class AgreementTest:
+class AgreementTest(rw.ReceiverRuns):
     """Mixed into one TestCase per receiver."""
-    maxDiff = None
-    server_class = None
-
-    def setUp(self):
-        self.tmp = rw.make_tmp()
-        self.server = self.server_class(self.tmp)
-        self.runs = []
-
-    def tearDown(self):
-        for run in self.runs:
-            run.kill()
-        self.server.stop()
-
-    def simulate(self, settings, *args):
-        run = rw.Simulation(self.tmp, dict({"url": self.server.write_url,
-                                            "push_interval_ms": 200}, **settings), *args)
-        self.runs.append(run)
-        return run
 
     def run_to_the_end(self, settings):
         run = self.simulate(settings, "--ranks", "2", "--request-rate", "200", "--duration", "2",

@@ -204,6 +204,32 @@ class VictoriaMetrics(Server):
                 "-search.latencyOffset=0s", "-selfScrapeInterval=0"]
 
 
+class ReceiverRuns:
+    """Mixed into a TestCase whose server_class is its receiver: the
+    receiver in a private directory, and `simulate` runs into it, killed at
+    the end of the test."""
+    maxDiff = None
+    server_class = None
+
+    def setUp(self):
+        self.tmp = make_tmp()
+        self.server = self.server_class(self.tmp)
+        self.runs = []
+
+    def tearDown(self):
+        for run in self.runs:
+            run.kill()
+        self.server.stop()
+
+    def simulate(self, settings, *args):
+        """A run whose remote_write output pushes to the receiver every
+        200 ms, with settings over those."""
+        run = Simulation(self.tmp, dict({"url": self.server.write_url, "push_interval_ms": 200},
+                                        **settings), *args)
+        self.runs.append(run)
+        return run
+
+
 class OnPrometheus:
     """Mixed in before a test class whose self.server is its receiver: a real
     Prometheus, the test skipped when none is installed, and its log left

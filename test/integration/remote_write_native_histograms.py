@@ -76,29 +76,14 @@ def pushed_labels(result):
     return frozenset(labels.items())
 
 
-class NativeRun:
+class NativeRun(rw.ReceiverRuns):
     """Mixed into a TestCase whose server_class is its receiver: one
     `simulate --native-histograms` run into it at a time."""
-    maxDiff = None
-
-    def setUp(self):
-        self.tmp = rw.make_tmp()
-        self.server = self.server_class(self.tmp)
-        self.runs = []
-
-    def tearDown(self):
-        for run in self.runs:
-            run.kill()
-        self.server.stop()
 
     def simulate(self, settings=None):
-        run = rw.Simulation(self.tmp, dict({"url": self.server.write_url,
-                                            "push_interval_ms": 200}, **(settings or {})),
-                            "--native-histograms", "--ranks", "2", "--request-rate", "200",
-                            "--duration", "2", "--linger", "60",
-                            "--metrics-reporter-queue-size", "1048576")
-        self.runs.append(run)
-        return run
+        return super().simulate(settings or {}, "--native-histograms", "--ranks", "2",
+                                "--request-rate", "200", "--duration", "2", "--linger", "60",
+                                "--metrics-reporter-queue-size", "1048576")
 
     def run_to_the_end(self, settings=None):
         run = self.simulate(settings)
