@@ -1,5 +1,5 @@
 // merge_conflicts.cpp — conflict descriptions, the once-per-family log and the
-// merge's own gauges. Scrape time only; never touches a producer file.
+// merge's own figures. Scrape time only; never touches a producer file.
 #include "prometheus/merge_conflicts.hpp"
 
 #include <algorithm>
@@ -31,6 +31,14 @@ std::vector<MetricDefinition> build_definitions() {
                        MetricKind::gauge,
                        "Series of those left-out definitions, absent from the last scrape.",
                        "series",
+                       {"family"},
+                       {},
+                       GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_observations_not_finite",
+                       MetricKind::counter,
+                       "Observations of NaN, +Inf or -Inf into an exponential histogram: in no "
+                       "bucket, its count or its sum.",
+                       "observations",
                        {"family"},
                        {},
                        GaugeMode::livesum},
@@ -103,6 +111,21 @@ std::vector<MergedFamily> merge_conflict_families(const std::vector<MergeConflic
   std::vector<MergedFamily> out;
   out.push_back(std::move(definitions_left_out));
   out.push_back(std::move(series_left_out));
+  return out;
+}
+
+std::vector<MergedFamily> not_finite_families(const std::vector<MergedFamily>& families) {
+  MergedFamily refused{&merge_self_metric_definitions()[2], {}, nullptr};
+  for (const MergedFamily& family : families) {
+    if (!family.metric->exponential) continue;
+    double count = 0;  // a merged exponential series' slots[0] (prometheus_merge.hpp)
+    for (const MergedSeries& series : family.series) count += series.slots.at(0);
+    if (count > 0)
+      refused.series.push_back(MergedSeries{{{"family", family.metric->name}}, {count}});
+  }
+  if (refused.series.empty()) return {};
+  std::vector<MergedFamily> out;
+  out.push_back(std::move(refused));
   return out;
 }
 

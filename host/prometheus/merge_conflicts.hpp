@@ -40,10 +40,17 @@ struct MergeConflict {
 //       definitions of the family left out at the last scrape
 //   tokenspeed_metrics_merge_series_left_out{family}          gauge: their
 //       series, absent from the last scrape
+// and, when an exponential histogram refused an observation:
+//   tokenspeed_metrics_observations_not_finite_total{family}  counter: NaN
+//       and +/-Inf observed into its series, in no bucket, count or sum
 const std::vector<MetricDefinition>& merge_self_metric_definitions();
 
 // The merge's own families for these conflicts (none when there is none).
 std::vector<MergedFamily> merge_conflict_families(const std::vector<MergeConflict>& conflicts);
+
+// The family of the observations the exponential histograms among families
+// refused (none when there is none).
+std::vector<MergedFamily> not_finite_families(const std::vector<MergedFamily>& families);
 
 // The one line that describes a conflict: both definitions (kind, help, unit,
 // labels, buckets, mode) and the files that hold each, long texts cut.

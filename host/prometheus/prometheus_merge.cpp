@@ -433,7 +433,7 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
     return x.metric->name < y.metric->name;
   });
   std::vector<MergedFamily> out;
-  out.reserve(exposed.size() + 2);
+  out.reserve(exposed.size() + 3);
   for (const std::size_t index : exposed) {
     Candidate& family = candidates_[index];
     if (family.series.empty()) continue;
@@ -464,6 +464,7 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
     family.series.clear();
     family.index.clear();
   }
+  for (MergedFamily& own : not_finite_families(out)) out.push_back(std::move(own));
   for (MergedFamily& own : merge_conflict_families(conflicts_)) out.push_back(std::move(own));
   return out;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -648,7 +649,9 @@ std::function<void(MultiprocessMetricStore&)> observes(const MetricDefinition& m
 TEST_CASE("exponential series of several processes merge at the lowest scale, as one histogram") {
   const MetricDefinition metric = exponential_histogram();
   const std::vector<double> narrow{1.0, 1.1, 1.2, -0.5};
-  const std::vector<double> wide{0.001, 1.05, 1000.0};  // needs a lower scale in 20 buckets
+  const std::vector<double> wide{0.001, 1.05, 1000.0,  // needs a lower scale in 20 buckets
+                                 std::numeric_limits<double>::infinity(),
+                                 std::numeric_limits<double>::quiet_NaN()};
   TempDir dir;
   Producer a(dir.path(), observes(metric, narrow));
   Producer b(dir.path(), observes(metric, wide));
@@ -682,6 +685,9 @@ TEST_CASE("exponential series of several processes merge at the lowest scale, as
   const std::string text = render_exposition(families);
   CHECK(text.find("x_count{rank=\"0\"} 7\n") != std::string::npos);
   CHECK(text.find("x_bucket{rank=\"0\",le=\"+Inf\"} 7\n") != std::string::npos);
+  // The infinity and the NaN: in no bucket, count or sum, and counted.
+  CHECK(text.find("tokenspeed_metrics_observations_not_finite_total{family=\"x\"} 2\n") !=
+        std::string::npos);
 }
 
 TEST_CASE("a family exponential in one process and classic in another is a conflict, one kept") {
