@@ -71,8 +71,9 @@ class ProducerRuntime {
     return options_.handoff.shutdown_budget;
   }
 
-  // Stops the figures, drains and closes the sinks within budget, and writes
-  // this process's summary into the run directory (attached, with one).
+  // Stops the figures, drains and closes the sinks within four fifths of
+  // budget (the rest, at most 1 s, left for what follows), and writes this
+  // process's summary into the run directory (attached, with one).
   // Repeated calls return the first report.
   ProducerShutdownReport close(std::chrono::nanoseconds budget) noexcept;
   ProducerShutdownReport close() noexcept { return close(shutdown_budget()); }

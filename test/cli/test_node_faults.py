@@ -115,7 +115,7 @@ class NodeFaults(unittest.TestCase):
         run = self.fault_run("blocks_in_emit", "tokenspeed:num_requests_running",
                              "--ranks", "1", "--duration", "3", "--linger", "60",
                              "--metrics-reporter-queue-size", "16",
-                             "--metrics-shutdown-timeout", "1")
+                             "--metrics-shutdown-timeout", "2")
         url = run.metrics_url()
         run.wait_for_line("producers stopped", timeout=EXIT_TIMEOUT_S)
         figures = {(name, labels.get("reporter")): value for name, labels, value
