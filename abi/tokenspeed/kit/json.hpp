@@ -108,6 +108,25 @@ class Value {
   std::variant<std::nullptr_t, bool, int64_t, double, std::string, Array, Object> data_;
 };
 
+/* Appends code point code (at most U+10FFFF, no surrogate) as UTF-8. */
+inline void append_utf8(std::string& out, uint32_t code) {
+  if (code < 0x80) {
+    out += static_cast<char>(code);
+  } else if (code < 0x800) {
+    out += static_cast<char>(0xC0 | (code >> 6));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else if (code < 0x10000) {
+    out += static_cast<char>(0xE0 | (code >> 12));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (code >> 18));
+    out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (code & 0x3F));
+  }
+}
+
 /* The length of the well-formed UTF-8 sequence that starts at text[i] (1 to
  * 4), or 0 when none does (a stray continuation byte, an overlong form, a
  * surrogate, a code point past U+10FFFF, a sequence cut short). */
@@ -301,24 +320,6 @@ class Parser {
     return code;
   }
 
-  static void append_utf8(std::string& out, unsigned code) {
-    if (code < 0x80) {
-      out += static_cast<char>(code);
-    } else if (code < 0x800) {
-      out += static_cast<char>(0xC0 | (code >> 6));
-      out += static_cast<char>(0x80 | (code & 0x3F));
-    } else if (code < 0x10000) {
-      out += static_cast<char>(0xE0 | (code >> 12));
-      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (code & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (code >> 18));
-      out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (code & 0x3F));
-    }
-  }
-
   std::string parse_string() {
     ++at_;  // "
     std::string out;
@@ -368,7 +369,7 @@ class Parser {
           } else if (code >= 0xDC00 && code <= 0xDFFF) {
             fail("lone surrogate in \\u escape");
           }
-          append_utf8(out, code);
+          json::append_utf8(out, code);
           break;
         }
         default:

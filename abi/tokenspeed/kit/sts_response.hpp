@@ -17,6 +17,7 @@
 #ifndef TOKENSPEED_KIT_STS_RESPONSE_HPP
 #define TOKENSPEED_KIT_STS_RESPONSE_HPP
 
+#include <tokenspeed/kit/json.hpp>
 #include <tokenspeed/kit/sigv4.hpp>
 
 #include <chrono>
@@ -162,21 +163,7 @@ class XmlReader {
       if (code > 0x10FFFF) return failed("a bad character reference");
     }
     if (code == 0 || (code >= 0xD800 && code <= 0xDFFF)) return failed("a bad character reference");
-    if (code < 0x80) {
-      out += static_cast<char>(code);
-    } else if (code < 0x800) {
-      out += static_cast<char>(0xC0 | (code >> 6));
-      out += static_cast<char>(0x80 | (code & 0x3F));
-    } else if (code < 0x10000) {
-      out += static_cast<char>(0xE0 | (code >> 12));
-      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (code & 0x3F));
-    } else {
-      out += static_cast<char>(0xF0 | (code >> 18));
-      out += static_cast<char>(0x80 | ((code >> 12) & 0x3F));
-      out += static_cast<char>(0x80 | ((code >> 6) & 0x3F));
-      out += static_cast<char>(0x80 | (code & 0x3F));
-    }
+    json::append_utf8(out, code);
     pos_ = end + 1;
     return true;
   }
