@@ -70,3 +70,39 @@ TEST_CASE("a record naming what the exposition rejects reads back as nothing") {
   bad_label.replace(bad_label.find("\"dp_rank\""), 9, "\"__rank\"");
   CHECK_FALSE(decode_definition(latency().name, bad_label).has_value());
 }
+
+TEST_CASE("an exponential histogram reads back with its options, under a kind of its own") {
+  MetricDefinition metric = latency();
+  metric.exponential = ExponentialHistogramOptions{40, 5, 1.0 / 3.0};
+  const std::string record = encode_definition(metric);
+  // A launcher that knows no such kind leaves the family out by name.
+  CHECK(record.find("\"kind\":\"exponential_histogram\"") != std::string::npos);
+  const auto decoded = decode_definition(metric.name, record);
+  REQUIRE(decoded.has_value());
+  CHECK(*decoded == metric);
+  // Options out of range, or of the wrong type, read back as nothing.
+  for (const char* bad :
+       {"\"max_buckets\":1,", "\"max_buckets\":-3,", "\"max_scale\":21,", "\"max_scale\":\"x\","}) {
+    std::string changed = record;
+    const std::string key = std::string(bad).substr(0, std::string(bad).find(':') + 1);
+    const std::size_t at = changed.find(key);
+    REQUIRE(at != std::string::npos);
+    changed.replace(at, changed.find(',', at) - at + 1, bad);
+    CHECK_FALSE(decode_definition(metric.name, changed).has_value());
+  }
+}
+
+TEST_CASE("exponential options are refused on another kind and out of their ranges") {
+  MetricDefinition counter{"events", MetricKind::counter, "", "", {}, {}, GaugeMode::livemax};
+  counter.exponential = ExponentialHistogramOptions{};
+  CHECK_THROWS_WITH(checked_definition(counter),
+                    Catch::Contains("events") && Catch::Contains("only a histogram"));
+  MetricDefinition histogram = latency();
+  histogram.exponential = ExponentialHistogramOptions{4097, 20, 0};
+  CHECK_THROWS_WITH(checked_definition(histogram), Catch::Contains("max_buckets"));
+  histogram.exponential = ExponentialHistogramOptions{160, 20, -1};
+  CHECK_THROWS_WITH(checked_definition(histogram), Catch::Contains("zero_threshold"));
+  histogram.exponential = ExponentialHistogramOptions{160, 20, 0};
+  histogram.buckets.clear();
+  CHECK(checked_definition(histogram).buckets.front() == 0x1p-10);  // powers of two by default
+}
