@@ -71,15 +71,12 @@ constexpr std::string_view kGrpcExportPath =
 
 // The checks across keys, after the table's.
 void check(kit::json::Value& settings) {
-  kit::check_http_settings(settings, "endpoint");
+  // OTLP/HTTP keeps a query (a receiver may route or authorize by it);
+  // gRPC carries none, and owns some headers (kit::check_grpc_settings).
   if (settings.at("protocol").as_string() == "grpc") {
-    const std::string& endpoint = settings.at("endpoint").as_string();
-    const std::size_t slash = endpoint.find('/', endpoint.find("://") + 3);
-    if (slash != std::string::npos && slash + 1 != endpoint.size()) {
-      throw std::invalid_argument(
-          "'endpoint': with protocol grpc, give the receiver's address without a path (e.g. "
-          "\"http://127.0.0.1:4317\"); the call's path is added");
-    }
+    kit::check_grpc_settings(settings, "endpoint");
+  } else {
+    kit::check_http_settings(settings, "endpoint");
   }
   for (const auto& member : settings.at("resource_attributes").as_object()) {
     if (member.first == "service.instance.id" || member.first == "process.pid") {

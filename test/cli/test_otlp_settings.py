@@ -1,7 +1,9 @@
 """test_otlp_settings.py — the otlp output's settings as an operator meets
 them: a bad setting fails startup with exit status 2 and one line naming the
 reporter, the file and the key (a credential file that cannot be read, TLS
-settings with an http:// URL, an unknown key of tls), and quotes no secret;
+settings with an http:// URL, an unknown key of tls; with protocol grpc an
+endpoint with a query or fragment and every header gRPC owns), and quotes no
+secret; over http/protobuf an endpoint keeps its query;
 `check` prints the normalized settings with every default; `plugins` shows the settings table; docs/plugins/otlp.md
 carries the same table the plugin describes.
 
@@ -19,6 +21,9 @@ from http_credential_settings import HttpCredentialSettings
 
 OTLP_DIR = os.environ["TSM_OTLP_DIR"]
 DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "plugins", "otlp.md")
+# protocol grpc with a valid endpoint; a header value that must never be printed.
+GRPC = {"protocol": "grpc", "endpoint": "http://127.0.0.1:4317"}
+SECRET_VALUE = "S3CRETVALUE"
 
 
 def run(*args):
@@ -89,6 +94,69 @@ class OtlpSettings(HttpCredentialSettings, unittest.TestCase):
         self.assert_startup_error({"endpoint": "http:///v1/metrics"}, "'endpoint' must name a host")
         self.assert_startup_error({"endpoint": "http://collector:0/v1/metrics"},
                                   "'endpoint' must have a port from 1 to 65535")
+
+    def test_every_header_grpc_owns_fails_startup_with_protocol_grpc_naming_key_and_header(self):
+        # Each would be sent twice or in place of the call's own, failing
+        # every call; the value (often an API key) is never quoted.
+        for name in ("content-type", "Content-Type", "te", "TE", "grpc-encoding",
+                     "grpc-timeout", "grpc-accept-encoding", "grpc-status", "grpc-message",
+                     "grpc-status-details-bin", "grpc-message-type", "grpc-anything",
+                     "connection", "keep-alive", "proxy-connection", "transfer-encoding",
+                     "upgrade"):
+            with self.subTest(header=name):
+                self.assert_startup_error(
+                    {**GRPC, "headers": {name: SECRET_VALUE}},
+                    f"'headers': '{name}' is gRPC's own header", "remove it")
+                self.assert_no_secret(self.check({**GRPC, "headers": {name: SECRET_VALUE}})[1])
+
+    def test_an_http2_pseudo_header_fails_startup_with_protocol_grpc(self):
+        for name in (":path", ":authority", ":method", ":scheme"):
+            with self.subTest(header=name):
+                self.assert_startup_error({**GRPC, "headers": {name: SECRET_VALUE}},
+                                          f"'headers': '{name}' is not a valid header name")
+
+    def test_a_header_file_naming_a_header_grpc_owns_fails_startup(self):
+        secret = os.path.join(cli_harness.TMP_ROOT or tempfile.gettempdir(),
+                              f"otlp-header-{os.getpid()}")
+        with open(secret, "w") as file:
+            file.write(SECRET_VALUE + "\n")
+        os.chmod(secret, 0o600)
+        self.addCleanup(os.unlink, secret)
+        self.assert_startup_error({**GRPC, "header_files": {"grpc-timeout": secret}},
+                                  "'header_files': 'grpc-timeout' is gRPC's own header")
+
+    def test_user_agent_and_custom_metadata_pass_with_protocol_grpc(self):
+        _, result = self.check({**GRPC, "headers": {"user-agent": "engine/1.0",
+                                                    "x-api-key": SECRET_VALUE,
+                                                    "trace-bin": "AAEC"}})
+        self.assertEqual(result.returncode, 0, result.stderr)
+
+    def test_a_bin_header_whose_value_is_not_base64_fails_startup_unquoted(self):
+        self.assert_startup_error({**GRPC, "headers": {"trace-bin": SECRET_VALUE + "!"}},
+                                  "'headers': 'trace-bin' must hold base64")
+        self.assert_no_secret(self.check({**GRPC, "headers": {"trace-bin": SECRET_VALUE + "!"}})[1])
+
+    def test_a_grpc_endpoint_with_a_query_or_fragment_fails_startup_unquoted(self):
+        for endpoint, part in (("http://127.0.0.1:4317?token=" + SECRET_VALUE, "without a query"),
+                               ("http://127.0.0.1:4317/?token=" + SECRET_VALUE, "without a query"),
+                               ("http://127.0.0.1:4317#" + SECRET_VALUE, "without a fragment"),
+                               ("http://127.0.0.1:4317/#" + SECRET_VALUE, "without a fragment"),
+                               ("http://127.0.0.1:4317/v1/metrics", "without a path")):
+            with self.subTest(endpoint=endpoint):
+                self.assert_startup_error({"protocol": "grpc", "endpoint": endpoint},
+                                          "'endpoint': with protocol grpc", part)
+                self.assert_no_secret(self.check({"protocol": "grpc", "endpoint": endpoint})[1])
+
+    def test_an_http_protobuf_endpoint_keeps_its_query_and_headers_grpc_owns(self):
+        # OTLP/HTTP receivers may route or authorize by a query: it is sent.
+        endpoint = "http://127.0.0.1:4318/v1/metrics?tenant=a"
+        _, result = self.check({"endpoint": endpoint, "headers": {"te": "x"}})
+        self.assertEqual(result.returncode, 0, result.stderr)
+        line = next(line for line in result.stdout.splitlines() if line.startswith("otlp: "))
+        self.assertEqual(json.loads(line.split(": ", 1)[1])["endpoint"], endpoint)
+
+    def assert_no_secret(self, result):
+        self.assertNotIn(SECRET_VALUE, result.stdout + result.stderr)
 
     def test_max_backoff_below_the_initial_backoff_fails_startup(self):
         self.assert_startup_error({"initial_backoff_ms": 500, "max_backoff_ms": 100},

@@ -94,6 +94,68 @@ inline std::vector<std::string> grpc_request_headers(bool gzip) {
   return headers;
 }
 
+/* Why a request header (metadata) name is not the operator's to set on a
+ * gRPC call, or "" when it is. The call's own: content-type, te,
+ * grpc-timeout (its deadline) and grpc-encoding (its compression); every
+ * other grpc-* name, reserved to gRPC (grpc-accept-encoding, and the
+ * answer's grpc-status and grpc-message among them); HTTP/2's
+ * pseudo-headers (":path"); and the connection-specific headers HTTP/2
+ * forbids (connection, keep-alive, proxy-connection, transfer-encoding,
+ * upgrade). Any of them sent twice or changed fails every call. Compared
+ * without case. user-agent stays the operator's: gRPC clients send an
+ * application's as the prefix of their own, and this client sends none. */
+inline std::string_view grpc_reserved_header(std::string_view name) noexcept {
+  const auto lower = [](char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  };
+  const auto starts = [&](std::string_view prefix) {
+    return name.size() >= prefix.size() &&
+           std::equal(prefix.begin(), prefix.end(), name.begin(),
+                      [&](char a, char b) { return a == lower(b); });
+  };
+  const auto is = [&](std::string_view other) {
+    return name.size() == other.size() && starts(other);
+  };
+  if (is("content-type")) return "the call sends content-type: application/grpc";
+  if (is("te")) return "the call sends te: trailers";
+  if (is("grpc-timeout")) return "the call sends its deadline in it, from timeout_ms";
+  if (is("grpc-encoding")) return "the call sends its message's compression in it";
+  if (starts("grpc-")) return "names starting with grpc- are reserved to gRPC";
+  if (starts(":")) return "a pseudo-header of HTTP/2, set by the call";
+  for (const char* connection :
+       {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"}) {
+    if (is(connection)) return "HTTP/2 forbids connection-specific headers";
+  }
+  return {};
+}
+
+/* Checks that url (already an http:// or https:// URL: check_http_url) is
+ * a gRPC target: the receiver's address, nothing after it but one '/' (no
+ * path: the call's is added; no query or fragment: a call carries neither,
+ * and either would end up before the call's path). Throws
+ * std::invalid_argument starting with what ("'endpoint'"); never quotes
+ * url (a query may hold a token). */
+inline void check_grpc_endpoint(const std::string& what, std::string_view url) {
+  const std::size_t scheme = url.find("://");
+  std::string_view rest = url.substr(scheme == std::string_view::npos ? 0 : scheme + 3);
+  rest.remove_prefix(std::min(rest.size(), rest.find_first_of("/?#")));
+  const std::size_t query = rest.find('?');
+  const std::size_t fragment = rest.find('#');
+  const char* example = " (e.g. \"http://127.0.0.1:4317\")";
+  if (query != std::string_view::npos && query < fragment) {
+    throw std::invalid_argument(what + ": with protocol grpc, give the receiver's address " +
+                                "without a query ('?...'): a gRPC call carries none" + example);
+  }
+  if (fragment != std::string_view::npos) {
+    throw std::invalid_argument(what + ": with protocol grpc, give the receiver's address " +
+                                "without a fragment ('#...'): a gRPC call carries none" + example);
+  }
+  if (!rest.empty() && rest != "/") {
+    throw std::invalid_argument(what + ": with protocol grpc, give the receiver's address " +
+                                "without a path" + example + "; the call's path is added");
+  }
+}
+
 /* A grpc-timeout value: at most 8 digits and a unit (gRPC's PROTOCOL-HTTP2),
  * in milliseconds while they fit, else in the first coarser unit that holds
  * them (rounded up, so the server never gives up before the client). */

@@ -449,6 +449,39 @@ inline void check_http_settings(const json::Value& settings, std::string_view ur
     detail::check_sigv4_settings(*sigv4, authorization, names);
 }
 
+/* The checks of a gRPC exporter's settings: check_http_settings', then the
+ * URL a gRPC target (check_grpc_endpoint), no name of headers_key or
+ * header_files that gRPC owns (grpc_reserved_header), and the value of a
+ * -bin header of headers_key in base64, as gRPC sends binary metadata (a
+ * header file's is read at each call, not here). Throws
+ * std::invalid_argument naming the key and the header, never quoting a
+ * value. */
+inline void check_grpc_settings(const json::Value& settings, std::string_view url_key,
+                                std::string_view headers_key = "headers") {
+  check_http_settings(settings, url_key, headers_key);
+  check_grpc_endpoint("'" + std::string(url_key) + "'", settings.at(url_key).as_string());
+  for (const std::string_view key : {headers_key, std::string_view("header_files")}) {
+    const json::Value* headers = settings.find(key);
+    if (headers == nullptr) continue;
+    for (const auto& [name, value] : headers->as_object()) {
+      const std::string_view why = grpc_reserved_header(name);
+      if (!why.empty()) {
+        throw std::invalid_argument("'" + std::string(key) + "': '" + name +
+                                    "' is gRPC's own header (" + std::string(why) + "); remove it");
+      }
+      std::string decoded;
+      const bool binary =
+          name.size() > 4 &&
+          detail::same_header(std::string_view(name).substr(name.size() - 4), "-bin");
+      if (binary && key == headers_key && !grpc_base64_decode(value.as_string(), decoded)) {
+        throw std::invalid_argument("'" + std::string(key) + "': '" + name +
+                                    "' must hold base64 (gRPC sends a -bin header's value as "
+                                    "binary metadata)");
+      }
+    }
+  }
+}
+
 /* The HttpClientOptions of checked settings: the URL and the headers as
  * "Name: value" lines, and TLS and credentials when the table has their
  * rows. */

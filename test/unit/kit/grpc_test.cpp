@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include <tokenspeed/kit/grpc.hpp>
@@ -85,6 +86,79 @@ TEST_CASE("the call's timeout is its grpc-timeout, in 8 digits at most, never sh
   CHECK(kit::grpc_timeout_value(milliseconds(100000001)) == "100001S");  // rounded up
   CHECK(kit::grpc_timeout_value(milliseconds(int64_t{600000000000})) == "10000000M");
   CHECK(kit::grpc_timeout_value(milliseconds::max()) == "99999999H");
+}
+
+TEST_CASE(
+    "every header gRPC owns is named with why, in any case; user-agent stays the operator's") {
+  const char* const owned[] = {"content-type",
+                               "Content-Type",
+                               "te",
+                               "TE",
+                               "grpc-encoding",
+                               "grpc-timeout",
+                               "grpc-accept-encoding",
+                               "grpc-status",
+                               "grpc-message",
+                               "grpc-status-details-bin",
+                               "GRPC-Message-Type",
+                               ":path",
+                               ":authority",
+                               ":method",
+                               ":scheme",
+                               "connection",
+                               "keep-alive",
+                               "proxy-connection",
+                               "Transfer-Encoding",
+                               "upgrade"};
+  for (const char* name : owned) {
+    CAPTURE(name);
+    CHECK_FALSE(kit::grpc_reserved_header(name).empty());
+  }
+  CHECK(kit::grpc_reserved_header("grpc-timeout") ==
+        "the call sends its deadline in it, from timeout_ms");
+  CHECK(kit::grpc_reserved_header("grpc-status") ==
+        "names starting with grpc- are reserved to gRPC");
+  for (const char* name : {"user-agent", "api-key", "authorization", "x-grpc-tenant", "tea", "grpc",
+                           "content-encoding", "host", "trace-bin"}) {
+    CAPTURE(name);
+    CHECK(kit::grpc_reserved_header(name).empty());
+  }
+}
+
+namespace {
+
+// The message of check_grpc_endpoint's refusal of url, or "accepted".
+std::string endpoint_refusal(const std::string& url) {
+  try {
+    kit::check_grpc_endpoint("'endpoint'", url);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
+}  // namespace
+
+TEST_CASE("a gRPC endpoint is an address: a path, a query or a fragment is refused, unquoted") {
+  CHECK(endpoint_refusal("http://127.0.0.1:4317") == "accepted");
+  CHECK(endpoint_refusal("https://collector.example:4317/") == "accepted");
+  CHECK(endpoint_refusal("http://[::1]:4317") == "accepted");
+  CHECK(endpoint_refusal("http://c:4317/v1/metrics") ==
+        "'endpoint': with protocol grpc, give the receiver's address without a path (e.g. "
+        "\"http://127.0.0.1:4317\"); the call's path is added");
+  for (const char* url : {"http://c:4317?token=S3CRET", "http://c:4317/?token=S3CRET",
+                          "http://c:4317/v1?token=S3CRET"}) {
+    CAPTURE(url);
+    CHECK(endpoint_refusal(url) ==
+          "'endpoint': with protocol grpc, give the receiver's address without a query "
+          "('?...'): a gRPC call carries none (e.g. \"http://127.0.0.1:4317\")");
+  }
+  for (const char* url : {"http://c:4317#S3CRET", "http://c:4317/#S3CRET", "http://c:4317#a?b"}) {
+    CAPTURE(url);
+    CHECK(endpoint_refusal(url) ==
+          "'endpoint': with protocol grpc, give the receiver's address without a fragment "
+          "('#...'): a gRPC call carries none (e.g. \"http://127.0.0.1:4317\")");
+  }
 }
 
 TEST_CASE("grpc-message is percent-decoded, a stray percent kept") {

@@ -81,6 +81,16 @@ std::string refusal(const std::string& config) {
   return "accepted";
 }
 
+// The one-line error of config with check_grpc_settings, or "accepted".
+std::string grpc_refusal(const std::string& config) {
+  try {
+    kit::check_grpc_settings(exporter_table().validate(config), "url");
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "accepted";
+}
+
 }  // namespace
 
 TEST_CASE("the headers are described as secret, tls and basic_auth as objects with fields") {
@@ -204,4 +214,31 @@ TEST_CASE("the table's url and header rows are checked by validate, before the c
   // The https cross check still names the URL the tls settings need.
   CHECK(refusal(R"({"url": "http://[::1]:9090/w", "tls": {"insecure_skip_verify": true}})") ==
         "'tls.insecure_skip_verify' needs an https:// URL, and 'url' is http://[::1]:9090/w");
+}
+
+TEST_CASE("a gRPC exporter refuses gRPC's own headers and a non-base64 -bin value, unquoted") {
+  const tokenspeed::metrics::test::TempDir dir("tsm-kit-grpc-headers");
+  const std::string file = dir.write("f", "x");
+  const std::string url = R"("url": "http://127.0.0.1:4317", )";
+  CHECK(grpc_refusal("{" + url + R"("headers": {"api-key": "s3cr3t", "user-agent": "a/1"}})") ==
+        "accepted");
+  CHECK(grpc_refusal("{" + url + R"("headers": {"Grpc-Timeout": "s3cr3t"}})") ==
+        "'headers': 'Grpc-Timeout' is gRPC's own header (the call sends its deadline in it, "
+        "from timeout_ms); remove it");
+  CHECK(grpc_refusal("{" + url + R"("header_files": {"content-type": ")" + file + "\"}}") ==
+        "'header_files': 'content-type' is gRPC's own header (the call sends content-type: "
+        "application/grpc); remove it");
+  CHECK(grpc_refusal("{" + url + R"("headers": {"trace-bin": "AAEC"}})") == "accepted");
+  const std::string binary = grpc_refusal("{" + url + R"("headers": {"trace-bin": "s3cr3t!"}})");
+  CHECK(binary ==
+        "'headers': 'trace-bin' must hold base64 (gRPC sends a -bin header's value as binary "
+        "metadata)");
+  CHECK(binary.find("s3cr3t") == std::string::npos);
+  // The URL's own checks first, then the gRPC target's.
+  CHECK(grpc_refusal(R"({"url": "ftp://c:4317"})").rfind("'url' must start with", 0) == 0);
+  CHECK(grpc_refusal(R"({"url": "http://c:4317?k=s3cr3t"})").find("without a query") !=
+        std::string::npos);
+  // Over HTTP the same settings pass: a query, and the header names gRPC owns.
+  CHECK(refusal(R"({"url": "http://c:4318/v1/metrics?k=v", "headers": {"te": "x"}})") ==
+        "accepted");
 }
