@@ -110,20 +110,33 @@ void report_producer_exit(const ProducerProcess& process) {
 }
 
 // The exit status of the run: a crashed producer first, then any failed
-// output or a producer that had to be killed or ended on its own.
+// output or a producer that had to be killed or ended on its own, then an
+// output whose plugin lost events.
 int run_exit_status(const LauncherShutdownReport& report) {
   bool crashed = false;
   bool failed = false;
+  bool degraded = false;
   for (const ProducerProcess& process : report.producers) {
     crashed = crashed || producer_crashed(process);
     failed = failed || process.killed || producer_ended_unexpectedly(process);
   }
+  const auto judge = [&](const SinkFigures& output) {
+    failed = failed || output_failed(output);
+    degraded = degraded || output_degraded(output);
+  };
   for (const ProcessSummary& summary : report.summaries) {
-    for (const SinkFigures& output : summary.outputs) failed = failed || output_failed(output);
+    for (const SinkFigures& output : summary.outputs) judge(output);
   }
-  for (const SinkFigures& output : report.launcher_sinks) failed = failed || output_failed(output);
+  for (const SinkFigures& output : report.launcher_sinks) judge(output);
   if (crashed) return kExitProducerCrashed;
-  return failed ? kExitOutputFailed : 0;
+  if (failed) return kExitOutputFailed;
+  return degraded ? kExitEventsLost : 0;
+}
+
+const char* exit_status_reason(int status) {
+  if (status == kExitProducerCrashed) return "a producer crashed";
+  if (status == kExitEventsLost) return "an output lost events (a degraded row in the table)";
+  return "an output or a producer failed (see the table)";
 }
 
 // The simulate command's own flags, then the simulation's and the metrics flags.
@@ -150,7 +163,8 @@ void print_help(const po::options_description& description) {
                "recording the engine's metric catalog. Ctrl-C stops it; a summary table per\n"
                "output and process is printed at exit.\n\nExit status: 0 clean; 1 runtime "
                "error; 2 startup error; 3 an output failed (or a\nproducer was killed at the "
-               "budget or exited on its own); 4 a producer crashed.\n";
+               "budget or exited on its own); 4 a producer crashed; 5 an output lost events\n"
+               "(a degraded row: its plugin gave some up, sending the others).\n";
 }
 
 // What the command line asks of one run.
@@ -331,8 +345,7 @@ int shut_down_and_report(LauncherRuntime& launcher, bool metrics_enabled) {
   const int status = run_exit_status(report);
   if (status != 0) {
     std::fprintf(stderr, "tokenspeed-metrics: exit status %d: %s\n", status,
-                 status == kExitProducerCrashed ? "a producer crashed"
-                                                : "an output or a producer failed (see the table)");
+                 exit_status_reason(status));
   }
   return status;
 }

@@ -167,8 +167,26 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
   return summaries;
 }
 
+namespace {
+
+bool plugin_lost_events(const SinkFigures& s) noexcept {
+  return s.plugin.reported && s.plugin.lost != 0;
+}
+
+// Nothing of what the host delivered reached the back end, and some of it
+// was given up on (not merely refused over a limit of the plugin).
+bool nothing_delivered(const SinkFigures& s) noexcept {
+  return plugin_lost_events(s) && s.plugin.sent == 0;
+}
+
+}  // namespace
+
 bool output_failed(const SinkFigures& s) noexcept {
-  return s.disabled || s.create_failed || s.close_failed || s.abandoned;
+  return s.disabled || s.create_failed || s.close_failed || s.abandoned || nothing_delivered(s);
+}
+
+bool output_degraded(const SinkFigures& s) noexcept {
+  return !output_failed(s) && plugin_lost_events(s);
 }
 
 namespace {
@@ -182,6 +200,8 @@ std::string base_status(const SinkFigures& s) {
   if (s.create_failed) return "failed: create_sink failed";
   if (s.disabled) return "failed: disabled (emit failed)";
   if (s.close_failed) return "failed: close failed";
+  if (nothing_delivered(s)) return "failed: nothing delivered";
+  if (output_degraded(s)) return "degraded";
   return "ok";
 }
 
@@ -231,9 +251,11 @@ std::string process_legend(const std::vector<ProcessSummary>& summaries,
 // Not in the table's columns: a row of it never reads as a row above.
 std::string plugin_figures_lines(const std::vector<ProcessSummary>& summaries) {
   std::string lines;
+  bool lost = false;
   for (const ProcessSummary& summary : summaries) {
     for (const SinkFigures& s : summary.outputs) {
       if (!s.plugin.reported) continue;
+      lost = lost || plugin_lost_events(s);
       if (lines.empty())
         lines += "what the outputs' plugins report of the events delivered to them:\n";
       lines += "  " + summary.process + " " + s.name + ": " + std::to_string(s.plugin.sent) +
@@ -247,6 +269,11 @@ std::string plugin_figures_lines(const std::vector<ProcessSummary>& summaries) {
         "  sent: accepted by the back end; refused: over a limit of the plugin (max_series) or "
         "not representable; lost: given up (rejected by the back end, queue full, close "
         "deadline); retries: failed attempts tried again; pending: not yet sent\n";
+  }
+  if (lost) {
+    lines +=
+        "  degraded: the plugin lost events but sent others; failed: nothing delivered: it lost "
+        "events and sent none\n";
   }
   return lines;
 }

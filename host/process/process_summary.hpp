@@ -30,10 +30,18 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
 
 // True when the output did not work to the end in that process: its sink
 // failed to be created, was disabled by an emit failure, failed to close, or
-// was abandoned at close (still inside a plugin call at the deadline).
+// was abandoned at close (still inside a plugin call at the deadline); or
+// its plugin delivered nothing while it lost events (sent 0, lost > 0: a
+// back end that refused every request, one never reached).
 bool output_failed(const SinkFigures& stats) noexcept;
 
-// "ok", or "failed: <why>" for the status column.
+// True when the output worked to the end but its plugin lost events (its
+// lost figure: given up after the host delivered them) while sending
+// others: "degraded" in the table, an exit status of its own.
+bool output_degraded(const SinkFigures& stats) noexcept;
+
+// "ok", "degraded" or "failed: <why>" for the status column, then what the
+// plugin refused and lost, and the sink helper's restarts.
 std::string output_status(const SinkFigures& stats);
 
 // The node's table at exit: one row per process and output, with a status

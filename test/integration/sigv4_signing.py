@@ -249,7 +249,7 @@ class SigV4RemoteWrite(unittest.TestCase):
         self.assertTrue(rw.eventually(lambda: self.verifier.count(403) >= 2 * PROCESSES, 60),
                         run.describe())
         run.process.send_signal(signal.SIGTERM)
-        run.wait()
+        status = run.wait()
         self.assertEqual(self.verifier.count(200), 0)
         figures = run.plugin_figures("remote_write")
         self.assertEqual(len(figures), PROCESSES, run.describe())
@@ -264,6 +264,9 @@ class SigV4RemoteWrite(unittest.TestCase):
         for process, row in table.items():
             self.assertIn(f"(plugin: 0 refused, {figures[process]['lost']} lost)", row[-1],
                           f"{process}\n{run.describe()}")
+            self.assertFalse(row[-1].startswith("ok"), f"{process}\n{run.describe()}")
+        # An output that delivered nothing failed the run (docs/operators.md).
+        self.assertEqual(status, 3, run.describe())
         self.assert_no_secret_printed(run)
 
     def test_credentials_from_the_environment_with_a_session_token_are_accepted(self):

@@ -104,6 +104,23 @@ def plugin_figures(lines, output):
     return figures
 
 
+def lost_events_status(counts):
+    """The status column of a row whose plugin lost events (counts: its
+    plugin figures) and that failed in no other way: "degraded (...)", or
+    "failed: nothing delivered (...)" when the plugin sent none."""
+    state = "degraded" if counts["sent"] else "failed: nothing delivered"
+    return f"{state} (plugin: {counts['refused']} refused, {counts['lost']} lost)"
+
+
+def lost_events_exit_status(figures):
+    """simulate's exit status when the plugin figures of one output
+    ({process: counts}) are all that went wrong: 3 when a process lost
+    events and sent none, 5 when one lost events, else 0."""
+    if any(counts["lost"] and not counts["sent"] for counts in figures.values()):
+        return 3
+    return 5 if any(counts["lost"] for counts in figures.values()) else 0
+
+
 def assert_clean_plugin_figures(test, run, output, delivered, describe=""):
     """After a clean run, the plugin of output reported, for every process of
     the table, every event the host delivered to it as sent and none refused,

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include <filesystem>
+#include <vector>
 
 #include "process/process_summary.hpp"
 
@@ -191,12 +192,61 @@ TEST_CASE("what a plugin reports of its events crosses the summary file into the
 
   const std::string table = format_summary_table(summaries);
   // The host's row says it delivered everything; its status says what the plugin did not send.
-  CHECK_THAT(table, Catch::Matches("(.|\n)*scheduler-0 +41 +remote_write +5000 +5000 +0 +0 +ok "
-                                   "\\(plugin: 1188 refused, 12 lost\\)\n(.|\n)*"));
+  CHECK_THAT(table, Catch::Matches("(.|\n)*scheduler-0 +41 +remote_write +5000 +5000 +0 +0 "
+                                   "+degraded \\(plugin: 1188 refused, 12 lost\\)\n(.|\n)*"));
   CHECK_THAT(table, Catch::Contains("  scheduler-0 remote_write: 3800 sent, 1188 refused, 12 lost, "
                                     "3 retries, 0 pending\n"));
   CHECK_THAT(table, Catch::Matches("(.|\n)*scheduler-0 +41 +jsonl +10 +10 +0 +0 +ok\n(.|\n)*"));
   CHECK_THAT(table, !Catch::Contains("scheduler-0 jsonl:"));  // it reports nothing
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE(
+    "an output whose plugin lost events and sent none is failed, one that sent others degraded, "
+    "through the summary file") {
+  char pattern[] = "/tmp/tsm-summary-XXXXXX";
+  const std::filesystem::path dir = ::mkdtemp(pattern);
+  SinkFigures nothing;
+  nothing.name = "otlp";
+  nothing.accepted = 40;
+  nothing.delivered = 40;
+  nothing.plugin = PluginFigures{true, 0, 0, 40, 7, 0};
+  SinkFigures some;
+  some.name = "remote_write";
+  some.accepted = 40;
+  some.delivered = 40;
+  some.plugin = PluginFigures{true, 30, 0, 10, 0, 0};
+  SinkFigures refused_only;  // over a limit of the plugin: not a loss
+  refused_only.name = "statsd";
+  refused_only.accepted = 40;
+  refused_only.delivered = 40;
+  refused_only.plugin = PluginFigures{true, 0, 40, 0, 0, 0};
+  SinkFigures closed_badly;  // already failed: the loss adds no second status
+  closed_badly.name = "jsonl";
+  closed_badly.close_failed = true;
+  closed_badly.plugin = PluginFigures{true, 0, 0, 5, 0, 0};
+  REQUIRE(
+      write_process_summary(dir, {"scheduler-0", 41, {nothing, some, refused_only, closed_badly}}));
+  const auto summaries = read_process_summaries(dir);
+  REQUIRE(summaries.size() == 1);
+  const std::vector<SinkFigures>& read = summaries[0].outputs;
+  REQUIRE(read.size() == 4);
+  CHECK(output_failed(read[0]));
+  CHECK_FALSE(output_degraded(read[0]));
+  CHECK_FALSE(read[0].disabled);  // failed for its figures, not read as disabled
+  CHECK(output_status(read[0]) == "failed: nothing delivered (plugin: 0 refused, 40 lost)");
+  CHECK_FALSE(output_failed(read[1]));
+  CHECK(output_degraded(read[1]));
+  CHECK(output_status(read[1]) == "degraded (plugin: 0 refused, 10 lost)");
+  CHECK_FALSE(output_failed(read[2]));
+  CHECK_FALSE(output_degraded(read[2]));
+  CHECK(output_status(read[2]) == "ok (plugin: 40 refused, 0 lost)");
+  CHECK(output_failed(read[3]));
+  CHECK_FALSE(output_degraded(read[3]));
+  CHECK(output_status(read[3]) == "failed: close failed (plugin: 0 refused, 5 lost)");
+  CHECK_THAT(format_summary_table(summaries),
+             Catch::Contains("  degraded: the plugin lost events but sent others; failed: "
+                             "nothing delivered: it lost events and sent none\n"));
   std::filesystem::remove_all(dir);
 }
 

@@ -23,7 +23,9 @@ struct OutputReport {
   std::uint64_t dropped_after_close = 0;  // recorded after close began
   std::uint64_t discarded_at_close = 0;   // still queued when the budget ran out
   std::uint64_t lost_in_helper = 0;       // "isolation": "process": inside a crashed helper
-  bool failed = false;                    // disabled, not created, close failed or abandoned
+  // Disabled, not created, close failed or abandoned; or its plugin lost
+  // events and sent none (plugin_lost > 0, plugin_sent 0).
+  bool failed = false;
   // What the output's plugin reported of the events delivered to it (false:
   // its plugin reports no figures, and the five below stay 0).
   bool plugin_reported = false;
