@@ -83,6 +83,17 @@ void set_client_verification(ssl::context& context, const TlsServerConfig& tls) 
   }
 }
 
+// Set by refuse_passphrase on the thread that loads a key.
+thread_local bool passphrase_asked = false;
+
+// OpenSSL's passphrase callback: refuses, so that an encrypted key fails to
+// load instead of OpenSSL's default prompting on the terminal (which would
+// hold start-up, or the reload thread, until someone typed).
+int refuse_passphrase(char*, int, int, void*) {
+  passphrase_asked = true;
+  return -1;
+}
+
 // The PEM text of the certificate, key and client CA files, read by the
 // caller (without blocking, regular files only); "" for those not given.
 struct TlsFiles {
@@ -107,7 +118,16 @@ void load_credentials(ssl::context& context, const WebConfig& config, const TlsF
   const std::string key_name =
       tls.key_file.empty() ? "tls_server_config.key" : "tls_server_config.key_file";
   const std::string& key = tls.key_file.empty() ? tls.key : files.key;
+  passphrase_asked = false;
   context.use_private_key(boost::asio::buffer(key), ssl::context::pem, error);
+  if (passphrase_asked) {
+    ERR_clear_error();
+    const std::string which = tls.key_file.empty() ? "" : " '" + tls.key_file + "'";
+    fail(config.file, key_name,
+         "the private key" + which +
+             " is encrypted; the endpoint never asks for a passphrase: store it decrypted "
+             "(openssl pkey -in KEY -out PLAIN_KEY), readable by its user only");
+  }
   const bool mismatch = (error && ERR_GET_REASON(static_cast<unsigned long>(error.value())) ==
                                       X509_R_KEY_VALUES_MISMATCH) ||
                         (!error && SSL_CTX_check_private_key(context.native_handle()) != 1);
@@ -210,6 +230,9 @@ std::unique_ptr<ssl::context> make_tls_context(const WebConfig& config, const Tl
   // No session resumption across a reload that changed who may connect.
   SSL_CTX_set_session_cache_mode(context->native_handle(), SSL_SESS_CACHE_OFF);
   SSL_CTX_set_options(context->native_handle(), SSL_OP_NO_TICKET);
+  // No user data: Boost.Asio's context deletes a non-null one as its own.
+  SSL_CTX_set_default_passwd_cb(context->native_handle(), refuse_passphrase);
+  SSL_CTX_set_default_passwd_cb_userdata(context->native_handle(), nullptr);
   set_protocol(*context, config);
   load_credentials(*context, config, files);
   set_client_verification(*context, config.tls);
@@ -316,21 +339,12 @@ Built build_security(const std::string& file, StampedReader& reader) {
   if (config.tls_enabled) security->tls = make_tls_context(config, files);
   security->client_allowed_sans = config.tls.client_allowed_sans;
   security->client_auth_type = config.tls.client_auth_type;
+  security->strength = security_strength_of(config);
   security->summary = summary_of(config);
   security->headers = config.http.headers;
   security->rate_limit = config.rate_limit;
   built.security = std::move(security);
   return built;
-}
-
-bool verifies(ClientAuthType type) noexcept {
-  return type == ClientAuthType::verify_client_cert_if_given ||
-         type == ClientAuthType::require_and_verify_client_cert;
-}
-
-bool requires_certificate(ClientAuthType type) noexcept {
-  return type == ClientAuthType::require_any_client_cert ||
-         type == ClientAuthType::require_and_verify_client_cert;
 }
 
 // "prometheus: /etc/tsm/web.yml: 'tls_server_config.key' holds a secret and
@@ -386,22 +400,7 @@ std::shared_ptr<const EndpointSecurity> load_endpoint_security(const std::string
 const char* go_default_tls12_ciphers() noexcept { return kGoTls12Ciphers; }
 
 std::string security_switched_off(const EndpointSecurity& before, const EndpointSecurity& after) {
-  std::vector<std::string> off;
-  if (before.tls != nullptr && after.tls == nullptr) {
-    off.emplace_back("TLS");
-  } else if (before.tls != nullptr) {
-    if (verifies(before.client_auth_type) && !verifies(after.client_auth_type))
-      off.emplace_back("client certificate verification");
-    if (requires_certificate(before.client_auth_type) &&
-        !requires_certificate(after.client_auth_type))
-      off.emplace_back("required client certificates");
-    if (!before.client_allowed_sans.empty() && after.client_allowed_sans.empty())
-      off.emplace_back("client_allowed_sans");
-  }
-  if (before.users.enabled() && !after.users.enabled()) off.emplace_back("basic authentication");
-  std::string text;
-  for (const std::string& what : off) text += (text.empty() ? "" : ", ") + what;
-  return text;
+  return security_weakened_text(before.strength, after.strength);
 }
 
 bool certificate_has_allowed_san(const void* x509_certificate,
@@ -532,41 +531,49 @@ void EndpointSecurityWatch::rebuild() {
                          "plain HTTP without users on purpose, write '{}'");
     }
     const std::string off = security_switched_off(*current(), *built.security);
+    if (!off.empty()) {
+      // Security never weakens at reload: a file cut short, '{}' or a
+      // deliberate lowering alike; a restart applies it.
+      refused_weaker_.fetch_add(1, std::memory_order_relaxed);
+      const StartupError weaker({"prometheus", file_, "--metrics-web-config"},
+                                "it would switch off " + off +
+                                    "; a running endpoint never lowers its security (a "
+                                    "restart applies such a file)");
+      refuse(weaker.what(), reader.paths);
+      return;
+    }
     publish(std::move(built.security));
     watched_ = std::move(reader.paths);
     stamps_ = std::move(reader.stamps);
     reloads_.fetch_add(1, std::memory_order_relaxed);
     last_failure_.clear();
-    if (off.empty()) {
-      write_log_line_to_stderr("tokenspeed-metrics: Prometheus endpoint: web configuration '" +
-                               file_ + "' reloaded");
-    } else {
-      write_log_line_to_stderr(
-          "tokenspeed-metrics: warning: Prometheus endpoint: web "
-          "configuration '" +
-          file_ + "' reloaded; it switches off " + off);
-    }
+    write_log_line_to_stderr("tokenspeed-metrics: Prometheus endpoint: web configuration '" +
+                             file_ + "' reloaded");
   } catch (const ChangedWhileRead&) {
     // Not settled: stamps_ stays as it was, so the next looks see the
     // change again and rebuild once it holds still.
   } catch (const std::exception& error) {
     failed_reloads_.fetch_add(1, std::memory_order_relaxed);
-    // Watched from now on: the files this version names (a missing
-    // certificate that appears is a change), as they are now, so an
-    // unchanged broken file is not tried and counted again.
-    if (!reader.paths.empty()) watched_ = reader.paths;
-    stamps_.clear();
-    for (const std::string& path : watched_) stamps_.push_back(stamp_of(path));
-    // One line per distinct failure: a file left broken is not logged at
-    // every look. The message names file and key, never a secret.
-    if (error.what() != last_failure_) {
-      last_failure_ = error.what();
-      write_log_line_to_stderr(
-          "tokenspeed-metrics: Prometheus endpoint: web configuration not "
-          "reloaded, the previous one stays in force: " +
-          last_failure_);
-    }
+    refuse(error.what(), reader.paths);
   }
+}
+
+// A change not applied: the last good security stays in force. Watched from
+// now on: the files this version names (a missing certificate that appears
+// is a change), as they are now, so an unchanged refused file is not tried
+// and counted again. One line per distinct message: a file left as it is is
+// not logged at every look. The message names file and key, never a secret.
+void EndpointSecurityWatch::refuse(const std::string& message,
+                                   const std::vector<std::string>& paths) {
+  if (!paths.empty()) watched_ = paths;
+  stamps_.clear();
+  for (const std::string& path : watched_) stamps_.push_back(stamp_of(path));
+  if (message == last_failure_) return;
+  last_failure_ = message;
+  write_log_line_to_stderr(
+      "tokenspeed-metrics: Prometheus endpoint: web configuration not reloaded, the previous "
+      "one stays in force: " +
+      message);
 }
 
 std::uint64_t EndpointSecurityWatch::reloads() const noexcept {
@@ -575,6 +582,10 @@ std::uint64_t EndpointSecurityWatch::reloads() const noexcept {
 
 std::uint64_t EndpointSecurityWatch::failed_reloads() const noexcept {
   return failed_reloads_.load(std::memory_order_relaxed);
+}
+
+std::uint64_t EndpointSecurityWatch::refused_weaker() const noexcept {
+  return refused_weaker_.load(std::memory_order_relaxed);
 }
 
 }  // namespace tokenspeed::metrics

@@ -24,6 +24,7 @@
 
 #include <boost/asio/ssl/context.hpp>
 
+#include "config/security_strength.hpp"
 #include "config/web_config.hpp"
 #include "prometheus/basic_auth.hpp"
 
@@ -45,6 +46,8 @@ struct EndpointSecurity {
   RateLimitConfig rate_limit;
   // The client certificate policy (meaningful with TLS only).
   ClientAuthType client_auth_type = ClientAuthType::no_client_cert;
+  // What a reload may not lower (config/security_strength.hpp).
+  SecurityStrength strength;
   // What it protects the endpoint with, for check: "TLS (client
   // certificates: RequireAndVerifyClientCert), 2 basic-auth users, 1
   // response header, no rate limit"; never a secret.
@@ -56,9 +59,11 @@ std::shared_ptr<const EndpointSecurity> open_endpoint_security();
 
 // Reads the web configuration file and builds its TLS context. Throws
 // StartupError naming the file and the key (a certificate that does not
-// load, a key that does not match it, a client CA that does not load, any of
-// them or the file itself not a regular file: a FIFO or a device is refused
-// without blocking on it).
+// load, a key that does not match it or is encrypted, a client CA that does
+// not load, any of them or the file itself not a regular file: a FIFO or a
+// device is refused without blocking on it). Never prompts: OpenSSL's
+// passphrase callback is one that refuses, so an encrypted key is an error,
+// never a read of the terminal.
 std::shared_ptr<const EndpointSecurity> load_endpoint_security(const std::string& file);
 
 // The TLS 1.2 (and older) cipher suites in force without cipher_suites, as
@@ -67,10 +72,10 @@ std::shared_ptr<const EndpointSecurity> load_endpoint_security(const std::string
 // CBC with SHA-256 or SHA-384), in Go's order.
 const char* go_default_tls12_ciphers() noexcept;
 
-// What reloading from before to after switches off, for the warning of a
-// reload that lowers security: "TLS", "basic authentication", "client
-// certificate verification", "required client certificates",
-// "client_allowed_sans"; "" when nothing.
+// What reloading from before to after would switch off, for the line of a
+// reload refused because it lowers security: "TLS", "client certificate
+// verification", "required client certificates", "client_allowed_sans",
+// "basic authentication"; "" when nothing (security_weakened_text).
 std::string security_switched_off(const EndpointSecurity& before, const EndpointSecurity& after);
 
 // True when one of the subject alternative names (DNS, IP, e-mail, URI) of
@@ -90,10 +95,12 @@ bool certificate_has_allowed_san(const void* x509_certificate,
 // still being written is waited for); a file that is empty (or blank, or
 // only comments), is not valid YAML, or does not load is a failed reload:
 // the last good security stays in force, the failure is counted and logged
-// once. A valid file that switches TLS, basic authentication or client
-// certificate checks off is applied, with a warning naming what it switched
-// off.
-// Threading: current(), reloads() and failed_reloads() from any thread;
+// once. Security never weakens at reload: a valid file that would switch
+// off TLS, client certificate verification or requirement,
+// client_allowed_sans or basic authentication (security_weakened) is
+// refused the same way, counted apart (refused_weaker) and logged once naming
+// what it would have removed; lowering security takes a restart.
+// Threading: current() and the counters from any thread;
 // look() from any one thread at a time (serialized with the watch's own).
 class EndpointSecurityWatch {
  public:
@@ -116,6 +123,7 @@ class EndpointSecurityWatch {
 
   std::uint64_t reloads() const noexcept;         // rebuilt after a change
   std::uint64_t failed_reloads() const noexcept;  // a change that did not load
+  std::uint64_t refused_weaker() const noexcept;  // a valid change that would lower security
 
   struct FileStamp {
     dev_t device = 0;
@@ -129,6 +137,7 @@ class EndpointSecurityWatch {
  private:
   void run();
   void rebuild();
+  void refuse(const std::string& message, const std::vector<std::string>& paths);
   void publish(std::shared_ptr<const EndpointSecurity> security);
 
   const std::string file_;
@@ -146,6 +155,7 @@ class EndpointSecurityWatch {
 
   std::atomic<std::uint64_t> reloads_{0};
   std::atomic<std::uint64_t> failed_reloads_{0};
+  std::atomic<std::uint64_t> refused_weaker_{0};
 
   std::mutex stop_mutex_;
   std::condition_variable stop_cv_;

@@ -47,7 +47,8 @@ std::vector<MetricDefinition> build_definitions() {
       MetricDefinition{"tokenspeed_metrics_endpoint_web_config_reloads",
                        MetricKind::counter,
                        "Reloads of the /metrics endpoint's web configuration after a change, by "
-                       "result (success, failure: the previous configuration stayed in force).",
+                       "result (success; failure: invalid, and weaker: it would lower security, "
+                       "the previous configuration stayed in force).",
                        "reloads",
                        {"result"},
                        {},
@@ -98,7 +99,9 @@ void add_endpoint_self_figures(PrometheusMerge& merge, const EndpointFigures& co
     add(defs[3], labels, count);
   }
   const std::pair<std::string_view, std::uint64_t> reloads[] = {
-      {"success", counters.web_config_reloads}, {"failure", counters.web_config_reload_failures}};
+      {"success", counters.web_config_reloads},
+      {"failure", counters.web_config_reload_failures},
+      {"weaker", counters.web_config_reloads_refused_weaker}};
   for (const auto& [result, count] : reloads) {
     const std::string_view labels[] = {result};
     add(defs[4], labels, count);

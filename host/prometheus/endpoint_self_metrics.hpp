@@ -25,7 +25,8 @@ class PrometheusMerge;
 //       reason "unauthorized" (401), "rate_limited" (429) and
 //       "auth_queue_full" (503: too many credential checks waiting)
 //   tokenspeed_metrics_endpoint_web_config_reloads_total{result}       counter,
-//       result "success" and "failure"
+//       result "success", "failure" (invalid) and "weaker" (valid, but it
+//       would lower security: refused)
 //   tokenspeed_metrics_endpoint_connections_open                       gauge
 const std::vector<MetricDefinition>& endpoint_self_metric_definitions();
 

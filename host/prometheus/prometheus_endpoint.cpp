@@ -156,6 +156,7 @@ EndpointFigures PrometheusEndpoint::figures() const noexcept {
   if (impl.security) {
     counters.web_config_reloads = impl.security->reloads();
     counters.web_config_reload_failures = impl.security->failed_reloads();
+    counters.web_config_reloads_refused_weaker = impl.security->refused_weaker();
   }
   return counters;
 }

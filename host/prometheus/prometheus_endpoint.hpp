@@ -94,6 +94,8 @@ struct EndpointFigures {
   std::uint64_t credential_checks_skipped = 0;   // their connection evicted or gone before bcrypt
   std::uint64_t web_config_reloads = 0;          // web configuration reloaded after a change
   std::uint64_t web_config_reload_failures = 0;  // a change that did not load (old one kept)
+  // A valid change refused because it would lower security (old one kept).
+  std::uint64_t web_config_reloads_refused_weaker = 0;
 };
 
 // True when an Accept-Encoding header value allows gzip (q > 0 for gzip, or

@@ -6,11 +6,17 @@ an operator runs it:
   (with TLS or plain HTTP) or refused, naming the key at fault;
 - a certificate, key, client CA or web configuration path that is a FIFO, a
   device or a directory is refused at once with one line naming the file and
-  the key (exit 2), never waited on.
+  the key (exit 2), never waited on;
+- a private key encrypted with a passphrase is refused the same way, run on a
+  terminal of its own: no passphrase is ever asked for.
 """
 import os
+import pty
+import select
 import shutil
+import subprocess
 import sys
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cli_harness as h  # noqa: E402
@@ -185,6 +191,77 @@ class FilesThatAreNotRegular(h.CliTestCase):
         self.assert_startup_error(result, f"file '{fifo}'", "key '--metrics-web-config'",
                                   "a FIFO")
 
+
+def run_on_a_terminal(*args, guard_s=60):
+    """Runs the binary with a new pseudo-terminal as its controlling terminal,
+    stdin, stdout and stderr: the /dev/tty OpenSSL's default passphrase prompt
+    reads. Returns the exit status (None when it still ran at the guard, or
+    asked for a passphrase, and was killed) and what it wrote."""
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execve(h.BINARY, [h.BINARY, *args], h.clean_environment())
+    output = b""
+    deadline = time.monotonic() + guard_s  # a hang guard only
+    while time.monotonic() < deadline and b"pass phrase" not in output.lower():
+        if not select.select([fd], [], [], 0.5)[0]:
+            continue
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:  # EIO: the program ended and the terminal closed
+            chunk = b""
+        if not chunk:
+            break
+        output += chunk
+    done, raw = os.waitpid(pid, os.WNOHANG)
+    if not done:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    os.close(fd)
+    return (os.waitstatus_to_exitcode(raw) if done else None,
+            output.decode(errors="replace").replace("\r\n", "\n"))
+
+
+class EncryptedPrivateKeys(h.CliTestCase):
+    """OpenSSL asks for a passphrase on the terminal when it meets an
+    encrypted key, unless told otherwise: start-up (or a reload) would wait
+    there. Refused at once instead, naming the file and the key."""
+
+    PASSPHRASE = "hunter2-passphrase"
+
+    def setUp(self):
+        self.dir = self.make_dir()
+        key = os.path.join(self.dir, "encrypted.key")
+        subprocess.run(["openssl", "genpkey", "-algorithm", "EC", "-pkeyopt",
+                        "ec_paramgen_curve:P-256", "-aes-256-cbc", "-pass",
+                        f"pass:{self.PASSPHRASE}", "-out", key], check=True, capture_output=True)
+        subprocess.run(["openssl", "req", "-x509", "-new", "-key", key, "-passin",
+                        f"pass:{self.PASSPHRASE}", "-days", "1", "-subj", "/CN=encrypted",
+                        "-out", os.path.join(self.dir, "server.crt")],
+                       check=True, capture_output=True)
+        self.path = os.path.join(self.dir, "web.yml")
+        with open(self.path, "w") as out:
+            out.write("tls_server_config:\n  cert_file: server.crt\n  key_file: encrypted.key\n")
+
+    def assert_refused_without_asking(self, status, output):
+        self.assertNotIn("pass phrase", output.lower(), output)
+        self.assertEqual(status, 2, output)
+        lines = [line for line in output.splitlines()
+                 if line.strip() and not line.startswith(h.WARNING_PREFIX)]
+        self.assertEqual(len(lines), 1, output)
+        for fragment in (f"file '{self.path}'", "key 'tls_server_config.key_file'",
+                         "/encrypted.key' is encrypted", "never asks for a passphrase"):
+            self.assertIn(fragment, lines[0])
+        self.assertNotIn(self.PASSPHRASE, output)
+
+    def test_check_refuses_an_encrypted_key_on_a_terminal_without_prompting(self):
+        self.assert_refused_without_asking(*run_on_a_terminal(
+            "check", "--enable-metrics", "--metrics-port", "0", "--metrics-web-config",
+            self.path))
+
+    def test_start_up_refuses_an_encrypted_key_on_a_terminal_without_prompting(self):
+        self.assert_refused_without_asking(*run_on_a_terminal(
+            "simulate", "--duration", "1", "--enable-metrics", "--metrics-port", "0",
+            "--metrics-web-config", self.path))
 
 if __name__ == "__main__":
     import unittest

@@ -8,10 +8,10 @@ to the TLS port gets Go's 400 while the endpoint keeps serving; a changed
 file takes effect, a broken one leaves the last good one in force; a bad
 file stops start-up with one line naming the file and the key. Without
 Prometheus (curl and openssl s_client only): an emptied file is a failed
-reload, a deliberate lowering is applied with a warning, a certificate
-replaced by a FIFO is a failed reload while the endpoint serves on, TLS 1.2
-offers Go's default suites only, and client certificates are verified against
-the system's CAs when no client CA is given.
+reload, a valid file that would lower security is refused until a restart, a
+certificate replaced by a FIFO is a failed reload while the endpoint serves
+on, TLS 1.2 offers Go's default suites only, and client certificates are
+verified against the system's CAs when no client CA is given.
 
 Environment (set by test/integration/meson.build):
   TSM_BINARY      the tokenspeed-metrics executable
@@ -369,8 +369,9 @@ class EndpointTlsWithoutPrometheus(unittest.TestCase):
         return sh.sample_sum(body, "tokenspeed_metrics_endpoint_web_config_reloads_total",
                              result=result)
 
-    def test_an_emptied_file_keeps_tls_and_users_and_a_deliberate_lowering_is_warned(self):
-        url, _ = self.start(self.tls_server() + f"basic_auth_users:\n  alice: {bcrypt_hash('pw')}\n")
+    def test_an_emptied_file_keeps_tls_and_users_and_a_lowering_is_refused_until_a_restart(self):
+        users = f"basic_auth_users:\n  alice: {bcrypt_hash('pw')}\n"
+        url, _ = self.start(self.tls_server() + users)
         auth = ("-u", "alice:pw")
         # Truncated in place and left empty (an editor between truncate and
         # write): a failed reload; TLS and the user stay in force.
@@ -381,16 +382,31 @@ class EndpointTlsWithoutPrometheus(unittest.TestCase):
         self.assertEqual((code, status_of(headers)), (0, 401), headers)
         self.assertTrue(any("web configuration is empty" in line for line in self.run_.stderr_lines),
                         self.run_.describe())
-        # A complete file that drops the users on purpose: applied, with a
-        # warning naming what it switched off.
-        self.rewrite_in_place(self.tls_server())
-        self.assertTrue(sh.eventually(lambda: self.reloads(url, "success") == 1, 60, 0.2),
-                        self.run_.describe())
-        warnings = [line for line in self.run_.stderr_lines if "switches off" in line]
-        self.assertEqual(len(warnings), 1, self.run_.describe())
-        self.assertIn("warning: Prometheus endpoint: web configuration", warnings[0])
-        self.assertIn("switches off basic authentication", warnings[0])
-        code, headers, _ = curl("--cacert", self.tls.path("ca.crt"), url)
+        # Valid files that would lower security (cut before basic_auth_users,
+        # cut before tls_server_config, '{}' written over it): each refused,
+        # counted, and named in one line; TLS and the user stay in force.
+        lowered = [(self.tls_server(), "basic authentication"), (users, "TLS"),
+                   ("{}\n", "TLS, basic authentication")]
+        for count, (text, removed) in enumerate(lowered, start=1):
+            self.rewrite_in_place(text)
+            self.assertTrue(
+                sh.eventually(lambda: self.reloads(url, "weaker", *auth) == count, 60, 0.2),
+                self.run_.describe())
+            line = [line for line in self.run_.stderr_lines if "would switch off" in line][-1]
+            self.assertIn("not reloaded, the previous one stays in force", line)
+            self.assertIn(f"would switch off {removed};", line)
+            code, headers, _ = curl("--cacert", self.tls.path("ca.crt"), url)
+            self.assertEqual((code, status_of(headers)), (0, 401), headers)
+            code, headers, _ = curl(url.replace("https://", "http://"))
+            self.assertNotEqual(status_of(headers), 200, headers)
+        self.assertEqual(self.reloads(url, "success", *auth), 0)
+        self.assertFalse(any("reloaded" in line and "not reloaded" not in line
+                             for line in self.run_.stderr_lines), self.run_.describe())
+        # Lowering takes a restart: started again with the file, it serves
+        # plain HTTP to anyone.
+        self.run_.kill()
+        url, _ = self.start("{}\n")
+        code, headers, _ = curl(url)
         self.assertEqual((code, status_of(headers)), (0, 200), headers)
 
     def test_a_certificate_replaced_by_a_fifo_is_a_failed_reload_while_the_endpoint_serves(self):

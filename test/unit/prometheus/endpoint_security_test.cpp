@@ -3,8 +3,9 @@
 // Debian's openssl command), the errors of files that do not load, the
 // subject alternative names of a client certificate, the watch that reloads
 // after a change (once it holds still, on its own thread, never in current())
-// and keeps the old security when the change is bad or the file emptied;
-// files that are FIFOs; Go's default cipher suites; and the
+// and keeps the old security when the change is bad, the file emptied, or
+// the change would lower security; encrypted keys (refused, never a
+// passphrase prompt); files that are FIFOs; Go's default cipher suites; and the
 // endpoint serving with it, over loopback: TLS, 401, 429 and the headers,
 // from several clients at once (so the sanitizer builds see the checks that
 // run off the I/O threads).
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -213,11 +215,12 @@ TEST_CASE("the watch reloads a changed file and keeps the old security when it i
   settle(watch);
   CHECK(watch.current() == first);  // unchanged: the same security
 
-  material.config("http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
+  material.config(kUserA + "http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
   settle(watch);
   const auto second = watch.current();
   CHECK(second != first);
-  CHECK_FALSE(second->users.enabled());
+  CHECK(second->users.enabled());
+  CHECK(second->headers.size() == 1);
   CHECK(watch.reloads() == 1);
 
   material.config("tls_server_config:\n  cert_file: missing.crt\n  key_file: server.key\n");
@@ -252,7 +255,7 @@ TEST_CASE("current() never reads a file: a change takes effect through the watch
   const auto file = material.config(kUserA);
   EndpointSecurityWatch watch(file.string(), std::chrono::hours(1));
   const auto first = watch.current();
-  material.config("http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
+  material.config(kUserA + "http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
   for (int i = 0; i < 100; ++i) CHECK(watch.current() == first);
   CHECK(watch.reloads() == 0);
   settle(watch);
@@ -265,11 +268,11 @@ TEST_CASE("the watch's own thread applies a change") {
   const auto file = material.config(kUserA);
   EndpointSecurityWatch watch(file.string(), std::chrono::milliseconds(10));
   const auto first = watch.current();
-  material.config("http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
+  material.config(kUserA + "http_server_config:\n  headers:\n    X-Frame-Options: deny\n");
   REQUIRE(eventually([&] { return watch.reloads() > 0; }));
   CHECK(watch.reloads() == 1);
   CHECK(watch.current() != first);
-  CHECK_FALSE(watch.current()->users.enabled());
+  CHECK(watch.current()->headers.size() == 1);
 }
 
 TEST_CASE("a file emptied for a rewrite is a failed reload: the last good security stays") {
@@ -334,6 +337,117 @@ TEST_CASE("what a reload switches off is named") {
                                            "  client_allowed_sans: [scraper.test]\n" +
                                            kUserA)) == "client certificate verification");
   CHECK(security_switched_off(*load("{}\n"), *full).empty());  // raising is not lowering
+}
+
+TEST_CASE("security never weakens at reload: a file cut short, '{}' or a lowering is refused") {
+  const Material material;
+  const std::string tls = "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n";
+  const std::string verified =
+      tls + "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: server.crt\n";
+  const auto file = material.config(verified + kUserA);
+  EndpointSecurityWatch watch(file.string(), std::chrono::hours(1));
+  const auto first = watch.current();
+  const std::string lowered[] = {
+      verified,      // cut before basic_auth_users
+      kUserA,        // tls_server_config gone (cut, or written last)
+      "{}\n",        // written over the file
+      tls + kUserA,  // client certificates no longer asked for
+      tls + "  client_auth_type: RequireAnyClientCert\n" + kUserA,  // no longer verified
+  };
+  std::uint64_t refused = 0;
+  for (const std::string& text : lowered) {
+    INFO(text);
+    material.config(text);
+    settle(watch);
+    CHECK(watch.refused_weaker() == ++refused);
+    CHECK(watch.current() == first);  // TLS, verification and users stay in force
+    settle(watch);                    // looked at again, unchanged: not refused twice
+    CHECK(watch.refused_weaker() == refused);
+  }
+  CHECK(watch.reloads() == 0);
+  CHECK(watch.failed_reloads() == 0);
+  // As strong (users changed, a header added): applied.
+  material.config(verified + "basic_auth_users:\n  b: " + bcrypt_hash("pw") +
+                  "\nhttp_server_config:\n  headers:\n    X-Frame-Options: deny\n");
+  settle(watch);
+  CHECK(watch.reloads() == 1);
+  CHECK(watch.current() != first);
+  CHECK(watch.current()->strength.client_auth_type ==
+        ClientAuthType::require_and_verify_client_cert);
+  // Lowering takes a restart: a new watch starts with the lowered file.
+  const EndpointSecurityWatch restarted(material.config("{}\n").string(), std::chrono::hours(1));
+  CHECK(restarted.current()->tls == nullptr);
+  CHECK_FALSE(restarted.current()->users.enabled());
+}
+
+// Keys encrypted with a passphrase, as openssl writes them: PKCS#8
+// ("ENCRYPTED PRIVATE KEY") and the traditional form ("Proc-Type:
+// 4,ENCRYPTED"), with a certificate of each.
+struct EncryptedKeys {
+  explicit EncryptedKeys(const Material& material) {
+    const std::string d = material.dir.string();
+    run("openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -aes-256-cbc "
+        "-pass pass:hunter2-passphrase -out " +
+        d + "/pkcs8.key");
+    run("openssl req -x509 -new -key " + d + "/pkcs8.key -passin pass:hunter2-passphrase " +
+        "-days 1 -subj /CN=pkcs8 -out " + d + "/pkcs8.crt");
+    run("openssl genrsa -traditional -aes128 -passout pass:hunter2-passphrase -out " + d +
+        "/traditional.key 2048");
+    run("openssl req -x509 -new -key " + d + "/traditional.key -passin pass:hunter2-passphrase " +
+        "-days 1 -subj /CN=traditional -out " + d + "/traditional.crt");
+  }
+};
+
+std::string inline_key(const fs::path& key) {
+  std::ifstream in(key);
+  std::string text = "  key: |\n";
+  for (std::string line; std::getline(in, line);) text += "    " + line + "\n";
+  return text;
+}
+
+TEST_CASE("an encrypted private key fails start-up by name; no passphrase is ever asked for") {
+  const Material material;
+  const EncryptedKeys keys(material);
+  for (const std::string name : {"pkcs8", "traditional"}) {
+    INFO(name);
+    const auto started = std::chrono::steady_clock::now();
+    std::string error = startup_error_of(material.config(
+        "tls_server_config:\n  cert_file: " + name + ".crt\n  key_file: " + name + ".key\n"));
+    CHECK(error.find("key 'tls_server_config.key_file'") != std::string::npos);
+    CHECK(error.find("/" + name + ".key' is encrypted") != std::string::npos);
+    CHECK(error.find("never asks for a passphrase") != std::string::npos);
+    CHECK(error.find('\n') == std::string::npos);
+    CHECK(error.find("hunter2") == std::string::npos);
+    // Inline, the key's text never enters the message.
+    error = startup_error_of(material.config("tls_server_config:\n  cert_file: " + name + ".crt\n" +
+                                             inline_key(material.dir / (name + ".key"))));
+    CHECK(error.find("key 'tls_server_config.key'") != std::string::npos);
+    CHECK(error.find("is encrypted") != std::string::npos);
+    CHECK(error.find("BEGIN") == std::string::npos);
+    CHECK(error.find("ENCRYPTED") == std::string::npos);
+    // A hang guard only: a prompt would wait for the terminal.
+    CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(30));
+  }
+}
+
+TEST_CASE("an encrypted private key at reload is a failed reload; the last good key serves on") {
+  const Material material;
+  const EncryptedKeys keys(material);
+  const auto file =
+      material.config("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n");
+  EndpointSecurityWatch watch(file.string(), std::chrono::hours(1));
+  const auto first = watch.current();
+  material.config("tls_server_config:\n  cert_file: pkcs8.crt\n  key_file: pkcs8.key\n");
+  settle(watch);  // would wait on the terminal if OpenSSL prompted
+  CHECK(watch.failed_reloads() == 1);
+  CHECK(watch.current() == first);
+  // The same key replaced by its decrypted form: applied.
+  run("openssl pkey -in " + (material.dir / "pkcs8.key").string() +
+      " -passin pass:hunter2-passphrase -out " + (material.dir / "plain.key").string());
+  fs::rename(material.dir / "plain.key", material.dir / "pkcs8.key");
+  settle(watch);
+  CHECK(watch.reloads() == 1);
+  CHECK(watch.current() != first);
 }
 
 TEST_CASE("a certificate replaced by a FIFO is a failed reload, never a wait") {
