@@ -6,6 +6,9 @@
 #include "prometheus/endpoint_security.hpp"
 
 #include <arpa/inet.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -17,6 +20,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 #include <tuple>
 
@@ -241,6 +245,26 @@ std::unique_ptr<ssl::context> make_tls_context(const WebConfig& config, const Tl
 
 using FileStamp = EndpointSecurityWatch::FileStamp;
 
+// The directory events that may change a watched file: written, renamed or
+// linked in or out, created, removed, its mode or owner changed.
+constexpr std::uint32_t kDirectoryEvents =
+    IN_CLOSE_WRITE | IN_MODIFY | IN_MOVED_TO | IN_MOVED_FROM | IN_CREATE | IN_DELETE | IN_ATTRIB;
+// A change seen is looked at again this much later (or after the check
+// interval when shorter), and applied when it held still: a writer's burst
+// is over by then.
+constexpr std::chrono::milliseconds kSettle{50};
+
+void drain(int fd) noexcept {
+  char buffer[4096];
+  while (::read(fd, buffer, sizeof buffer) > 0) {
+  }
+}
+
+std::string directory_of(const std::string& path) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  return parent.empty() ? std::string(".") : parent.string();
+}
+
 std::string summary_of(const WebConfig& config);
 
 FileStamp stamp_of(const struct stat& info) noexcept {
@@ -443,7 +467,8 @@ bool EndpointSecurityWatch::FileStamp::operator==(const FileStamp& other) const 
 }
 
 EndpointSecurityWatch::EndpointSecurityWatch(std::string file,
-                                             std::chrono::milliseconds check_interval)
+                                             std::chrono::milliseconds check_interval,
+                                             bool own_thread)
     : file_(std::move(file)), check_interval_(check_interval) {
   if (file_.empty()) {
     current_ = open_endpoint_security();
@@ -458,30 +483,59 @@ EndpointSecurityWatch::EndpointSecurityWatch(std::string file,
   current_ = std::move(built.security);
   watched_ = std::move(reader.paths);
   stamps_ = std::move(reader.stamps);
+  if (!own_thread) return;
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (stop_fd_ < 0) {
+    throw StartupError(
+        {"prometheus", file_, "--metrics-web-config"},
+        std::string("cannot create the reload watch's eventfd: ") + std::strerror(errno));
+  }
+  // Watched before the thread starts: no change after the constructor is
+  // missed. Without inotify (none left, or a file system without it) the
+  // periodic looks remain.
+  notify_fd_ = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  watch_directories();
   thread_ = std::thread([this] { run(); });
 }
 
 EndpointSecurityWatch::~EndpointSecurityWatch() {
-  {
-    std::lock_guard lock(stop_mutex_);
-    stopping_ = true;
+  if (stop_fd_ >= 0) {
+    const std::uint64_t one = 1;
+    [[maybe_unused]] const auto written = ::write(stop_fd_, &one, sizeof one);
   }
-  stop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  if (notify_fd_ >= 0) ::close(notify_fd_);
+  if (stop_fd_ >= 0) ::close(stop_fd_);
+}
+
+// Adds the directories of the files watched now (adding one again is a
+// no-op); those of files no longer named stay, costing a look at most.
+void EndpointSecurityWatch::watch_directories() {
+  if (notify_fd_ < 0) return;
+  std::lock_guard lock(look_mutex_);
+  for (const std::string& path : watched_)
+    ::inotify_add_watch(notify_fd_, directory_of(path).c_str(), kDirectoryEvents);
 }
 
 void EndpointSecurityWatch::run() {
-  // At least 10 ms between looks, whatever the interval says.
+  // At least 10 ms between periodic looks, whatever the interval says.
   const auto period = std::max(check_interval_, std::chrono::milliseconds(10));
-  std::unique_lock lock(stop_mutex_);
-  while (!stop_cv_.wait_for(lock, period, [this] { return stopping_; })) {
-    lock.unlock();
+  const auto settle = std::min(kSettle, period);
+  bool settling = false;
+  for (;;) {
+    pollfd fds[2] = {{stop_fd_, POLLIN, 0}, {notify_fd_, POLLIN, 0}};
+    const auto wait = settling ? settle : period;
+    const int ready = ::poll(fds, notify_fd_ >= 0 ? 2 : 1, static_cast<int>(wait.count()));
+    if (ready < 0 && errno != EINTR) break;
+    if (ready > 0 && fds[0].revents != 0) break;
+    if (ready > 0 && fds[1].revents != 0) drain(notify_fd_);
     try {
-      look();
+      settling = look_once();
+      watch_directories();
     } catch (...) {
       // look() reports its own failures; nothing may end the watch.
+      settling = false;
     }
-    lock.lock();
   }
 }
 
@@ -500,24 +554,27 @@ void EndpointSecurityWatch::publish(std::shared_ptr<const EndpointSecurity> secu
   // reference).
 }
 
-void EndpointSecurityWatch::look() {
-  if (file_.empty()) return;
+void EndpointSecurityWatch::look() { look_once(); }
+
+bool EndpointSecurityWatch::look_once() {
+  if (file_.empty()) return false;
   std::lock_guard lock(look_mutex_);
   std::vector<FileStamp> stamps;
   stamps.reserve(watched_.size());
   for (const std::string& path : watched_) stamps.push_back(stamp_of(path));
   if (stamps == stamps_) {
     pending_.reset();
-    return;
+    return false;
   }
   // A change is applied once the files are the same at two looks in a row:
   // a file still being written (truncated, then written) is waited for.
   if (!pending_ || !(*pending_ == stamps)) {
     pending_ = std::move(stamps);
-    return;
+    return true;
   }
   pending_.reset();
   rebuild();
+  return false;
 }
 
 void EndpointSecurityWatch::rebuild() {

@@ -11,7 +11,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -86,12 +85,16 @@ bool certificate_has_allowed_san(const void* x509_certificate,
 
 // Keeps the endpoint's security current. A thread of its own looks at the
 // web configuration file and the files it names (certificate, key, client
-// CA) once per check_interval and rebuilds the security when one changed;
+// CA) when inotify reports an event in one of their directories (a rename
+// over the file is applied within about 50 ms), and once per check_interval
+// whatever inotify says (the fallback: a file system without inotify, a
+// symlinked directory), and rebuilds the security when one changed;
 // current() only copies a pointer, so the endpoint's I/O threads never read a
 // file, parse, or wait for a rebuild.
 //
 // Reloads fail closed: a change is applied only when the files are the same
-// at two looks in a row and did not change while they were read (a file
+// at two looks in a row (the second 50 ms after the first) and did not
+// change while they were read (a file
 // still being written is waited for); a file that is empty (or blank, or
 // only comments), is not valid YAML, or does not load is a failed reload:
 // the last good security stays in force, the failure is counted and logged
@@ -107,8 +110,10 @@ class EndpointSecurityWatch {
   using Clock = std::chrono::steady_clock;
 
   // file "": no web configuration (nothing to watch, no thread). Otherwise
-  // loads it (throws StartupError) and starts the watch's thread.
-  EndpointSecurityWatch(std::string file, std::chrono::milliseconds check_interval);
+  // loads it (throws StartupError) and starts the watch's thread; with
+  // own_thread false, none: only look() steps it (tests).
+  EndpointSecurityWatch(std::string file, std::chrono::milliseconds check_interval,
+                        bool own_thread = true);
   ~EndpointSecurityWatch();
   EndpointSecurityWatch(const EndpointSecurityWatch&) = delete;
   EndpointSecurityWatch& operator=(const EndpointSecurityWatch&) = delete;
@@ -136,6 +141,8 @@ class EndpointSecurityWatch {
 
  private:
   void run();
+  bool look_once();  // look(); true when a change is waiting to hold still
+  void watch_directories();
   void rebuild();
   void refuse(const std::string& message, const std::vector<std::string>& paths);
   void publish(std::shared_ptr<const EndpointSecurity> security);
@@ -157,9 +164,8 @@ class EndpointSecurityWatch {
   std::atomic<std::uint64_t> failed_reloads_{0};
   std::atomic<std::uint64_t> refused_weaker_{0};
 
-  std::mutex stop_mutex_;
-  std::condition_variable stop_cv_;
-  bool stopping_ = false;
+  int stop_fd_ = -1;    // an eventfd, written once to stop the watch's thread
+  int notify_fd_ = -1;  // inotify on the watched files' directories; -1: polling only
   std::thread thread_;
 };
 
