@@ -42,6 +42,15 @@ std::vector<MetricDefinition> build_definitions() {
                        {"family"},
                        {},
                        GaugeMode::livesum},
+      MetricDefinition{"tokenspeed_metrics_observations_interrupted",
+                       MetricKind::counter,
+                       "Exponential histogram series whose process stopped inside an observe "
+                       "(killed, or stopped longer than a scrape waits): each shown as it was "
+                       "before, at most one observation in flight missing.",
+                       "observations",
+                       {"family"},
+                       {},
+                       GaugeMode::livesum},
   };
 }
 
@@ -114,19 +123,34 @@ std::vector<MergedFamily> merge_conflict_families(const std::vector<MergeConflic
   return out;
 }
 
-std::vector<MergedFamily> not_finite_families(const std::vector<MergedFamily>& families) {
-  MergedFamily refused{&merge_self_metric_definitions()[2], {}, nullptr};
+namespace {
+
+// One series per exponential family whose merged series' slot `slot` sum
+// above 0 (prometheus_merge.hpp), of the merge's own definition `own`.
+std::vector<MergedFamily> exponential_count_family(const std::vector<MergedFamily>& families,
+                                                   std::size_t slot, std::size_t own) {
+  MergedFamily counted{&merge_self_metric_definitions()[own], {}, nullptr};
   for (const MergedFamily& family : families) {
     if (!family.metric->exponential) continue;
-    double count = 0;  // a merged exponential series' slots[0] (prometheus_merge.hpp)
-    for (const MergedSeries& series : family.series) count += series.slots.at(0);
+    double count = 0;
+    for (const MergedSeries& series : family.series) count += series.slots.at(slot);
     if (count > 0)
-      refused.series.push_back(MergedSeries{{{"family", family.metric->name}}, {count}});
+      counted.series.push_back(MergedSeries{{{"family", family.metric->name}}, {count}});
   }
-  if (refused.series.empty()) return {};
+  if (counted.series.empty()) return {};
   std::vector<MergedFamily> out;
-  out.push_back(std::move(refused));
+  out.push_back(std::move(counted));
   return out;
+}
+
+}  // namespace
+
+std::vector<MergedFamily> not_finite_families(const std::vector<MergedFamily>& families) {
+  return exponential_count_family(families, 0, 2);
+}
+
+std::vector<MergedFamily> interrupted_families(const std::vector<MergedFamily>& families) {
+  return exponential_count_family(families, 1, 3);
 }
 
 std::string describe_merge_conflict(const MergeConflict& conflict) {

@@ -43,6 +43,10 @@ struct MergeConflict {
 // and, when an exponential histogram refused an observation:
 //   tokenspeed_metrics_observations_not_finite_total{family}  counter: NaN
 //       and +/-Inf observed into its series, in no bucket, count or sum
+// and, when a process stopped inside an observe of an exponential histogram:
+//   tokenspeed_metrics_observations_interrupted_total{family}  counter: its
+//       series read back to the state before (exponential_slot_reader.hpp),
+//       each missing at most the one observation in flight
 const std::vector<MetricDefinition>& merge_self_metric_definitions();
 
 // The merge's own families for these conflicts (none when there is none).
@@ -51,6 +55,10 @@ std::vector<MergedFamily> merge_conflict_families(const std::vector<MergeConflic
 // The family of the observations the exponential histograms among families
 // refused (none when there is none).
 std::vector<MergedFamily> not_finite_families(const std::vector<MergedFamily>& families);
+
+// The family of the series read back from a process stopped inside an
+// observe, per exponential family (none when there is none).
+std::vector<MergedFamily> interrupted_families(const std::vector<MergedFamily>& families);
 
 // The one line that describes a conflict: both definitions (kind, help, unit,
 // labels, buckets, mode) and the files that hold each, long texts cut.

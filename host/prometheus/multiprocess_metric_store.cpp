@@ -6,8 +6,11 @@
 
 #include "prometheus/metric_definition_record.hpp"
 
+#include "core/exponential_slot_reader.hpp"
+
 #include <tokenspeed/metrics/startup_error.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -563,9 +566,11 @@ bool read_records(const std::filesystem::path& path, const FileHead& head, const
     } else {
       slots.resize(record.slot_count);
       if (exponential.contains(record.name)) {
-        // Changed under a lock word: a copy of one published state, or
-        // marked as none (an odd sequence) for the merge to leave out.
-        if (!copy_exponential_slots(record.slots, slots)) slots[ExponentialSlot::sequence] = 1;
+        // Changed under a lock word: a copy of one published state (one
+        // brought back from a writer stopped inside an observe), or marked
+        // as none (an odd sequence) for the merge to count and leave out.
+        if (copy_exponential_slots(record.slots, slots, !file.live) == ExponentialCopy::unsettled)
+          slots[ExponentialSlot::sequence] = 1;
       } else {
         for (std::size_t i = 0; i < slots.size(); ++i) slots[i] = load_relaxed(record.slots + i);
       }
@@ -577,6 +582,24 @@ bool read_records(const std::filesystem::path& path, const FileHead& head, const
 }
 
 }  // namespace
+
+std::vector<std::filesystem::path> files_of_earlier_gone_writers(const std::filesystem::path& dir,
+                                                                 std::uint64_t started_before) {
+  std::vector<std::filesystem::path> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.path().extension() != ".db") continue;
+    FileDescriptor fd(::open(entry.path().c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    if (fd.get() < 0) continue;
+    const std::optional<FileHead> head = read_file_head(fd.get());
+    if (!head) continue;
+    const ProcessInstance writer{static_cast<pid_t>(head->header.pid), head->header.start_time};
+    if (writer.start_time != 0 && writer.start_time < started_before && !process_alive(writer))
+      found.push_back(entry.path());
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
 
 bool reclaim_exited_writer_file(const std::filesystem::path& path) noexcept {
   FileDescriptor fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));

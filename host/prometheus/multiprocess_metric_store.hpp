@@ -150,6 +150,12 @@ struct MultiprocessFileInfo {
 // touches another file; true when it truncated. Launcher, scrape time.
 bool reclaim_exited_writer_file(const std::filesystem::path& path) noexcept;
 
+// The producer files (*.db) of dir whose writer is gone and started before
+// started_before (a ProcessInstance start time): when a directory is reused
+// across runs, an earlier run's. Reads each file's header only; sorted.
+std::vector<std::filesystem::path> files_of_earlier_gone_writers(const std::filesystem::path& dir,
+                                                                 std::uint64_t started_before);
+
 // Reads one producer file; returns false (visiting nothing) when the file is
 // not a valid store file. Each family's definition reaches on_definition
 // (when given) before its first series reaches visit. Never writes to the

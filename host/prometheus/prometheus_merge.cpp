@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "pipeline/sample_name_claims.hpp"
+#include "core/exponential_slot_reader.hpp"
 #include "core/in_process_metric_store.hpp"
 #include "core/metric_store.hpp"
 #include "prometheus/multiprocess_metric_store.hpp"
@@ -188,7 +189,7 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
       series.label_values.assign(label_values.begin(), label_values.end());
       if (per_process) series.label_values.push_back(pid);
       if (metric.exponential) {
-        series.slots.assign(1, 0.0);
+        series.slots.assign(2, 0.0);  // observations refused, then interrupted
         series.exponential =
             std::make_shared<kit::ExponentialHistogram>(kit::ExponentialHistogramOptions{
                 metric.exponential->max_buckets, metric.exponential->max_scale,
@@ -215,6 +216,8 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
       return;
     }
     into[0] += slots[ExponentialSlot::not_finite];
+    if (slots[ExponentialSlot::journal] == static_cast<double>(ExponentialJournal::repaired))
+      into[1] += 1;  // at most one observation was in flight
     return;
   }
   if (!gauge) {
@@ -316,7 +319,8 @@ void PrometheusMerge::add_store(const InProcessMetricStore& store) {
     labels.assign(series.label_values.begin(), series.label_values.end());
     slots.resize(series_slot_count(*series.metric));
     if (series.metric->exponential) {
-      if (!copy_exponential_slots(series.slots, slots)) slots[ExponentialSlot::sequence] = 1;
+      if (copy_exponential_slots(series.slots, slots) == ExponentialCopy::unsettled)
+        slots[ExponentialSlot::sequence] = 1;
     } else {
       for (std::size_t i = 0; i < slots.size(); ++i) {
         slots[i] = std::atomic_ref<double>(series.slots[i]).load(std::memory_order_relaxed);
@@ -465,6 +469,7 @@ std::vector<MergedFamily> PrometheusMerge::take_families() {
     family.index.clear();
   }
   for (MergedFamily& own : not_finite_families(out)) out.push_back(std::move(own));
+  for (MergedFamily& own : interrupted_families(out)) out.push_back(std::move(own));
   for (MergedFamily& own : merge_conflict_families(conflicts_)) out.push_back(std::move(own));
   return out;
 }

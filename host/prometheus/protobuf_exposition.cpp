@@ -45,9 +45,10 @@ pb::MetricType type_of(MetricKind kind) noexcept {
   return pb::UNTYPED;
 }
 
-// Counts are whole numbers kept in doubles (exact below 2^53).
+// Counts are whole numbers kept in doubles (exact below 2^53); 2^64 and
+// more saturate instead of wrapping to a small count.
 std::uint64_t whole(double count) noexcept {
-  return count > 0 ? static_cast<std::uint64_t>(count) : 0;
+  return kit::exponential_detail::saturated_count(count);
 }
 
 void add_native_buckets(const kit::NativeBuckets& from,

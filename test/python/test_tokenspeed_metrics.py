@@ -511,3 +511,112 @@ print(tokenspeed_metrics.generate_latest().decode())
     assert min(bound for bound in at if bound >= 0.1) < 0.11 and at[min(b for b in at if b >= 0.1)] == 5
     compat_count = samples(exposition, "py:compat_seconds_count")
     assert list(compat_count.values()) == [1]
+
+
+def observe_native_forever(ready):
+    """A worker's loop on one native histogram, with values that keep
+    moving its range (downscales and moves of its run under way)."""
+    import itertools
+    histogram = tokenspeed_metrics.Histogram("py:loop_seconds", "Loop.", native=True,
+                                             native_max_buckets=20)
+    histogram.observe(1.0)
+    ready.set()
+    for i in itertools.count():
+        histogram.observe(2.0 ** ((i * 7) % 61 - 30) * (1 + (i % 5) / 8))
+
+
+@pytest.mark.parametrize("launcher", [True, False], ids=["launcher", "no-start"])
+def test_a_native_histogram_observed_in_a_loop_is_on_every_scrape_and_survives_sigkill(
+        workdir, launcher):
+    """A scrape never leaves out a live series while its writer is inside an
+    observe, and a writer killed there leaves the series with at most the
+    observation in flight missing, counted."""
+    start = (f"tokenspeed_metrics.start(['--enable-metrics', '--metrics-port', '0', "
+             f"'--metrics-multiproc-dir', {workdir!r}])" if launcher else "pass")
+    script = f"""
+import multiprocessing, os, signal, sys
+import tokenspeed_metrics
+from test_tokenspeed_metrics import observe_native_forever
+if __name__ == "__main__":
+    {start}
+    context = multiprocessing.get_context("spawn")
+    ready = context.Event()
+    worker = context.Process(target=observe_native_forever, args=(ready,))
+    worker.start()
+    assert ready.wait(30)
+    for _ in range(100):
+        print(tokenspeed_metrics.generate_latest().decode())
+        print("=====")
+    os.kill(worker.pid, signal.SIGKILL)
+    worker.join()
+    print(tokenspeed_metrics.generate_latest().decode())
+"""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("TOKENSPEED_") and k != "PROMETHEUS_MULTIPROC_DIR"}
+    if not launcher:
+        env["PROMETHEUS_MULTIPROC_DIR"] = workdir
+    result = run_script(workdir, script, env=env)
+    assert result.returncode == 0, result.stderr
+    *live, killed = result.stdout.split("=====")
+    counts = []
+    for text in live:
+        found = samples(text, "py:loop_seconds_count")
+        assert list(found) == [("py:loop_seconds_count", ())], text[-2000:]
+        counts.append(found[("py:loop_seconds_count", ())])
+    assert counts == sorted(counts) and counts[-1] > counts[0]
+    after = samples(killed, "py:loop_seconds_count")[("py:loop_seconds_count", ())]
+    assert after >= counts[-1]
+    interrupted = samples(killed, "tokenspeed_metrics_observations_interrupted")
+    assert set(interrupted.values()) <= {1.0}
+
+
+@pytest.mark.parametrize("shared", [True, False], ids=["multiproc-dir", "in-memory"])
+def test_recording_without_start_takes_the_series_bound_from_the_environment(workdir, shared):
+    """Without a launcher the refusal line's setting is the environment's:
+    TOKENSPEED_METRICS_MAX_SERIES_PER_FAMILY raises (or lowers) the bound."""
+    script = """
+import tokenspeed_metrics
+C = tokenspeed_metrics.Counter("py:bounded", "Bounded.", ["k"])
+print("kept", [C.labels(str(i)).kept for i in range(4)])
+print("=====")
+print(tokenspeed_metrics.generate_latest().decode())
+"""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("TOKENSPEED_") and k != "PROMETHEUS_MULTIPROC_DIR"}
+    env["TOKENSPEED_METRICS_MAX_SERIES_PER_FAMILY"] = "2"
+    if shared:
+        env["PROMETHEUS_MULTIPROC_DIR"] = workdir
+    result = run_script(workdir, script, env=env)
+    assert result.returncode == 0, result.stderr
+    head, exposition = result.stdout.split("=====")
+    assert "kept [True, True, False, False]" in head
+    assert "TOKENSPEED_METRICS_MAX_SERIES_PER_FAMILY" in result.stderr
+    refused = samples(exposition, "tokenspeed_metrics_series_refused")
+    assert list(refused.values()) == [2.0]
+    env["TOKENSPEED_METRICS_MAX_SERIES_PER_FAMILY"] = "many"
+    result = run_script(workdir, script, env=env)
+    assert result.returncode != 0
+    assert "TOKENSPEED_METRICS_MAX_SERIES_PER_FAMILY" in result.stderr
+
+
+def test_a_reused_multiproc_dir_without_start_is_warned_naming_the_earlier_files(workdir):
+    """prometheus_client sums an earlier run's files silently; a process
+    recording into the same directory says which files it will sum."""
+    script = """
+import tokenspeed_metrics
+tokenspeed_metrics.Counter("py:runs", "Runs.").inc()
+print(tokenspeed_metrics.generate_latest().decode())
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
+    env["PROMETHEUS_MULTIPROC_DIR"] = workdir
+    first = run_script(workdir, script, env=env)
+    assert first.returncode == 0, first.stderr
+    assert "metric files of processes" not in first.stderr
+    earlier = [name for name in os.listdir(workdir) if name.endswith(".db")]
+    assert len(earlier) == 1
+    second = run_script(workdir, script, env=env)
+    assert second.returncode == 0, second.stderr
+    warnings = [line for line in second.stderr.splitlines() if "metric files of processes" in line]
+    assert len(warnings) == 1, second.stderr
+    assert earlier[0] in warnings[0] and workdir in warnings[0]
+    assert samples(second.stdout, "py:runs")[("py:runs_total", ())] == 2  # summed, as said

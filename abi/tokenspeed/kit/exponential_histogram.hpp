@@ -36,6 +36,21 @@ namespace exponential_detail {
 inline constexpr uint64_t kFractionMask = (uint64_t{1} << 52) - 1;
 inline constexpr int32_t kTableMaxScale = 8;  // scales 1..8 map through tables
 
+// into + add, held at the largest uint64 instead of wrapping: counts of
+// weighted observations can pass 2^64, and a count that wrapped to a small
+// number would read as a reset.
+inline void add_saturated(uint64_t& into, uint64_t add) noexcept {
+  into = add > UINT64_MAX - into ? UINT64_MAX : into + add;
+}
+
+// A count kept in a double (exact below 2^53) as the uint64 it stands for:
+// 2^64 and more saturate, NaN and negatives are 0.
+inline uint64_t saturated_count(double count) noexcept {
+  if (!(count > 0)) return 0;
+  if (count >= 0x1p64) return UINT64_MAX;
+  return static_cast<uint64_t>(count);
+}
+
 // floor(value / 2^shift) for any sign (>> of a negative is not portable C++17).
 inline int64_t floor_shift(int64_t value, int shift) noexcept {
   return value >= 0 ? value >> shift : ~(~value >> shift);
@@ -271,8 +286,10 @@ class ExponentialBuckets {
     for (uint32_t i = 0; i < length_; ++i) {
       const uint64_t count = ring_[i];
       ring_[i] = 0;
-      ring_[static_cast<std::size_t>(floor_shift(first_ + static_cast<int64_t>(i), by) -
-                                     new_first)] += count;
+      exponential_detail::add_saturated(
+          ring_[static_cast<std::size_t>(floor_shift(first_ + static_cast<int64_t>(i), by) -
+                                         new_first)],
+          count);
     }
     const int64_t new_last = floor_shift(static_cast<int64_t>(first_) + length_ - 1, by);
     first_ = static_cast<int32_t>(new_first);
@@ -352,7 +369,8 @@ class ExponentialHistogram {
     kMerged,
     kZeroThresholdDiffers,  // the two zero buckets cover different ranges
     kInvalidPoint,          // a scale outside -10..20, an index range past int32, or a count
-                            // that is not the zero count plus the buckets' counts
+                            // that is not the zero count plus the buckets' counts (held
+                            // at the largest uint64 when past it)
     kScaleUnderflow,        // the union would need a scale below -10
     kOutOfMemory,
   };
@@ -372,25 +390,25 @@ class ExponentialHistogram {
   Observed observe(double value, uint64_t weight = 1) noexcept {
     if (weight == 0) return Observed::kNoWeight;
     if (!std::isfinite(value)) {
-      not_finite_count_ += weight;
+      exponential_detail::add_saturated(not_finite_count_, weight);
       return Observed::kNotFinite;
     }
     const double magnitude = std::fabs(value);
     if (magnitude <= options_.zero_threshold) {
-      zero_count_ += weight;
+      exponential_detail::add_saturated(zero_count_, weight);
     } else {
       ExponentialBuckets& buckets = value > 0 ? positive_ : negative_;
       int32_t index = exponential_bucket_index(magnitude, scale_);
       if (!buckets.contains(index)) {
         const Observed room = make_room(buckets, index);
         if (room != Observed::kAccepted) {
-          refused_count_ += weight;
+          exponential_detail::add_saturated(refused_count_, weight);
           return room;
         }
       }
-      buckets.slot(index) += weight;
+      exponential_detail::add_saturated(buckets.slot(index), weight);
     }
-    count_ += weight;
+    exponential_detail::add_saturated(count_, weight);
     sum_ += value * static_cast<double>(weight);
     min_ = std::min(min_, value);
     max_ = std::max(max_, value);
@@ -547,12 +565,10 @@ class ExponentialHistogram {
   }
 
   static bool counts_add_up(const OtlpExponentialPoint& point) noexcept {
+    // Saturated as this histogram counts: a total past 2^64 is the largest.
     uint64_t total = point.zero_count;
     for (const OtlpExponentialBuckets* b : {&point.positive, &point.negative}) {
-      for (const uint64_t c : b->bucket_counts) {
-        if (total + c < total) return false;  // overflow
-        total += c;
-      }
+      for (const uint64_t c : b->bucket_counts) exponential_detail::add_saturated(total, c);
     }
     return total == point.count;
   }
@@ -658,13 +674,15 @@ class ExponentialHistogram {
       const int64_t high = buckets.empty() ? last : std::max<int64_t>(last, buckets.last_index());
       buckets.widen(static_cast<int32_t>(low), static_cast<int32_t>(high));
       for_each_bucket(sign == 0, [&](int32_t index, uint64_t count) {
-        if (count != 0) buckets.slot(static_cast<int32_t>(floor_shift(index, shift))) += count;
+        if (count != 0)
+          exponential_detail::add_saturated(
+              buckets.slot(static_cast<int32_t>(floor_shift(index, shift))), count);
       });
     }
-    zero_count_ += source.zero_count;
-    not_finite_count_ += source.not_finite_count;
-    refused_count_ += source.refused_count;
-    count_ += source.count;
+    exponential_detail::add_saturated(zero_count_, source.zero_count);
+    exponential_detail::add_saturated(not_finite_count_, source.not_finite_count);
+    exponential_detail::add_saturated(refused_count_, source.refused_count);
+    exponential_detail::add_saturated(count_, source.count);
     sum_ += source.sum;
     min_ = std::min(min_, source.min);
     max_ = std::max(max_, source.max);
@@ -713,7 +731,7 @@ class ExponentialHistogram {
       if (count == 0) return;
       const int64_t target = exponential_detail::floor_shift(index, shift) + 1;
       if (pending && target == pending_index) {
-        pending_count += count;
+        exponential_detail::add_saturated(pending_count, count);
         return;
       }
       if (pending) write(pending_index, pending_count);
@@ -749,26 +767,39 @@ template <class Visit>
 void for_each_classic_bucket(const ExponentialHistogram& histogram, Visit&& visit) {
   const int32_t scale = histogram.scale();
   uint64_t cumulative = 0;
+  // Boundaries that round to one double (subnormals at a fine scale) are one
+  // le, holding the count up to the last of them: every le once, ascending,
+  // and cumulative counts that never fall.
+  bool pending = false;
+  double pending_le = 0;
+  uint64_t pending_count = 0;
+  const auto boundary = [&](double le) {
+    if (pending && le > pending_le) visit(pending_le, pending_count);
+    if (!pending || le > pending_le) pending_le = le;
+    pending = true;
+    pending_count = cumulative;
+  };
   const ExponentialBuckets& negative = histogram.negative();
   if (!negative.empty()) {
     for (int32_t i = negative.last_index();; --i) {
-      cumulative += negative.count_at(i);
+      exponential_detail::add_saturated(cumulative, negative.count_at(i));
       const double le = -exponential_lower_boundary(i, scale);
-      if (le < 0) visit(le, cumulative);
+      if (le < 0) boundary(le);
       if (i == negative.first_index()) break;
     }
   }
-  cumulative += histogram.zero_count();
-  visit(histogram.options().zero_threshold, cumulative);
+  exponential_detail::add_saturated(cumulative, histogram.zero_count());
+  boundary(histogram.options().zero_threshold);
   const ExponentialBuckets& positive = histogram.positive();
   if (!positive.empty()) {
     for (int32_t i = positive.first_index();; ++i) {
-      cumulative += positive.count_at(i);
+      exponential_detail::add_saturated(cumulative, positive.count_at(i));
       const double le = exponential_lower_boundary(i + 1, scale);
-      if (std::isfinite(le)) visit(le, cumulative);
+      if (std::isfinite(le)) boundary(le);
       if (i == positive.last_index()) break;
     }
   }
+  visit(pending_le, pending_count);
 }
 
 }  // namespace tokenspeed::metrics::kit

@@ -9,6 +9,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <random>
 #include <utility>
@@ -453,6 +454,67 @@ TEST_CASE("the classic form leaves a boundary past the doubles to +Inf") {
       h, [&](double le, uint64_t cumulative) { lines.emplace_back(le, cumulative); });
   const std::vector<std::pair<double, uint64_t>> expected{{0, 0}, {1, 1}};  // +Inf: 3
   CHECK(lines == expected);
+}
+
+TEST_CASE("the classic form of any histogram has every le once, ascending, counts never falling") {
+  // Random observations with the edge ones: subnormals (whose boundaries at
+  // a fine scale round to one double), the extremes, both signs, zero.
+  std::mt19937_64 random(GENERATE(1, 2, 3, 4, 5, 6, 7, 8));
+  const uint32_t max_buckets = GENERATE(4u, 20u, 160u);
+  kit::ExponentialHistogram h({max_buckets, 20, random() % 2 ? 0.0 : 1e-310});
+  std::vector<std::pair<double, uint64_t>> observed;
+  for (int i = 0; i < 200; ++i) {
+    double value = 0;
+    switch (random() % 5) {
+      case 0:
+        value = std::numeric_limits<double>::denorm_min() * static_cast<double>(random() % 9 + 1);
+        break;
+      case 1:
+        value = std::ldexp(1.0, static_cast<int>(random() % 2100) - 1074);
+        break;
+      case 2:
+        value = std::numeric_limits<double>::max();
+        break;
+      default:
+        value = std::ldexp(1.0 + static_cast<double>(random() % 100) / 100,
+                           static_cast<int>(random() % 20) - 10);
+    }
+    if (random() % 3 == 0) value = -value;
+    const uint64_t weight = random() % 2 ? 1 : (uint64_t{1} << 62);
+    if (h.observe(value, weight) == Observed::kAccepted) observed.emplace_back(value, weight);
+  }
+  std::vector<std::pair<double, uint64_t>> lines;
+  kit::for_each_classic_bucket(
+      h, [&](double le, uint64_t cumulative) { lines.emplace_back(le, cumulative); });
+  REQUIRE(!lines.empty());
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    INFO("line " << i << " le " << lines[i].first);
+    REQUIRE(lines[i].first > lines[i - 1].first);
+    REQUIRE(lines[i].second >= lines[i - 1].second);
+  }
+  REQUIRE(lines.back().second <= h.count());
+  // Saturated, never wrapped: the count is at least each weight it holds.
+  for (const auto& [value, weight] : observed) REQUIRE(h.count() >= weight);
+}
+
+TEST_CASE("counts of 2^64 and more saturate, in observe, merge and the classic form") {
+  kit::ExponentialHistogram h({8, 20, 0});
+  const uint64_t half = uint64_t{1} << 63;
+  h.observe(1.5, half);
+  h.observe(1.5, half);
+  h.observe(-1.5, half);
+  CHECK(h.count() == UINT64_MAX);
+  kit::ExponentialHistogram merged({8, 20, 0});
+  kit::OtlpExponentialPoint point;
+  h.to_otlp(point);
+  REQUIRE(merged.merge(point) == Merged::kMerged);
+  REQUIRE(merged.merge(point) == Merged::kMerged);
+  CHECK(merged.count() == UINT64_MAX);
+  std::vector<uint64_t> cumulative;
+  kit::for_each_classic_bucket(merged, [&](double, uint64_t c) { cumulative.push_back(c); });
+  CHECK(cumulative.back() == UINT64_MAX);
+  CHECK(kit::exponential_detail::saturated_count(0x1p64) == UINT64_MAX);
+  CHECK(kit::exponential_detail::saturated_count(-0.0) == 0);
 }
 
 TEST_CASE("clear returns to an empty histogram at the maximum scale") {
