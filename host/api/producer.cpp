@@ -16,6 +16,7 @@
 #include "process/producer_handoff.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 #include "prometheus/prometheus_merge.hpp"
+#include "tokenspeed/metrics/options.hpp"
 #include "tokenspeed/metrics/producer.hpp"
 
 namespace tokenspeed::metrics {
@@ -46,6 +47,11 @@ class ProducerImpl {
     options.name = producer_name(std::move(name));
     options.standalone = true;
     options.handoff.run_dir = standalone.shared_dir;
+    // A launcher hands its producers the series bound; without one the
+    // engine's environment is its only source (the refusal line names it).
+    if (const auto bound = metrics_options_from_environment().max_series_per_family) {
+      options.handoff.max_series_per_family = *bound;
+    }
     start(std::move(options));
   }
 

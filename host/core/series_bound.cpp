@@ -48,7 +48,9 @@ std::string series_refused_line(const MetricDefinition& family, std::size_t boun
                                 std::span<const std::string_view> values) {
   std::string line = "tokenspeed-metrics: metric '" + input_excerpt(family.name) + "' has " +
                      std::to_string(bound) + " series in process " + std::to_string(::getpid()) +
-                     ", its bound (--metrics-max-series-per-family): new label sets are refused "
+                     ", its bound (--metrics-max-series-per-family, or "
+                     "TOKENSPEED_METRICS_MAX_SERIES_PER_FAMILY in the environment): new label "
+                     "sets are refused "
                      "and counted in tokenspeed_metrics_series_refused_total, existing series "
                      "keep recording; first refused: {";
   for (std::size_t i = 0; i < values.size() && i < family.label_names.size(); ++i) {

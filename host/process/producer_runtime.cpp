@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/startup_error.hpp"
+#include "prometheus/multiprocess_run_dir.hpp"
 
 namespace tokenspeed::metrics {
 namespace {
@@ -39,6 +40,7 @@ ProducerRuntime::ProducerRuntime(ProducerOptions options)
                          "the shared metrics directory does not exist or is not a directory");
     }
   }
+  if (options_.standalone && !handoff.run_dir.empty()) warn_of_earlier_files(handoff.run_dir);
   // Register the plugins again in this process; never validate or start_node.
   if (!handoff.outputs.empty()) {
     PluginSearchOptions search;
@@ -75,6 +77,20 @@ void ProducerRuntime::warn(const std::string& line) const {
   } else {
     std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
   }
+}
+
+void ProducerRuntime::warn_of_earlier_files(const std::string& dir) const {
+  const auto earlier = files_of_earlier_gone_writers(dir, current_process_instance().start_time);
+  if (earlier.empty()) return;
+  std::string names;
+  for (std::size_t i = 0; i < earlier.size() && i < 4; ++i) {
+    names += (i == 0 ? "" : ", ") + earlier[i].filename().string();
+  }
+  if (earlier.size() > 4) names += ", and " + std::to_string(earlier.size() - 4) + " more";
+  warn("the shared metrics directory '" + dir + "' holds " + std::to_string(earlier.size()) +
+       " metric files of processes that started before this one and are gone (" + names +
+       "): /metrics sums their counters and histograms with this run's, as prometheus_client "
+       "does; empty the directory when the engine starts if they are an earlier run's");
 }
 
 void ProducerRuntime::stop_figures() noexcept {

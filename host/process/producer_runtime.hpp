@@ -80,6 +80,9 @@ class ProducerRuntime {
 
  private:
   void warn(const std::string& line) const;
+  // Standalone in a shared directory: one line naming the files an earlier
+  // run may have left there (prometheus_client sums them silently).
+  void warn_of_earlier_files(const std::string& dir) const;
   void stop_figures() noexcept;
 
   ProducerOptions options_;
