@@ -1,6 +1,7 @@
 // main.cpp — the tokenspeed-metrics executable: picks the subcommand and
 // turns anything that escapes it into a one-line error. Owns no behaviour.
 // Tested in test/cli/test_cli_usage.py.
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
@@ -44,6 +45,15 @@ void print_usage(std::FILE* out) {
   std::fprintf(out, "\nRun 'tokenspeed-metrics <command> --help' for the options of a command.\n");
 }
 
+// What a command printed must reach its reader: a full disk or a closed
+// pipe behind stdout is an error, not a silent exit 0.
+int with_output_written(int status) {
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return status;
+  std::fprintf(stderr, "tokenspeed-metrics: cannot write the output to stdout: %s\n",
+               std::strerror(errno));
+  return status == 0 ? 1 : status;
+}
+
 }  // namespace
 }  // namespace tokenspeed::metrics::cli
 
@@ -57,19 +67,19 @@ int main(int argc, char** argv) {
   if (std::strcmp(name, "--version") == 0) {
     std::printf("tokenspeed-metrics %s (metric reporter API version %u)\n", host_version(),
                 TSM_METRIC_REPORTER_API_VERSION);
-    return 0;
+    return cli::with_output_written(0);
   }
   // A crash (a plugin's included) is named on stderr before the process dies.
   install_fatal_signal_handler(name);
   if (std::strcmp(name, "help") == 0 || std::strcmp(name, "--help") == 0 ||
       std::strcmp(name, "-h") == 0) {
     cli::print_usage(stdout);
-    return 0;
+    return cli::with_output_written(0);
   }
   for (const cli::Command& command : cli::kCommands) {
     if (command.run == nullptr || std::strcmp(command.name, name) != 0) continue;
     try {
-      return command.run(argc - 1, argv + 1);
+      return cli::with_output_written(command.run(argc - 1, argv + 1));
     } catch (const StartupError& error) {
       std::fprintf(stderr, "tokenspeed-metrics: %s\n", error.what());
       return kStartupErrorExitStatus;

@@ -2,6 +2,7 @@
 import os
 import re
 import socket
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -136,6 +137,17 @@ class HelpAndUnknownFlags(h.CliTestCase):
         self.assertRegex(result.stdout,
                          r"^tokenspeed-metrics [0-9]+\.[0-9]+\.[0-9]+ \(metric reporter API "
                          r"version 1\)\n$")
+
+    def test_output_that_cannot_be_written_is_an_error_not_exit_0(self):
+        # /dev/full: every write fails with ENOSPC, as on a full disk.
+        for args in (["--version"], ["--help"], ["flags"], ["plugins", "--help"]):
+            with self.subTest(args=args):
+                with open("/dev/full", "w") as full:
+                    result = subprocess.run([h.BINARY, *args], stdout=full, stderr=subprocess.PIPE,
+                                            text=True, timeout=60, check=False)
+                self.assertNotEqual(result.returncode, 0)
+                self.assertIn("cannot write the output to stdout", result.stderr)
+                self.assertIn("No space left on device", result.stderr)
 
     def test_producer_help_prints_help_instead_of_an_error(self):
         result = h.run("producer", "--help")

@@ -3,6 +3,7 @@ names to settings. Every error fails startup with exit status 2 and one line
 naming the file, the reporter and the key."""
 import json
 import os
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -74,6 +75,26 @@ class ConfigFile(h.CliTestCase):
                        "--metrics-reporters", "echo_config", "--metrics-reporter-config", path,
                        "--duration", "1", *DIRS)
         self.assert_startup_error(result, f"file '{path}'", "not a regular file (a FIFO)")
+
+    def test_dev_stdin_is_read_from_a_redirected_file_and_refused_from_a_pipe(self):
+        path = os.path.join(self.make_dir(), "metrics.json")
+        with open(path, "w") as config:
+            json.dump({"echo_config": {}}, config)
+        command = [h.BINARY, "check", "--enable-metrics", "--metrics-reporters", "echo_config",
+                   "--metrics-reporter-config", "/dev/stdin", *DIRS]
+        with open(path) as redirected:
+            result = h.Result(command, subprocess.run(
+                command, stdin=redirected, env=h.clean_environment(), capture_output=True,
+                text=True, timeout=60, check=False))
+        self.assert_ok(result)
+        with open(path) as source:
+            piped = subprocess.Popen(["cat"], stdin=source, stdout=subprocess.PIPE)
+            result = h.Result(command, subprocess.run(
+                command, stdin=piped.stdout, env=h.clean_environment(), capture_output=True,
+                text=True, timeout=60, check=False))
+            piped.stdout.close()
+            piped.wait(timeout=60)
+        self.assert_startup_error(result, "file '/dev/stdin'", "not a regular file (a FIFO)")
 
     def test_character_device_fails_startup_without_reading_it(self):
         result = self.check("--enable-metrics", "--metrics-reporters", "echo_config",
