@@ -176,7 +176,8 @@ LauncherShutdownReport LauncherRuntime::shutdown() noexcept {
     report_.launcher_sinks_closed =
         local_->close(std::chrono::duration_cast<std::chrono::nanoseconds>(remaining));
     report_.launcher_sinks = local_->sink_figures();
-    write_process_summary(run_dir_->path(), {"launcher", ::getpid(), report_.launcher_sinks});
+    write_process_summary(run_dir_->path(),
+                          {"launcher", ::getpid(), report_.launcher_sinks, local_->unstored()});
   }
   if (sessions_) sessions_->close(deadline);
   if (endpoint_) endpoint_->stop(std::chrono::milliseconds(500));

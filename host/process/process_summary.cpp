@@ -81,8 +81,12 @@ bool write_process_summary(const std::filesystem::path& dir,
     path = dir / ("summary-" + std::to_string(summary.pid) + ".json");
     boost::json::array outputs;
     for (const SinkFigures& s : summary.outputs) outputs.push_back(summary_json(s));
-    const std::string text = boost::json::serialize(boost::json::object{
-        {"process", summary.process}, {"pid", summary.pid}, {"outputs", std::move(outputs)}});
+    const std::string text =
+        boost::json::serialize(boost::json::object{{"process", summary.process},
+                                                   {"pid", summary.pid},
+                                                   {"outputs", std::move(outputs)},
+                                                   {"unstored_series", summary.unstored.series},
+                                                   {"unstored_events", summary.unstored.events}});
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) {
       log_summary_failure(path, std::strerror(errno));
@@ -119,6 +123,8 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
       summary.process = std::string(process->get_string());
     }
     summary.pid = static_cast<pid_t>(number(object, "pid"));
+    summary.unstored.series = number(object, "unstored_series");
+    summary.unstored.events = number(object, "unstored_events");
     if (const auto* outputs = object.if_contains("outputs"); outputs && outputs->is_array()) {
       for (const boost::json::value& value : outputs->get_array()) {
         if (!value.is_object()) continue;
@@ -278,6 +284,24 @@ std::string plugin_figures_lines(const std::vector<ProcessSummary>& summaries) {
   return lines;
 }
 
+// Where the Prometheus output's totals are: on /metrics, unless a process
+// had no room for its metric file (then only their count is there).
+std::string prometheus_totals_line(const std::vector<ProcessSummary>& summaries) {
+  UnstoredFigures unstored;
+  std::size_t processes = 0;
+  for (const ProcessSummary& summary : summaries) {
+    if (summary.unstored.series == 0) continue;
+    ++processes;
+    unstored.series += summary.unstored.series;
+    unstored.events += summary.unstored.events;
+  }
+  if (processes == 0) return "its totals are on /metrics";
+  return "its totals are on /metrics except " + std::to_string(unstored.events) + " events of " +
+         std::to_string(unstored.series) + " series that " + std::to_string(processes) +
+         " process(es) could not store (no room for their metric files): "
+         "tokenspeed_metrics_prometheus_unstored_events_total counts them";
+}
+
 }  // namespace
 
 std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
@@ -296,9 +320,8 @@ std::string format_summary_table(const std::vector<ProcessSummary>& summaries,
   std::string table;
   char line[512];
   if (!any_output) {
-    table +=
-        "outputs: Prometheus only (no external output selected); its totals are on "
-        "/metrics\n";
+    table += "outputs: Prometheus only (no external output selected); " +
+             prometheus_totals_line(summaries) + "\n";
     for (const ProducerProcess* producer : missing) {
       table += "producer '" + producer->name + "' (pid " + std::to_string(producer->pid) +
                "): " + producer_row_status(*producer) + "\n";

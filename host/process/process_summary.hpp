@@ -12,6 +12,7 @@
 
 #include "pipeline/sink_figures.hpp"
 #include "process/producer_supervisor.hpp"
+#include "prometheus/multiprocess_metric_store.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -19,6 +20,9 @@ struct ProcessSummary {
   std::string process;  // "launcher", "scheduler-0", "frontend"
   pid_t pid = 0;
   std::vector<SinkFigures> outputs;
+  // Series the process kept in memory for want of room in its metric file,
+  // and the events recorded into them: not in their families on /metrics.
+  UnstoredFigures unstored;
 };
 
 // Writes "summary-<pid>.json" into dir (0600). Returns false on failure.

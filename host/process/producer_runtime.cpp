@@ -113,11 +113,11 @@ ProducerShutdownReport ProducerRuntime::close(std::chrono::nanoseconds budget) n
   // most 1 s.
   const auto reserve = std::min<std::chrono::nanoseconds>(budget / 5, std::chrono::seconds(1));
   report.closed_in_time = metrics_->close(budget - reserve);
-  report.summary = ProcessSummary{name_, ::getpid(), metrics_->sink_figures()};
+  report.unstored = metrics_->unstored();
+  report.summary = ProcessSummary{name_, ::getpid(), metrics_->sink_figures(), report.unstored};
   // A shared directory is the engine's: no launcher reads summaries there.
   const std::string& run_dir = options_.handoff.run_dir;
   if (!run_dir.empty() && !options_.standalone) write_process_summary(run_dir, report.summary);
-  report.unstored = metrics_->unstored();
   report.elapsed = std::chrono::steady_clock::now() - begin;
   report_ = report;
   return *report_;

@@ -42,6 +42,12 @@ class FullFilesystemTest(cli_harness.CliTestCase):
             self.assertEqual(len(lines), 1, result.describe())
             self.assertIn("No space left on device", lines[0])
         self.assertNotIn("the metric file is closed", result.stderr)
+        # The table says which totals /metrics lacks, not that all are there.
+        totals = [line for line in result.stdout_lines if line.startswith("outputs: Prometheus")]
+        self.assertEqual(len(totals), 1, result.describe())
+        self.assertIn("could not store", totals[0])
+        self.assertIn("3 process(es)", totals[0])
+        self.assertIn("tokenspeed_metrics_prometheus_unstored_events_total", totals[0])
 
 
 if __name__ == "__main__":

@@ -122,6 +122,22 @@ TEST_CASE("with Prometheus alone the table says so instead of printing a header 
              Catch::Contains("producer 'scheduler-0' (pid 11): crashed: killed by SIGABRT"));
 }
 
+TEST_CASE("series a process could not store cross the summary file; the table names them") {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("tsm-unstored-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  REQUIRE(write_process_summary(dir, {"scheduler-0", 11, {}, {3, 40}}));
+  REQUIRE(write_process_summary(dir, {"frontend", 12, {}, {2, 7}}));
+  REQUIRE(write_process_summary(dir, {"launcher", 10, {}}));
+  const std::vector<ProcessSummary> summaries = read_process_summaries(dir);
+  std::filesystem::remove_all(dir);
+  REQUIRE(summaries.size() == 3);
+  CHECK(format_summary_table(summaries) ==
+        "outputs: Prometheus only (no external output selected); its totals are on /metrics "
+        "except 47 events of 5 series that 2 process(es) could not store (no room for their "
+        "metric files): tokenspeed_metrics_prometheus_unstored_events_total counts them\n");
+}
+
 TEST_CASE("an isolated output's losses in its helper cross the summary file into dropped") {
   char pattern[] = "/tmp/tsm-summary-XXXXXX";
   const std::filesystem::path dir = ::mkdtemp(pattern);
