@@ -293,6 +293,8 @@ bool same_time(const timespec& a, const timespec& b) noexcept {
 // reload waits for it to settle rather than judge half of it.
 struct ChangedWhileRead {};
 
+}  // namespace
+
 // Reads the files a security is built from: each opened without blocking (a
 // FIFO or a device is refused, never waited on), read whole up to the
 // configuration file limit, and stamped as it was before the read.
@@ -304,19 +306,25 @@ class StampedReader {
 
   // Throws FileReadError.
   std::string read(const std::string& path) {
+    // Stamped before it is opened: a refusal keeps this stamp, so a file
+    // replaced while it was judged is judged again (and one that cannot be
+    // opened has its stamp too).
     paths.push_back(path);
+    stamps.push_back(stamp_of(path));
     const FileHandle file = open_regular_file(path);
     struct stat before {};
     if (::fstat(file.get(), &before) != 0) {
       throw FileReadError(std::string("cannot be examined: ") + std::strerror(errno));
     }
-    stamps.push_back(stamp_of(before));
+    if (!(stamp_of(before) == stamps.back())) settled = false;
     std::string contents = read_bounded(file, kConfigurationFileLimit);
     struct stat after {};
     if (::fstat(file.get(), &after) != 0 || !(stamp_of(after) == stamps.back())) settled = false;
     return contents;
   }
 };
+
+namespace {
 
 // What building a security produced, besides the security.
 struct Built {
@@ -591,12 +599,13 @@ void EndpointSecurityWatch::rebuild() {
     if (!off.empty()) {
       // Security never weakens at reload: a file cut short, '{}' or a
       // deliberate lowering alike; a restart applies it.
-      refused_weaker_.fetch_add(1, std::memory_order_relaxed);
       const StartupError weaker({"prometheus", file_, "--metrics-web-config"},
                                 "it would switch off " + off +
                                     "; a running endpoint never lowers its security (a "
                                     "restart applies such a file)");
-      refuse(weaker.what(), reader.paths);
+      refuse(weaker.what(), reader);
+      // Counted after the line: a scraper that sees the count finds the line.
+      refused_weaker_.fetch_add(1, std::memory_order_relaxed);
       return;
     }
     publish(std::move(built.security));
@@ -610,21 +619,25 @@ void EndpointSecurityWatch::rebuild() {
     // Not settled: stamps_ stays as it was, so the next looks see the
     // change again and rebuild once it holds still.
   } catch (const std::exception& error) {
+    refuse(error.what(), reader);
     failed_reloads_.fetch_add(1, std::memory_order_relaxed);
-    refuse(error.what(), reader.paths);
   }
 }
 
 // A change not applied: the last good security stays in force. Watched from
 // now on: the files this version names (a missing certificate that appears
-// is a change), as they are now, so an unchanged refused file is not tried
-// and counted again. One line per distinct message: a file left as it is is
-// not logged at every look. The message names file and key, never a secret.
-void EndpointSecurityWatch::refuse(const std::string& message,
-                                   const std::vector<std::string>& paths) {
-  if (!paths.empty()) watched_ = paths;
-  stamps_.clear();
-  for (const std::string& path : watched_) stamps_.push_back(stamp_of(path));
+// is a change), as they were when read, so an unchanged refused file is not
+// tried and counted again while one replaced during the judgement is. One line per distinct
+// message: a file left as it is is not logged at every look. The message names file and key, never
+// a secret.
+void EndpointSecurityWatch::refuse(const std::string& message, const StampedReader& reader) {
+  if (!reader.paths.empty()) {
+    watched_ = reader.paths;
+    stamps_ = reader.stamps;  // as judged: a newer version is a change
+  } else {
+    stamps_.clear();
+    for (const std::string& path : watched_) stamps_.push_back(stamp_of(path));
+  }
   if (message == last_failure_) return;
   last_failure_ = message;
   write_log_line_to_stderr(

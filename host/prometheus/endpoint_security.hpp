@@ -105,6 +105,8 @@ bool certificate_has_allowed_san(const void* x509_certificate,
 // what it would have removed; lowering security takes a restart.
 // Threading: current() and the counters from any thread;
 // look() from any one thread at a time (serialized with the watch's own).
+class StampedReader;  // endpoint_security.cpp: the files read, stamped
+
 class EndpointSecurityWatch {
  public:
   using Clock = std::chrono::steady_clock;
@@ -144,7 +146,7 @@ class EndpointSecurityWatch {
   bool look_once();  // look(); true when a change is waiting to hold still
   void watch_directories();
   void rebuild();
-  void refuse(const std::string& message, const std::vector<std::string>& paths);
+  void refuse(const std::string& message, const StampedReader& reader);
   void publish(std::shared_ptr<const EndpointSecurity> security);
 
   const std::string file_;

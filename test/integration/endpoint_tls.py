@@ -242,6 +242,9 @@ class EndpointTls(unittest.TestCase):
             result="failure")
         self.assertTrue(sh.eventually(lambda: failures() == 1, 60, 0.2), self.run_.describe())
         self.assertEqual(status_of(self.curl_tls(url, "-u", "bob:b-pw")[1]), 200)
+        # The line is read from the process's stderr by a thread: waited for.
+        self.assertTrue(sh.eventually(lambda: self.run_.plugin_lines("not reloaded"), 60, 0.2),
+                        self.run_.describe())
         not_reloaded = [line for line in self.run_.stderr_lines if "not reloaded" in line]
         self.assertEqual(len(not_reloaded), 1, self.run_.describe())
         self.assertIn("basic_auth_users.bob", not_reloaded[0])
@@ -380,8 +383,9 @@ class EndpointTlsWithoutPrometheus(unittest.TestCase):
                         self.run_.describe())
         code, headers, _ = curl("--cacert", self.tls.path("ca.crt"), url)
         self.assertEqual((code, status_of(headers)), (0, 401), headers)
-        self.assertTrue(any("web configuration is empty" in line for line in self.run_.stderr_lines),
-                        self.run_.describe())
+        self.assertTrue(
+            sh.eventually(lambda: self.run_.plugin_lines("web configuration is empty"), 60, 0.2),
+            self.run_.describe())
         # Valid files that would lower security (cut before basic_auth_users,
         # cut before tls_server_config, '{}' written over it): each refused,
         # counted, and named in one line; TLS and the user stay in force.
@@ -391,6 +395,9 @@ class EndpointTlsWithoutPrometheus(unittest.TestCase):
             self.rewrite_in_place(text)
             self.assertTrue(
                 sh.eventually(lambda: self.reloads(url, "weaker", *auth) == count, 60, 0.2),
+                self.run_.describe())
+            self.assertTrue(sh.eventually(
+                lambda: len(self.run_.plugin_lines("would switch off")) == count, 60, 0.2),
                 self.run_.describe())
             line = [line for line in self.run_.stderr_lines if "would switch off" in line][-1]
             self.assertIn("not reloaded, the previous one stays in force", line)
@@ -416,6 +423,8 @@ class EndpointTlsWithoutPrometheus(unittest.TestCase):
         os.replace(fifo, self.tls.path("server.crt"))
         # Each curl has 20 s: a reload blocked in open(2) froze every connection.
         self.assertTrue(sh.eventually(lambda: self.reloads(url, "failure") == 1, 60, 0.2),
+                        self.run_.describe())
+        self.assertTrue(sh.eventually(lambda: self.run_.plugin_lines("not reloaded"), 60, 0.2),
                         self.run_.describe())
         failed = [line for line in self.run_.stderr_lines if "not reloaded" in line]
         self.assertEqual(len(failed), 1, self.run_.describe())
