@@ -212,7 +212,13 @@ def run_on_a_terminal(*args, guard_s=60):
         if not chunk:
             break
         output += chunk
+    # The terminal closes before the process has quite exited: wait for its
+    # exit (up to the guard) unless it asked for a passphrase.
+    asked = b"pass phrase" in output.lower()
     done, raw = os.waitpid(pid, os.WNOHANG)
+    while not done and not asked and time.monotonic() < deadline:
+        time.sleep(0.05)
+        done, raw = os.waitpid(pid, os.WNOHANG)
     if not done:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
