@@ -30,7 +30,7 @@ SecurityStrength make_security_strength(bool tls, ClientAuthType client_auth_typ
 
 SecurityStrength security_strength_of(const WebConfig& config) noexcept {
   return make_security_strength(config.tls_enabled, config.tls.client_auth_type,
-                                !config.tls.client_allowed_sans.empty(),
+                                config.tls.client_allowed_sans.has_value(),
                                 !config.basic_auth_users.empty());
 }
 

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <cstdint>
 #include <filesystem>
 #include <span>
 
@@ -17,16 +19,15 @@
 namespace tokenspeed::metrics {
 namespace {
 
-// Go's crypto/tls names (tls.CipherSuites(); the four RSA key exchange suites
-// were in that list until Go 1.22, so older exporters' files name them) and
-// OpenSSL's. The suites Go calls insecure (RC4, 3DES, CBC with SHA-256) are
-// refused by exporter-toolkit and here.
+// Go's crypto/tls names (tls.CipherSuites()) and OpenSSL's. The suites Go
+// lists as insecure (RSA key exchange, RC4, 3DES, CBC with SHA-256) are
+// "unknown cipher" to exporter-toolkit, and refused here.
 struct CipherName {
   const char* go;
   const char* openssl;
   bool tls13;
 };
-constexpr std::array<CipherName, 17> kCipherSuites{{
+constexpr std::array<CipherName, 13> kCipherSuites{{
     {"TLS_AES_128_GCM_SHA256", "TLS_AES_128_GCM_SHA256", true},
     {"TLS_AES_256_GCM_SHA384", "TLS_AES_256_GCM_SHA384", true},
     {"TLS_CHACHA20_POLY1305_SHA256", "TLS_CHACHA20_POLY1305_SHA256", true},
@@ -40,10 +41,6 @@ constexpr std::array<CipherName, 17> kCipherSuites{{
     {"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA-AES256-GCM-SHA384", false},
     {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA-CHACHA20-POLY1305", false},
     {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305", false},
-    {"TLS_RSA_WITH_AES_128_CBC_SHA", "AES128-SHA", false},
-    {"TLS_RSA_WITH_AES_256_CBC_SHA", "AES256-SHA", false},
-    {"TLS_RSA_WITH_AES_128_GCM_SHA256", "AES128-GCM-SHA256", false},
-    {"TLS_RSA_WITH_AES_256_GCM_SHA384", "AES256-GCM-SHA384", false},
 }};
 
 constexpr std::array<std::pair<const char*, const char*>, 4> kCurves{{
@@ -311,8 +308,8 @@ void read_tls(const Reader& in, const YamlNode& node, const std::string& file, W
           in.fail(Reader::index(key, tls.cipher_suites.size()), *item,
                   "unknown cipher suite '" + input_excerpt(text) +
                       "' (Go's names of crypto/tls, such as "
-                      "'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'; RC4, 3DES and CBC with SHA-256 "
-                      "are refused)");
+                      "'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'; RSA key exchange, RC4, 3DES and "
+                      "CBC with SHA-256 are refused)");
         }
         tls.cipher_suites.push_back({found->go, found->openssl, found->tls13});
       }
@@ -332,8 +329,12 @@ void read_tls(const Reader& in, const YamlNode& node, const std::string& file, W
         tls.curve_preferences.push_back({found->first, found->second});
       }
     } else if (name == "client_allowed_sans") {
+      // A list, even [], restricts: exporter-toolkit checks the list for
+      // nil, not for length. A key without a value is nil there too.
+      if (value.kind == YamlNode::Kind::null) continue;
+      tls.client_allowed_sans.emplace();
       for (const auto& listed : in.strings(value, key)) {
-        tls.client_allowed_sans.push_back(listed.first);
+        tls.client_allowed_sans->push_back(listed.first);
       }
     }
   }
@@ -365,7 +366,7 @@ void read_tls(const Reader& in, const YamlNode& node, const std::string& file, W
   }
   // A verifying client_auth_type without a client CA verifies against the
   // system's CAs, as Go does (endpoint_security loads OpenSSL's default paths).
-  if (!tls.client_allowed_sans.empty() && tls.client_auth_type == ClientAuthType::no_client_cert) {
+  if (tls.client_allowed_sans && tls.client_auth_type == ClientAuthType::no_client_cert) {
     in.fail(section + ".client_allowed_sans", node,
             "applies only with a client_auth_type that asks for client certificates");
   }
@@ -427,11 +428,45 @@ void read_users(const Reader& in, const YamlNode& node, WebConfig& config) {
     // The value is a secret: described, never quoted.
     if (hash.kind != YamlNode::Kind::scalar || !bcrypt_hash_cost(hash.value)) {
       in.fail(key, hash,
-              "must be a bcrypt hash ($2a$, $2b$ or $2y$, a cost from 04 to 31, 60 characters; "
+              "must be a bcrypt hash ($2a$, $2b$, $2x$ or $2y$, a cost from 04 to 31, 60 "
+              "characters; "
               "htpasswd -nBC 10 \"\" | tr -d ':\\n' makes one)");
     }
     config.basic_auth_users.emplace(user, hash.value);
   }
+}
+
+// A plain scalar read as an integer the way exporter-toolkit's YAML reader
+// (go-yaml v2) reads one: underscores dropped, then Go's base prefixes (0x,
+// 0o, 0b, a leading 0 for octal) and an optional sign. A value past int64, a
+// float ("1e3") or a quoted string is none.
+std::optional<std::int64_t> go_yaml_integer(const YamlNode& node) {
+  if (node.kind != YamlNode::Kind::scalar || node.quoted) return std::nullopt;
+  std::string text;
+  for (char c : node.value)
+    if (c != '_') text += c;
+  std::size_t at = 0;
+  const bool negative = !text.empty() && text[0] == '-';
+  if (!text.empty() && (text[0] == '-' || text[0] == '+')) at = 1;
+  int base = 10;
+  const std::string_view rest = std::string_view(text).substr(at);
+  if (rest.size() > 2 && rest[0] == '0' && (rest[1] == 'x' || rest[1] == 'X')) {
+    base = 16, at += 2;
+  } else if (rest.size() > 2 && rest[0] == '0' && (rest[1] == 'o' || rest[1] == 'O')) {
+    base = 8, at += 2;
+  } else if (rest.size() > 2 && rest[0] == '0' && (rest[1] == 'b' || rest[1] == 'B')) {
+    base = 2, at += 2;
+  } else if (rest.size() > 1 && rest[0] == '0') {
+    base = 8, at += 1;
+  }
+  if (at >= text.size()) return std::nullopt;
+  std::uint64_t magnitude = 0;
+  const auto [end, error] =
+      std::from_chars(text.data() + at, text.data() + text.size(), magnitude, base);
+  if (error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  const std::uint64_t limit = static_cast<std::uint64_t>(INT64_MAX) + (negative ? 1 : 0);
+  if (magnitude > limit) return std::nullopt;
+  return negative ? static_cast<std::int64_t>(0 - magnitude) : static_cast<std::int64_t>(magnitude);
 }
 
 void read_rate_limit(const Reader& in, const YamlNode& node, WebConfig& config) {
@@ -439,19 +474,17 @@ void read_rate_limit(const Reader& in, const YamlNode& node, WebConfig& config) 
   for (const auto& [name, value] : in.mapping(node, section, {"interval", "burst"})) {
     const std::string key = Reader::join(section, name);
     if (value.kind == YamlNode::Kind::null) continue;
-    const bool plain = value.kind == YamlNode::Kind::scalar && !value.quoted;
-    const bool digits = plain && !value.value.empty() && value.value.size() <= 18 &&
-                        std::all_of(value.value.begin(), value.value.end(),
-                                    [](char c) { return c >= '0' && c <= '9'; });
+    const std::optional<std::int64_t> integer = go_yaml_integer(value);
     if (name == "burst") {
-      if (!digits) in.fail(key, value, "must be a non-negative integer");
-      config.rate_limit.burst = std::stoll(value.value);
+      if (!integer || *integer < 0)
+        in.fail(key, value, "must be a non-negative integer (such as 10, 1_000 or 0x10)");
+      config.rate_limit.burst = *integer;
       continue;
     }
     // A duration string, or (as Go's YAML reader) an integer of nanoseconds.
     std::optional<std::chrono::nanoseconds> interval;
-    if (digits) {
-      interval = std::chrono::nanoseconds{std::stoll(value.value)};
+    if (integer) {
+      if (*integer >= 0) interval = std::chrono::nanoseconds{*integer};
     } else if (value.kind == YamlNode::Kind::scalar) {
       interval = parse_go_duration(value.value);
     }
@@ -490,14 +523,16 @@ void check_http2_ciphers(const Reader& in, const YamlNode* cipher_node, const We
 }  // namespace
 
 std::optional<int> bcrypt_hash_cost(std::string_view hash) {
-  if (hash.size() != 60 || hash[0] != '$' || hash[1] != '2' ||
-      (hash[2] != 'a' && hash[2] != 'b' && hash[2] != 'y') || hash[3] != '$' || hash[6] != '$') {
-    return std::nullopt;
-  }
-  if (hash[4] < '0' || hash[4] > '9' || hash[5] < '0' || hash[5] > '9') return std::nullopt;
-  const int cost = (hash[4] - '0') * 10 + (hash[5] - '0');
+  // "$2" and a minor version letter or none ("$2$"): Go's bcrypt reads the
+  // letter and computes the same for every one.
+  if (hash.size() < 4 || hash[0] != '$' || hash[1] != '2') return std::nullopt;
+  if (hash[2] >= 'a' && hash[2] <= 'z') hash.remove_prefix(1);
+  hash.remove_prefix(2);
+  if (hash.size() != 57 || hash[0] != '$' || hash[3] != '$') return std::nullopt;
+  if (hash[1] < '0' || hash[1] > '9' || hash[2] < '0' || hash[2] > '9') return std::nullopt;
+  const int cost = (hash[1] - '0') * 10 + (hash[2] - '0');
   if (cost < 4 || cost > 31) return std::nullopt;
-  const bool base64 = std::all_of(hash.begin() + 7, hash.end(), [](char c) {
+  const bool base64 = std::all_of(hash.begin() + 4, hash.end(), [](char c) {
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
            c == '/';
   });

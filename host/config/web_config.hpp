@@ -62,9 +62,11 @@ struct TlsServerConfig {
   bool prefer_server_cipher_suites = true;
   // Empty: Go's defaults (endpoint_security applies them).
   std::vector<Curve> curve_preferences;
-  // Empty: any client certificate the policy accepts; otherwise one of its
-  // DNS, IP, e-mail or URI subject alternative names must equal one of these.
-  std::vector<std::string> client_allowed_sans;
+  // Unset: any client certificate the policy accepts. Set, one of its DNS,
+  // IP, e-mail or URI subject alternative names must equal one of these: an
+  // empty list admits no client, as in exporter-toolkit (which checks the
+  // list for nil, not for length).
+  std::optional<std::vector<std::string>> client_allowed_sans;
 };
 
 struct HttpServerConfig {
@@ -109,9 +111,10 @@ WebConfig read_web_config(const std::string& path);
 // is the base of relative paths.
 WebConfig parse_web_config(std::string_view text, const std::string& file);
 
-// The cost of a bcrypt hash as crypt(3) writes it ("$2a$", "$2b$" or "$2y$",
-// a two-digit cost from 04 to 31, "$", 53 characters of bcrypt's base64), or
-// nothing when hash is not one.
+// The cost of a bcrypt hash ("$2", a minor version letter or none, as Go's
+// bcrypt reads it: "$2a$", "$2b$", "$2x$", "$2y$", "$2$"; a two-digit cost
+// from 04 to 31, "$", 53 characters of bcrypt's base64), or nothing when hash
+// is not one.
 std::optional<int> bcrypt_hash_cost(std::string_view hash);
 
 // The exporter-toolkit names, for messages and docs.

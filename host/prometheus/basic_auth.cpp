@@ -41,12 +41,22 @@ struct CryptState {
   std::unique_ptr<crypt_data> data;
 };
 
+// The hash as "$2b$": Go's bcrypt, which exporter-toolkit verifies with,
+// computes every minor version as $2b$ (crypt(3)'s $2x$ would reproduce an
+// old bug on 8-bit passwords, and its $2a$ a safeguard against it), so the
+// same password logs in here as there.
+std::string as_2b(const std::string& hash) {
+  const std::size_t cost_at = hash[2] == '$' ? 2 : 3;
+  return "$2b" + hash.substr(cost_at);
+}
+
 bool bcrypt_matches(const std::string& password, const std::string& hash) {
   CryptState state;
-  const char* result = crypt_r(password.c_str(), hash.c_str(), state.data.get());
+  const std::string setting = as_2b(hash);
+  const char* result = crypt_r(password.c_str(), setting.c_str(), state.data.get());
   // A failure is NULL or a failure token starting with '*', never a hash.
   if (result == nullptr || result[0] != '$') return false;
-  return equal_in_constant_time(result, hash);
+  return equal_in_constant_time(result, setting);
 }
 
 }  // namespace

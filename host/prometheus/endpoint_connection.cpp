@@ -74,9 +74,9 @@ void EndpointSession::on_handshake(beast::error_code ec) {
     server_.timeouts.fetch_add(1, std::memory_order_relaxed);
     return;  // the stream is already closed by the timeout
   }
-  if (!ec && !security_->client_allowed_sans.empty()) {
+  if (!ec && security_->client_allowed_sans) {
     const X509* peer = SSL_get0_peer_certificate(std::get<TlsStream>(stream_).native_handle());
-    if (!certificate_has_allowed_san(peer, security_->client_allowed_sans))
+    if (!certificate_has_allowed_san(peer, *security_->client_allowed_sans))
       ec = asio::error::access_denied;
   }
   if (ec) {

@@ -11,6 +11,7 @@
 #include <sys/inotify.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
@@ -106,6 +107,37 @@ struct TlsFiles {
   std::string client_ca;
 };
 
+// Adds the certificates of the client CA text to the context's trust store.
+// Each one is an anchor, as in Go's pool: a CA file holding only an
+// intermediate CA verifies the clients it signed (a partial chain). Text
+// without any certificate leaves the store empty, as Go's pool is then
+// (exporter-toolkit ignores AppendCertsFromPEM's answer): no client
+// certificate verifies, which is said once.
+void add_client_cas(ssl::context& context, const std::string& pem, const WebConfig& config,
+                    const std::string& key, const std::string& which) {
+  X509_STORE* store = SSL_CTX_get_cert_store(context.native_handle());
+  X509_STORE_set_flags(store, X509_V_FLAG_PARTIAL_CHAIN);
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (bio == nullptr) fail(config.file, key, "cannot read the client CA: out of memory");
+  std::size_t added = 0;
+  std::string error;
+  while (X509* certificate = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    if (X509_STORE_add_cert(store, certificate) == 1) ++added;
+    X509_free(certificate);
+  }
+  const unsigned long last = ERR_peek_last_error();
+  const bool ended =
+      ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE;
+  if (!ended && last != 0)
+    error = ERR_reason_error_string(last) ? ERR_reason_error_string(last) : "";
+  ERR_clear_error();
+  BIO_free(bio);
+  if (!error.empty()) fail(config.file, key, "cannot load the client CA" + which + ": " + error);
+  if (added == 0)
+    write_log_line_to_stderr("tokenspeed-metrics: warning: prometheus: " + config.file + ": '" +
+                             key + "' holds no certificate: no client certificate will verify");
+}
+
 void load_credentials(ssl::context& context, const WebConfig& config, const TlsFiles& files) {
   const TlsServerConfig& tls = config.tls;
   boost::system::error_code error;
@@ -145,15 +177,10 @@ void load_credentials(ssl::context& context, const WebConfig& config, const TlsF
          "cannot load the private key" + which + ": " + openssl_reason(error));
   }
   if (!tls.client_ca_file.empty()) {
-    context.add_certificate_authority(boost::asio::buffer(files.client_ca), error);
-    if (error)
-      fail(config.file, "tls_server_config.client_ca_file",
-           "cannot load the client CA '" + tls.client_ca_file + "': " + openssl_reason(error));
+    add_client_cas(context, files.client_ca, config, "tls_server_config.client_ca_file",
+                   " '" + tls.client_ca_file + "'");
   } else if (!tls.client_ca.empty()) {
-    context.add_certificate_authority(boost::asio::buffer(tls.client_ca), error);
-    if (error)
-      fail(config.file, "tls_server_config.client_ca",
-           "cannot load the client CA: " + openssl_reason(error));
+    add_client_cas(context, tls.client_ca, config, "tls_server_config.client_ca", "");
   } else if (tls.client_auth_type == ClientAuthType::verify_client_cert_if_given ||
              tls.client_auth_type == ClientAuthType::require_and_verify_client_cert) {
     // No client CA: verified against the system's CAs, as Go verifies
@@ -202,6 +229,9 @@ void set_protocol(ssl::context& context, const WebConfig& config) {
     min_version = TLS1_3_VERSION;
   }
   SSL_CTX_set_min_proto_version(native, min_version);
+  // OpenSSL 3 refuses TLS 1.0 and 1.1 above security level 0 (their
+  // handshakes sign with SHA-1); Go serves them when min_version asks.
+  if (min_version < TLS1_2_VERSION) SSL_CTX_set_security_level(native, 0);
   SSL_CTX_set_max_proto_version(native, openssl_version(tls.max_version));
   // With TLS 1.2 off there is no TLS 1.2 list to set (OpenSSL refuses an
   // empty one).

@@ -38,8 +38,8 @@ struct EndpointSecurity {
   // Null: plain HTTP.
   std::unique_ptr<boost::asio::ssl::context> tls;
   // A client certificate must carry one of these subject alternative names
-  // (empty: any the verification accepts).
-  std::vector<std::string> client_allowed_sans;
+  // (unset: any the verification accepts; an empty list: none).
+  std::optional<std::vector<std::string>> client_allowed_sans;
   BasicAuthVerifier users;
   std::vector<std::pair<std::string, std::string>> headers;  // added to every response
   RateLimitConfig rate_limit;

@@ -10,8 +10,12 @@ file stops start-up with one line naming the file and the key. Without
 Prometheus (curl and openssl s_client only): an emptied file is a failed
 reload, a valid file that would lower security is refused until a restart, a
 certificate replaced by a FIFO is a failed reload while the endpoint serves
-on, TLS 1.2 offers Go's default suites only, and client certificates are
-verified against the system's CAs when no client CA is given.
+on, TLS 1.2 offers Go's default suites only, client certificates are
+verified against the system's CAs when no client CA is given; and where
+exporter-toolkit's verdicts are the spec: `client_allowed_sans: []` admits no
+client, a client CA file of an intermediate CA alone verifies the clients it
+signed, a client CA file without certificates starts and verifies no one,
+`min_version: TLS10` serves TLS 1.0.
 
 Environment (set by test/integration/meson.build):
   TSM_BINARY      the tokenspeed-metrics executable
@@ -480,6 +484,57 @@ class EndpointTlsWithoutPrometheus(unittest.TestCase):
         self.assertNotEqual(code, 0, headers)
         code, headers, _ = curl("--cacert", self.tls.path("ca.crt"), url)
         self.assertNotEqual(code, 0, headers)
+
+    # Where exporter-toolkit's (Go's) verdicts differ from OpenSSL's defaults.
+
+    def client_status(self, url, client):
+        args = ("--cert", self.tls.path(client + ".crt"), "--key", self.tls.path(client + ".key"))
+        code, headers, _ = curl("--cacert", self.tls.path("ca.crt"), *args, url)
+        return status_of(headers) if code == 0 else None
+
+    def verifying(self, client_ca, extra=""):
+        return self.tls_server(extra="  client_auth_type: RequireAndVerifyClientCert\n"
+                                     f"  client_ca_file: {client_ca}\n{extra}")
+
+    def test_an_empty_client_allowed_sans_admits_no_client(self):
+        url, _ = self.start(self.verifying(self.tls.path("ca.crt"), "  client_allowed_sans: []\n"))
+        self.assertIsNone(self.client_status(url, "client"), self.run_.describe())
+        self.run_.kill()
+        url, _ = self.start(self.verifying(self.tls.path("ca.crt"),
+                                           "  client_allowed_sans: [scraper.test]\n"))
+        self.assertEqual(self.client_status(url, "client"), 200, self.run_.describe())
+
+    def test_a_client_ca_file_of_an_intermediate_ca_alone_verifies_the_clients_it_signed(self):
+        url, _ = self.start(self.verifying(self.tls.path("intermediate.crt")))
+        self.assertEqual(self.client_status(url, "below-intermediate"), 200, self.run_.describe())
+        # The root's own client is not below the intermediate: refused.
+        self.assertIsNone(self.client_status(url, "client"), self.run_.describe())
+
+    def test_a_client_ca_file_without_certificates_starts_and_verifies_no_client(self):
+        empty_ca = os.path.join(self.tmp, "no-certificates.pem")
+        with open(empty_ca, "w") as file:
+            file.write("# the CA certificates go here\n")
+        url, _ = self.start(self.verifying(empty_ca))
+        self.assertTrue(sh.eventually(lambda: any(
+            "'tls_server_config.client_ca_file' holds no certificate" in line
+            for line in self.run_.stderr_lines), 30), self.run_.describe())
+        self.assertIsNone(self.client_status(url, "client"), self.run_.describe())
+
+    def test_min_version_tls10_serves_tls10_and_the_default_does_not(self):
+        ca = self.tls.path("ca.crt")
+        # The client must allow TLS 1.0 too: Debian's OpenSSL does so only
+        # at security level 0.
+        tls10 = ("-tls1", "-cipher", "DEFAULT@SECLEVEL=0")
+        _, port = self.start(self.tls_server(extra="  min_version: TLS10\n"))
+        ok, out = s_client(port, ca, *tls10)
+        self.assertTrue(ok, out)
+        self.assertIn("Protocol  : TLSv1\n", out)
+        ok, out = s_client(port, ca, "-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0")
+        self.assertTrue(ok, out)
+        self.run_.kill()
+        _, port = self.start(self.tls_server())
+        ok, out = s_client(port, ca, *tls10)
+        self.assertFalse(ok, out)
 
 
 if __name__ == "__main__":

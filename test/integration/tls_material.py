@@ -40,7 +40,9 @@ class TlsMaterial:
     """Files in directory: ca.crt; server.crt/.key (SANs 127.0.0.1,
     localhost; an RSA key with server_key="RSA", else P-256); client.crt/.key
     (SAN DNS scraper.test, signed by ca); stranger.crt/.key (signed by
-    stranger-ca, which nothing trusts)."""
+    stranger-ca, which nothing trusts); intermediate.crt (a CA that ca
+    signed) and below-intermediate.crt/.key (a client it signed, SAN DNS
+    below.test)."""
 
     def __init__(self, directory, server_key="EC"):
         self.dir = directory
@@ -54,6 +56,11 @@ class TlsMaterial:
               "subjectAltName=DNS:scraper.test\nextendedKeyUsage=clientAuth\n", directory)
         _leaf("stranger", "/CN=stranger", "stranger-ca",
               "subjectAltName=DNS:stranger.test\nextendedKeyUsage=clientAuth\n", directory)
+        _leaf("intermediate", "/CN=tokenspeed-metrics test intermediate CA", "ca",
+              "basicConstraints=critical,CA:TRUE\nkeyUsage=critical,keyCertSign,cRLSign\n",
+              directory)
+        _leaf("below-intermediate", "/CN=below", "intermediate",
+              "subjectAltName=DNS:below.test\nextendedKeyUsage=clientAuth\n", directory)
 
     def path(self, name):
         return os.path.join(self.dir, name)

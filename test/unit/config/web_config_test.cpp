@@ -77,7 +77,7 @@ TEST_CASE("every tls_server_config key is read; relative paths are the file's di
       "  cipher_suites:\n"
       "    - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
       "    - TLS_AES_256_GCM_SHA384\n"
-      "    - TLS_RSA_WITH_AES_128_CBC_SHA\n"
+      "    - TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA\n"
       "  prefer_server_cipher_suites: false\n"
       "  curve_preferences: [X25519, CurveP256, CurveP384, CurveP521]\n"
       "  client_allowed_sans: [scraper.example.net, 10.0.0.7]\n",
@@ -95,7 +95,7 @@ TEST_CASE("every tls_server_config key is read; relative paths are the file's di
   CHECK_FALSE(config.tls.cipher_suites[0].tls13);
   CHECK(config.tls.cipher_suites[1].openssl_name == "TLS_AES_256_GCM_SHA384");
   CHECK(config.tls.cipher_suites[1].tls13);
-  CHECK(config.tls.cipher_suites[2].openssl_name == "AES128-SHA");
+  CHECK(config.tls.cipher_suites[2].openssl_name == "ECDHE-ECDSA-AES128-SHA");
   CHECK_FALSE(config.tls.prefer_server_cipher_suites);
   REQUIRE(config.tls.curve_preferences.size() == 4);
   CHECK(config.tls.curve_preferences[0].openssl_group == "X25519");
@@ -180,15 +180,26 @@ TEST_CASE("every Go cipher suite name of exporter-toolkit's all-ciphers file is 
                            "  - TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA\n"
                            "  - TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA\n"
                            "  - TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA\n"
-                           "  - TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA\n"
-                           "  - TLS_RSA_WITH_AES_256_CBC_SHA\n"
-                           "  - TLS_RSA_WITH_AES_128_GCM_SHA256\n"
-                           "  - TLS_RSA_WITH_AES_256_GCM_SHA384\n",
+                           "  - TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA\n",
                        kFile);
-  REQUIRE(config.tls.cipher_suites.size() == 16);
+  REQUIRE(config.tls.cipher_suites.size() == 13);
   CHECK(config.tls.cipher_suites[4].openssl_name == "ECDHE-ECDSA-CHACHA20-POLY1305");
   CHECK(config.tls.cipher_suites[9].openssl_name == "ECDHE-ECDSA-AES128-SHA");
-  CHECK(config.tls.cipher_suites[15].openssl_name == "AES256-GCM-SHA384");
+  CHECK(config.tls.cipher_suites[12].openssl_name == "ECDHE-RSA-AES256-SHA");
+}
+
+TEST_CASE("the suites Go lists as insecure are unknown ciphers, as to exporter-toolkit") {
+  for (const char* name :
+       {"TLS_RSA_WITH_AES_128_CBC_SHA", "TLS_RSA_WITH_AES_256_CBC_SHA",
+        "TLS_RSA_WITH_AES_128_GCM_SHA256", "TLS_RSA_WITH_AES_256_GCM_SHA384",
+        "TLS_RSA_WITH_AES_128_CBC_SHA256", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256",
+        "TLS_RSA_WITH_3DES_EDE_CBC_SHA", "TLS_ECDHE_RSA_WITH_RC4_128_SHA"}) {
+    INFO(name);
+    CHECK_THAT(
+        error_of(kTls + "  cipher_suites: [" + name + "]\n", "tls_server_config.cipher_suites[0]")
+            .message(),
+        Catch::Contains(std::string("unknown cipher suite '") + name + "'"));
+  }
 }
 
 TEST_CASE("http_server_config: http2 and the five allowed headers") {
@@ -264,11 +275,53 @@ TEST_CASE("rate_limit: a Go duration and a burst") {
   CHECK(config.rate_limit.interval == std::chrono::nanoseconds(1000));
 }
 
+// go-yaml v2, exporter-toolkit's reader: underscores dropped, then Go's
+// integer syntax with base prefixes (strconv.ParseInt with base 0).
+TEST_CASE("rate_limit: integers are read as exporter-toolkit's YAML reader reads them") {
+  const std::pair<const char*, std::int64_t> read[] = {
+      {"1_000", 1000},
+      {"0x10", 16},
+      {"0X1f", 31},
+      {"0o17", 15},
+      {"017", 15},
+      {"0b101", 5},
+      {"+7", 7},
+      {"1_0_0", 100},
+      {"0", 0},
+      {"00", 0},
+      {"9223372036854775807", INT64_MAX},
+      {"0x7fff_ffff_ffff_ffff", INT64_MAX},
+      {"1__", 1},
+  };
+  for (const auto& [text, value] : read) {
+    INFO(text);
+    const WebConfig config = parse_web_config(
+        std::string("rate_limit:\n  interval: ") + text + "\n  burst: " + text + "\n", kFile);
+    CHECK(config.rate_limit.burst == value);
+    CHECK(config.rate_limit.interval == std::chrono::nanoseconds(value));
+  }
+  // Past int64, a float, a quoted number, a sign alone, digits of another
+  // base, a negative burst: refused (go-yaml v2 would truncate a float such
+  // as 1e3 into an int; a burst is a count, so this reader does not).
+  for (const char* text :
+       {"9223372036854775808", "1e3", "1.5", "\"10\"", "+", "0x", "0b2", "08", "-1", "0x-1", "_"}) {
+    INFO(text);
+    error_of(std::string("rate_limit:\n  burst: ") + text + "\n", "rate_limit.burst");
+  }
+}
+
 TEST_CASE("bcrypt_hash_cost reads the cost of a crypt(3) bcrypt hash and nothing else") {
   CHECK(bcrypt_hash_cost(kHash) == 4);
   CHECK(bcrypt_hash_cost("$2y$10$X0h1gDsPszWURQaxFh.zoubFi6DXncSjhoQNJgRrnGs7EsimhC7zG") == 10);
   CHECK_FALSE(bcrypt_hash_cost("doe"));
-  CHECK_FALSE(bcrypt_hash_cost("$2x$04$Sc3ck7pNCZbTxPnyqbg7GOs9pGA9D0N8uqZDLfbgRKu0OBUyQTRt2"));
+  // Every minor version Go's bcrypt reads, and none.
+  CHECK(bcrypt_hash_cost("$2x$04$Sc3ck7pNCZbTxPnyqbg7GOs9pGA9D0N8uqZDLfbgRKu0OBUyQTRt2") == 4);
+  CHECK(bcrypt_hash_cost("$2a$05$Sc3ck7pNCZbTxPnyqbg7GOs9pGA9D0N8uqZDLfbgRKu0OBUyQTRt2") == 5);
+  CHECK(bcrypt_hash_cost("$2$04$Sc3ck7pNCZbTxPnyqbg7GOs9pGA9D0N8uqZDLfbgRKu0OBUyQTRt2") == 4);
+  CHECK_FALSE(bcrypt_hash_cost("$2$04$Sc3ck7pNCZbTxPnyqbg7GOs9pGA9D0N8uqZDLfbgRKu0OBUyQTRt"));
+  CHECK_FALSE(bcrypt_hash_cost("$2A$04$Sc3ck7pNCZbTxPnyqbg7GOs9pGA9D0N8uqZDLfbgRKu0OBUyQTRt2"));
+  CHECK_FALSE(bcrypt_hash_cost("$3a$04$Sc3ck7pNCZbTxPnyqbg7GOs9pGA9D0N8uqZDLfbgRKu0OBUyQTRt2"));
+  CHECK_FALSE(bcrypt_hash_cost("$2"));
   CHECK_FALSE(bcrypt_hash_cost("$2b$03$Sc3ck7pNCZbTxPnyqbg7GOs9pGA9D0N8uqZDLfbgRKu0OBUyQTRt2"));
   CHECK_FALSE(bcrypt_hash_cost("$2b$32$Sc3ck7pNCZbTxPnyqbg7GOs9pGA9D0N8uqZDLfbgRKu0OBUyQTRt2"));
   CHECK_FALSE(bcrypt_hash_cost("$2b$04$Sc3ck7pNCZbTxPnyqbg7GOs9pGA9D0N8uqZDLfbgRKu0OBUyQTRt"));
