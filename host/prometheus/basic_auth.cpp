@@ -1,4 +1,4 @@
-// basic_auth.cpp — bcrypt verification with crypt_r, the unknown user's
+// basic_auth.cpp — bcrypt verification with crypt_rn, the unknown user's
 // stand-in hash, a constant-time comparison and the salted digests of the
 // pairs that verified.
 #include "prometheus/basic_auth.hpp"
@@ -32,7 +32,7 @@ bool equal_in_constant_time(std::string_view a, std::string_view b) {
   return difference == 0;
 }
 
-// crypt_r's state (about 32 KiB) with the password-derived bytes wiped after use.
+// crypt_rn's state (about 32 KiB) with the password-derived bytes wiped after use.
 struct CryptState {
   CryptState() : data(std::make_unique<crypt_data>()) {}
   ~CryptState() { explicit_bzero(data.get(), sizeof(crypt_data)); }
@@ -53,7 +53,11 @@ std::string as_2b(const std::string& hash) {
 bool bcrypt_matches(const std::string& password, const std::string& hash) {
   CryptState state;
   const std::string setting = as_2b(hash);
-  const char* result = crypt_r(password.c_str(), setting.c_str(), state.data.get());
+  // crypt_rn, not crypt_r: the sanitizers' runtimes define crypt_r
+  // themselves, so a sanitized executable whose only use of libxcrypt is
+  // crypt_r drops the library (--as-needed) and calls a null real function.
+  const char* result = crypt_rn(password.c_str(), setting.c_str(), state.data.get(),
+                                static_cast<int>(sizeof(crypt_data)));
   // A failure is NULL or a failure token starting with '*', never a hash.
   if (result == nullptr || result[0] != '$') return false;
   return equal_in_constant_time(result, setting);

@@ -1,6 +1,6 @@
 // basic_auth.hpp — checks a basic-auth user name and password against the
 // bcrypt hashes of the web configuration (basic_auth_users), through
-// libxcrypt's crypt_r. An unknown user costs one bcrypt at a fixed cost. Keeps
+// libxcrypt's crypt_rn. An unknown user costs one bcrypt at a fixed cost. Keeps
 // no password: a pair that verified is remembered as a salted SHA-256 digest, so
 // a scraper that sends the same credentials every scrape pays bcrypt (tens of
 // milliseconds at cost 10) once; every other check is one bcrypt computation,
@@ -18,7 +18,7 @@
 namespace tokenspeed::metrics {
 
 // verify may be called from any number of threads at once (each call has its
-// own crypt_r state; the digests of verified pairs are under a mutex).
+// own crypt_rn state; the digests of verified pairs are under a mutex).
 class BasicAuthVerifier {
  public:
   // users: user name to bcrypt hash, as WebConfig::basic_auth_users (each
