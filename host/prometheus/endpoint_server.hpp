@@ -129,7 +129,8 @@ struct PrometheusEndpoint::Impl {
   void admit(tcp::socket socket);
   // Under sessions_mutex: chooses the session that has waited longest
   // without a complete request (or for its credential check), among those
-  // that had a request refused first, and marks it evicted; null when none
+  // that had a request refused first, then among those that never had one
+  // authorized, then among the rest, and marks it evicted; null when none
   // waits.
   // Every session it looks at is kept in `seen`, so that none is destroyed
   // (which takes sessions_mutex) before the caller lets the mutex go.
