@@ -363,7 +363,10 @@ double* MultiprocessMetricStore::append_record_locked(const std::string& name,
   }
   const std::size_t index = used / options_.region_bytes;
   try {
-    while (regions_.size() <= index) map_new_region();
+    while (regions_.size() <= index) {
+      map_new_region();
+      if (options_.after_write_step) options_.after_write_step(StoreWriteStep::region_mapped);
+    }
   } catch (const std::system_error& error) {
     // Blocks a failed posix_fallocate may have taken past the end go back.
     static_cast<void>(
@@ -380,6 +383,7 @@ double* MultiprocessMetricStore::append_record_locked(const std::string& name,
   std::byte* out = record;
   std::memcpy(out, &header, sizeof header);
   out += sizeof header;
+  if (options_.after_write_step) options_.after_write_step(StoreWriteStep::header_written);
   std::memcpy(out, name.data(), name.size());
   out += name.size();
   for (const std::string& value : label_values) {
@@ -389,14 +393,17 @@ double* MultiprocessMetricStore::append_record_locked(const std::string& name,
     std::memcpy(out, value.data(), value.size());
     out += value.size();
   }
+  if (options_.after_write_step) options_.after_write_step(StoreWriteStep::labels_written);
   auto* slots = reinterpret_cast<double*>(record + header_bytes);
   for (std::size_t i = 0; i < slot_count; ++i) {
     std::atomic_ref<double>(slots[i]).store(0.0, std::memory_order_relaxed);
   }
+  if (options_.after_write_step) options_.after_write_step(StoreWriteStep::slots_zeroed);
 
   used_ += record_bytes;
   auto* file_header = reinterpret_cast<FileHeader*>(regions_.front().base);
   std::atomic_ref<std::uint64_t>(file_header->used).store(used_, std::memory_order_release);
+  if (options_.after_write_step) options_.after_write_step(StoreWriteStep::published);
   return slots;
 }
 

@@ -36,11 +36,25 @@ namespace tokenspeed::metrics {
 //   A record_size of 0 means "the rest of this region is unused".
 //   The file grows by whole regions; each region is mapped on its own, so
 //   slots handed out earlier stay where they are.
+// The steps of adding a record, in the order the writer takes them: a
+// reader of a writer that died after any of them (or within one) must find
+// the file whole (test/unit/prometheus/store_crash_points_test.cpp).
+enum class StoreWriteStep {
+  region_mapped,
+  header_written,
+  labels_written,
+  slots_zeroed,
+  published
+};
+
 struct MultiprocessStoreOptions {
   std::filesystem::path directory;       // the run directory (must exist)
   std::string file_prefix = "producer";  // file name: <prefix>_<pid>.db
   std::size_t region_bytes = 1u << 20;   // multiple of the page size, at most 4 GiB
   SeriesBound bound = {};                // series per family (metric_store.hpp)
+  // Tests only: called after each step of adding a record, under the
+  // writer's lock, to look at the file as a writer dying there leaves it.
+  std::function<void(StoreWriteStep)> after_write_step;
   // A file that cannot be created (a full file system): false throws
   // StartupError naming the file and --metrics-multiproc-dir (the launcher
   // at start-up); true records on with every series in memory (a producer:
