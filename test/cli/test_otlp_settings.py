@@ -147,13 +147,32 @@ class OtlpSettings(HttpCredentialSettings, unittest.TestCase):
                                           "'endpoint': with protocol grpc", part)
                 self.assert_no_secret(self.check({"protocol": "grpc", "endpoint": endpoint})[1])
 
-    def test_an_http_protobuf_endpoint_keeps_its_query_and_headers_grpc_owns(self):
+    def test_an_http_protobuf_endpoint_keeps_its_query_and_grpc_names(self):
         # OTLP/HTTP receivers may route or authorize by a query: it is sent.
         endpoint = "http://127.0.0.1:4318/v1/metrics?tenant=a"
-        _, result = self.check({"endpoint": endpoint, "headers": {"te": "x"}})
+        _, result = self.check({"endpoint": endpoint, "headers": {"grpc-x": "x"}})
         self.assertEqual(result.returncode, 0, result.stderr)
         line = next(line for line in result.stdout.splitlines() if line.startswith("otlp: "))
         self.assertEqual(json.loads(line.split(": ", 1)[1])["endpoint"], endpoint)
+
+    def test_http_protobuf_refuses_the_headers_its_transport_sends_unquoted(self):
+        for name in ("Content-Type", "content-encoding", "Host", "te", "Transfer-Encoding"):
+            with self.subTest(name=name):
+                self.assert_startup_error({"headers": {name: SECRET_VALUE}},
+                                          f"'headers': '{name}' is the HTTP transport's own header")
+                self.assert_no_secret(self.check({"headers": {name: SECRET_VALUE}})[1])
+
+    def test_a_bin_header_file_that_is_not_base64_fails_startup_unquoted(self):
+        secret = os.path.join(os.environ.get("TSM_TEST_TMPDIR", "/tmp"),
+                              f"otlp-bin-header-{os.getpid()}")
+        with open(secret, "w") as file:
+            file.write(SECRET_VALUE + "!\n")
+        os.chmod(secret, 0o600)
+        self.addCleanup(os.unlink, secret)
+        self.assert_startup_error({**GRPC, "header_files": {"trace-bin": secret}},
+                                  "'header_files': 'trace-bin' must hold base64",
+                                  "its file does not")
+        self.assert_no_secret(self.check({**GRPC, "header_files": {"trace-bin": secret}})[1])
 
     def assert_no_secret(self, result):
         self.assertNotIn(SECRET_VALUE, result.stdout + result.stderr)

@@ -352,6 +352,32 @@ inline void check_sigv4_settings(const json::Value& sigv4, bool authorization,
 
 }  // namespace detail
 
+/* Why a header name is the HTTP transport's own, or "" when an operator
+ * may set it: an exporter over HTTP/1.1 sends its body's type, length and
+ * encoding, the host of its URL and its connection's headers itself, and a
+ * second value would be ambiguous to the receiver or break the exchange.
+ * user-agent stays the operator's to set. */
+inline std::string_view http_reserved_header(std::string_view name) noexcept {
+  if (detail::same_header(name, "content-type")) return "the exporter sends its body's media type";
+  if (detail::same_header(name, "content-length")) return "the exporter sends its body's length";
+  if (detail::same_header(name, "content-encoding"))
+    return "the exporter sets it from its compression";
+  if (detail::same_header(name, "host")) return "it is the host of the URL";
+  for (const char* connection : {"connection", "keep-alive", "proxy-connection",
+                                 "transfer-encoding", "upgrade", "te", "trailer", "expect"}) {
+    if (detail::same_header(name, connection)) return "a connection's own header, the transport's";
+  }
+  return {};
+}
+
+/* Whose headers a transport reserves, for check_http_settings' message. */
+struct ReservedHeaders {
+  std::string_view (*why)(std::string_view name) noexcept;
+  const char* owner;  // "the HTTP transport's", "gRPC's"
+};
+inline constexpr ReservedHeaders kHttpReservedHeaders{http_reserved_header, "the HTTP transport's"};
+inline constexpr ReservedHeaders kGrpcReservedHeaders{grpc_reserved_header, "gRPC's"};
+
 /* Checks the settings every HTTP exporter has, after SettingsTable::validate.
  * The URL (key url_key) and the headers (headers_key, header_files) follow
  * the rules of their row types, kUrl and kHeaderMap (check_http_url,
@@ -360,20 +386,34 @@ inline void check_sigv4_settings(const json::Value& sigv4, bool authorization,
  * held to them too. When the table has the rows above: tls only
  * with an https:// URL, cert_file with key_file, basic_auth's two keys
  * together and not with bearer_token_file, no Authorization header beside
- * them, a header not both in headers and header_files, and every file
+ * them, a header not both in headers and header_files, no header the
+ * transport sends itself (reserved: HTTP/1.1's by default), and every file
  * readable (a credential file: a regular file of at most 64 KiB, not empty).
  * Throws std::invalid_argument naming the key (and the file), never a
  * header's value or a file's content. */
 inline void check_http_settings(const json::Value& settings, std::string_view url_key,
-                                std::string_view headers_key = "headers") {
+                                std::string_view headers_key = "headers",
+                                const ReservedHeaders& reserved = kHttpReservedHeaders) {
   const std::string& url = settings.at(url_key).as_string();
   check_http_url("'" + std::string(url_key) + "'", url);
   const bool https = url.rfind("https://", 0) == 0;
   std::vector<std::string> names;  // of every header configured
+  const auto check_not_reserved = [&](std::string_view key, const std::string& name) {
+    const std::string_view why = reserved.why(name);
+    if (!why.empty()) {
+      throw std::invalid_argument("'" + std::string(key) + "': '" + name + "' is " +
+                                  reserved.owner + " own header (" + std::string(why) +
+                                  "); remove it");
+    }
+  };
   check_header_map("'" + std::string(headers_key) + "'", settings.at(headers_key));
-  for (const auto& member : settings.at(headers_key).as_object()) names.push_back(member.first);
+  for (const auto& member : settings.at(headers_key).as_object()) {
+    check_not_reserved(headers_key, member.first);
+    names.push_back(member.first);
+  }
   if (const json::Value* files = settings.find("header_files")) {
     check_header_map("'header_files'", *files);
+    for (const auto& member : files->as_object()) check_not_reserved("header_files", member.first);
     for (const auto& [name, path] : files->as_object()) {
       for (const std::string& other : names) {
         if (detail::same_header(name, other)) {
@@ -449,34 +489,36 @@ inline void check_http_settings(const json::Value& settings, std::string_view ur
     detail::check_sigv4_settings(*sigv4, authorization, names);
 }
 
-/* The checks of a gRPC exporter's settings: check_http_settings', then the
- * URL a gRPC target (check_grpc_endpoint), no name of headers_key or
- * header_files that gRPC owns (grpc_reserved_header), and the value of a
- * -bin header of headers_key in base64, as gRPC sends binary metadata (a
- * header file's is read at each call, not here). Throws
+/* The checks of a gRPC exporter's settings: check_http_settings' with the
+ * headers gRPC owns reserved (grpc_reserved_header) instead of HTTP/1.1's,
+ * then the URL a gRPC target (check_grpc_endpoint), and the value of a -bin
+ * header in base64, as gRPC sends binary metadata: of headers_key, and of
+ * header_files as the file holds it now (read again at each call). Throws
  * std::invalid_argument naming the key and the header, never quoting a
  * value. */
 inline void check_grpc_settings(const json::Value& settings, std::string_view url_key,
                                 std::string_view headers_key = "headers") {
-  check_http_settings(settings, url_key, headers_key);
+  check_http_settings(settings, url_key, headers_key, kGrpcReservedHeaders);
   check_grpc_endpoint("'" + std::string(url_key) + "'", settings.at(url_key).as_string());
   for (const std::string_view key : {headers_key, std::string_view("header_files")}) {
     const json::Value* headers = settings.find(key);
     if (headers == nullptr) continue;
     for (const auto& [name, value] : headers->as_object()) {
-      const std::string_view why = grpc_reserved_header(name);
-      if (!why.empty()) {
-        throw std::invalid_argument("'" + std::string(key) + "': '" + name +
-                                    "' is gRPC's own header (" + std::string(why) + "); remove it");
-      }
-      std::string decoded;
       const bool binary =
           name.size() > 4 &&
           detail::same_header(std::string_view(name).substr(name.size() - 4), "-bin");
-      if (binary && key == headers_key && !grpc_base64_decode(value.as_string(), decoded)) {
-        throw std::invalid_argument("'" + std::string(key) + "': '" + name +
-                                    "' must hold base64 (gRPC sends a -bin header's value as "
-                                    "binary metadata)");
+      if (!binary) continue;
+      std::string text = value.as_string();
+      if (key != headers_key && !read_credential_file(value.as_string(), text).empty()) continue;
+      std::string decoded;
+      const bool base64 = grpc_base64_decode(text, decoded);
+      std::fill(text.begin(), text.end(), '\0');
+      std::fill(decoded.begin(), decoded.end(), '\0');
+      if (!base64) {
+        throw std::invalid_argument(
+            "'" + std::string(key) + "': '" + name + "' must hold base64 (gRPC sends a -bin " +
+            "header's value as binary metadata)" +
+            (key == headers_key ? std::string() : ", and its file does not"));
       }
     }
   }

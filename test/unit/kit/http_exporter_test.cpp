@@ -238,7 +238,39 @@ TEST_CASE("a gRPC exporter refuses gRPC's own headers and a non-base64 -bin valu
   CHECK(grpc_refusal(R"({"url": "ftp://c:4317"})").rfind("'url' must start with", 0) == 0);
   CHECK(grpc_refusal(R"({"url": "http://c:4317?k=s3cr3t"})").find("without a query") !=
         std::string::npos);
-  // Over HTTP the same settings pass: a query, and the header names gRPC owns.
-  CHECK(refusal(R"({"url": "http://c:4318/v1/metrics?k=v", "headers": {"te": "x"}})") ==
+  // A -bin header's file holds base64 too: checked as it is now, unquoted.
+  const std::string not_base64 = dir.write("not-base64", "s3cr3t!");
+  const std::string from_file =
+      grpc_refusal("{" + url + R"("header_files": {"trace-bin": ")" + not_base64 + "\"}}");
+  CHECK(from_file ==
+        "'header_files': 'trace-bin' must hold base64 (gRPC sends a -bin header's value as "
+        "binary metadata), and its file does not");
+  CHECK(from_file.find("s3cr3t") == std::string::npos);
+  const std::string base64 = dir.write("base64", "AAEC\n");
+  CHECK(grpc_refusal("{" + url + R"("header_files": {"trace-bin": ")" + base64 + "\"}}") ==
         "accepted");
+  // Over HTTP: a query passes, and grpc- names are the operator's.
+  CHECK(refusal(R"({"url": "http://c:4318/v1/metrics?k=v", "headers": {"grpc-x": "x"}})") ==
+        "accepted");
+}
+
+TEST_CASE("an HTTP exporter refuses the headers its transport sends itself, unquoted") {
+  const tokenspeed::metrics::test::TempDir dir("tsm-kit-http-headers");
+  const std::string file = dir.write("f", "s3cr3t");
+  CHECK(refusal(R"({"headers": {"User-Agent": "collector/1", "X-Scope-OrgID": "t"}})") ==
+        "accepted");
+  for (const char* name :
+       {"Content-Type", "content-length", "Content-Encoding", "Host", "Connection", "Keep-Alive",
+        "Proxy-Connection", "Transfer-Encoding", "Upgrade", "TE", "Trailer", "Expect"}) {
+    INFO(name);
+    const std::string refused =
+        refusal(std::string(R"({"headers": {")") + name + R"(": "s3cr3t"}})");
+    CHECK(refused.rfind(
+              std::string("'headers': '") + name + "' is the HTTP transport's own header (", 0) ==
+          0);
+    CHECK(refused.find("s3cr3t") == std::string::npos);
+    CHECK(refusal(std::string(R"({"header_files": {")") + name + R"(": ")" + file + "\"}}")
+              .rfind(std::string("'header_files': '") + name + "' is the HTTP transport's own",
+                     0) == 0);
+  }
 }
