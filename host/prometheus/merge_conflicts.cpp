@@ -42,12 +42,14 @@ std::vector<MetricDefinition> build_definitions() {
                        {"family"},
                        {},
                        GaugeMode::livesum},
+      // A gauge: a stopped, live process that goes on takes its series out
+      // of it again, so it can fall.
       MetricDefinition{"tokenspeed_metrics_observations_interrupted",
-                       MetricKind::counter,
+                       MetricKind::gauge,
                        "Exponential histogram series whose process stopped inside an observe "
-                       "(killed, or stopped longer than a scrape waits): each shown as it was "
-                       "before, at most one observation in flight missing.",
-                       "observations",
+                       "(killed, or stopped longer than a scrape waits), at this scrape: each "
+                       "shown as it was before, at most one observation in flight missing.",
+                       "series",
                        {"family"},
                        {},
                        GaugeMode::livesum},

@@ -44,9 +44,10 @@ struct MergeConflict {
 //   tokenspeed_metrics_observations_not_finite_total{family}  counter: NaN
 //       and +/-Inf observed into its series, in no bucket, count or sum
 // and, when a process stopped inside an observe of an exponential histogram:
-//   tokenspeed_metrics_observations_interrupted_total{family}  counter: its
-//       series read back to the state before (exponential_slot_reader.hpp),
-//       each missing at most the one observation in flight
+//   tokenspeed_metrics_observations_interrupted{family}  gauge: its series
+//       read back to the state before at this scrape
+//       (exponential_slot_reader.hpp), each missing at most the one
+//       observation in flight
 const std::vector<MetricDefinition>& merge_self_metric_definitions();
 
 // The merge's own families for these conflicts (none when there is none).
