@@ -378,6 +378,80 @@ struct ReservedHeaders {
 inline constexpr ReservedHeaders kHttpReservedHeaders{http_reserved_header, "the HTTP transport's"};
 inline constexpr ReservedHeaders kGrpcReservedHeaders{grpc_reserved_header, "gRPC's"};
 
+namespace detail {
+
+/* The names of headers_key and header_files, checked: valid names and
+ * values (check_header_map), none the transport reserves, none in both, and
+ * every header file a readable credential file. */
+inline std::vector<std::string> checked_header_names(const json::Value& settings,
+                                                     std::string_view headers_key,
+                                                     const ReservedHeaders& reserved) {
+  std::vector<std::string> names;
+  const auto check_not_reserved = [&](std::string_view key, const std::string& name) {
+    const std::string_view why = reserved.why(name);
+    if (!why.empty()) {
+      throw std::invalid_argument("'" + std::string(key) + "': '" + name + "' is " +
+                                  reserved.owner + " own header (" + std::string(why) +
+                                  "); remove it");
+    }
+  };
+  check_header_map("'" + std::string(headers_key) + "'", settings.at(headers_key));
+  for (const auto& member : settings.at(headers_key).as_object()) {
+    check_not_reserved(headers_key, member.first);
+    names.push_back(member.first);
+  }
+  const json::Value* files = settings.find("header_files");
+  if (files == nullptr) return names;
+  check_header_map("'header_files'", *files);
+  for (const auto& member : files->as_object()) check_not_reserved("header_files", member.first);
+  for (const auto& [name, path] : files->as_object()) {
+    for (const std::string& other : names) {
+      if (same_header(name, other)) {
+        throw std::invalid_argument("'header_files': '" + name + "' is also in '" +
+                                    std::string(headers_key) + "'");
+      }
+    }
+    check_credential_file("'header_files': '" + name + "'", path.as_string());
+    names.push_back(name);
+  }
+  return names;
+}
+
+/* The tls object (null: the table has none): its settings only with an
+ * https:// url, cert_file with key_file, the files readable, server_name a
+ * host name. */
+inline void check_tls_settings(const json::Value* tls, std::string_view url_key,
+                               const std::string& url) {
+  if (tls == nullptr) return;
+  const bool https = url.rfind("https://", 0) == 0;
+  for (const auto& [key, value] : tls->as_object()) {
+    const bool set = value.is_bool()        ? value.as_bool()
+                     : key == "min_version" ? value.as_string() != "TLS12"
+                                            : !value.as_string().empty();
+    if (set && !https) {
+      throw std::invalid_argument("'tls." + key + "' needs an https:// URL, and '" +
+                                  std::string(url_key) + "' is " + url);
+    }
+  }
+  const std::string& cert = tls->at("cert_file").as_string();
+  const std::string& key = tls->at("key_file").as_string();
+  if (cert.empty() != key.empty()) {
+    throw std::invalid_argument(cert.empty() ? "'tls.key_file' needs 'tls.cert_file'"
+                                             : "'tls.cert_file' needs 'tls.key_file'");
+  }
+  for (const char* file : {"ca_file", "cert_file", "key_file"}) {
+    const std::string& path = tls->at(file).as_string();
+    if (!path.empty()) check_tls_file(std::string("'tls.") + file + "'", path);
+  }
+  const std::string& server_name = tls->at("server_name").as_string();
+  if (server_name.find_first_of(":/@ \t\r\n[]") != std::string::npos) {
+    throw std::invalid_argument("'tls.server_name' must be a host name, got \"" + server_name +
+                                "\"");
+  }
+}
+
+}  // namespace detail
+
 /* Checks the settings every HTTP exporter has, after SettingsTable::validate.
  * The URL (key url_key) and the headers (headers_key, header_files) follow
  * the rules of their row types, kUrl and kHeaderMap (check_http_url,
@@ -396,62 +470,10 @@ inline void check_http_settings(const json::Value& settings, std::string_view ur
                                 const ReservedHeaders& reserved = kHttpReservedHeaders) {
   const std::string& url = settings.at(url_key).as_string();
   check_http_url("'" + std::string(url_key) + "'", url);
-  const bool https = url.rfind("https://", 0) == 0;
-  std::vector<std::string> names;  // of every header configured
-  const auto check_not_reserved = [&](std::string_view key, const std::string& name) {
-    const std::string_view why = reserved.why(name);
-    if (!why.empty()) {
-      throw std::invalid_argument("'" + std::string(key) + "': '" + name + "' is " +
-                                  reserved.owner + " own header (" + std::string(why) +
-                                  "); remove it");
-    }
-  };
-  check_header_map("'" + std::string(headers_key) + "'", settings.at(headers_key));
-  for (const auto& member : settings.at(headers_key).as_object()) {
-    check_not_reserved(headers_key, member.first);
-    names.push_back(member.first);
-  }
-  if (const json::Value* files = settings.find("header_files")) {
-    check_header_map("'header_files'", *files);
-    for (const auto& member : files->as_object()) check_not_reserved("header_files", member.first);
-    for (const auto& [name, path] : files->as_object()) {
-      for (const std::string& other : names) {
-        if (detail::same_header(name, other)) {
-          throw std::invalid_argument("'header_files': '" + name + "' is also in '" +
-                                      std::string(headers_key) + "'");
-        }
-      }
-      detail::check_credential_file("'header_files': '" + name + "'", path.as_string());
-      names.push_back(name);
-    }
-  }
+  const std::vector<std::string> names =
+      detail::checked_header_names(settings, headers_key, reserved);
+  detail::check_tls_settings(settings.find("tls"), url_key, url);
   bool authorization = false;
-  if (const json::Value* tls = settings.find("tls")) {
-    for (const auto& [key, value] : tls->as_object()) {
-      const bool set = value.is_bool()        ? value.as_bool()
-                       : key == "min_version" ? value.as_string() != "TLS12"
-                                              : !value.as_string().empty();
-      if (set && !https) {
-        throw std::invalid_argument("'tls." + key + "' needs an https:// URL, and '" +
-                                    std::string(url_key) + "' is " + url);
-      }
-    }
-    const std::string& cert = tls->at("cert_file").as_string();
-    const std::string& key = tls->at("key_file").as_string();
-    if (cert.empty() != key.empty()) {
-      throw std::invalid_argument(cert.empty() ? "'tls.key_file' needs 'tls.cert_file'"
-                                               : "'tls.cert_file' needs 'tls.key_file'");
-    }
-    for (const char* file : {"ca_file", "cert_file", "key_file"}) {
-      const std::string& path = tls->at(file).as_string();
-      if (!path.empty()) detail::check_tls_file(std::string("'tls.") + file + "'", path);
-    }
-    const std::string& server_name = tls->at("server_name").as_string();
-    if (server_name.find_first_of(":/@ \t\r\n[]") != std::string::npos) {
-      throw std::invalid_argument("'tls.server_name' must be a host name, got \"" + server_name +
-                                  "\"");
-    }
-  }
   if (const json::Value* basic = settings.find("basic_auth")) {
     const std::string& username = basic->at("username").as_string();
     const std::string& password_file = basic->at("password_file").as_string();
