@@ -244,123 +244,143 @@ std::optional<std::chrono::nanoseconds> parse_go_duration(std::string_view text)
   return std::chrono::nanoseconds{static_cast<std::int64_t>(total)};
 }
 
-void read_tls(const Reader& in, const YamlNode& node, const std::string& file, WebConfig& config) {
-  const std::string section = "tls_server_config";
+// The tls_server_config keys that name files, as given (exporter-toolkit
+// turns TLS on when any is).
+struct TlsFilesGiven {
+  bool cert_file = false;
+  bool key_file = false;
+  bool client_ca_file = false;
+  const YamlNode* client_auth_node = nullptr;  // where client_auth_type is, for its errors
+};
+
+void read_client_auth_type(const Reader& in, const YamlNode& value, const std::string& key,
+                           WebConfig& config) {
+  const std::string text = in.string(value, key);
+  if (text.empty()) return;
+  const auto found = std::find_if(kClientAuthTypes.begin(), kClientAuthTypes.end(),
+                                  [&](const auto& entry) { return text == entry.first; });
+  if (found == kClientAuthTypes.end()) {
+    in.fail(key, value,
+            "unknown client_auth_type '" + input_excerpt(text) + "' (expected one of " +
+                quoted_names(std::span(kClientAuthTypes.data(), 5)) + ")");
+  }
+  config.tls.client_auth_type = found->second;
+  config.tls_enabled = true;
+}
+
+TlsVersion read_tls_version(const Reader& in, const YamlNode& value, const std::string& key) {
+  const std::string text = in.string(value, key);
+  const auto found = std::find_if(kTlsVersions.begin(), kTlsVersions.end(),
+                                  [&](const auto& entry) { return text == entry.first; });
+  if (found == kTlsVersions.end()) {
+    in.fail(key, value,
+            "unknown TLS version '" + input_excerpt(text) + "' (expected one of " +
+                quoted_names(kTlsVersions) + ")");
+  }
+  return found->second;
+}
+
+void read_cipher_suites(const Reader& in, const YamlNode& value, const std::string& key,
+                        TlsServerConfig& tls) {
+  for (const auto& listed : in.strings(value, key)) {
+    const std::string& text = listed.first;
+    const auto found = std::find_if(kCipherSuites.begin(), kCipherSuites.end(),
+                                    [&](const CipherName& entry) { return text == entry.go; });
+    if (found == kCipherSuites.end()) {
+      in.fail(Reader::index(key, tls.cipher_suites.size()), *listed.second,
+              "unknown cipher suite '" + input_excerpt(text) +
+                  "' (Go's names of crypto/tls, such as "
+                  "'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'; RSA key exchange, RC4, 3DES and "
+                  "CBC with SHA-256 are refused)");
+    }
+    tls.cipher_suites.push_back({found->go, found->openssl, found->tls13});
+  }
+}
+
+void read_curves(const Reader& in, const YamlNode& value, const std::string& key,
+                 TlsServerConfig& tls) {
+  for (const auto& listed : in.strings(value, key)) {
+    const std::string& text = listed.first;
+    const auto found = std::find_if(kCurves.begin(), kCurves.end(),
+                                    [&](const auto& entry) { return text == entry.first; });
+    if (found == kCurves.end()) {
+      in.fail(Reader::index(key, tls.curve_preferences.size()), *listed.second,
+              "unknown curve '" + input_excerpt(text) + "' (expected one of " +
+                  quoted_names(kCurves) + ")");
+    }
+    tls.curve_preferences.push_back({found->first, found->second});
+  }
+}
+
+// One key of tls_server_config into config.
+void read_tls_key(const Reader& in, const std::string& name, const YamlNode& value,
+                  const std::string& file, WebConfig& config, TlsFilesGiven& given) {
   TlsServerConfig& tls = config.tls;
-  bool cert_file_given = false;
-  bool key_file_given = false;
-  bool client_ca_file_given = false;
-  const YamlNode* client_auth_node = &node;
-  for (const auto& [name, value] :
-       in.mapping(node, section,
-                  {"cert_file", "key_file", "client_ca_file", "cert", "key", "client_ca",
-                   "client_auth_type", "min_version", "max_version", "cipher_suites",
-                   "prefer_server_cipher_suites", "curve_preferences", "client_allowed_sans"})) {
-    const std::string key = Reader::join(section, name);
-    if (name == "cert_file") {
-      tls.cert_file = resolve(file, in.string(value, key));
-      cert_file_given = !tls.cert_file.empty();
-    } else if (name == "key_file") {
-      tls.key_file = resolve(file, in.string(value, key));
-      key_file_given = !tls.key_file.empty();
-    } else if (name == "client_ca_file") {
-      tls.client_ca_file = resolve(file, in.string(value, key));
-      client_ca_file_given = !tls.client_ca_file.empty();
-    } else if (name == "cert") {
-      tls.cert = in.string(value, key);
-    } else if (name == "key") {
-      if (value.kind != YamlNode::Kind::null && value.kind != YamlNode::Kind::scalar) {
-        in.fail(key, value, "must be a string (a PEM private key)");
-      }
-      tls.key = value.kind == YamlNode::Kind::null ? std::string() : value.value;
-    } else if (name == "client_ca") {
-      tls.client_ca = in.string(value, key);
-    } else if (name == "client_auth_type") {
-      client_auth_node = &value;
-      const std::string text = in.string(value, key);
-      if (text.empty()) continue;
-      const auto found = std::find_if(kClientAuthTypes.begin(), kClientAuthTypes.end(),
-                                      [&](const auto& entry) { return text == entry.first; });
-      if (found == kClientAuthTypes.end()) {
-        in.fail(key, value,
-                "unknown client_auth_type '" + input_excerpt(text) + "' (expected one of " +
-                    quoted_names(std::span(kClientAuthTypes.data(), 5)) + ")");
-      }
-      tls.client_auth_type = found->second;
-      config.tls_enabled = true;
-    } else if (name == "min_version" || name == "max_version") {
-      const std::string text = in.string(value, key);
-      const auto found = std::find_if(kTlsVersions.begin(), kTlsVersions.end(),
-                                      [&](const auto& entry) { return text == entry.first; });
-      if (found == kTlsVersions.end()) {
-        in.fail(key, value,
-                "unknown TLS version '" + input_excerpt(text) + "' (expected one of " +
-                    quoted_names(kTlsVersions) + ")");
-      }
-      (name == "min_version" ? tls.min_version : tls.max_version) = found->second;
-    } else if (name == "cipher_suites") {
-      for (const auto& listed : in.strings(value, key)) {
-        const std::string& text = listed.first;
-        const YamlNode* item = listed.second;
-        const auto found = std::find_if(kCipherSuites.begin(), kCipherSuites.end(),
-                                        [&](const CipherName& entry) { return text == entry.go; });
-        if (found == kCipherSuites.end()) {
-          in.fail(Reader::index(key, tls.cipher_suites.size()), *item,
-                  "unknown cipher suite '" + input_excerpt(text) +
-                      "' (Go's names of crypto/tls, such as "
-                      "'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'; RSA key exchange, RC4, 3DES and "
-                      "CBC with SHA-256 are refused)");
-        }
-        tls.cipher_suites.push_back({found->go, found->openssl, found->tls13});
-      }
-    } else if (name == "prefer_server_cipher_suites") {
-      tls.prefer_server_cipher_suites = in.boolean(value, key);
-    } else if (name == "curve_preferences") {
-      for (const auto& listed : in.strings(value, key)) {
-        const std::string& text = listed.first;
-        const YamlNode* item = listed.second;
-        const auto found = std::find_if(kCurves.begin(), kCurves.end(),
-                                        [&](const auto& entry) { return text == entry.first; });
-        if (found == kCurves.end()) {
-          in.fail(Reader::index(key, tls.curve_preferences.size()), *item,
-                  "unknown curve '" + input_excerpt(text) + "' (expected one of " +
-                      quoted_names(kCurves) + ")");
-        }
-        tls.curve_preferences.push_back({found->first, found->second});
-      }
-    } else if (name == "client_allowed_sans") {
-      // A list, even [], restricts: exporter-toolkit checks the list for
-      // nil, not for length. A key without a value is nil there too.
-      if (value.kind == YamlNode::Kind::null) continue;
-      tls.client_allowed_sans.emplace();
-      for (const auto& listed : in.strings(value, key)) {
-        tls.client_allowed_sans->push_back(listed.first);
-      }
+  const std::string key = Reader::join("tls_server_config", name);
+  if (name == "cert_file") {
+    tls.cert_file = resolve(file, in.string(value, key));
+    given.cert_file = !tls.cert_file.empty();
+  } else if (name == "key_file") {
+    tls.key_file = resolve(file, in.string(value, key));
+    given.key_file = !tls.key_file.empty();
+  } else if (name == "client_ca_file") {
+    tls.client_ca_file = resolve(file, in.string(value, key));
+    given.client_ca_file = !tls.client_ca_file.empty();
+  } else if (name == "cert") {
+    tls.cert = in.string(value, key);
+  } else if (name == "key") {
+    if (value.kind != YamlNode::Kind::null && value.kind != YamlNode::Kind::scalar) {
+      in.fail(key, value, "must be a string (a PEM private key)");
+    }
+    tls.key = value.kind == YamlNode::Kind::null ? std::string() : value.value;
+  } else if (name == "client_ca") {
+    tls.client_ca = in.string(value, key);
+  } else if (name == "client_auth_type") {
+    given.client_auth_node = &value;
+    read_client_auth_type(in, value, key, config);
+  } else if (name == "min_version" || name == "max_version") {
+    (name == "min_version" ? tls.min_version : tls.max_version) = read_tls_version(in, value, key);
+  } else if (name == "cipher_suites") {
+    read_cipher_suites(in, value, key, tls);
+  } else if (name == "prefer_server_cipher_suites") {
+    tls.prefer_server_cipher_suites = in.boolean(value, key);
+  } else if (name == "curve_preferences") {
+    read_curves(in, value, key, tls);
+  } else if (name == "client_allowed_sans") {
+    // A list, even [], restricts: exporter-toolkit checks the list for
+    // nil, not for length. A key without a value is nil there too.
+    if (value.kind == YamlNode::Kind::null) return;
+    tls.client_allowed_sans.emplace();
+    for (const auto& listed : in.strings(value, key)) {
+      tls.client_allowed_sans->push_back(listed.first);
     }
   }
-  // What turns TLS on, as exporter-toolkit's TLSConfig.IsEnabled.
-  config.tls_enabled = config.tls_enabled || cert_file_given || key_file_given ||
-                       client_ca_file_given || !tls.cert.empty() || !tls.key.empty() ||
-                       !tls.client_ca.empty();
-  if (!config.tls_enabled) return;
-  if (!cert_file_given && tls.cert.empty()) {
+}
+
+// The rules between the keys of tls_server_config, once TLS is on.
+void check_tls_rules(const Reader& in, const YamlNode& node, const TlsFilesGiven& given,
+                     const WebConfig& config) {
+  const std::string section = "tls_server_config";
+  const TlsServerConfig& tls = config.tls;
+  if (!given.cert_file && tls.cert.empty()) {
     in.fail(section + ".cert_file", node, "TLS needs a certificate: give cert_file (or cert)");
   }
-  if (!key_file_given && tls.key.empty()) {
+  if (!given.key_file && tls.key.empty()) {
     in.fail(section + ".key_file", node, "TLS needs a private key: give key_file (or key)");
   }
-  if (cert_file_given && !tls.cert.empty()) {
+  if (given.cert_file && !tls.cert.empty()) {
     in.fail(section + ".cert", node, "give either cert or cert_file, not both");
   }
-  if (key_file_given && !tls.key.empty()) {
+  if (given.key_file && !tls.key.empty()) {
     in.fail(section + ".key", node, "give either key or key_file, not both");
   }
-  if (client_ca_file_given && !tls.client_ca.empty()) {
+  if (given.client_ca_file && !tls.client_ca.empty()) {
     in.fail(section + ".client_ca", node, "give either client_ca or client_ca_file, not both");
   }
-  const bool client_ca = client_ca_file_given || !tls.client_ca.empty();
+  const bool client_ca = given.client_ca_file || !tls.client_ca.empty();
   if (client_ca && tls.client_auth_type == ClientAuthType::no_client_cert) {
-    in.fail(section + ".client_auth_type", *client_auth_node,
+    in.fail(section + ".client_auth_type",
+            given.client_auth_node != nullptr ? *given.client_auth_node : node,
             "a client CA is configured without a client certificate policy: set "
             "client_auth_type (RequireAndVerifyClientCert to verify clients)");
   }
@@ -375,6 +395,23 @@ void read_tls(const Reader& in, const YamlNode& node, const std::string& file, W
             std::string(tls_version_name(tls.min_version)) + " is above max_version " +
                 std::string(tls_version_name(tls.max_version)));
   }
+}
+
+void read_tls(const Reader& in, const YamlNode& node, const std::string& file, WebConfig& config) {
+  TlsFilesGiven given;
+  for (const auto& [name, value] :
+       in.mapping(node, "tls_server_config",
+                  {"cert_file", "key_file", "client_ca_file", "cert", "key", "client_ca",
+                   "client_auth_type", "min_version", "max_version", "cipher_suites",
+                   "prefer_server_cipher_suites", "curve_preferences", "client_allowed_sans"})) {
+    read_tls_key(in, name, value, file, config, given);
+  }
+  // What turns TLS on, as exporter-toolkit's TLSConfig.IsEnabled.
+  const TlsServerConfig& tls = config.tls;
+  config.tls_enabled = config.tls_enabled || given.cert_file || given.key_file ||
+                       given.client_ca_file || !tls.cert.empty() || !tls.key.empty() ||
+                       !tls.client_ca.empty();
+  if (config.tls_enabled) check_tls_rules(in, node, given, config);
 }
 
 void read_http(const Reader& in, const YamlNode& node, WebConfig& config) {
