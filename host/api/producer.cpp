@@ -14,8 +14,7 @@
 #include "api/shutdown_report.hpp"
 #include "process/producer_runtime.hpp"
 #include "process/producer_handoff.hpp"
-#include "prometheus/prometheus_exposition.hpp"
-#include "prometheus/prometheus_merge.hpp"
+#include "prometheus/prometheus_output.hpp"
 #include "tokenspeed/metrics/options.hpp"
 #include "tokenspeed/metrics/producer.hpp"
 
@@ -63,10 +62,9 @@ class ProducerImpl {
   std::string render_metrics() const {
     if (!producer_) return {};
     const std::string& run_dir = producer_->handoff().run_dir;
-    if (!run_dir.empty()) return render_metric_files(run_dir);
-    ScrapeSources sources;
-    sources.local_store = producer_->metrics().memory_store();
-    return render_exposition(merge_scrape(sources));
+    if (!run_dir.empty()) return render_directory(run_dir);
+    const InProcessMetricStore* store = producer_->metrics().memory_store();
+    return store ? render_store(*store) : std::string();
   }
 
   ShutdownReport close(std::chrono::nanoseconds budget) {

@@ -14,9 +14,7 @@
 #include "config/metrics_flags.hpp"
 #include "config/metrics_startup.hpp"
 #include "config/secret_redaction.hpp"
-#include "prometheus/multiprocess_run_dir.hpp"
-#include "prometheus/prometheus_endpoint.hpp"
-#include "prometheus/prometheus_options.hpp"
+#include "prometheus/prometheus_output.hpp"
 
 namespace tokenspeed::metrics::cli {
 namespace {
@@ -29,20 +27,6 @@ constexpr const char* kSynopsis =
     "[--metrics-allow-insecure-plugins] [--metrics-reporter-queue-size N] "
     "[--metrics-shutdown-timeout SECONDS] [--metrics-host ADDR] [--metrics-port PORT] "
     "[--metrics-multiproc-dir DIR]";
-
-// What startup does for the built-in output, undone at once: the base
-// directory checks, and binding the endpoint's address (a port in use fails
-// here as it would at startup). Creates no directory and serves nothing.
-// Returns what the web configuration, if any, protects the endpoint with.
-std::string check_prometheus(const MetricsSettings& settings) {
-  check_multiprocess_base_dir(multiproc_base_dir(settings));
-  PrometheusEndpointOptions probe = endpoint_options(settings);
-  probe.threads = 1;
-  PrometheusEndpoint endpoint(probe, [] { return std::string(); });
-  const std::string security = endpoint.security_summary();
-  endpoint.stop(std::chrono::milliseconds(200));
-  return security;
-}
 
 }  // namespace
 

@@ -24,9 +24,7 @@
 #include "process/launcher_runtime.hpp"
 #include "process/orphan_reaper.hpp"
 #include "process/producer_exit.hpp"
-#include "prometheus/prometheus_merge.hpp"
-#include "prometheus/prometheus_options.hpp"
-#include "prometheus/reporter_self_metrics.hpp"
+#include "prometheus/prometheus_output.hpp"
 #include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics::cli {
@@ -42,31 +40,6 @@ std::string self_executable() {
   const ssize_t n = ::readlink("/proc/self/exe", path, sizeof path - 1);
   if (n <= 0) throw std::runtime_error("cannot find the tokenspeed-metrics executable");
   return std::string(path, static_cast<std::size_t>(n));
-}
-
-// Per output: events delivered and dropped so far, summed over processes.
-struct OutputFigures {
-  double delivered = 0;
-  double dropped = 0;
-};
-
-std::map<std::string, OutputFigures> output_totals(const std::filesystem::path& run_dir) {
-  std::map<std::string, OutputFigures> totals;
-  ScrapeSources sources;
-  for (const MetricDefinition& metric : reporter_self_metric_definitions())
-    sources.catalog.push_back(&metric);
-  sources.run_dir = run_dir;
-  for (const MergedFamily& family : merge_scrape(sources)) {
-    const bool delivered = family.metric->name == "tokenspeed_metrics_reporter_events_delivered";
-    const bool dropped = family.metric->name == "tokenspeed_metrics_reporter_events_dropped";
-    if (!delivered && !dropped) continue;
-    for (const MergedSeries& series : family.series) {
-      if (series.labels.empty() || series.slots.empty()) continue;
-      OutputFigures& entry = totals[series.labels.front().second];
-      (delivered ? entry.delivered : entry.dropped) += series.slots[0];
-    }
-  }
-  return totals;
 }
 
 std::string format_seconds(double seconds) {
@@ -235,7 +208,7 @@ class LiveStatus {
   void update(std::chrono::steady_clock::time_point now) {
     if (!enabled_ || now - previous_time_ < std::chrono::seconds(1)) return;
     const double elapsed = std::chrono::duration<double>(now - previous_time_).count();
-    const auto totals = output_totals(run_dir_);
+    const auto totals = delivery_totals(run_dir_);
     std::string line;
     for (const auto& [name, total] : totals) {
       const double rate = (total.delivered - previous_[name].delivered) / elapsed;
@@ -254,7 +227,7 @@ class LiveStatus {
   bool enabled_;
   std::filesystem::path run_dir_;
   std::string url_;
-  std::map<std::string, OutputFigures> previous_;
+  std::map<std::string, OutputDeliveryTotals> previous_;
   std::chrono::steady_clock::time_point previous_time_ = std::chrono::steady_clock::now();
 };
 

@@ -8,11 +8,6 @@
 #include <cstdio>
 
 #include "process/producer_exit.hpp"
-#include "prometheus/endpoint_self_metrics.hpp"
-#include "prometheus/prometheus_exposition.hpp"
-#include "prometheus/prometheus_merge.hpp"
-#include "prometheus/prometheus_options.hpp"
-#include "prometheus/reporter_self_metrics.hpp"
 
 namespace tokenspeed::metrics {
 namespace {
@@ -47,7 +42,9 @@ void LauncherRuntime::start() {
 
   ProducerHandoff handoff;
   if (enabled) {
-    run_dir_ = std::make_unique<MultiprocessRunDir>(multiproc_base_dir(settings));
+    prometheus_ = std::make_unique<PrometheusNode>(settings, [this] {
+      if (local_) local_->publish_self_figures();
+    });
     sessions_ = std::make_unique<NodeSessions>(warn_line);
     producer_outputs_ = sessions_->start(selection.outputs, settings.shutdown_timeout);
 
@@ -55,20 +52,16 @@ void LauncherRuntime::start() {
     router.queue_size = settings.queue_size;
     local_ = std::make_unique<ProcessMetrics>(
         *startup_.registry,
-        ProcessMetricsOptions{producer_outputs_, run_dir_->path().string(), "launcher", router,
-                              settings.max_series_per_family, settings.node_name});
+        ProcessMetricsOptions{producer_outputs_, prometheus_->run_dir().string(), "launcher",
+                              router, settings.max_series_per_family, settings.node_name});
 
-    if (selection.prometheus) {
-      endpoint_ = std::make_unique<PrometheusEndpoint>(
-          endpoint_options(settings), FamiliesHandler([this] { return scrape_families(); }));
-      scraped_endpoint_.store(endpoint_.get(), std::memory_order_release);
-    }
+    if (selection.prometheus) prometheus_->serve(settings);
     handoff.outputs = producer_outputs_;
     handoff.plugin_dirs =
         startup_.loader ? startup_.loader->directories() : std::vector<std::string>{};
     handoff.disabled_plugins = PluginSearchOptions::from_environment({}, false).disabled_plugins;
     handoff.allow_insecure_plugins = settings.given.allow_insecure_plugins;
-    handoff.run_dir = run_dir_->path().string();
+    handoff.run_dir = prometheus_->run_dir().string();
   }
   handoff.queue_size = settings.queue_size;
   handoff.max_series_per_family = settings.max_series_per_family;
@@ -76,10 +69,10 @@ void LauncherRuntime::start() {
   handoff.shutdown_budget = std::chrono::duration_cast<std::chrono::nanoseconds>(
       settings.shutdown_timeout * kProducerShare);
   handoff_ = handoff;
-  if (run_dir_) {
+  if (prometheus_) {
     // For the producers an engine starts itself (fork, posix_spawn, Python
     // multiprocessing): they find it through producer_environment().
-    handoff_file_ = run_dir_->path() / "handoff.json";
+    handoff_file_ = prometheus_->run_dir() / "handoff.json";
     write_handoff_file(handoff_file_, handoff_);
   }
   supervisor_.on_exit([this](const ProducerProcess& process) {
@@ -106,30 +99,15 @@ std::vector<std::pair<std::string, std::string>> LauncherRuntime::producer_envir
 }
 
 std::string LauncherRuntime::metrics_url() const {
-  return endpoint_ ? endpoint_->url() : std::string();
+  return prometheus_ ? prometheus_->url() : std::string();
 }
 
 std::filesystem::path LauncherRuntime::run_dir() const {
-  return run_dir_ ? run_dir_->path() : std::filesystem::path();
+  return prometheus_ ? prometheus_->run_dir() : std::filesystem::path();
 }
 
-std::string LauncherRuntime::render_metrics() const { return render_exposition(scrape_families()); }
-
-std::vector<MergedFamily> LauncherRuntime::scrape_families() const {
-  if (!run_dir_) return {};
-  if (local_) local_->publish_self_figures();
-  // Every family comes with its definition from the file of the process
-  // that records it: the engine's own metrics and the host's figures alike.
-  ScrapeSources sources;
-  sources.run_dir = run_dir_->path();
-  sources.file_mappings = &file_mappings_;
-  if (const PrometheusEndpoint* endpoint = scraped_endpoint_.load(std::memory_order_acquire)) {
-    const EndpointFigures counters = endpoint->figures();
-    sources.extra = [counters](PrometheusMerge& merge) {
-      add_endpoint_self_figures(merge, counters);
-    };
-  }
-  return merge_scrape(sources);
+std::string LauncherRuntime::render_metrics() const {
+  return prometheus_ ? prometheus_->render() : std::string();
 }
 
 void LauncherRuntime::stop_producers() noexcept {
@@ -176,18 +154,18 @@ LauncherShutdownReport LauncherRuntime::shutdown() noexcept {
     report_.launcher_sinks_closed =
         local_->close(std::chrono::duration_cast<std::chrono::nanoseconds>(remaining));
     report_.launcher_sinks = local_->sink_figures();
-    write_process_summary(run_dir_->path(),
+    write_process_summary(prometheus_->run_dir(),
                           {"launcher", ::getpid(), report_.launcher_sinks, local_->unstored()});
   }
   if (sessions_) sessions_->close(deadline);
-  if (endpoint_) endpoint_->stop(std::chrono::milliseconds(500));
-  if (run_dir_) {
+  if (prometheus_) {
+    prometheus_->stop(std::chrono::milliseconds(500));
     try {
-      report_.summaries = read_process_summaries(run_dir_->path());
+      report_.summaries = read_process_summaries(prometheus_->run_dir());
     } catch (...) {
       // The summary is a courtesy; shutdown goes on.
     }
-    run_dir_->remove();
+    prometheus_->remove();
   }
   report_.elapsed = std::chrono::steady_clock::now() - begin;
   return report_;

@@ -19,13 +19,11 @@
 
 #include "config/metrics_flags.hpp"
 #include "config/metrics_startup.hpp"
-#include "prometheus/multiprocess_run_dir.hpp"
 #include "process/node_sessions.hpp"
 #include "process/process_metrics.hpp"
 #include "process/process_summary.hpp"
 #include "process/producer_supervisor.hpp"
-#include "prometheus/producer_file_mappings.hpp"
-#include "prometheus/prometheus_endpoint.hpp"
+#include "prometheus/prometheus_output.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -81,8 +79,6 @@ class LauncherRuntime {
   ProducerSupervisor& producers() noexcept { return supervisor_; }
   // The merged exposition, as a text scrape would return it.
   std::string render_metrics() const;
-  // The merged families a scrape renders (in the format it asks for).
-  std::vector<MergedFamily> scrape_families() const;
 
   // The first step of shutdown on its own: asks the producers to stop, waits
   // for them (their share of the budget) and kills the late ones. Their
@@ -106,18 +102,14 @@ class LauncherRuntime {
 
   LauncherOptions options_;
   MetricsStartup startup_;
-  std::unique_ptr<MultiprocessRunDir> run_dir_;
-  // The run directory's files, kept mapped between scrapes (render threads;
-  // declared before endpoint_, so it outlives every scrape).
-  mutable ProducerFileMappings file_mappings_;
   std::unique_ptr<NodeSessions> sessions_;
   std::vector<ProducerOutput> producer_outputs_;
   ProducerHandoff handoff_;
   std::filesystem::path handoff_file_;  // in the run directory; empty when disabled
   std::unique_ptr<ProcessMetrics> local_;
-  std::unique_ptr<PrometheusEndpoint> endpoint_;
-  // endpoint_ for its own scrapes, which may begin before endpoint_ is set.
-  std::atomic<const PrometheusEndpoint*> scraped_endpoint_{nullptr};
+  // The run directory and the endpoint; declared after local_, whose figures
+  // its scrapes publish, so it stops first.
+  std::unique_ptr<PrometheusNode> prometheus_;
   ProducerSupervisor supervisor_;
   bool started_ = false;
   bool shut_down_ = false;

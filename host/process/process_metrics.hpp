@@ -19,10 +19,9 @@
 #include "pipeline/event_router.hpp"
 #include "core/in_process_metric_store.hpp"
 #include "core/metric_store.hpp"
-#include "prometheus/multiprocess_metric_store.hpp"
+#include "prometheus/prometheus_output.hpp"
 #include "process/producer_handoff.hpp"
 #include "plugin/reporter_registry.hpp"
-#include "prometheus/reporter_self_metrics.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -12,7 +12,7 @@
 
 #include "pipeline/sink_figures.hpp"
 #include "process/producer_supervisor.hpp"
-#include "prometheus/multiprocess_metric_store.hpp"
+#include "prometheus/prometheus_output.hpp"
 
 namespace tokenspeed::metrics {
 

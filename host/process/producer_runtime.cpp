@@ -13,7 +13,6 @@
 #include <utility>
 
 #include "core/startup_error.hpp"
-#include "prometheus/multiprocess_run_dir.hpp"
 
 namespace tokenspeed::metrics {
 namespace {
@@ -80,7 +79,7 @@ void ProducerRuntime::warn(const std::string& line) const {
 }
 
 void ProducerRuntime::warn_of_earlier_files(const std::string& dir) const {
-  const auto earlier = files_of_earlier_gone_writers(dir, current_process_instance().start_time);
+  const auto earlier = earlier_runs_files(dir);
   if (earlier.empty()) return;
   std::string names;
   for (std::size_t i = 0; i < earlier.size() && i < 4; ++i) {

@@ -21,7 +21,7 @@
 #include "process/process_metrics.hpp"
 #include "process/process_summary.hpp"
 #include "process/producer_handoff.hpp"
-#include "prometheus/multiprocess_metric_store.hpp"
+#include "prometheus/prometheus_output.hpp"
 
 namespace tokenspeed::metrics {
 

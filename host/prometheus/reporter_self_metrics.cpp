@@ -135,4 +135,23 @@ void ReporterSelfMetrics::add_to(PrometheusMerge& merge) const {
   add_output_self_figures(merge, source_());
 }
 
+std::map<std::string, OutputDeliveryTotals> delivery_totals(const std::filesystem::path& run_dir) {
+  const auto& defs = reporter_self_metric_definitions();
+  ScrapeSources sources;
+  sources.catalog = catalog_pointers(defs);
+  sources.run_dir = run_dir;
+  std::map<std::string, OutputDeliveryTotals> totals;
+  for (const MergedFamily& family : merge_scrape(sources)) {
+    const bool delivered = family.metric->name == defs[kSelfEventsDelivered].name;
+    if (!delivered && family.metric->name != defs[kSelfEventsDropped].name) continue;
+    for (const MergedSeries& series : family.series) {
+      // The first label is the output's (`reporter`).
+      if (series.labels.empty() || series.slots.empty()) continue;
+      OutputDeliveryTotals& entry = totals[series.labels.front().second];
+      (delivered ? entry.delivered : entry.dropped) += series.slots[0];
+    }
+  }
+  return totals;
+}
+
 }  // namespace tokenspeed::metrics

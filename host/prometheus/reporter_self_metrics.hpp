@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
+#include <map>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -67,6 +69,14 @@ enum ReporterSelfMetric : std::size_t {
 
 // Adds one process's figures to a scrape's merge (as a live process).
 void add_output_self_figures(PrometheusMerge& merge, const std::vector<OutputSelfFigures>& figures);
+
+// One output's events delivered and dropped, summed over a run's processes.
+struct OutputDeliveryTotals {
+  double delivered = 0;
+  double dropped = 0;  // every reason
+};
+// Read back from the metric files of a run directory, per output name.
+std::map<std::string, OutputDeliveryTotals> delivery_totals(const std::filesystem::path& run_dir);
 
 // Threading: set_source and add_to may be called from any thread (one mutex);
 // the source runs on the scraping thread with that mutex held.

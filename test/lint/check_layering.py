@@ -8,6 +8,8 @@ the list does not name, and on any cycle among host/'s files. Also checks
 each folder's links= (the libraries only its component library links): a
 file that includes a library's headers in a folder that does not name it
 fails, and so does a folder naming a library none of its files includes.
+A folder with "face=HEADER" is used through that header alone: a file of
+another folder that includes any other of its headers fails.
 
 Usage: check_layering.py SOURCE_ROOT
 """
@@ -36,7 +38,7 @@ def library_of(header):
 
 
 def read_layers(path):
-    order, public_api, links = [], set(), {}
+    order, public_api, links, faces = [], set(), {}, {}
     for line in path.read_text().splitlines():
         words = line.split("#", 1)[0].split()
         if not words:
@@ -46,12 +48,14 @@ def read_layers(path):
             public_api.add(words[0])
         links[words[0]] = [name for word in words[1:] if word.startswith("links=")
                            for name in word[len("links="):].split(",")]
-    return order, public_api, links
+        faces.update({words[0]: word[len("face="):] for word in words[1:]
+                      if word.startswith("face=")})
+    return order, public_api, links, faces
 
 
 def main(root):
     host = root / "host"
-    order, public_api, links = read_layers(host / "layers.txt")
+    order, public_api, links, faces = read_layers(host / "layers.txt")
     rank = {folder: index for index, folder in enumerate(order)}
     problems = []
     for folder, names in links.items():
@@ -102,6 +106,9 @@ def main(root):
             elif rank[to] > rank[folder]:
                 problems.append(f"{where}: runs upward: '{folder}' may not include "
                                 f"'{to}' (host/layers.txt lists '{to}' after it)")
+            elif to != folder and to in faces and target != pathlib.Path(to, faces[to]):
+                problems.append(f"{where}: '{to}' is used through its face alone, "
+                                f"{to}/{faces[to]}")
     for folder in order:
         problems += [f"host/layers.txt: '{folder}' links '{name}' but none of its files "
                      f"includes that library's headers" for name in links[folder]

@@ -10,12 +10,14 @@ import unittest
 CHECK = pathlib.Path(__file__).with_name("check_layering.py")
 LAYERS = "include\ncore\npipeline links=zlib\nsimulator public-api\n"
 
+FACE_LAYERS = "include\ncore face=face.hpp\npipeline\n"
 
-def run_check(files):
+
+def run_check(files, layers=LAYERS):
     with tempfile.TemporaryDirectory() as root:
         host = pathlib.Path(root) / "host"
         (host).mkdir()
-        (host / "layers.txt").write_text(LAYERS)
+        (host / "layers.txt").write_text(layers)
         for name, text in files.items():
             (host / name).parent.mkdir(parents=True, exist_ok=True)
             (host / name).write_text(text)
@@ -35,6 +37,18 @@ class CheckLayering(unittest.TestCase):
         })
         self.assertEqual(code, 0, out)
         self.assertIn(": ok", out)
+
+    def test_a_folder_with_a_face_is_used_through_it_alone(self):
+        code, out = run_check({"core/face.hpp": '#include "core/inner.hpp"\n',
+                               "core/inner.hpp": "", "core/inner.cpp": '#include "inner.hpp"\n',
+                               "pipeline/b.cpp": '#include "core/face.hpp"\n'}, FACE_LAYERS)
+        self.assertEqual(code, 0, out)
+        code, out = run_check({"core/face.hpp": "", "core/inner.hpp": "",
+                               "pipeline/b.cpp": '#include "core/face.hpp"\n'
+                                                 '#include "core/inner.hpp"\n'}, FACE_LAYERS)
+        self.assertEqual(code, 1, out)
+        self.assertIn('host/pipeline/b.cpp:2: #include "core/inner.hpp": \'core\' is used '
+                      "through its face alone, core/face.hpp", out)
 
     def test_an_upward_include_fails_naming_the_line(self):
         code, out = run_check({"core/a.cpp": '// x\n#include "pipeline/b.hpp"\n',
