@@ -61,8 +61,8 @@ int run_check(int argc, char** argv) {
   for (const std::string& name : selection.order) {
     if (name == kPrometheusReporterName) {
       std::cout << "prometheus: built-in";
-      if (settings.web_config_file)
-        std::cout << "; web configuration " << *settings.web_config_file << ": " << security;
+      if (settings.web_config)
+        std::cout << "; web configuration " << *settings.web_config << ": " << security;
       std::cout << '\n';
       continue;
     }

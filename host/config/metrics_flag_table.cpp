@@ -4,6 +4,7 @@
 #include "config/metrics_flag_table.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 namespace tokenspeed::metrics {
@@ -28,6 +29,35 @@ const MetricsFlag* find_metrics_flag(std::string_view flag) {
 }
 
 std::string flag_spelling(const MetricsFlag& flag) { return "--" + std::string(flag.name); }
+
+std::string flag_variable(std::string_view flag) {
+  if (flag.starts_with("--")) flag.remove_prefix(2);
+  if (flag == "enable-metrics") return "TOKENSPEED_METRICS_ENABLE";
+  if (flag.starts_with("metrics-")) flag.remove_prefix(8);
+  std::string variable = "TOKENSPEED_METRICS_";
+  for (const char c : flag) {
+    variable += c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  }
+  return variable;
+}
+
+StartupError flag_error(const MetricsFlag& flag, const std::string& key,
+                        const std::string& message) {
+  return StartupError({flag.group == FlagGroup::prometheus ? "prometheus" : "", "", key}, message);
+}
+
+void check_node_name(const MetricsFlag& flag, const std::string& key, const std::string& value) {
+  if (value.empty() || value.size() > 253) {
+    throw flag_error(flag, key, "must be 1-253 characters, got " + std::to_string(value.size()));
+  }
+  for (const char c : value) {
+    if (c <= ' ' || c > '~' || c == '/' || c == ',' || c == '"' || c == '\'' || c == '\\') {
+      throw flag_error(flag, key,
+                       "may hold printable ASCII characters but no space, '/', ',', quote or "
+                       "backslash");
+    }
+  }
+}
 
 std::string default_text(const MetricsFlag& flag) {
   return std::visit(Overloaded{[](std::monostate) { return std::string(); },

@@ -13,12 +13,14 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <variant>
 #include <vector>
 
 #include "core/delivery_defaults.hpp"
 #include "core/endpoint_defaults.hpp"
 #include "core/series_bound.hpp"
+#include "core/startup_error.hpp"
 #include "tokenspeed/metrics/options.hpp"
 
 namespace tokenspeed::metrics {
@@ -50,6 +52,12 @@ struct FlagRange {
   std::string_view message;
 };
 
+struct MetricsFlag;
+// A rule of one flag's text beyond its kind, throwing StartupError keyed by
+// key (the flag, or the variable that stands for it).
+using FlagTextCheck = void (*)(const MetricsFlag& flag, const std::string& key,
+                               const std::string& value);
+
 // One flag. A row names only what it has: a switch no value name, a flag
 // without a value default no default_value (its docs' words instead), a
 // flag without a range no range.
@@ -61,6 +69,12 @@ struct MetricsFlag {
   FlagDefault default_value{};      // applied by check_options; shown by the help
   std::string_view default_text{};  // the docs' default when it has no default_value
   std::optional<FlagRange> range{};
+  // Text that, when given, must not be empty: the message of an empty one.
+  std::string_view empty_message{};
+  FlagTextCheck check = nullptr;  // a further rule of its text, when it has one
+  // A list's separator in its environment variable (':' as in PATH); 0: the
+  // variable is one value.
+  char list_separator = 0;
   std::string_view help{};     // the one line of --help
   std::string_view meaning{};  // the docs' table
 };
@@ -68,6 +82,10 @@ struct MetricsFlag {
 inline constexpr std::size_t kMinQueueSize = 2;
 inline constexpr std::size_t kMaxQueueSize = std::size_t{1} << 24;
 inline constexpr double kMaxShutdownSeconds = 3600;
+
+// --metrics-node-name: a label value, a resource attribute and a tag alike,
+// so printable ASCII without the characters a back end's syntax takes apart.
+void check_node_name(const MetricsFlag& flag, const std::string& key, const std::string& value);
 
 // In the order of the help and the docs.
 inline constexpr MetricsFlag kMetricsFlags[] = {
@@ -99,6 +117,7 @@ inline constexpr MetricsFlag kMetricsFlags[] = {
      .group = FlagGroup::plugin_search,
      .field = &Options::plugin_dirs,
      .default_text = "none",
+     .list_separator = ':',
      .help = "search DIR for plugin files before TOKENSPEED_PLUGIN_PATH and the installed "
              "directory (repeatable)",
      .meaning = "Search `DIR` for plugin files, before `TOKENSPEED_PLUGIN_PATH` and the "
@@ -138,6 +157,7 @@ inline constexpr MetricsFlag kMetricsFlags[] = {
      .group = FlagGroup::delivery,
      .field = &Options::node_name,
      .default_text = "the host name",
+     .check = &check_node_name,
      .help = "the node's name in what the outputs push (remote_write's node label, OTLP's "
              "service.instance.id); default: the host name",
      .meaning = "The node's name in what the outputs push (`remote_write`'s `node` label, "
@@ -149,6 +169,7 @@ inline constexpr MetricsFlag kMetricsFlags[] = {
      .group = FlagGroup::prometheus,
      .field = &Options::host,
      .default_value = kDefaultMetricsHost,
+     .empty_message = "the host must not be empty",
      .help = "address the Prometheus /metrics endpoint listens on",
      .meaning = "Address the endpoint listens on (an IP address or a resolvable name). "
                 "Loopback by default; use `0.0.0.0` (or the node's address) for a Prometheus "
@@ -168,6 +189,7 @@ inline constexpr MetricsFlag kMetricsFlags[] = {
      .group = FlagGroup::prometheus,
      .field = &Options::multiproc_dir,
      .default_text = "`$TMPDIR/tokenspeed-metrics-<uid>` (`/tmp/...` without `TMPDIR`)",
+     .empty_message = "the directory must not be empty",
      .help = "base directory for the per-run directory of producer metric files (default "
              "$TMPDIR/tokenspeed-metrics-<uid>)",
      .meaning = "Base directory of the per-run directories holding the producers' files."},
@@ -187,6 +209,7 @@ inline constexpr MetricsFlag kMetricsFlags[] = {
      .group = FlagGroup::prometheus,
      .field = &Options::web_config,
      .default_text = "none (plain HTTP, no authentication)",
+     .empty_message = "the file name must not be empty",
      .help = "web configuration file of the /metrics endpoint (TLS, client certificates, "
              "basic-auth users, response headers), in the format of Prometheus exporters' "
              "--web.config.file; reloaded when it changes",
@@ -198,8 +221,42 @@ inline constexpr MetricsFlag kMetricsFlags[] = {
 // The row of a flag ("--metrics-port" or "metrics-port"); null for none.
 const MetricsFlag* find_metrics_flag(std::string_view flag);
 
+// The row whose value lands in field: metrics_flag(&Options::port). Found
+// while compiling, so a field without a row does not build.
+template <typename Value>
+consteval const MetricsFlag& metrics_flag(Value Options::*field) {
+  for (const MetricsFlag& row : kMetricsFlags) {
+    const auto* held = std::get_if<Value Options::*>(&row.field);
+    if (held != nullptr && *held == field) return row;
+  }
+  throw "no row of kMetricsFlags lands in this field of Options";
+}
+
+// The row's default_value as T (a number, seconds or text); T{} without one.
+template <typename T>
+constexpr T flag_default(const MetricsFlag& flag) {
+  if (const auto* number = std::get_if<long long>(&flag.default_value)) {
+    if constexpr (std::is_arithmetic_v<T>) return static_cast<T>(*number);
+  } else if (const auto* seconds = std::get_if<double>(&flag.default_value)) {
+    if constexpr (std::is_arithmetic_v<T>) return static_cast<T>(*seconds);
+  } else if (const auto* text = std::get_if<std::string_view>(&flag.default_value)) {
+    if constexpr (std::is_constructible_v<T, std::string_view>) return T(*text);
+  }
+  return T{};
+}
+
+// The environment variable that stands for a flag: TOKENSPEED_METRICS_ and
+// the name after "--metrics-" in upper case, '-' as '_' (--enable-metrics:
+// TOKENSPEED_METRICS_ENABLE).
+std::string flag_variable(std::string_view flag);
+
 // "--" and the name: how errors and to_flags spell a flag.
 std::string flag_spelling(const MetricsFlag& flag);
+
+// The error of a flag's value, keyed by key (the flag's spelling, or the
+// variable that stands for it); a Prometheus flag's names the built-in output.
+StartupError flag_error(const MetricsFlag& flag, const std::string& key,
+                        const std::string& message);
 
 // A flag's default as the help and the docs show it ("" for none).
 std::string default_text(const MetricsFlag& flag);

@@ -4,6 +4,9 @@
 #include "config/metrics_flags.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <limits>
 #include <span>
 #include <sstream>
@@ -23,95 +26,74 @@ namespace {
 
 namespace po = boost::program_options;
 
-// The flag's error: the Prometheus flags' name the built-in output.
-StartupError flag_error(const MetricsFlag& flag, const std::string& message) {
-  return StartupError(
-      {flag.group == FlagGroup::prometheus ? "prometheus" : "", "", flag_spelling(flag)}, message);
-}
-
 // A number outside its flag's range: the row's message, "{}" the value as given.
-void check_range(const MetricsFlag& flag, double value, const std::string& as_given) {
+void check_range(const MetricsFlag& flag, const std::string& key, double value,
+                 const std::string& as_given) {
   if (!flag.range || (value >= flag.range->min && value <= flag.range->max)) return;
   std::string message(flag.range->message);
   if (const auto at = message.find("{}"); at != std::string::npos) {
     message.replace(at, 2, as_given);
   }
-  throw flag_error(flag, message);
+  throw flag_error(flag, key, message);
 }
 
-const MetricsFlag& row(std::string_view name) { return *find_metrics_flag(name); }
-
-// Every ranged flag that options give, checked against its row.
-void check_ranges(const Options& given) {
-  for (const MetricsFlag& flag : kMetricsFlags) {
-    std::visit(
-        [&](auto field) {
-          const auto& value = given.*field;
-          using Value = std::decay_t<decltype(value)>;
-          if constexpr (std::is_same_v<Value, std::optional<std::size_t>>) {
-            // Past what a long long holds it is out of range all the same.
-            constexpr auto kLargest =
-                static_cast<std::size_t>(std::numeric_limits<long long>::max());
-            if (value) {
-              const auto number = static_cast<long long>(std::min(*value, kLargest));
-              check_range(flag, static_cast<double>(number), std::to_string(number));
-            }
-          } else if constexpr (std::is_same_v<Value, std::optional<int>>) {
-            if (value) check_range(flag, *value, std::to_string(*value));
-          } else if constexpr (std::is_same_v<Value,
-                                              std::optional<std::chrono::duration<double>>>) {
-            if (value) check_range(flag, value->count(), std::to_string(value->count()));
-          }
-        },
-        flag.field);
-  }
-}
-
-// A label value, a resource attribute and a tag alike: printable ASCII,
-// none of the characters that a back end's syntax would take apart.
-std::string checked_node_name(const std::string& name) {
-  const MetricsFlag& flag = row("metrics-node-name");
-  if (name.empty() || name.size() > 253) {
-    throw flag_error(flag, "must be 1-253 characters, got " + std::to_string(name.size()));
-  }
-  for (const char c : name) {
-    if (c <= ' ' || c > '~' || c == '/' || c == ',' || c == '"' || c == '\'' || c == '\\') {
-      throw flag_error(flag,
-                       "may hold printable ASCII characters but no space, '/', ',', quote or "
-                       "backslash");
+// A given value against its row: a number's range, a text's emptiness and
+// the row's own rule. key names the flag (or its variable) in the error.
+template <typename Value>
+void check_value(const MetricsFlag& flag, const std::string& key, const Value& value) {
+  if constexpr (std::is_same_v<Value, std::optional<std::size_t>>) {
+    // Past what a long long holds it is out of range all the same.
+    constexpr auto kLargest = static_cast<std::size_t>(std::numeric_limits<long long>::max());
+    if (value) {
+      const auto number = static_cast<long long>(std::min(*value, kLargest));
+      check_range(flag, key, static_cast<double>(number), std::to_string(number));
     }
+  } else if constexpr (std::is_same_v<Value, std::optional<int>>) {
+    if (value) check_range(flag, key, *value, std::to_string(*value));
+  } else if constexpr (std::is_same_v<Value, std::optional<std::chrono::duration<double>>>) {
+    if (value) check_range(flag, key, value->count(), std::to_string(value->count()));
+  } else if constexpr (std::is_same_v<Value, std::optional<std::string>>) {
+    if (value && value->empty() && !flag.empty_message.empty()) {
+      throw flag_error(flag, key, std::string(flag.empty_message));
+    }
+    if (value && flag.check != nullptr) flag.check(flag, key, *value);
   }
-  return name;
 }
 
-// Text that, when given, must not be empty.
-std::optional<std::string> not_empty(const std::optional<std::string>& given, const char* name,
-                                     const char* message) {
-  if (given && given->empty()) throw flag_error(row(name), message);
-  return given;
+// Every flag that options give, checked against its row.
+void check_given(const Options& given, bool key_by_variable) {
+  for (const MetricsFlag& flag : kMetricsFlags) {
+    const std::string key = key_by_variable ? flag_variable(flag.name) : flag_spelling(flag);
+    std::visit([&](auto field) { check_value(flag, key, given.*field); }, flag.field);
+  }
+}
+
+// A field's value, or its row's default.
+template <typename Value>
+Value value_or_default(const std::optional<Value>& value, const MetricsFlag& flag) {
+  return value ? *value : flag_default<Value>(flag);
 }
 
 }  // namespace
 
 MetricsSettings check_options(const Options& given) {
-  check_ranges(given);
+  check_given(given, /*key_by_variable=*/false);
   MetricsSettings settings;
   settings.given = given;
-  settings.queue_size = given.queue_size.value_or(kDefaultQueueSize);
-  if (given.shutdown_timeout) {
-    settings.shutdown_timeout =
-        std::chrono::duration_cast<std::chrono::nanoseconds>(*given.shutdown_timeout);
-  }
-  settings.host = not_empty(given.host, "metrics-host", "the host must not be empty");
+  settings.queue_size = value_or_default(given.queue_size, metrics_flag(&Options::queue_size));
+  settings.shutdown_timeout =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(
+          given.shutdown_timeout ? given.shutdown_timeout->count()
+                                 : flag_default<double>(metrics_flag(&Options::shutdown_timeout))));
+  settings.max_series_per_family =
+      value_or_default(given.max_series_per_family, metrics_flag(&Options::max_series_per_family));
+  // Not given, these take the endpoint's and the run directory's own
+  // defaults (prometheus/prometheus_options.hpp).
+  settings.host = given.host;
   if (given.port) settings.port = static_cast<unsigned short>(*given.port);
-  if (const auto dir = not_empty(given.multiproc_dir, "metrics-multiproc-dir",
-                                 "the directory must not be empty")) {
-    settings.multiproc_base_dir = *dir;
-  }
-  settings.max_series_per_family = given.max_series_per_family.value_or(kDefaultMaxSeriesPerFamily);
-  settings.web_config_file =
-      not_empty(given.web_config, "metrics-web-config", "the file name must not be empty");
-  if (given.node_name) settings.node_name = checked_node_name(*given.node_name);
+  if (given.multiproc_dir) settings.multiproc_dir = *given.multiproc_dir;
+  settings.web_config = given.web_config;
+  settings.node_name = given.node_name.value_or("");
   return settings;
 }
 
@@ -201,12 +183,83 @@ Options options_from_flags(const po::variables_map& values) {
             }
           } else if (const auto number = given_value<long long>(values, flag.name)) {
             // Refused as typed before it is narrowed to its field.
-            check_range(flag, static_cast<double>(*number), std::to_string(*number));
+            check_range(flag, flag_spelling(flag), static_cast<double>(*number),
+                        std::to_string(*number));
             value = static_cast<typename Value::value_type>(*number);
           }
         },
         flag.field);
   }
+  return options;
+}
+
+namespace {
+
+// A switch's variable: what a shell user writes for yes and for no.
+bool switch_value(const MetricsFlag& flag, const std::string& variable, std::string_view text) {
+  std::string lower;
+  for (const char c : text) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (lower == "1" || lower == "true" || lower == "yes" || lower == "on") return true;
+  if (lower.empty() || lower == "0" || lower == "false" || lower == "no" || lower == "off") {
+    return false;
+  }
+  throw flag_error(flag, variable, "expected 1, true, yes or on (or 0, false, no, off)");
+}
+
+// The whole text as a number of type T, or an error naming the variable.
+template <typename T>
+T number_value(const MetricsFlag& flag, const std::string& variable, std::string_view text,
+               const char* expected) {
+  T value{};
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() ||
+      (std::is_floating_point_v<T> && !std::isfinite(static_cast<double>(value)))) {
+    throw flag_error(flag, variable,
+                     std::string("expected ") + expected + ", got '" + std::string(text) + "'");
+  }
+  return value;
+}
+
+// One variable's text into its field, by the field's kind.
+template <typename Value>
+void read_variable(const MetricsFlag& flag, const std::string& variable, std::string_view text,
+                   Value& value) {
+  if constexpr (std::is_same_v<Value, bool>) {
+    value = switch_value(flag, variable, text);
+  } else if constexpr (std::is_same_v<Value, std::vector<std::string>>) {
+    if (flag.list_separator == 0) {
+      value.emplace_back(text);
+      return;
+    }
+    for (std::size_t at; (at = text.find(flag.list_separator)) != std::string_view::npos;
+         text.remove_prefix(at + 1)) {
+      if (at > 0) value.emplace_back(text.substr(0, at));  // "a::b" has no empty entry
+    }
+    if (!text.empty()) value.emplace_back(text);
+  } else if constexpr (std::is_same_v<Value, std::string> ||
+                       std::is_same_v<Value, std::optional<std::string>>) {
+    value = std::string(text);
+  } else if constexpr (std::is_same_v<Value, std::optional<std::chrono::duration<double>>>) {
+    value = std::chrono::duration<double>(number_value<double>(flag, variable, text, "seconds"));
+  } else {  // a whole number, refused as written before it is narrowed to its field
+    const auto number = number_value<long long>(flag, variable, text, "a whole number");
+    check_range(flag, variable, static_cast<double>(number), std::to_string(number));
+    value = static_cast<typename Value::value_type>(number);
+  }
+}
+
+}  // namespace
+
+Options options_from_environment(const std::function<const char*(const std::string&)>& lookup) {
+  Options options;
+  for (const MetricsFlag& flag : kMetricsFlags) {
+    const std::string variable = flag_variable(flag.name);
+    const char* text = lookup(variable);
+    if (text == nullptr) continue;
+    std::visit([&](auto field) { read_variable(flag, variable, text, options.*field); },
+               flag.field);
+  }
+  check_given(options, /*key_by_variable=*/true);
   return options;
 }
 

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -27,7 +28,9 @@
 namespace tokenspeed::metrics {
 
 // The metrics options of a node, checked, with their defaults: what the
-// commands, the launcher and the engine API use.
+// commands, the launcher and the engine API use. Each field below is the
+// field of Options of its name in the type its users need, its row's default
+// applied (metrics_flag_table.hpp) when the row has one.
 struct MetricsSettings {
   // The options as given. The selection, the configuration file and the
   // plugin directories are checked against the loaded plugins at startup
@@ -40,24 +43,23 @@ struct MetricsSettings {
   // (prometheus/prometheus_options.hpp applies them).
   std::optional<std::string> host;
   std::optional<unsigned short> port;
-  std::optional<std::filesystem::path> multiproc_base_dir;
+  std::optional<std::filesystem::path> multiproc_dir;
   std::size_t max_series_per_family = kDefaultMaxSeriesPerFamily;  // series_bound.hpp
   // The endpoint's web configuration file; read (and checked) when the
   // endpoint starts, and by check.
-  std::optional<std::string> web_config_file;
+  std::optional<std::string> web_config;
   // The node's name in the outputs' process identity (--metrics-node-name);
   // "" means the host name.
   std::string node_name;
 };
 
 // The one check of the metrics options, from the flags and from code alike:
-// queue size 2-16777216, shutdown timeout 0-3600 s, a host and a base
-// directory that are not empty, port 0-65535, a bound on series 1-16777216,
-// a web configuration file name that is not empty, a node name of 1-253
-// printable ASCII characters without space, '/', ',' or quotes.
-// Throws StartupError naming the flag. The selection, the configuration
-// file and the plugin directories are carried over as given; they are
-// checked with the plugins loaded, at startup (load_metrics_startup).
+// every given value against its row of the table (a number's range, a text
+// that must not be empty, the row's own rule such as the node name's), then
+// the rows' defaults. Throws StartupError naming the flag. The selection,
+// the configuration file and the plugin directories are carried over as
+// given; they are checked with the plugins loaded, at startup
+// (load_metrics_startup).
 MetricsSettings check_options(const Options& given);
 
 // Declares the flags of groups (every flag of the table by default), with
@@ -73,6 +75,14 @@ boost::program_options::options_description all_metrics_flags();
 // its default is not given. A number outside its range throws StartupError
 // naming the flag; check_options does the rest.
 Options options_from_flags(const boost::program_options::variables_map& values);
+
+// The metrics options the environment gives, each flag's variable
+// (flag_variable) read by its row: a switch is 1, true, yes or on (0, false,
+// no, off or empty: off; any case), a list is split at the row's separator,
+// a number must be whole (seconds may have a fraction), text is taken as it
+// is; then checked as check_options checks them. Errors are keyed by the
+// variable. lookup gives a variable's value, null when it is not set.
+Options options_from_environment(const std::function<const char*(const std::string&)>& lookup);
 
 // Parses argv (argv[0] is the command name) against description. Unknown
 // flags, missing values and stray arguments throw StartupError naming the flag.

@@ -94,7 +94,7 @@ std::vector<std::string> parse_reporter_selection(const std::vector<std::string>
       if (end == std::string::npos) end = value.size();
       std::string name = trim(std::string_view(value).substr(start, end - start));
       if (name.empty()) {
-        throw StartupError({{}, {}, "--metrics-reporters"},
+        throw StartupError({{}, {}, flag_spelling(metrics_flag(&Options::reporters))},
                            "empty reporter name in '" + input_excerpt(value) + "'");
       }
       if (seen.insert(name).second) selection.push_back(std::move(name));

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <span>
 
+#include "config/metrics_flag_table.hpp"
 #include "config/strict_yaml.hpp"
 #include "core/bounded_file.hpp"
 #include "core/input_excerpt.hpp"
@@ -633,7 +634,7 @@ WebConfig read_web_config(const std::string& path) {
   try {
     contents = read_bounded_file(path, kConfigurationFileLimit);
   } catch (const FileReadError& error) {
-    throw StartupError({"prometheus", path, "--metrics-web-config"},
+    throw StartupError({"prometheus", path, flag_spelling(metrics_flag(&Options::web_config))},
                        std::string("the web configuration ") + error.what());
   }
   return parse_web_config(contents, path);

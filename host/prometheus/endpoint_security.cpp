@@ -25,6 +25,7 @@
 #include <string_view>
 #include <tuple>
 
+#include "config/metrics_flag_table.hpp"
 #include "core/bounded_file.hpp"
 #include "core/fault_log.hpp"
 #include "core/file_mode.hpp"
@@ -369,7 +370,7 @@ Built build_security(const std::string& file, StampedReader& reader) {
   try {
     text = reader.read(file);
   } catch (const FileReadError& error) {
-    throw StartupError({"prometheus", file, "--metrics-web-config"},
+    throw StartupError({"prometheus", file, flag_spelling(metrics_flag(&Options::web_config))},
                        std::string("the web configuration ") + error.what());
   }
   Built built;
@@ -525,7 +526,7 @@ EndpointSecurityWatch::EndpointSecurityWatch(std::string file,
   stop_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (stop_fd_ < 0) {
     throw StartupError(
-        {"prometheus", file_, "--metrics-web-config"},
+        {"prometheus", file_, flag_spelling(metrics_flag(&Options::web_config))},
         std::string("cannot create the reload watch's eventfd: ") + std::strerror(errno));
   }
   // Watched before the thread starts: no change after the constructor is
@@ -621,7 +622,7 @@ void EndpointSecurityWatch::rebuild() {
     Built built = build_security(file_, reader);
     if (!reader.settled) throw ChangedWhileRead{};
     if (built.config.empty) {
-      throw StartupError({"prometheus", file_, "--metrics-web-config"},
+      throw StartupError({"prometheus", file_, flag_spelling(metrics_flag(&Options::web_config))},
                          "the web configuration is empty (a file being written?); to serve "
                          "plain HTTP without users on purpose, write '{}'");
     }
@@ -629,10 +630,11 @@ void EndpointSecurityWatch::rebuild() {
     if (!off.empty()) {
       // Security never weakens at reload: a file cut short, '{}' or a
       // deliberate lowering alike; a restart applies it.
-      const StartupError weaker({"prometheus", file_, "--metrics-web-config"},
-                                "it would switch off " + off +
-                                    "; a running endpoint never lowers its security (a "
-                                    "restart applies such a file)");
+      const StartupError weaker(
+          {"prometheus", file_, flag_spelling(metrics_flag(&Options::web_config))},
+          "it would switch off " + off +
+              "; a running endpoint never lowers its security (a "
+              "restart applies such a file)");
       refuse(weaker.what(), reader);
       // Counted after the line: a scraper that sees the count finds the line.
       refused_weaker_.fetch_add(1, std::memory_order_relaxed);

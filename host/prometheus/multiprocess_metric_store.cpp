@@ -4,6 +4,7 @@
 // slot updates never call into this file.
 #include "prometheus/multiprocess_metric_store.hpp"
 
+#include "config/metrics_flag_table.hpp"
 #include "prometheus/metric_definition_record.hpp"
 
 #include "core/exponential_slot_reader.hpp"
@@ -150,8 +151,9 @@ MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions option
     if (fd_ < 0 && (errno != EEXIST || attempt > 1000)) {
       const std::string why = std::strerror(errno);
       if (!options_.keep_in_memory_without_file) {
-        throw StartupError({"prometheus", path_.string(), "--metrics-multiproc-dir"},
-                           "cannot create the metric file: " + why);
+        throw StartupError(
+            {"prometheus", path_.string(), flag_spelling(metrics_flag(&Options::multiproc_dir))},
+            "cannot create the metric file: " + why);
       }
       without_file(why);
       return;
@@ -189,8 +191,9 @@ MultiprocessMetricStore::MultiprocessMetricStore(MultiprocessStoreOptions option
     }
     const std::string why = std::strerror(code);
     if (!options_.keep_in_memory_without_file) {
-      throw StartupError({"prometheus", path_.string(), "--metrics-multiproc-dir"},
-                         "cannot create the metric file: " + why);
+      throw StartupError(
+          {"prometheus", path_.string(), flag_spelling(metrics_flag(&Options::multiproc_dir))},
+          "cannot create the metric file: " + why);
     }
     without_file(why);
   }

@@ -17,6 +17,7 @@
 #include <string>
 #include <system_error>
 
+#include "config/metrics_flag_table.hpp"
 #include "core/startup_error.hpp"
 
 namespace tokenspeed::metrics {
@@ -56,7 +57,8 @@ std::uint64_t read_start_time(pid_t pid) noexcept {
 }
 
 StartupError dir_error(const std::filesystem::path& dir, const std::string& what) {
-  return StartupError({"prometheus", dir.string(), "--metrics-multiproc-dir"}, what);
+  return StartupError(
+      {"prometheus", dir.string(), flag_spelling(metrics_flag(&Options::multiproc_dir))}, what);
 }
 
 std::string os_error(int error) {

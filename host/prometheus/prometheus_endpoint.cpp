@@ -15,6 +15,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "prometheus/endpoint_server.hpp"
+#include "config/metrics_flag_table.hpp"
 #include "core/fault_log.hpp"
 #include "core/startup_error.hpp"
 
@@ -75,14 +76,14 @@ PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, Scrape
     tcp::resolver resolver(*impl.io);
     const auto results = resolver.resolve(host, std::to_string(port), ec);
     if (ec || results.empty()) {
-      throw StartupError({"prometheus", "", "--metrics-host"},
+      throw StartupError({"prometheus", "", flag_spelling(metrics_flag(&Options::host))},
                          "cannot resolve metrics host '" + host + "'" +
                              (ec ? ": " + ec.message() : std::string()));
     }
     endpoint = results.begin()->endpoint();
   }
   auto fail = [&](const char* step) {
-    throw StartupError({"prometheus", "", "--metrics-port"},
+    throw StartupError({"prometheus", "", flag_spelling(metrics_flag(&Options::port))},
                        std::string("cannot ") + step + " on " + where + " (port " +
                            std::to_string(port) + "): " + ec.message());
   };

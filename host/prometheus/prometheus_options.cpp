@@ -10,13 +10,12 @@ PrometheusEndpointOptions endpoint_options(const MetricsSettings& settings) {
   PrometheusEndpointOptions endpoint;
   if (settings.host) endpoint.host = *settings.host;
   if (settings.port) endpoint.port = *settings.port;
-  if (settings.web_config_file) endpoint.web_config_file = *settings.web_config_file;
+  if (settings.web_config) endpoint.web_config_file = *settings.web_config;
   return endpoint;
 }
 
 std::filesystem::path multiproc_base_dir(const MetricsSettings& settings) {
-  return settings.multiproc_base_dir ? *settings.multiproc_base_dir
-                                     : default_multiprocess_base_dir();
+  return settings.multiproc_dir ? *settings.multiproc_dir : default_multiprocess_base_dir();
 }
 
 }  // namespace tokenspeed::metrics

@@ -196,7 +196,7 @@ TEST_CASE("options left unset keep the command line's defaults") {
     CHECK(settings->max_series_per_family == kDefaultMaxSeriesPerFamily);
     CHECK(endpoint_options(*settings).host == "127.0.0.1");
     CHECK(endpoint_options(*settings).port == kDefaultMetricsPort);
-    CHECK_FALSE(settings->multiproc_base_dir);
+    CHECK_FALSE(settings->multiproc_dir);
     CHECK(settings->node_name.empty());  // the host name
   }
 }

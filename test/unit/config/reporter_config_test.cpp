@@ -594,7 +594,7 @@ TEST_CASE("check_options applies the defaults of every option not given", "[conf
   CHECK(settings.shutdown_timeout == kDefaultShutdownTimeout);
   CHECK_FALSE(settings.host);
   CHECK_FALSE(settings.port);
-  CHECK_FALSE(settings.multiproc_base_dir);
+  CHECK_FALSE(settings.multiproc_dir);
   CHECK(settings.max_series_per_family == kDefaultMaxSeriesPerFamily);
 }
 
@@ -619,7 +619,7 @@ TEST_CASE("check_options accepts each range's ends and refuses past them, naming
   CHECK(settings.shutdown_timeout == std::chrono::hours(1));
   CHECK(settings.port == 65535);
   CHECK(settings.host == "::1");
-  CHECK(settings.multiproc_base_dir == std::filesystem::path("/run/tsm"));
+  CHECK(settings.multiproc_dir == std::filesystem::path("/run/tsm"));
 
   struct Case {
     std::function<void(Options&)> set;

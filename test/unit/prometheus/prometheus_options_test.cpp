@@ -98,7 +98,7 @@ TEST_CASE("the flags left at their defaults are not given: the endpoint's defaul
   MetricsSettings settings;
   settings.host = "10.0.0.1";
   settings.port = 0;
-  settings.multiproc_base_dir = "/run/tsm";
+  settings.multiproc_dir = "/run/tsm";
   CHECK(endpoint_options(settings).host == "10.0.0.1");
   CHECK(endpoint_options(settings).port == 0);
   CHECK(multiproc_base_dir(settings) == "/run/tsm");

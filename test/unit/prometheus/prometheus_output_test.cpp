@@ -23,7 +23,7 @@ const MetricDefinition kRequests{"test:requests",   MetricKind::counter, "", "",
 
 MetricsSettings settings_in(const TempDir& base) {
   MetricsSettings settings;
-  settings.multiproc_base_dir = base.path();
+  settings.multiproc_dir = base.path();
   settings.host = "127.0.0.1";
   settings.port = 0;
   return settings;
