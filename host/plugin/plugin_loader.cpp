@@ -100,6 +100,119 @@ std::string getenv_string(const char* name) {
 
 constexpr const char* kAllowHint = " (allow with --metrics-allow-insecure-plugins)";
 
+using RegisterFunction = int(const tsm_host_api*, tsm_buffer*);
+
+// Why the file at path is no library of this architecture, or "". Checked
+// before dlopen: glibc reports a library of another architecture as "No such
+// file or directory", and a file swapped for a FIFO would block.
+std::string elf_problem(const std::string& path) {
+  try {
+    const FileHandle file = open_regular_file(path);
+    return elf_compatibility_problem(file.get());
+  } catch (const FileReadError& error) {
+    return error.what();
+  }
+}
+
+// Loads the library at path into loaded, for good; nullptr and the reason in
+// problem when it cannot be loaded.
+boost::dll::shared_library* load_for_good(LoadedLibraries& loaded, const std::string& path,
+                                          std::string& problem) {
+  auto library = std::make_unique<boost::dll::shared_library>();
+  boost::dll::fs::error_code load_ec;
+  ::dlerror();
+  library->load(path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local, load_ec);
+  if (load_ec || !library->is_loaded()) {
+    const char* detail = ::dlerror();
+    problem = std::string("cannot be loaded: ") + (detail != nullptr ? detail : load_ec.message());
+    return nullptr;
+  }
+  loaded.libraries.push_back(std::move(library));  // never unloaded
+  return loaded.libraries.back().get();
+}
+
+// Notes that tsm_register runs for the file at path: false when it already
+// ran for that file (by any path to it) in this process.
+bool first_registration(LoadedLibraries& loaded, const std::string& path) {
+  struct stat info {};
+  return ::stat(path.c_str(), &info) != 0 ||
+         loaded.registered.insert({info.st_dev, info.st_ino}).second;
+}
+
+// What a call of tsm_register did, besides what it registered.
+struct RegisterOutcome {
+  int status = TSM_ERROR;
+  bool escaped = false;  // an exception left tsm_register
+  long threads_before = -1;
+  long threads_after = -1;
+  std::string error;  // what it wrote into its error buffer
+};
+
+RegisterOutcome call_register(RegisterFunction* register_fn, const tsm_host_api* api,
+                              const std::string& path) {
+  RegisterOutcome outcome;
+  AbiBuffer error;
+  outcome.threads_before = thread_count();
+  const std::string call_text = "plugin file '" + path + "' during " TSM_REGISTER_SYMBOL;
+  try {
+    const PluginCallScope scope(call_text.c_str());  // named if the plugin crashes here
+    outcome.status = register_fn(api, error.get());
+  } catch (...) {
+    outcome.escaped = true;
+  }
+  outcome.threads_after = thread_count();
+  outcome.error = error.str();
+  return outcome;
+}
+
+// Why a registration fails, or "": the outcome of the call first, then the
+// names the registry rejected.
+std::string registration_problem(const RegisterOutcome& outcome,
+                                 const std::vector<std::string>& rejections) {
+  if (outcome.escaped) return "registration failed: an exception escaped " TSM_REGISTER_SYMBOL;
+  if (outcome.threads_before >= 0 && outcome.threads_after > outcome.threads_before) {
+    return "started a thread during registration (" + std::to_string(outcome.threads_before) +
+           " threads before " TSM_REGISTER_SYMBOL ", " + std::to_string(outcome.threads_after) +
+           " after); registration must only declare factories";
+  }
+  if (outcome.status == TSM_UNSUPPORTED_API) {
+    std::string reason = "does not support metric reporter API version " +
+                         std::to_string(TSM_METRIC_REPORTER_API_VERSION);
+    if (!outcome.error.empty()) reason += ": " + outcome.error;
+    return reason;
+  }
+  if (outcome.status != TSM_OK) {
+    std::string message = outcome.error;
+    if (message.empty() && !rejections.empty()) message = rejections.front();
+    if (message.empty()) {
+      message = TSM_REGISTER_SYMBOL " returned status " + std::to_string(outcome.status) +
+                " without a message";
+    }
+    return "registration failed: " + message;
+  }
+  if (!rejections.empty()) return "registration failed: " + rejections.front();
+  return {};
+}
+
+// Runs the plugin's tsm_register inside a registry window, kept only when the
+// registration declared its factories and nothing else: "" when kept,
+// otherwise why it was rolled back.
+std::string register_plugin(ReporterRegistry& registry, PluginRecord& record,
+                            RegisterFunction* register_fn) {
+  registry.begin(record.name, record.path);
+  const RegisterOutcome outcome = call_register(register_fn, registry.host_api(), record.path);
+  record.reporters = registry.attempted_names();
+  record.notes = registry.registration_notes();
+
+  std::string reason = registration_problem(outcome, registry.rejections());
+  if (reason.empty()) {
+    registry.commit();
+  } else {
+    registry.rollback();
+  }
+  return reason;
+}
+
 }  // namespace
 
 const char* to_string(PluginStatus status) noexcept {
@@ -246,33 +359,38 @@ void PluginLoader::load(const PluginSearchOptions& options) {
       plugins_.push_back(std::move(record));
     }
   }
-  if (options.warn_unmatched_disabled && warn_) {
-    std::vector<std::string> found;
-    found.reserve(claimed.size());
-    for (const auto& [name, path] : claimed) found.push_back(name);
-    // A plugin that honours the variable for what it loads itself (the
-    // Python bridge, by entry-point name) notes each name it disabled.
-    auto disabled_by_a_plugin = [this](const std::string& name) {
-      const std::string quoted = "'" + name + "'";
-      for (const PluginRecord& plugin : plugins_) {
-        for (const std::string& note : plugin.notes) {
-          if (note.find(quoted) != std::string::npos &&
-              note.find("TOKENSPEED_DISABLE_PLUGINS") != std::string::npos) {
-            return true;
-          }
-        }
+  if (options.warn_unmatched_disabled && warn_) warn_of_unmatched_disabled(disabled, claimed);
+}
+
+// A plugin that honours the variable for what it loads itself (the Python
+// bridge, by entry-point name) notes each name it disabled.
+bool PluginLoader::disabled_by_a_plugin(const std::string& name) const {
+  const std::string quoted = "'" + name + "'";
+  for (const PluginRecord& plugin : plugins_) {
+    for (const std::string& note : plugin.notes) {
+      if (note.find(quoted) != std::string::npos &&
+          note.find("TOKENSPEED_DISABLE_PLUGINS") != std::string::npos) {
+        return true;
       }
-      return false;
-    };
-    for (const std::string& name : disabled) {
-      if (claimed.count(name) != 0 || disabled_by_a_plugin(name)) continue;
-      std::string line = "TOKENSPEED_DISABLE_PLUGINS names '" + name +
-                         "', but no plugin file of that name is in the plugin directories "
-                         "(a plugin's name is its file name without 'lib' and '.so')";
-      if (const std::string suggestion = closest_name(name, found); !suggestion.empty())
-        line += "; did you mean '" + suggestion + "'?";
-      warn_(line);
     }
+  }
+  return false;
+}
+
+void PluginLoader::warn_of_unmatched_disabled(
+    const std::set<std::string>& disabled,
+    const std::map<std::string, std::string>& claimed) const {
+  std::vector<std::string> found;
+  found.reserve(claimed.size());
+  for (const auto& [name, path] : claimed) found.push_back(name);
+  for (const std::string& name : disabled) {
+    if (claimed.count(name) != 0 || disabled_by_a_plugin(name)) continue;
+    std::string line = "TOKENSPEED_DISABLE_PLUGINS names '" + name +
+                       "', but no plugin file of that name is in the plugin directories "
+                       "(a plugin's name is its file name without 'lib' and '.so')";
+    if (const std::string suggestion = closest_name(name, found); !suggestion.empty())
+      line += "; did you mean '" + suggestion + "'?";
+    warn_(line);
   }
 }
 
@@ -298,93 +416,30 @@ void PluginLoader::load_file(PluginRecord& record) {
   LoadedLibraries& loaded = loaded_libraries();
   std::lock_guard<std::mutex> lock(loaded.mutex);
 
-  // Checked before dlopen: glibc reports a library of another architecture
-  // as "No such file or directory", and a file swapped for a FIFO would block.
-  try {
-    const FileHandle file = open_regular_file(record.path);
-    if (std::string problem = elf_compatibility_problem(file.get()); !problem.empty()) {
-      refuse(record, PluginStatus::failed, std::move(problem));
-      return;
-    }
-  } catch (const FileReadError& error) {
-    refuse(record, PluginStatus::failed, error.what());
+  if (std::string problem = elf_problem(record.path); !problem.empty()) {
+    refuse(record, PluginStatus::failed, std::move(problem));
     return;
   }
-
-  auto library = std::make_unique<boost::dll::shared_library>();
-  boost::dll::fs::error_code load_ec;
-  ::dlerror();
-  library->load(record.path, boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local,
-                load_ec);
-  if (load_ec || !library->is_loaded()) {
-    const char* detail = ::dlerror();
-    refuse(record, PluginStatus::failed,
-           std::string("cannot be loaded: ") + (detail != nullptr ? detail : load_ec.message()));
+  std::string problem;
+  boost::dll::shared_library* library = load_for_good(loaded, record.path, problem);
+  if (library == nullptr) {
+    refuse(record, PluginStatus::failed, std::move(problem));
     return;
   }
-  boost::dll::shared_library* lib = library.get();
-  loaded.libraries.push_back(std::move(library));  // never unloaded
-
-  if (!lib->has(TSM_REGISTER_SYMBOL)) {
+  if (!library->has(TSM_REGISTER_SYMBOL)) {
     refuse(record, PluginStatus::failed, "does not export " TSM_REGISTER_SYMBOL);
     return;
   }
-  auto* register_fn = lib->get<int(const tsm_host_api*, tsm_buffer*)>(TSM_REGISTER_SYMBOL);
-
-  struct stat info {};
-  if (::stat(record.path.c_str(), &info) == 0 &&
-      !loaded.registered.insert({info.st_dev, info.st_ino}).second) {
+  auto* register_fn = library->get<RegisterFunction>(TSM_REGISTER_SYMBOL);
+  if (!first_registration(loaded, record.path)) {
     refuse(record, PluginStatus::failed,
            "registration failed: tsm_register already ran in this process for this file");
     return;
   }
-
-  registry_.begin(record.name, record.path);
-  AbiBuffer error;
-  int status = TSM_ERROR;
-  bool escaped = false;
-  const long threads_before = thread_count();
-  const std::string call_text = "plugin file '" + record.path + "' during " TSM_REGISTER_SYMBOL;
-  try {
-    const PluginCallScope scope(call_text.c_str());  // named if the plugin crashes here
-    status = register_fn(registry_.host_api(), error.get());
-  } catch (...) {
-    escaped = true;
-  }
-  const long threads_after = thread_count();
-  record.reporters = registry_.attempted_names();
-  record.notes = registry_.registration_notes();
-
-  std::string reason;
-  if (escaped) {
-    reason = "registration failed: an exception escaped " TSM_REGISTER_SYMBOL;
-  } else if (threads_before >= 0 && threads_after > threads_before) {
-    reason = "started a thread during registration (" + std::to_string(threads_before) +
-             " threads before " TSM_REGISTER_SYMBOL ", " + std::to_string(threads_after) +
-             " after); registration must only declare factories";
-  } else if (status == TSM_UNSUPPORTED_API) {
-    reason = "does not support metric reporter API version " +
-             std::to_string(TSM_METRIC_REPORTER_API_VERSION);
-    if (!error.empty()) reason += ": " + error.str();
-  } else if (status != TSM_OK) {
-    std::string message = error.str();
-    if (message.empty() && !registry_.rejections().empty())
-      message = registry_.rejections().front();
-    if (message.empty()) {
-      message =
-          TSM_REGISTER_SYMBOL " returned status " + std::to_string(status) + " without a message";
-    }
-    reason = "registration failed: " + message;
-  } else if (!registry_.rejections().empty()) {
-    reason = "registration failed: " + registry_.rejections().front();
-  }
-
-  if (!reason.empty()) {
-    registry_.rollback();
+  if (std::string reason = register_plugin(registry_, record, register_fn); !reason.empty()) {
     refuse(record, PluginStatus::failed, std::move(reason));
     return;
   }
-  registry_.commit();
   record.status = PluginStatus::loaded;
   record.reason.clear();
 }

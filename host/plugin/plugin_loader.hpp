@@ -4,6 +4,8 @@
 #pragma once
 
 #include <functional>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -106,6 +108,11 @@ class PluginLoader {
 
  private:
   void load_file(PluginRecord& record);
+  bool disabled_by_a_plugin(const std::string& name) const;
+  // One warning per disabled name that matches no plugin file (claimed: each
+  // plugin name found, with its first file).
+  void warn_of_unmatched_disabled(const std::set<std::string>& disabled,
+                                  const std::map<std::string, std::string>& claimed) const;
   void refuse(PluginRecord& record, PluginStatus status, std::string reason);
 
   ReporterRegistry& registry_;

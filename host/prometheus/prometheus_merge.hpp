@@ -125,13 +125,37 @@ class PrometheusMerge {
   std::size_t candidate_for(const MetricDefinition& metric);
   void note_holder(Candidate& candidate, std::size_t holder, bool own);
   std::size_t pid_holder(const ProcessInstance& process);
+  void add_file(const std::filesystem::path& path, ProducerFileMappings* mappings);
   void add_to_candidate(Candidate& candidate, std::span<const std::string_view> label_values,
                         std::span<const double> slots, const ProcessInstance& process, bool live);
+  // The index of the candidate's series of these label values (and pid: ""
+  // but for a per-process gauge); added, from slots, when there is none.
+  std::size_t series_of(Candidate& candidate, std::span<const std::string_view> label_values,
+                        std::span<const double> slots, std::string_view pid, bool& added);
+  // A series' first record: an exponential one starts empty (its point is
+  // merged in), any other with slots.
+  static Accumulated new_series(const MetricDefinition& metric,
+                                std::span<const std::string_view> label_values,
+                                std::span<const double> slots, std::string_view pid);
   bool ranks_before(const Candidate& a, const Candidate& b) const;
-  // An exponential series' copy (exponential_slots.hpp) as the kit's data
-  // point, in point_; false when it is no published state.
-  bool exponential_point_of(const MetricDefinition& metric, std::span<const double> slots);
   HeldDefinition held(const Candidate& candidate) const;
+
+  // Each name's candidates, best first; then the names by their best.
+  // Empties by_name_.
+  std::vector<std::vector<std::size_t>> ranked_names();
+  // Each name's best definition claims its sample names unless a better
+  // ranked family (or the merge's own gauges) claimed one of them first; the
+  // definitions left out become conflicts_. Returns the candidates exposed.
+  std::vector<std::size_t> claim_sample_names(const std::vector<std::vector<std::size_t>>& names);
+  // Who claimed a sample name of metric first: owner, a candidate, or one of
+  // the merge's own gauges (kMergeOwn).
+  HeldDefinition claimant(std::size_t owner, const MetricDefinition& metric) const;
+  // A conflict of ranked's family: its definitions from first_left_out on.
+  void record_conflict(MergeConflict conflict, const std::vector<std::size_t>& ranked,
+                       std::size_t first_left_out);
+  void sort_in_exposition_order(std::vector<std::size_t>& exposed) const;
+  // The family's series, sorted by labels and moved out of the candidate.
+  MergedFamily take_family(Candidate& family);
 
   std::vector<Candidate> candidates_;
   // Family name -> its candidates; the keys view the candidates' names.
@@ -142,8 +166,7 @@ class PrometheusMerge {
   ProcessInstance self_;
   std::vector<MergeConflict> conflicts_;
   MergeFigures figures_;
-  std::string key_;                  // scratch
-  kit::OtlpExponentialPoint point_;  // scratch of exponential_point_of
+  std::string key_;  // scratch of series_of: a series' joined label values
   bool match_in_order_ = true;
 };
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "native_arguments.hpp"
 #include "native_handle_parts.hpp"
@@ -136,11 +137,22 @@ PyObject* family_children(FamilyObject* self, void*) {
   return Py_NewRef(self->children);
 }
 
+// The arguments of a family's __init__, as parsed (the objects borrowed).
+struct FamilyArguments {
+  const char* name = nullptr;
+  const char* documentation = nullptr;
+  PyObject* labelnames = nullptr;
+  const char* unit = "";
+  PyObject* buckets = Py_None;
+  const char* mode = "livemax";
+  int native = 0;
+  ExponentialHistogramOptions exponential;
+};
+
 // __init__(name, documentation, labelnames, unit, buckets, multiprocess_mode,
 //          *, native, native_max_buckets, native_max_scale, native_zero_threshold)
 // native=True: exponential buckets (MetricDefinition::exponential).
-template <MetricKind Kind>
-int family_init(FamilyObject* self, PyObject* args, PyObject* kwargs) {
+bool parse_family_arguments(PyObject* args, PyObject* kwargs, FamilyArguments& out) {
   static const char* keywords[] = {"name",
                                    "documentation",
                                    "labelnames",
@@ -152,78 +164,99 @@ int family_init(FamilyObject* self, PyObject* args, PyObject* kwargs) {
                                    "native_max_scale",
                                    "native_zero_threshold",
                                    nullptr};
-  const char* name = nullptr;
-  const char* documentation = nullptr;
-  PyObject* labelnames = nullptr;
-  const char* unit = "";
-  PyObject* buckets = Py_None;
-  const char* mode = "livemax";
-  int native = 0;
-  ExponentialHistogramOptions exponential;
-  long long max_buckets = exponential.max_buckets;
+  long long max_buckets = out.exponential.max_buckets;
   if (!PyArg_ParseTupleAndKeywords(args, kwargs, "ss|OsOs$pLid", const_cast<char**>(keywords),
-                                   &name, &documentation, &labelnames, &unit, &buckets, &mode,
-                                   &native, &max_buckets, &exponential.max_scale,
-                                   &exponential.zero_threshold)) {
-    return -1;
+                                   &out.name, &out.documentation, &out.labelnames, &out.unit,
+                                   &out.buckets, &out.mode, &out.native, &max_buckets,
+                                   &out.exponential.max_scale, &out.exponential.zero_threshold)) {
+    return false;
   }
+  // Checked before the narrowing to the options' 32 bits.
   if (max_buckets < 0 || max_buckets > kMaxExponentialBuckets) {
     PyErr_Format(PyExc_ValueError,
-                 "metric %s: native_max_buckets must be between %u and %u, got %lld", name,
+                 "metric %s: native_max_buckets must be between %u and %u, got %lld", out.name,
                  kMinExponentialBuckets, kMaxExponentialBuckets, max_buckets);
-    return -1;
+    return false;
   }
-  exponential.max_buckets = static_cast<std::uint32_t>(max_buckets);
-  MetricDefinition definition;
-  if (native) definition.exponential = exponential;
-  definition.name = name;
-  definition.kind = Kind;
-  definition.help = documentation;
-  definition.unit = unit;
-  PyObject* names = PySequence_Tuple(labelnames != nullptr ? labelnames : PyTuple_New(0));
-  if (names == nullptr) return -1;
+  out.exponential.max_buckets = static_cast<std::uint32_t>(max_buckets);
+  return true;
+}
+
+// names: a tuple; false with the error set when one is no str.
+bool read_label_names(PyObject* names, std::vector<std::string>& out) {
   for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); ++i) {
     const char* label = PyUnicode_AsUTF8(PyTuple_GET_ITEM(names, i));
-    if (label == nullptr) {
-      Py_DECREF(names);
-      return -1;
-    }
-    definition.label_names.emplace_back(label);
+    if (label == nullptr) return false;
+    out.emplace_back(label);
   }
-  if (buckets != Py_None) {
-    PyObject* fast = PySequence_Fast(buckets, "buckets must be a sequence of numbers");
-    if (fast == nullptr) {
-      Py_DECREF(names);
-      return -1;
-    }
-    for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(fast); ++i) {
-      double bound = 0.0;
-      if (!as_double(PySequence_Fast_GET_ITEM(fast, i), bound)) {
-        Py_DECREF(fast);
-        Py_DECREF(names);
-        return -1;
-      }
-      definition.buckets.push_back(bound);
-    }
-    Py_DECREF(fast);
+  return true;
+}
+
+// buckets: a sequence of numbers; false with the error set when it is not.
+bool read_buckets(PyObject* buckets, std::vector<double>& out) {
+  PyObject* fast = PySequence_Fast(buckets, "buckets must be a sequence of numbers");
+  if (fast == nullptr) return false;
+  bool read = true;
+  for (Py_ssize_t i = 0; read && i < PySequence_Fast_GET_SIZE(fast); ++i) {
+    double bound = 0.0;
+    read = as_double(PySequence_Fast_GET_ITEM(fast, i), bound);
+    if (read) out.push_back(bound);
   }
-  if (!gauge_mode_from_string(mode, definition.gauge_mode)) {
-    Py_DECREF(names);
-    PyErr_Format(PyExc_ValueError, "Invalid multiprocess mode: %s", mode);
-    return -1;
+  Py_DECREF(fast);
+  return read;
+}
+
+// The definition the arguments describe, not yet checked by the host; false
+// with the error set when a label name, bound or gauge mode is unreadable.
+// names: the label names as a tuple.
+bool definition_of(MetricKind kind, const FamilyArguments& arguments, PyObject* names,
+                   MetricDefinition& definition) {
+  if (arguments.native) definition.exponential = arguments.exponential;
+  definition.name = arguments.name;
+  definition.kind = kind;
+  definition.help = arguments.documentation;
+  definition.unit = arguments.unit;
+  if (!read_label_names(names, definition.label_names)) return false;
+  if (arguments.buckets != Py_None && !read_buckets(arguments.buckets, definition.buckets))
+    return false;
+  if (!gauge_mode_from_string(arguments.mode, definition.gauge_mode)) {
+    PyErr_Format(PyExc_ValueError, "Invalid multiprocess mode: %s", arguments.mode);
+    return false;
   }
+  return true;
+}
+
+// The family takes the definition as the host checks it; false with the
+// host's error raised when the host refuses it.
+bool set_checked_definition(FamilyObject* self, MetricDefinition definition) {
   try {
     auto checked = std::make_unique<MetricDefinition>(checked_definition(std::move(definition)));
     delete self->definition;
     self->definition = checked.release();
+    return true;
   } catch (...) {
-    Py_DECREF(names);
     raise_from_cpp();
+    return false;
+  }
+}
+
+template <MetricKind Kind>
+int family_init(FamilyObject* self, PyObject* args, PyObject* kwargs) {
+  FamilyArguments arguments;
+  if (!parse_family_arguments(args, kwargs, arguments)) return -1;
+  PyObject* names =
+      PySequence_Tuple(arguments.labelnames != nullptr ? arguments.labelnames : PyTuple_New(0));
+  if (names == nullptr) return -1;
+  MetricDefinition definition;
+  if (!definition_of(Kind, arguments, names, definition) ||
+      !set_checked_definition(self, std::move(definition))) {
+    Py_DECREF(names);
     return -1;
   }
   Py_XSETREF(self->labelnames, names);
   if (self->children == nullptr) self->children = PyDict_New();
   if (self->children == nullptr) return -1;
+  // Another definition: what was cached of the previous one goes.
   Py_CLEAR(self->upper_bounds);
   forget_last_call(self);
   self->native = nullptr;

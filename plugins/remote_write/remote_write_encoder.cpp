@@ -130,6 +130,133 @@ class RequestBuilder {
   std::size_t samples_ = 0;
 };
 
+// Writes a snapshot's points, one at a time, as the series of requests of at
+// most max_samples_per_request samples each.
+class PointWriter {
+ public:
+  PointWriter(const EncoderOptions& options, int64_t timestamp_ms, bool stale_markers,
+              const std::function<void(EncodedRequest&&)>& take)
+      : options_(options), take_(take), builder_(timestamp_ms, stale_markers) {}
+
+  void write(const kit::Snapshot& snapshot, const kit::Point& point) {
+    const kit::SeriesFamily& family = *point.family;
+    set_base_labels(family, *point.label_values);
+    switch (family.kind) {
+      case TSM_KIND_COUNTER:
+      case TSM_KIND_GAUGE:
+        write_sample(family.name, point.value, nullptr);
+        break;
+      case TSM_KIND_HISTOGRAM:
+        if (family.exponential) {
+          write_exponential(family.name, snapshot.exponential[point.exponential_index], point);
+        } else {
+          write_classic(family, snapshot, point);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+
+  // Hands over the last request; returns how many exponential histograms
+  // were written as classic ones.
+  std::size_t finish() {
+    builder_.finish(take_);
+    return as_classic_;
+  }
+
+ private:
+  // The labels of every series of a point but __name__ and le: the constant
+  // labels, the point's own (a label of the event wins over a constant label
+  // of the same name), then the process label in place of any of its name.
+  void set_base_labels(const kit::SeriesFamily& family, const std::vector<std::string>& values) {
+    const auto drop = [this](std::string_view label) {
+      base_.erase(std::remove_if(base_.begin(), base_.end(),
+                                 [&](const LabelView& l) { return l.first == label; }),
+                  base_.end());
+    };
+    base_.clear();
+    for (const auto& [label, value] : options_.constant_labels) base_.emplace_back(label, value);
+    for (std::size_t i = 0; i < family.label_names.size() && i < values.size(); ++i) {
+      const std::string_view label = family.label_names[i];
+      drop(label);
+      if (label != options_.process_label.first) base_.emplace_back(label, values[i]);
+    }
+    if (!options_.process_label.first.empty()) {
+      drop(options_.process_label.first);
+      base_.emplace_back(options_.process_label.first, options_.process_label.second);
+    }
+  }
+
+  // One series of one sample, with the base labels and le when given.
+  void write_sample(std::string_view series_name, double value, const std::string* le) {
+    labels_.assign(base_.begin(), base_.end());
+    if (le != nullptr) labels_.emplace_back("le", *le);
+    builder_.add(labels_, series_name, value);
+    finish_when_full();
+  }
+
+  void write_sum_and_count(const std::string& family_name, const kit::Point& point) {
+    name_.assign(family_name).append("_sum");
+    write_sample(name_, point.sum, nullptr);
+    name_.assign(family_name).append("_count");
+    write_sample(name_, static_cast<double>(point.count), nullptr);
+  }
+
+  // A native histogram sample; classic buckets when the histogram is none
+  // that remote write can carry.
+  void write_exponential(const std::string& family_name, const kit::ExponentialHistogram& histogram,
+                         const kit::Point& point) {
+    if (histogram.to_prometheus(native_) == kit::ExponentialHistogram::NativeExported::kExported) {
+      labels_.assign(base_.begin(), base_.end());
+      builder_.add(labels_, family_name, native_);
+      finish_when_full();
+      return;
+    }
+    ++as_classic_;
+    name_.assign(family_name).append("_bucket");
+    kit::for_each_classic_bucket(histogram, [&](double bound, uint64_t cumulative) {
+      le_ = format_le(bound);
+      write_sample(name_, static_cast<double>(cumulative), &le_);
+    });
+    le_ = "+Inf";
+    write_sample(name_, static_cast<double>(histogram.count()), &le_);
+    write_sum_and_count(family_name, point);
+  }
+
+  // The point's bucket counts, made cumulative, one series per bound and +Inf.
+  void write_classic(const kit::SeriesFamily& family, const kit::Snapshot& snapshot,
+                     const kit::Point& point) {
+    const std::vector<double>& bounds = family.bounds;
+    le_text_.resize(bounds.size() + 1);
+    for (std::size_t i = 0; i < bounds.size(); ++i) le_text_[i] = format_le(bounds[i]);
+    le_text_[bounds.size()] = "+Inf";
+    name_.assign(family.name).append("_bucket");
+    uint64_t running = 0;
+    for (std::size_t i = 0; i <= bounds.size(); ++i) {
+      running += snapshot.buckets[point.bucket_offset + i];
+      write_sample(name_, static_cast<double>(running), &le_text_[i]);
+    }
+    write_sum_and_count(family.name, point);
+  }
+
+  void finish_when_full() {
+    if (builder_.samples() >= options_.max_samples_per_request) builder_.finish(take_);
+  }
+
+  const EncoderOptions& options_;
+  const std::function<void(EncodedRequest&&)>& take_;
+  RequestBuilder builder_;
+  // Scratch kept between points: their capacity is reused.
+  std::vector<LabelView> base_;
+  std::vector<LabelView> labels_;
+  std::string name_;
+  std::vector<std::string> le_text_;
+  std::string le_;
+  kit::PrometheusNativeHistogram native_;
+  std::size_t as_classic_ = 0;
+};
+
 }  // namespace
 
 Encoder::Encoder(EncoderOptions options) : options_(std::move(options)) {
@@ -145,91 +272,9 @@ std::size_t Encoder::encode(const kit::Snapshot& snapshot, int64_t timestamp_ms,
 
 std::size_t Encoder::encode(const kit::Snapshot& snapshot, int64_t timestamp_ms, bool stale_markers,
                             const std::function<void(EncodedRequest&&)>& out) const {
-  RequestBuilder builder(timestamp_ms, stale_markers);
-  std::vector<LabelView> base;
-  std::vector<LabelView> labels;
-  std::string name;
-  std::vector<std::string> le_text;
-  std::string le;
-  kit::PrometheusNativeHistogram native;
-  std::size_t as_classic = 0;
-  const auto emit = [&](std::string_view series_name, double value, const std::string* le) {
-    labels.assign(base.begin(), base.end());
-    if (le != nullptr) labels.emplace_back("le", *le);
-    builder.add(labels, series_name, value);
-    if (builder.samples() >= options_.max_samples_per_request) builder.finish(out);
-  };
-  const auto emit_sum_and_count = [&](const std::string& family_name, const kit::Point& point) {
-    name.assign(family_name).append("_sum");
-    emit(name, point.sum, nullptr);
-    name.assign(family_name).append("_count");
-    emit(name, static_cast<double>(point.count), nullptr);
-  };
-  for (const kit::Point& point : snapshot.points) {
-    const kit::SeriesFamily& family = *point.family;
-    base.clear();
-    for (const auto& [label, value] : options_.constant_labels) base.emplace_back(label, value);
-    const std::vector<std::string>& values = *point.label_values;
-    for (std::size_t i = 0; i < family.label_names.size() && i < values.size(); ++i) {
-      // A label of the event wins over a constant label of the same name.
-      const std::string_view label = family.label_names[i];
-      base.erase(std::remove_if(base.begin(), base.end(),
-                                [&](const LabelView& l) { return l.first == label; }),
-                 base.end());
-      if (label != options_.process_label.first) base.emplace_back(label, values[i]);
-    }
-    if (!options_.process_label.first.empty()) {
-      const std::string_view label = options_.process_label.first;
-      base.erase(std::remove_if(base.begin(), base.end(),
-                                [&](const LabelView& l) { return l.first == label; }),
-                 base.end());
-      base.emplace_back(label, options_.process_label.second);
-    }
-    switch (family.kind) {
-      case TSM_KIND_COUNTER:
-      case TSM_KIND_GAUGE:
-        emit(family.name, point.value, nullptr);
-        break;
-      case TSM_KIND_HISTOGRAM: {
-        name.assign(family.name).append("_bucket");
-        if (family.exponential) {
-          const kit::ExponentialHistogram& histogram =
-              snapshot.exponential[point.exponential_index];
-          if (histogram.to_prometheus(native) ==
-              kit::ExponentialHistogram::NativeExported::kExported) {
-            labels.assign(base.begin(), base.end());
-            builder.add(labels, family.name, native);
-            if (builder.samples() >= options_.max_samples_per_request) builder.finish(out);
-            break;
-          }
-          ++as_classic;
-          kit::for_each_classic_bucket(histogram, [&](double bound, uint64_t cumulative) {
-            le = format_le(bound);
-            emit(name, static_cast<double>(cumulative), &le);
-          });
-          le = "+Inf";
-          emit(name, static_cast<double>(histogram.count()), &le);
-          emit_sum_and_count(family.name, point);
-          break;
-        }
-        const std::vector<double>& bounds = family.bounds;
-        le_text.resize(bounds.size() + 1);
-        for (std::size_t i = 0; i < bounds.size(); ++i) le_text[i] = format_le(bounds[i]);
-        le_text[bounds.size()] = "+Inf";
-        uint64_t running = 0;
-        for (std::size_t i = 0; i <= bounds.size(); ++i) {
-          running += snapshot.buckets[point.bucket_offset + i];
-          emit(name, static_cast<double>(running), &le_text[i]);
-        }
-        emit_sum_and_count(family.name, point);
-        break;
-      }
-      default:
-        break;
-    }
-  }
-  builder.finish(out);
-  return as_classic;
+  PointWriter writer(options_, timestamp_ms, stale_markers, out);
+  for (const kit::Point& point : snapshot.points) writer.write(snapshot, point);
+  return writer.finish();
 }
 
 }  // namespace tokenspeed::metrics::remote_write

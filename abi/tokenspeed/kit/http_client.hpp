@@ -314,126 +314,23 @@ class HttpClient {
     char error_text[CURL_ERROR_SIZE] = {};
     bool added = false;
     try {
-      if (stop != nullptr && stop->load(std::memory_order_acquire)) {
-        response.stopped = true;
-        response.error = "stopped before sending";
-        return response;
-      }
       const auto left = deadline - Clock::now();
-      if (left <= Clock::duration::zero()) {
-        response.timed_out = true;
-        response.error = "no time left to send";
-        return response;
-      }
-      for (const std::string& header : request.headers) {
-        curl_slist* grown = curl_slist_append(headers, header.c_str());
-        if (grown == nullptr) throw std::bad_alloc();
-        headers = grown;
-      }
-      for (const std::string& entry : request.connect_to) {
-        curl_slist* grown = curl_slist_append(connect_to, entry.c_str());
-        if (grown == nullptr) throw std::bad_alloc();
-        connect_to = grown;
-      }
-      const std::string url(request.url);
-      curl_easy_reset(easy_);
-      curl_easy_setopt(easy_, CURLOPT_URL, url.c_str());
-      curl_easy_setopt(easy_, CURLOPT_POST, 1L);
-      curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, request.body.data());
-      curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE_LARGE,
-                       static_cast<curl_off_t>(request.body.size()));
-      curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, headers);
-      curl_easy_setopt(easy_, CURLOPT_NOSIGNAL, 1L);
-      curl_easy_setopt(easy_, CURLOPT_WRITEFUNCTION, &Capture::body);
-      curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &capture);
-      curl_easy_setopt(easy_, CURLOPT_HEADERFUNCTION, &Capture::header);
-      curl_easy_setopt(easy_, CURLOPT_HEADERDATA, &capture);
-      const long ms = static_cast<long>(std::max<int64_t>(
-          1, std::chrono::duration_cast<std::chrono::milliseconds>(left).count()));
-      curl_easy_setopt(easy_, CURLOPT_TIMEOUT_MS, ms);
-      curl_easy_setopt(easy_, CURLOPT_CONNECTTIMEOUT_MS, ms);
-      curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, error_text);
-      if (connect_to != nullptr) curl_easy_setopt(easy_, CURLOPT_CONNECT_TO, connect_to);
-      if (options_.http2) {
-        curl_easy_setopt(easy_, CURLOPT_HTTP_VERSION,
-                         static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
-        // A connection per request: libcurl 7.88 (Debian 12's) fails the
-        // second request on a kept HTTP/2 connection ("Error in the HTTP2
-        // framing layer").
-        curl_easy_setopt(easy_, CURLOPT_FORBID_REUSE, 1L);
-      }
-      apply_tls();
-      if (!request.basic_auth_user.empty()) {
-        // libcurl encodes the credentials and keeps its own copies (until
-        // the next reset); ours, NUL-terminated for it, are wiped at once.
-        std::string user(request.basic_auth_user);
-        std::string password(request.basic_auth_password);
-        curl_easy_setopt(easy_, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
-        curl_easy_setopt(easy_, CURLOPT_USERNAME, user.c_str());
-        curl_easy_setopt(easy_, CURLOPT_PASSWORD, password.c_str());
-        forget(password);
-      }
+      if (!ready_to_send(left, stop, response)) return response;
+      append_all(headers, request.headers);
+      append_all(connect_to, request.connect_to);
+      set_transfer(request, headers, connect_to, capture, error_text, left);
+      set_basic_auth(request);
       if (curl_multi_add_handle(multi_, easy_) != CURLM_OK)
         throw std::runtime_error("curl_multi_add_handle failed");
       added = true;
-
-      int running = 1;
-      CURLcode result = CURLE_OK;
-      bool finished = false;
-      while (!finished) {
-        if (curl_multi_perform(multi_, &running) != CURLM_OK)
-          throw std::runtime_error("curl_multi_perform failed");
-        int queued = 0;
-        while (CURLMsg* message = curl_multi_info_read(multi_, &queued)) {
-          if (message->msg == CURLMSG_DONE) {
-            result = message->data.result;
-            finished = true;
-          }
-        }
-        if (finished) break;
-        if (stop != nullptr && stop->load(std::memory_order_acquire)) {
-          response.stopped = true;
-          response.error = "stopped while the request was in flight";
-          break;
-        }
-        const auto now = Clock::now();
-        if (now >= deadline) {
-          response.timed_out = true;
-          response.error = "no response within the timeout";
-          break;
-        }
-        // Bounded waits: a stop flag set without interrupt is seen within 50 ms.
-        const auto wait = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(50));
-        curl_multi_poll(
-            multi_, nullptr, 0,
-            static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) +
-                1,
-            nullptr);
-      }
-      if (finished) {
-        if (result == CURLE_OK) {
-          curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &response.status);
-        } else {
-          response.timed_out = result == CURLE_OPERATION_TIMEDOUT;
-          response.error = curl_easy_strerror(result);
-          // libcurl's detail: which certificate check failed, which port refused.
-          error_text[CURL_ERROR_SIZE - 1] = '\0';
-          if (error_text[0] != '\0' && response.error != error_text)
-            response.error += std::string(": ") + error_text;
-          response.status = 0;
-        }
-      }
+      if (const std::optional<CURLcode> result = run_transfer(deadline, stop, response))
+        read_result(*result, error_text, response);
     } catch (const std::exception& e) {
       response.error = e.what();
     } catch (...) {
       response.error = "unknown failure";
     }
-    if (added) curl_multi_remove_handle(multi_, easy_);
-    if (easy_ != nullptr) {
-      curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
-      curl_easy_setopt(easy_, CURLOPT_CONNECT_TO, nullptr);
-      curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
-    }
+    release_transfer(added);
     curl_slist_free_all(headers);
     curl_slist_free_all(connect_to);
     if (!response.error.empty()) response.status = 0;
@@ -586,6 +483,138 @@ class HttpClient {
       return bytes;
     }
   };
+
+  /* False, with the response saying why, when the stop flag is already set
+   * or no time is left of the deadline (left: the time to it). */
+  static bool ready_to_send(Clock::duration left, const std::atomic<bool>* stop,
+                            HttpResponse& response) {
+    if (stop != nullptr && stop->load(std::memory_order_acquire)) {
+      response.stopped = true;
+      response.error = "stopped before sending";
+      return false;
+    }
+    if (left <= Clock::duration::zero()) {
+      response.timed_out = true;
+      response.error = "no time left to send";
+      return false;
+    }
+    return true;
+  }
+
+  static void append_all(curl_slist*& list, const std::vector<std::string>& entries) {
+    for (const std::string& entry : entries) {
+      curl_slist* grown = curl_slist_append(list, entry.c_str());
+      if (grown == nullptr) throw std::bad_alloc();
+      list = grown;
+    }
+  }
+
+  /* The easy handle set afresh for request: its URL, body and headers, where
+   * the answer goes, the time left as its timeouts, HTTP/2 and TLS. The
+   * lists and error_text must outlive the transfer. */
+  void set_transfer(const HttpRequest& request, curl_slist* headers, curl_slist* connect_to,
+                    Capture& capture, char* error_text, Clock::duration left) {
+    const std::string url(request.url);
+    curl_easy_reset(easy_);
+    curl_easy_setopt(easy_, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(easy_, CURLOPT_POST, 1L);
+    curl_easy_setopt(easy_, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(easy_, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(request.body.size()));
+    curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(easy_, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(easy_, CURLOPT_WRITEFUNCTION, &Capture::body);
+    curl_easy_setopt(easy_, CURLOPT_WRITEDATA, &capture);
+    curl_easy_setopt(easy_, CURLOPT_HEADERFUNCTION, &Capture::header);
+    curl_easy_setopt(easy_, CURLOPT_HEADERDATA, &capture);
+    const long ms = static_cast<long>(
+        std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(left).count()));
+    curl_easy_setopt(easy_, CURLOPT_TIMEOUT_MS, ms);
+    curl_easy_setopt(easy_, CURLOPT_CONNECTTIMEOUT_MS, ms);
+    curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, error_text);
+    if (connect_to != nullptr) curl_easy_setopt(easy_, CURLOPT_CONNECT_TO, connect_to);
+    if (options_.http2) {
+      curl_easy_setopt(easy_, CURLOPT_HTTP_VERSION,
+                       static_cast<long>(CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE));
+      // A connection per request: libcurl 7.88 (Debian 12's) fails the
+      // second request on a kept HTTP/2 connection ("Error in the HTTP2
+      // framing layer").
+      curl_easy_setopt(easy_, CURLOPT_FORBID_REUSE, 1L);
+    }
+    apply_tls();
+  }
+
+  void set_basic_auth(const HttpRequest& request) {
+    if (request.basic_auth_user.empty()) return;
+    // libcurl encodes the credentials and keeps its own copies (until the
+    // next reset); ours, NUL-terminated for it, are wiped at once.
+    std::string user(request.basic_auth_user);
+    std::string password(request.basic_auth_password);
+    curl_easy_setopt(easy_, CURLOPT_HTTPAUTH, static_cast<long>(CURLAUTH_BASIC));
+    curl_easy_setopt(easy_, CURLOPT_USERNAME, user.c_str());
+    curl_easy_setopt(easy_, CURLOPT_PASSWORD, password.c_str());
+    forget(password);
+  }
+
+  /* Drives the added transfer until it is done: its result, or nullopt with
+   * the response saying why when the stop flag or the deadline ended it. */
+  std::optional<CURLcode> run_transfer(Clock::time_point deadline, const std::atomic<bool>* stop,
+                                       HttpResponse& response) {
+    int running = 1;
+    while (true) {
+      if (curl_multi_perform(multi_, &running) != CURLM_OK)
+        throw std::runtime_error("curl_multi_perform failed");
+      std::optional<CURLcode> result;
+      int queued = 0;
+      while (CURLMsg* message = curl_multi_info_read(multi_, &queued)) {
+        if (message->msg == CURLMSG_DONE) result = message->data.result;
+      }
+      if (result) return result;
+      if (stop != nullptr && stop->load(std::memory_order_acquire)) {
+        response.stopped = true;
+        response.error = "stopped while the request was in flight";
+        return std::nullopt;
+      }
+      const auto now = Clock::now();
+      if (now >= deadline) {
+        response.timed_out = true;
+        response.error = "no response within the timeout";
+        return std::nullopt;
+      }
+      // Bounded waits: a stop flag set without interrupt is seen within 50 ms.
+      const auto wait = std::min<Clock::duration>(deadline - now, std::chrono::milliseconds(50));
+      curl_multi_poll(
+          multi_, nullptr, 0,
+          static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(wait).count()) + 1,
+          nullptr);
+    }
+  }
+
+  /* The status of a finished transfer, or why it failed. */
+  void read_result(CURLcode result, char* error_text, HttpResponse& response) {
+    if (result == CURLE_OK) {
+      curl_easy_getinfo(easy_, CURLINFO_RESPONSE_CODE, &response.status);
+      return;
+    }
+    response.timed_out = result == CURLE_OPERATION_TIMEDOUT;
+    response.error = curl_easy_strerror(result);
+    // libcurl's detail: which certificate check failed, which port refused.
+    error_text[CURL_ERROR_SIZE - 1] = '\0';
+    if (error_text[0] != '\0' && response.error != error_text)
+      response.error += std::string(": ") + error_text;
+    response.status = 0;
+  }
+
+  /* The easy handle out of the multi handle (when added) and rid of the
+   * transfer's lists and error buffer, which are freed next. */
+  void release_transfer(bool added) noexcept {
+    if (added) curl_multi_remove_handle(multi_, easy_);
+    if (easy_ != nullptr) {
+      curl_easy_setopt(easy_, CURLOPT_HTTPHEADER, nullptr);
+      curl_easy_setopt(easy_, CURLOPT_CONNECT_TO, nullptr);
+      curl_easy_setopt(easy_, CURLOPT_ERRORBUFFER, nullptr);
+    }
+  }
 
   void release() noexcept {
     if (easy_ != nullptr) curl_easy_cleanup(easy_);
