@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <string_view>
 
 #include <tokenspeed/metric_reporter.h>
 
@@ -26,6 +27,17 @@ struct PluginFigures {
   // Adds other's counters to these (a restarted helper's figures onto the
   // earlier helpers'); pending is other's.
   void add(const PluginFigures& other) noexcept;
+};
+
+// The counts of PluginFigures by name, each listed once (the summary file's).
+struct PluginFiguresCount {
+  std::string_view name;
+  std::uint64_t PluginFigures::*field;
+};
+inline constexpr PluginFiguresCount kPluginFiguresCounts[] = {
+    {"sent", &PluginFigures::sent},       {"refused", &PluginFigures::refused},
+    {"lost", &PluginFigures::lost},       {"retries", &PluginFigures::retries},
+    {"pending", &PluginFigures::pending},
 };
 
 // Threading: report from any plugin thread (the C callback of tsm_sink),

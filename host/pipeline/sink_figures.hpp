@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "pipeline/plugin_figures.hpp"
 
@@ -44,6 +45,32 @@ struct SinkFigures {
   // end, refused by its own limits, lost, retries, pending); not part of the
   // host's accounting above, which ends where the plugin's emit returned.
   PluginFigures plugin;
+};
+
+// The counts and states of SinkFigures by name, each listed once: the
+// summary file writes and reads them under these names.
+struct SinkFiguresCount {
+  std::string_view name;
+  std::uint64_t SinkFigures::*field;
+};
+inline constexpr SinkFiguresCount kSinkFiguresCounts[] = {
+    {"accepted", &SinkFigures::accepted},
+    {"delivered", &SinkFigures::delivered},
+    {"dropped_ring_full", &SinkFigures::dropped_ring_full},
+    {"dropped_sink_disabled", &SinkFigures::dropped_sink_disabled},
+    {"dropped_after_close", &SinkFigures::dropped_after_close},
+    {"discarded_at_deadline", &SinkFigures::discarded_at_deadline},
+    {"lost_in_helper", &SinkFigures::lost_in_helper},
+    {"helper_restarts", &SinkFigures::helper_restarts},
+};
+struct SinkFiguresState {
+  std::string_view name;
+  bool SinkFigures::*field;
+};
+inline constexpr SinkFiguresState kSinkFiguresStates[] = {
+    {"isolated", &SinkFigures::isolated},           {"disabled", &SinkFigures::disabled},
+    {"create_failed", &SinkFigures::create_failed}, {"close_failed", &SinkFigures::close_failed},
+    {"abandoned", &SinkFigures::abandoned},
 };
 
 }  // namespace tokenspeed::metrics

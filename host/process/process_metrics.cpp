@@ -86,21 +86,21 @@ void store_slot(double* slot, double value) noexcept {
 
 }  // namespace
 
-OutputSelfFigures self_figures_of(const SinkFigures& stats) noexcept {
+OutputSelfFigures self_figures_of(const SinkFigures& sink) noexcept {
   OutputSelfFigures figures;
   try {
-    figures.output = stats.name;
+    figures.output = sink.name;
   } catch (...) {
     // No memory for the name: the figures go out with an empty output label.
   }
-  figures.delivered = stats.delivered;
-  figures.dropped_ring_full = stats.dropped_ring_full;
-  figures.dropped_sink_disabled = stats.dropped_sink_disabled;
-  figures.sink_failures = (stats.disabled || stats.create_failed) ? 1 : 0;
-  figures.queue_depth = stats.queue_depth;
-  figures.dropped_after_close = stats.dropped_after_close;
-  figures.discarded_at_deadline = stats.discarded_at_deadline;
-  figures.sinks_abandoned = stats.abandoned ? 1 : 0;
+  figures.delivered = sink.delivered;
+  figures.dropped_ring_full = sink.dropped_ring_full;
+  figures.dropped_sink_disabled = sink.dropped_sink_disabled;
+  figures.sink_failures = (sink.disabled || sink.create_failed) ? 1 : 0;
+  figures.queue_depth = sink.queue_depth;
+  figures.dropped_after_close = sink.dropped_after_close;
+  figures.discarded_at_deadline = sink.discarded_at_deadline;
+  figures.sinks_abandoned = sink.abandoned ? 1 : 0;
   return figures;
 }
 
@@ -171,10 +171,10 @@ std::vector<SinkFigures> ProcessMetrics::sink_figures() const {
 
 void ProcessMetrics::publish_self_figures() noexcept {
   try {
-    const std::vector<SinkFigures> stats = sink_figures();
+    const std::vector<SinkFigures> sinks = sink_figures();
     for (std::size_t i = 0;
-         i < stats.size() && (i + 1) * kSelfSeriesPerOutput <= self_slots_.size(); ++i) {
-      const OutputSelfFigures figures = self_figures_of(stats[i]);
+         i < sinks.size() && (i + 1) * kSelfSeriesPerOutput <= self_slots_.size(); ++i) {
+      const OutputSelfFigures figures = self_figures_of(sinks[i]);
       double* const* slots = &self_slots_[i * kSelfSeriesPerOutput];
       store_slot(slots[kDeliveredSlot], static_cast<double>(figures.delivered));
       store_slot(slots[kDroppedRingFullSlot], static_cast<double>(figures.dropped_ring_full));
@@ -186,27 +186,27 @@ void ProcessMetrics::publish_self_figures() noexcept {
       store_slot(slots[kDiscardedAtDeadlineSlot],
                  static_cast<double>(figures.discarded_at_deadline));
       store_slot(slots[kSinksAbandonedSlot], static_cast<double>(figures.sinks_abandoned));
-      publish_plugin_figures(i, stats[i]);
+      publish_plugin_figures(i, sinks[i]);
     }
   } catch (...) {
     // Figures are best-effort; the next publication catches up.
   }
 }
 
-void ProcessMetrics::publish_plugin_figures(std::size_t output, const SinkFigures& stats) {
-  if (!stats.plugin.reported || output >= plugin_slots_.size()) return;
+void ProcessMetrics::publish_plugin_figures(std::size_t output, const SinkFigures& sink) {
+  if (!sink.plugin.reported || output >= plugin_slots_.size()) return;
   std::vector<double*>& slots = plugin_slots_[output];
   if (slots.empty()) {  // the first report: the series appear now
     const auto& defs = reporter_self_metric_definitions();
     for (const char* fate : {"sent", "refused", "lost"}) {
-      const std::string labels[] = {stats.name, process_name_, fate};
+      const std::string labels[] = {sink.name, process_name_, fate};
       slots.push_back(store_->allocate_series(defs[kSelfPluginEvents], labels));
     }
-    const std::string labels[] = {stats.name, process_name_};
+    const std::string labels[] = {sink.name, process_name_};
     slots.push_back(store_->allocate_series(defs[kSelfPluginRetries], labels));
     slots.push_back(store_->allocate_series(defs[kSelfPluginPending], labels));
   }
-  const PluginFigures& figures = stats.plugin;
+  const PluginFigures& figures = sink.plugin;
   store_slot(slots[0], static_cast<double>(figures.sent));
   store_slot(slots[1], static_cast<double>(figures.refused));
   store_slot(slots[2], static_cast<double>(figures.lost));

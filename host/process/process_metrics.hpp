@@ -97,11 +97,11 @@ class ProcessMetrics {
   bool closed_ = false;
   // Writes what output's plugin reported (control thread; allocates its
   // series on the first report).
-  void publish_plugin_figures(std::size_t output, const SinkFigures& stats);
+  void publish_plugin_figures(std::size_t output, const SinkFigures& sink);
   bool close_result_ = false;
 };
 
 // The figures the endpoint exposes for one sink.
-OutputSelfFigures self_figures_of(const SinkFigures& stats) noexcept;
+OutputSelfFigures self_figures_of(const SinkFigures& sink) noexcept;
 
 }  // namespace tokenspeed::metrics

@@ -21,43 +21,62 @@
 namespace tokenspeed::metrics {
 namespace {
 
-std::uint64_t number(const boost::json::object& json, const char* key,
-                     const char* older_key = nullptr) {
+std::uint64_t number(const boost::json::object& json, std::string_view key) {
   const boost::json::value* value = json.if_contains(key);
-  if (value == nullptr && older_key != nullptr) value = json.if_contains(older_key);
   return value != nullptr && value->is_number() ? value->to_number<std::uint64_t>() : 0;
 }
 
-}  // namespace
-
-namespace {
-
-boost::json::object summary_json(const SinkFigures& s) {
-  boost::json::object json{
-      {"name", s.name},
-      {"accepted", s.accepted},
-      {"delivered", s.delivered},
-      {"dropped_ring_full", s.dropped_ring_full},
-      {"dropped_sink_disabled", s.dropped_sink_disabled},
-      {"dropped_after_close", s.dropped_after_close},
-      {"discarded_at_deadline", s.discarded_at_deadline},
-      {"lost_in_helper", s.lost_in_helper},
-      {"helper_restarts", s.helper_restarts},
-      {"isolated", s.isolated},
-      {"failed", output_failed(s)},
-      {"disabled", s.disabled},
-      {"create_failed", s.create_failed},
-      {"close_failed", s.close_failed},
-      {"abandoned", s.abandoned},
-      {"abandoned_in", s.abandoned_in},
-  };
-  if (s.plugin.reported) {
-    json["plugin"] = boost::json::object{
-        {"sent", s.plugin.sent},       {"refused", s.plugin.refused}, {"lost", s.plugin.lost},
-        {"retries", s.plugin.retries}, {"pending", s.plugin.pending},
-    };
+boost::json::object summary_json(const SinkFigures& figures) {
+  boost::json::object json{{"name", figures.name},
+                           {"failed", output_failed(figures)},
+                           {"abandoned_in", figures.abandoned_in}};
+  for (const SinkFiguresCount& count : kSinkFiguresCounts) json[count.name] = figures.*count.field;
+  for (const SinkFiguresState& state : kSinkFiguresStates) json[state.name] = figures.*state.field;
+  if (figures.plugin.reported) {
+    boost::json::object plugin;
+    for (const PluginFiguresCount& count : kPluginFiguresCounts) {
+      plugin[count.name] = figures.plugin.*count.field;
+    }
+    json["plugin"] = std::move(plugin);
   }
   return json;
+}
+
+bool json_flag(const boost::json::object& json, std::string_view key) {
+  const auto* value = json.if_contains(key);
+  return value != nullptr && value->is_bool() && value->get_bool();
+}
+
+std::string json_text(const boost::json::object& json, std::string_view key) {
+  const auto* value = json.if_contains(key);
+  return value != nullptr && value->is_string() ? std::string(value->get_string()) : "";
+}
+
+// One output's figures as summary_json wrote them (or an older writer did).
+SinkFigures sink_figures_of(const boost::json::object& json) {
+  SinkFigures figures;
+  figures.name = json_text(json, "name");
+  for (const SinkFiguresCount& count : kSinkFiguresCounts) {
+    figures.*count.field = number(json, count.name);
+  }
+  // An older writer's keys: "dropped_full", "dropped_disabled".
+  if (!json.contains("dropped_ring_full")) figures.dropped_ring_full = number(json, "dropped_full");
+  if (!json.contains("dropped_sink_disabled")) {
+    figures.dropped_sink_disabled = number(json, "dropped_disabled");
+  }
+  for (const SinkFiguresState& state : kSinkFiguresStates) {
+    figures.*state.field = json_flag(json, state.name);
+  }
+  figures.abandoned_in = json_text(json, "abandoned_in");
+  if (const auto* plugin = json.if_contains("plugin"); plugin && plugin->is_object()) {
+    figures.plugin.reported = true;
+    for (const PluginFiguresCount& count : kPluginFiguresCounts) {
+      figures.plugin.*count.field = number(plugin->get_object(), count.name);
+    }
+  }
+  // A file without the detail (an older writer): "failed" alone.
+  if (json_flag(json, "failed") && !output_failed(figures)) figures.disabled = true;
+  return figures;
 }
 
 // One line on stderr through the rate-limited log: the launcher's table then
@@ -129,41 +148,7 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
       for (const boost::json::value& value : outputs->get_array()) {
         if (!value.is_object()) continue;
         const boost::json::object& o = value.get_object();
-        SinkFigures s;
-        if (const auto* n = o.if_contains("name"); n && n->is_string())
-          s.name = std::string(n->get_string());
-        s.accepted = number(o, "accepted");
-        s.delivered = number(o, "delivered");
-        // An older writer's keys: "dropped_full", "dropped_disabled".
-        s.dropped_ring_full = number(o, "dropped_ring_full", "dropped_full");
-        s.dropped_sink_disabled = number(o, "dropped_sink_disabled", "dropped_disabled");
-        s.dropped_after_close = number(o, "dropped_after_close");
-        s.discarded_at_deadline = number(o, "discarded_at_deadline");
-        s.lost_in_helper = number(o, "lost_in_helper");
-        s.helper_restarts = number(o, "helper_restarts");
-        auto flag = [&o](const char* key) {
-          const auto* value = o.if_contains(key);
-          return value != nullptr && value->is_bool() && value->get_bool();
-        };
-        s.disabled = flag("disabled");
-        s.create_failed = flag("create_failed");
-        s.close_failed = flag("close_failed");
-        s.abandoned = flag("abandoned");
-        s.isolated = flag("isolated");
-        if (const auto* in = o.if_contains("abandoned_in"); in && in->is_string())
-          s.abandoned_in = std::string(in->get_string());
-        if (const auto* plugin = o.if_contains("plugin"); plugin && plugin->is_object()) {
-          const boost::json::object& p = plugin->get_object();
-          s.plugin.reported = true;
-          s.plugin.sent = number(p, "sent");
-          s.plugin.refused = number(p, "refused");
-          s.plugin.lost = number(p, "lost");
-          s.plugin.retries = number(p, "retries");
-          s.plugin.pending = number(p, "pending");
-        }
-        // A file without the detail (an older writer): "failed" alone.
-        if (flag("failed") && !output_failed(s)) s.disabled = true;
-        summary.outputs.push_back(std::move(s));
+        summary.outputs.push_back(sink_figures_of(value.get_object()));
       }
     }
     summaries.push_back(std::move(summary));

@@ -37,16 +37,16 @@ std::vector<ProcessSummary> read_process_summaries(const std::filesystem::path& 
 // was abandoned at close (still inside a plugin call at the deadline); or
 // its plugin delivered nothing while it lost events (sent 0, lost > 0: a
 // back end that refused every request, one never reached).
-bool output_failed(const SinkFigures& stats) noexcept;
+bool output_failed(const SinkFigures& figures) noexcept;
 
 // True when the output worked to the end but its plugin lost events (its
 // lost figure: given up after the host delivered them) while sending
 // others: "degraded" in the table, an exit status of its own.
-bool output_degraded(const SinkFigures& stats) noexcept;
+bool output_degraded(const SinkFigures& figures) noexcept;
 
 // "ok", "degraded" or "failed: <why>" for the status column, then what the
 // plugin refused and lost, and the sink helper's restarts.
-std::string output_status(const SinkFigures& stats);
+std::string output_status(const SinkFigures& figures);
 
 // The node's table at exit: one row per process and output, with a status
 // column; a row per producer that left no summary (crashed, killed at the
