@@ -31,17 +31,22 @@ const kit::SettingsTable& settings_table() {
        "File to write, one JSON object per line. {pid} is replaced by the process id so "
        "each producer writes its own file. Made absolute against the launcher's working "
        "directory. Required."},
-      {"flush_interval_ms", SettingType::kInteger, "1000", 1, 3'600'000,
-       "Longest time an accepted event waits in memory before it is written."},
-      {"buffer_bytes", SettingType::kInteger, "1048576", 4096,
-       static_cast<double>(int64_t{1} << 30),
-       "Pending event data that triggers a write before the interval ends."},
-      {"max_pending_bytes", SettingType::kInteger, "67108864", 4096,
-       static_cast<double>(int64_t{1} << 36),
-       "Bound on event data held in memory and not yet written; beyond it events are "
-       "dropped, counted and logged. At least buffer_bytes."},
-      {"append", SettingType::kBoolean, "true", 0, 0,
-       "true: append to an existing file; false: truncate it when the sink is created."},
+      kit::Setting("flush_interval_ms", SettingType::kInteger, "1000", 1, 3'600'000,
+                   "Longest time an accepted event waits in memory before it is written.")
+          .bind<&SinkOptions::flush_interval>(),
+      kit::Setting("buffer_bytes", SettingType::kInteger, "1048576", 4096,
+                   static_cast<double>(int64_t{1} << 30),
+                   "Pending event data that triggers a write before the interval ends.")
+          .bind<&SinkOptions::buffer_bytes>(),
+      kit::Setting("max_pending_bytes", SettingType::kInteger, "67108864", 4096,
+                   static_cast<double>(int64_t{1} << 36),
+                   "Bound on event data held in memory and not yet written; beyond it events are "
+                   "dropped, counted and logged. At least buffer_bytes.")
+          .bind<&SinkOptions::max_pending_bytes>(),
+      kit::Setting("append", SettingType::kBoolean, "true", 0, 0,
+                   "true: append to an existing file; false: truncate it when the sink is "
+                   "created.")
+          .bind<&SinkOptions::append>(),
   }};
   return table;
 }
@@ -89,11 +94,8 @@ std::string substitute_pid(std::string path) {
 
 std::unique_ptr<JsonlSink> create_sink(const kit::Settings& settings, const plugin::Host& host) {
   SinkOptions options;
+  settings_table().fill(settings, options);
   options.path = substitute_pid(settings.string("path"));
-  options.flush_interval = std::chrono::milliseconds(settings.integer("flush_interval_ms"));
-  options.buffer_bytes = static_cast<std::size_t>(settings.integer("buffer_bytes"));
-  options.max_pending_bytes = static_cast<std::size_t>(settings.integer("max_pending_bytes"));
-  options.append = settings.boolean("append");
   return std::make_unique<JsonlSink>(std::move(options), host);
 }
 

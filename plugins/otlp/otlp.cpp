@@ -24,6 +24,12 @@ namespace {
 namespace kit = tokenspeed::metrics::kit;
 using kit::SettingType;
 
+// The values of the choices of protocol, temporality and compression, in their order.
+constexpr bool kGrpcChoices[] = {false, true};
+constexpr kit::Temporality kTemporalityChoices[] = {kit::Temporality::kCumulative,
+                                                    kit::Temporality::kDelta};
+constexpr bool kGzipChoices[] = {true, false};
+
 const kit::SettingsTable& settings_table() {
   static const kit::SettingsTable table{
       {
@@ -36,28 +42,41 @@ const kit::SettingsTable& settings_table() {
               "HTTP headers added to every request, e.g. {\"api-key\": \"...\"}."),
           kit::http_timeout_setting(
               "10000", "Bound of one export request; during close also bounded by close's budget."),
-          {"protocol", SettingType::kChoice, R"("http/protobuf")", 0, 0,
-           "Transport: OTLP/HTTP with protobuf bodies, or OTLP/gRPC (HTTP/2, MetricsService/Export "
-           "at the endpoint).",
-           "http/protobuf|grpc"},
+          kit::Setting("protocol", SettingType::kChoice, R"("http/protobuf")", 0, 0,
+                       "Transport: OTLP/HTTP with protobuf bodies, or OTLP/gRPC (HTTP/2, "
+                       "MetricsService/Export at the endpoint).",
+                       "http/protobuf|grpc")
+              .bind_choices<kGrpcChoices, &OtlpOptions::grpc>(),
           {"export_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
            "How often the state is exported."},
-          {"resource_attributes", SettingType::kStringMap, R"({"service.name": "tokenspeed"})", 0,
-           0,
-           "Resource attributes of every producer (service.name defaults to \"tokenspeed\"); "
-           "service.instance.id, host.name and process.pid are set per process."},
-          {"temporality", SettingType::kChoice, R"("cumulative")", 0, 0,
-           "Aggregation temporality of Sums, Histograms and ExponentialHistograms.",
-           "cumulative|delta"},
-          {"compression", SettingType::kChoice, R"("gzip")", 0, 0, "Request body encoding.",
-           "gzip|none"},
-          {"max_data_points_per_request", SettingType::kInteger, "8192", 1, 1000000,
-           "Data points in one request; more are split, and this many changed series export "
-           "early."},
-          kit::max_series_setting("100000"),
-          {"max_pending_requests", SettingType::kInteger, "64", 1, 100000,
-           "Requests kept while the receiver does not take them (delta); beyond, the oldest is "
-           "dropped."},
+          kit::Setting("resource_attributes", SettingType::kStringMap,
+                       R"({"service.name": "tokenspeed"})", 0, 0,
+                       "Resource attributes of every producer (service.name defaults to "
+                       "\"tokenspeed\"); service.instance.id, host.name and process.pid are set "
+                       "per process.")
+              .bind<&OtlpOptions::encoder, &EncoderOptions::resource_attributes>(),
+          kit::Setting("temporality", SettingType::kChoice, R"("cumulative")", 0, 0,
+                       "Aggregation temporality of Sums, Histograms and ExponentialHistograms.",
+                       "cumulative|delta")
+              .bind_choices<kTemporalityChoices, &OtlpOptions::exporter,
+                            &kit::HttpExporterOptions::aggregation,
+                            &kit::AggregationOptions::temporality>(),
+          kit::Setting("compression", SettingType::kChoice, R"("gzip")", 0, 0,
+                       "Request body encoding.", "gzip|none")
+              .bind_choices<kGzipChoices, &OtlpOptions::gzip>(),
+          kit::Setting("max_data_points_per_request", SettingType::kInteger, "8192", 1, 1000000,
+                       "Data points in one request; more are split, and this many changed series "
+                       "export early.")
+              .bind<&OtlpOptions::exporter, &kit::HttpExporterOptions::aggregation,
+                    &kit::AggregationOptions::batch_points>(),
+          kit::max_series_setting("100000")
+              .bind<&OtlpOptions::exporter, &kit::HttpExporterOptions::aggregation,
+                    &kit::AggregationOptions::max_series>(),
+          kit::Setting("max_pending_requests", SettingType::kInteger, "64", 1, 100000,
+                       "Requests kept while the receiver does not take them (delta); beyond, the "
+                       "oldest is dropped.")
+              .bind<&OtlpOptions::exporter, &kit::HttpExporterOptions::delivery,
+                    &kit::DeliveryOptions::max_pending>(),
           kit::initial_backoff_setting("1000"),
           kit::max_backoff_setting("30000"),
       },
@@ -91,8 +110,9 @@ std::unique_ptr<OtlpSink> create_sink(const kit::Settings& settings, const plugi
   OtlpOptions options;
   kit::HttpExporterOptions& exporter = options.exporter;
   exporter.http = kit::http_client_options(settings, "endpoint");
-  options.gzip = settings.string("compression") == "gzip";
-  options.grpc = settings.string("protocol") == "grpc";
+  exporter.delivery = kit::delivery_options(settings, "export_interval_ms");
+  // After the two above, which replace the structs some rows are bound into.
+  settings_table().fill(settings, options);
   if (options.grpc) {
     std::string& url = exporter.http.url;
     if (!url.empty() && url.back() == '/') url.pop_back();
@@ -100,26 +120,15 @@ std::unique_ptr<OtlpSink> create_sink(const kit::Settings& settings, const plugi
     exporter.http.http2 = true;
   }
 
-  const bool delta = settings.string("temporality") == "delta";
-  exporter.aggregation.temporality =
-      delta ? kit::Temporality::kDelta : kit::Temporality::kCumulative;
-  exporter.aggregation.max_series = static_cast<std::size_t>(settings.integer("max_series"));
-  exporter.aggregation.batch_points =
-      static_cast<std::size_t>(settings.integer("max_data_points_per_request"));
   // OTLP has ExponentialHistogram: a family with exponential buckets keeps them.
   exporter.aggregation.exponential_histograms = true;
-
-  exporter.delivery = kit::delivery_options(settings, "export_interval_ms");
-  exporter.delivery.max_pending =
-      static_cast<std::size_t>(settings.integer("max_pending_requests"));
   // A fresh cumulative collect supersedes what waited; delta data must not be lost.
-  exporter.delivery.recollect_on_retry = !delta;
+  exporter.delivery.recollect_on_retry =
+      exporter.aggregation.temporality == kit::Temporality::kCumulative;
 
   bool service_name = false;
-  for (auto& [key, value] : settings.string_map("resource_attributes")) {
-    service_name = service_name || key == "service.name";
-    options.encoder.resource_attributes.emplace_back(key, value);
-  }
+  for (const auto& attribute : options.encoder.resource_attributes)
+    service_name = service_name || attribute.first == "service.name";
   if (!service_name) options.encoder.resource_attributes.emplace_back("service.name", "tokenspeed");
   // One resource per process, named as the host names it (node and process):
   // streams of two processes never collide, and a restarted process

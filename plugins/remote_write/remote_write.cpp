@@ -38,24 +38,32 @@ const kit::SettingsTable& settings_table() {
               "10000", "Bound of one write request; during close also bounded by close's budget."),
           {"push_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
            "How often every series is pushed (one timestamp per push)."},
-          {"external_labels", SettingType::kStringMap, "{}", 0, 0,
-           "Labels added to every series, e.g. {\"cluster\": \"eu-1\"}; a label of the metric "
-           "of the same name wins."},
+          kit::Setting("external_labels", SettingType::kStringMap, "{}", 0, 0,
+                       "Labels added to every series, e.g. {\"cluster\": \"eu-1\"}; a label of "
+                       "the metric of the same name wins.")
+              .bind<&RemoteWriteOptions::encoder, &EncoderOptions::constant_labels>(),
           {"process_label", SettingType::kString, R"("process")", 0, 0,
            "Label that tells the processes of a node apart (value: the host's name of the process, "
            "e.g. scheduler-0); sum it away with sum without (process) (...)."},
           {"node_label", SettingType::kString, R"("node")", 0, 0,
            "Label that tells nodes apart (value: --metrics-node-name, else the host name); an "
            "external_labels entry of the same name replaces it; \"\": none."},
-          {"max_samples_per_request", SettingType::kInteger, "2000", 1, 1000000,
-           "Samples in one request (a native histogram is one); more are split."},
-          {"native_histograms", SettingType::kBoolean, "true", 0, 0,
-           "Send histograms with exponential buckets as native histogram samples (the receiver "
-           "must take them); false: as classic _bucket/_sum/_count series in their declared "
-           "bounds."},
-          kit::max_series_setting("100000"),
-          {"retry_on_429", SettingType::kBoolean, "false", 0, 0,
-           "Retry a 429 Too Many Requests with backoff (as Prometheus, off: it is dropped)."},
+          kit::Setting("max_samples_per_request", SettingType::kInteger, "2000", 1, 1000000,
+                       "Samples in one request (a native histogram is one); more are split.")
+              .bind<&RemoteWriteOptions::encoder, &EncoderOptions::max_samples_per_request>(),
+          kit::Setting("native_histograms", SettingType::kBoolean, "true", 0, 0,
+                       "Send histograms with exponential buckets as native histogram samples "
+                       "(the receiver must take them); false: as classic _bucket/_sum/_count "
+                       "series in their declared bounds.")
+              .bind<&RemoteWriteOptions::exporter, &kit::HttpExporterOptions::aggregation,
+                    &kit::AggregationOptions::exponential_histograms>(),
+          kit::max_series_setting("100000")
+              .bind<&RemoteWriteOptions::exporter, &kit::HttpExporterOptions::aggregation,
+                    &kit::AggregationOptions::max_series>(),
+          kit::Setting("retry_on_429", SettingType::kBoolean, "false", 0, 0,
+                       "Retry a 429 Too Many Requests with backoff (as Prometheus, off: it is "
+                       "dropped).")
+              .bind<&RemoteWriteOptions::retry_on_429>(),
           kit::initial_backoff_setting("30"),
           kit::max_backoff_setting("5000"),
       },
@@ -99,20 +107,14 @@ std::unique_ptr<RemoteWriteSink> create_sink(const kit::Settings& settings,
   RemoteWriteOptions options;
   kit::HttpExporterOptions& exporter = options.exporter;
   exporter.http = kit::http_client_options(settings, "url");
-  options.retry_on_429 = settings.boolean("retry_on_429");
+  exporter.delivery = kit::delivery_options(settings, "push_interval_ms");
+  // After the two above, which replace the structs some rows are bound into.
+  settings_table().fill(settings, options);
 
   exporter.aggregation.temporality = kit::Temporality::kCumulative;
-  exporter.aggregation.max_series = static_cast<std::size_t>(settings.integer("max_series"));
-  // Exponential families go out as native histogram samples (see the
-  // encoder); off, they aggregate into their declared classic bounds.
-  exporter.aggregation.exponential_histograms = settings.boolean("native_histograms");
-
-  exporter.delivery = kit::delivery_options(settings, "push_interval_ms");
   // Cumulative samples: a fresh push supersedes whatever waited.
   exporter.delivery.recollect_on_retry = true;
 
-  for (auto& [name, value] : settings.string_map("external_labels"))
-    options.encoder.constant_labels.emplace_back(name, value);
   // One label value per process and node (the host names both): two
   // processes never push the same series, and a restarted process continues
   // its own series rather than leaving a stale copy beside a new one.
@@ -125,8 +127,6 @@ std::unique_ptr<RemoteWriteSink> create_sink(const kit::Settings& settings,
   if (!node_label.empty() && !named_by_operator)
     options.encoder.constant_labels.emplace_back(node_label, process.node);
   options.encoder.process_label = {settings.string("process_label"), process.name};
-  options.encoder.max_samples_per_request =
-      static_cast<std::size_t>(settings.integer("max_samples_per_request"));
   return std::make_unique<RemoteWriteSink>(std::move(options), host);
 }
 

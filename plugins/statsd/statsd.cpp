@@ -24,32 +24,43 @@ using kit::SettingType;
 constexpr int64_t kUdpDatagramDefault = 1432;   // fits a 1500-byte Ethernet MTU
 constexpr int64_t kUnixDatagramDefault = 8192;  // the DogStatsD agent's default buffer
 
+// The values of flavour's choices, in their order.
+constexpr Flavour kFlavourChoices[] = {Flavour::kStatsd, Flavour::kDogstatsd};
+
 const kit::SettingsTable& settings_table() {
   static const kit::SettingsTable table{{
       {"address", SettingType::kString, R"("127.0.0.1:8125")", 0, 0,
        "Where to send: host:port or [v6]:port over UDP, or unix:///path for a Unix datagram "
        "socket."},
-      {"flavour", SettingType::kChoice, R"("statsd")", 0, 0,
-       "statsd: plain StatsD, labels as name segments, observations as |ms timers; dogstatsd: "
-       "labels as |#name:value tags, observations as |d distributions.",
-       "statsd|dogstatsd"},
-      {"prefix", SettingType::kString, R"("")", 0, 0,
-       "Prepended to every metric name, followed by a '.' unless it ends in one."},
+      kit::Setting("flavour", SettingType::kChoice, R"("statsd")", 0, 0,
+                   "statsd: plain StatsD, labels as name segments, observations as |ms timers; "
+                   "dogstatsd: labels as |#name:value tags, observations as |d distributions.",
+                   "statsd|dogstatsd")
+          .bind_choices<kFlavourChoices, &StatsdOptions::format, &FormatOptions::flavour>(),
+      kit::Setting("prefix", SettingType::kString, R"("")", 0, 0,
+                   "Prepended to every metric name, followed by a '.' unless it ends in one.")
+          .bind<&StatsdOptions::format, &FormatOptions::prefix>(),
       {"max_datagram_bytes", SettingType::kInteger, "0", 0, 65507,
        "Largest datagram; 0 means 1432 over UDP and 8192 over a Unix socket."},
-      {"flush_interval_ms", SettingType::kInteger, "1000", 10, 3600000,
-       "How often the lines are packed into datagrams and sent."},
-      {"aggregation", SettingType::kBoolean, "true", 0, 0,
-       "Sum counter deltas and keep each gauge's last value per flush; false sends every "
-       "event."},
-      {"dns_refresh_interval_ms", SettingType::kInteger, "30000", 1000, 86400000,
-       "How often the host name is resolved again (on the sending thread, never per datagram)."},
-      {"max_buffer_bytes", SettingType::kInteger, "4194304", 65536, 1073741824,
-       "Formatted lines held between flushes; events beyond it are dropped and counted, and a "
-       "flush starts early at half of it."},
-      {"max_series", SettingType::kInteger, "100000", 1, 10000000,
-       "Counter and gauge series aggregated per process; events of further series are "
-       "dropped, counted and logged."},
+      kit::Setting("flush_interval_ms", SettingType::kInteger, "1000", 10, 3600000,
+                   "How often the lines are packed into datagrams and sent.")
+          .bind<&StatsdOptions::flush_interval>(),
+      kit::Setting("aggregation", SettingType::kBoolean, "true", 0, 0,
+                   "Sum counter deltas and keep each gauge's last value per flush; false sends "
+                   "every event.")
+          .bind<&StatsdOptions::aggregate>(),
+      kit::Setting("dns_refresh_interval_ms", SettingType::kInteger, "30000", 1000, 86400000,
+                   "How often the host name is resolved again (on the sending thread, never per "
+                   "datagram).")
+          .bind<&StatsdOptions::dns_refresh>(),
+      kit::Setting("max_buffer_bytes", SettingType::kInteger, "4194304", 65536, 1073741824,
+                   "Formatted lines held between flushes; events beyond it are dropped and "
+                   "counted, and a flush starts early at half of it.")
+          .bind<&StatsdOptions::max_buffer_bytes>(),
+      kit::Setting("max_series", SettingType::kInteger, "100000", 1, 10000000,
+                   "Counter and gauge series aggregated per process; events of further series "
+                   "are dropped, counted and logged.")
+          .bind<&StatsdOptions::max_series>(),
       {"process_tags", SettingType::kBoolean, "false", 0, 0,
        "dogstatsd only: add the tags process:<name> and node:<node> (as the host names them) "
        "to every line, so that the gauges of several processes stay apart."},
@@ -80,10 +91,8 @@ void check(kit::json::Value& settings) {
 
 std::unique_ptr<StatsdSink> create_sink(const kit::Settings& settings, const plugin::Host& host) {
   StatsdOptions options;
+  settings_table().fill(settings, options);
   options.address = parse_address(settings.string("address"));
-  options.format.flavour =
-      settings.string("flavour") == "dogstatsd" ? Flavour::kDogstatsd : Flavour::kStatsd;
-  options.format.prefix = settings.string("prefix");
   if (settings.boolean("process_tags")) {
     const plugin::ProcessIdentity process = host.process();
     options.format.constant_tags = identity_tags(process.name, process.node);
@@ -92,11 +101,6 @@ std::unique_ptr<StatsdSink> create_sink(const kit::Settings& settings, const plu
   if (max_datagram == 0)
     max_datagram = options.address.unix_socket ? kUnixDatagramDefault : kUdpDatagramDefault;
   options.max_datagram_bytes = static_cast<std::size_t>(max_datagram);
-  options.flush_interval = std::chrono::milliseconds(settings.integer("flush_interval_ms"));
-  options.aggregate = settings.boolean("aggregation");
-  options.dns_refresh = std::chrono::milliseconds(settings.integer("dns_refresh_interval_ms"));
-  options.max_buffer_bytes = static_cast<std::size_t>(settings.integer("max_buffer_bytes"));
-  options.max_series = static_cast<std::size_t>(settings.integer("max_series"));
   return std::make_unique<StatsdSink>(std::move(options), host);
 }
 

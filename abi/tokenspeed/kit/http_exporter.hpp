@@ -83,16 +83,19 @@ constexpr Setting http_headers_setting(std::string_view description) {
   return Setting("headers", SettingType::kHeaderMap, "{}", 0, 0, description).secret();
 }
 constexpr Setting http_timeout_setting(std::string_view default_ms, std::string_view description) {
-  return Setting("timeout_ms", SettingType::kInteger, default_ms, 1, 600000, description);
+  return Setting("timeout_ms", SettingType::kInteger, default_ms, 1, 600000, description)
+      .bind<&DeliveryOptions::attempt_timeout>();
 }
 constexpr Setting initial_backoff_setting(std::string_view default_ms) {
   return Setting("initial_backoff_ms", SettingType::kInteger, default_ms, 1, 600000,
                  "First retry delay after a retryable failure; doubles per failure, with 20% "
-                 "jitter.");
+                 "jitter.")
+      .bind<&DeliveryOptions::backoff, &BackoffOptions::initial>();
 }
 constexpr Setting max_backoff_setting(std::string_view default_ms) {
   return Setting("max_backoff_ms", SettingType::kInteger, default_ms, 1, 3600000,
-                 "Longest retry delay (unless Retry-After asks for more, up to 5 minutes).");
+                 "Longest retry delay (unless Retry-After asks for more, up to 5 minutes).")
+      .bind<&DeliveryOptions::backoff, &BackoffOptions::max>();
 }
 constexpr Setting max_series_setting(std::string_view default_count) {
   return Setting("max_series", SettingType::kInteger, default_count, 1, 10000000,
@@ -100,59 +103,83 @@ constexpr Setting max_series_setting(std::string_view default_count) {
                  "logged.");
 }
 
-/* The sub-rows of the tls row (http_tls_setting). */
+/* The TLS versions of min_version's choices, in their order. */
+inline constexpr TlsVersion kTlsVersionChoices[] = {TlsVersion::kTls10, TlsVersion::kTls11,
+                                                    TlsVersion::kTls12, TlsVersion::kTls13};
+
+/* The sub-rows of the tls row (http_tls_setting), bound to HttpClientOptions. */
 inline constexpr Setting kHttpTlsFields[] = {
-    {"ca_file", SettingType::kString, R"("")", 0, 0,
-     "CA certificates (PEM) the receiver's certificate is verified with; \"\": the system's."},
-    {"cert_file", SettingType::kString, R"("")", 0, 0,
-     "Client certificate (PEM) presented to the receiver; with key_file."},
-    {"key_file", SettingType::kString, R"("")", 0, 0, "Private key (PEM) of cert_file."},
-    {"server_name", SettingType::kString, R"("")", 0, 0,
-     "Name the receiver's certificate must carry, also sent as SNI (the connection still goes "
-     "to the URL's host); \"\": the URL's host."},
-    {"insecure_skip_verify", SettingType::kBoolean, "false", 0, 0,
-     "Accept any certificate of the receiver, under any name (tests only)."},
-    {"min_version", SettingType::kChoice, R"("TLS12")", 0, 0, "Lowest TLS version accepted.",
-     "TLS10|TLS11|TLS12|TLS13"},
+    Setting("ca_file", SettingType::kString, R"("")", 0, 0,
+            "CA certificates (PEM) the receiver's certificate is verified with; \"\": the "
+            "system's.")
+        .bind<&HttpClientOptions::tls, &HttpTlsOptions::ca_file>(),
+    Setting("cert_file", SettingType::kString, R"("")", 0, 0,
+            "Client certificate (PEM) presented to the receiver; with key_file.")
+        .bind<&HttpClientOptions::tls, &HttpTlsOptions::cert_file>(),
+    Setting("key_file", SettingType::kString, R"("")", 0, 0, "Private key (PEM) of cert_file.")
+        .bind<&HttpClientOptions::tls, &HttpTlsOptions::key_file>(),
+    Setting("server_name", SettingType::kString, R"("")", 0, 0,
+            "Name the receiver's certificate must carry, also sent as SNI (the connection still "
+            "goes to the URL's host); \"\": the URL's host.")
+        .bind<&HttpClientOptions::tls, &HttpTlsOptions::server_name>(),
+    Setting("insecure_skip_verify", SettingType::kBoolean, "false", 0, 0,
+            "Accept any certificate of the receiver, under any name (tests only).")
+        .bind<&HttpClientOptions::tls, &HttpTlsOptions::insecure_skip_verify>(),
+    Setting("min_version", SettingType::kChoice, R"("TLS12")", 0, 0, "Lowest TLS version accepted.",
+            "TLS10|TLS11|TLS12|TLS13")
+        .bind_choices<kTlsVersionChoices, &HttpClientOptions::tls, &HttpTlsOptions::min_version>(),
 };
 
 /* The sub-rows of the basic_auth row (http_basic_auth_setting). */
 inline constexpr Setting kHttpBasicAuthFields[] = {
-    {"username", SettingType::kString, R"("")", 0, 0, "User name; with password_file."},
-    {"password_file", SettingType::kString, R"("")", 0, 0,
-     "File holding the password, read at every request (a trailing line break dropped)."},
+    Setting("username", SettingType::kString, R"("")", 0, 0, "User name; with password_file.")
+        .bind<&HttpClientOptions::basic_auth_username>(),
+    Setting("password_file", SettingType::kString, R"("")", 0, 0,
+            "File holding the password, read at every request (a trailing line break dropped).")
+        .bind<&HttpClientOptions::basic_auth_password_file>(),
 };
 
-/* The sub-rows of the sigv4 row (http_sigv4_setting). */
+/* The sub-rows of the sigv4 row (http_sigv4_setting), bound to the signer's
+ * options and the AssumeRole call's. */
 inline constexpr Setting kHttpSigV4Fields[] = {
-    {"region", SettingType::kString, R"("")", 0, 0,
-     "AWS region of the receiver, e.g. \"eu-west-1\"; set: every request is signed (AWS "
-     "Signature V4)."},
-    {"service", SettingType::kString, R"("aps")", 0, 0,
-     "AWS service the signature is for (\"aps\": Amazon Managed Service for Prometheus)."},
-    {"access_key_id_file", SettingType::kString, R"("")", 0, 0,
-     "File holding the access key ID, read at every request; with secret_access_key_file. "
-     "\"\": AWS_ACCESS_KEY_ID, else the shared credentials file."},
-    {"secret_access_key_file", SettingType::kString, R"("")", 0, 0,
-     "File holding the secret access key, read at every request."},
-    {"session_token_file", SettingType::kString, R"("")", 0, 0,
-     "File holding the session token of temporary credentials, read at every request "
-     "(else AWS_SESSION_TOKEN or the profile's)."},
-    {"profile", SettingType::kString, R"("")", 0, 0,
-     "Profile of the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else "
-     "~/.aws/credentials), read at every request; \"\": AWS_PROFILE, else default."},
-    {"role_arn", SettingType::kString, R"("")", 0, 0,
-     "ARN of a role to assume through STS (sts:AssumeRole) with the credentials above; its "
-     "temporary credentials sign the requests, renewed before they expire."},
-    {"role_session_name", SettingType::kString, R"("tokenspeed-metrics")", 0, 0,
-     "RoleSessionName of the AssumeRole call (2 to 64 of letters, digits and +=,.@_-); with "
-     "role_arn."},
-    {"external_id", SettingType::kString, R"("")", 0, 0,
-     "ExternalId of the AssumeRole call, when the role's trust policy asks for one; with "
-     "role_arn."},
-    {"sts_endpoint", SettingType::kString, R"("")", 0, 0,
-     "URL of STS for the AssumeRole call (a VPC endpoint); \"\": "
-     "https://sts.<region>.amazonaws.com/. With role_arn."},
+    Setting("region", SettingType::kString, R"("")", 0, 0,
+            "AWS region of the receiver, e.g. \"eu-west-1\"; set: every request is signed (AWS "
+            "Signature V4).")
+        .bind<&SigV4Options::region>(),
+    Setting("service", SettingType::kString, R"("aps")", 0, 0,
+            "AWS service the signature is for (\"aps\": Amazon Managed Service for Prometheus).")
+        .bind<&SigV4Options::service>(),
+    Setting("access_key_id_file", SettingType::kString, R"("")", 0, 0,
+            "File holding the access key ID, read at every request; with secret_access_key_file. "
+            "\"\": AWS_ACCESS_KEY_ID, else the shared credentials file.")
+        .bind<&SigV4Options::access_key_id_file>(),
+    Setting("secret_access_key_file", SettingType::kString, R"("")", 0, 0,
+            "File holding the secret access key, read at every request.")
+        .bind<&SigV4Options::secret_access_key_file>(),
+    Setting("session_token_file", SettingType::kString, R"("")", 0, 0,
+            "File holding the session token of temporary credentials, read at every request "
+            "(else AWS_SESSION_TOKEN or the profile's).")
+        .bind<&SigV4Options::session_token_file>(),
+    Setting("profile", SettingType::kString, R"("")", 0, 0,
+            "Profile of the shared credentials file (AWS_SHARED_CREDENTIALS_FILE, else "
+            "~/.aws/credentials), read at every request; \"\": AWS_PROFILE, else default.")
+        .bind<&SigV4Options::profile>(),
+    Setting("role_arn", SettingType::kString, R"("")", 0, 0,
+            "ARN of a role to assume through STS (sts:AssumeRole) with the credentials above; its "
+            "temporary credentials sign the requests, renewed before they expire.")
+        .bind<&AssumeRoleOptions::role_arn>(),
+    Setting("role_session_name", SettingType::kString, R"("tokenspeed-metrics")", 0, 0,
+            "RoleSessionName of the AssumeRole call (2 to 64 of letters, digits and +=,.@_-); with "
+            "role_arn.")
+        .bind<&AssumeRoleOptions::role_session_name>(),
+    Setting("external_id", SettingType::kString, R"("")", 0, 0,
+            "ExternalId of the AssumeRole call, when the role's trust policy asks for one; with "
+            "role_arn.")
+        .bind<&AssumeRoleOptions::external_id>(),
+    Setting("sts_endpoint", SettingType::kString, R"("")", 0, 0,
+            "URL of STS for the AssumeRole call (a VPC endpoint); \"\": "
+            "https://sts.<region>.amazonaws.com/. With role_arn.")
+        .bind<&AssumeRoleOptions::sts_endpoint>(),
 };
 
 /* The TLS and credential rows, read by check_http_settings and
@@ -171,7 +198,8 @@ constexpr Setting http_basic_auth_setting() {
 constexpr Setting http_bearer_token_file_setting() {
   return Setting("bearer_token_file", SettingType::kString, R"("")", 0, 0,
                  "File holding a token sent as Authorization: Bearer, read at every request; "
-                 "not with basic_auth.");
+                 "not with basic_auth.")
+      .bind<&HttpClientOptions::bearer_token_file>();
 }
 constexpr Setting http_sigv4_setting() {
   return Setting::object("sigv4", kHttpSigV4Fields,
@@ -181,7 +209,8 @@ constexpr Setting http_sigv4_setting() {
 constexpr Setting http_header_files_setting() {
   return Setting("header_files", SettingType::kHeaderMap, "{}", 0, 0,
                  "HTTP headers whose values are files, read at every request, e.g. "
-                 "{\"api-key\": \"/run/secrets/api-key\"}.");
+                 "{\"api-key\": \"/run/secrets/api-key\"}.")
+      .bind<&HttpClientOptions::header_files>();
 }
 
 /* The rows every HTTP exporter's table ends with, in this order: its header
@@ -228,12 +257,7 @@ inline void check_credential_file(const std::string& what, const std::string& pa
 /* The SigV4Options of a normalized sigv4 object. */
 inline SigV4Options sigv4_options(const json::Value& sigv4) {
   SigV4Options options;
-  options.region = sigv4.at("region").as_string();
-  options.service = sigv4.at("service").as_string();
-  options.access_key_id_file = sigv4.at("access_key_id_file").as_string();
-  options.secret_access_key_file = sigv4.at("secret_access_key_file").as_string();
-  options.session_token_file = sigv4.at("session_token_file").as_string();
-  options.profile = sigv4.at("profile").as_string();
+  fill(http_sigv4_setting(), sigv4, options);
   return options;
 }
 
@@ -241,10 +265,7 @@ inline SigV4Options sigv4_options(const json::Value& sigv4) {
  * session name, the external ID and STS's URL). */
 inline AssumeRoleOptions assume_role_options(const json::Value& sigv4) {
   AssumeRoleOptions options;
-  options.role_arn = sigv4.at("role_arn").as_string();
-  options.role_session_name = sigv4.at("role_session_name").as_string();
-  options.external_id = sigv4.at("external_id").as_string();
-  options.sts_endpoint = sigv4.at("sts_endpoint").as_string();
+  fill(http_sigv4_setting(), sigv4, options);
   return options;
 }
 
@@ -556,28 +577,9 @@ inline HttpClientOptions http_client_options(const Settings& settings, std::stri
   for (const auto& [name, value] : settings.string_map(headers_key))
     options.headers.push_back(name + ": " + value);
   const json::Value& all = settings.json();
-  if (all.find("tls") != nullptr) {
-    const Settings tls = settings.object("tls");
-    options.tls.ca_file = tls.string("ca_file");
-    options.tls.cert_file = tls.string("cert_file");
-    options.tls.key_file = tls.string("key_file");
-    options.tls.server_name = tls.string("server_name");
-    options.tls.insecure_skip_verify = tls.boolean("insecure_skip_verify");
-    const std::string& version = tls.string("min_version");
-    options.tls.min_version = version == "TLS10"   ? TlsVersion::kTls10
-                              : version == "TLS11" ? TlsVersion::kTls11
-                              : version == "TLS13" ? TlsVersion::kTls13
-                                                   : TlsVersion::kTls12;
+  for (const Setting& row : kHttpCredentialSettings) {
+    if (all.find(row.key) != nullptr) fill(row, settings, options);
   }
-  if (all.find("basic_auth") != nullptr) {
-    const Settings basic = settings.object("basic_auth");
-    options.basic_auth_username = basic.string("username");
-    options.basic_auth_password_file = basic.string("password_file");
-  }
-  if (all.find("bearer_token_file") != nullptr)
-    options.bearer_token_file = settings.string("bearer_token_file");
-  if (all.find("header_files") != nullptr)
-    options.header_files = settings.string_map("header_files");
   if (const json::Value* sigv4 = all.find("sigv4")) {
     if (!sigv4->at("region").as_string().empty() && sigv4->at("role_arn").as_string().empty()) {
       auto signer = std::make_shared<const SigV4Signer>(detail::sigv4_options(*sigv4));
@@ -617,9 +619,10 @@ inline void check_backoff_settings(const json::Value& settings) {
 inline DeliveryOptions delivery_options(const Settings& settings, std::string_view interval_key) {
   DeliveryOptions options;
   options.interval = std::chrono::milliseconds(settings.integer(interval_key));
-  options.attempt_timeout = std::chrono::milliseconds(settings.integer("timeout_ms"));
-  options.backoff.initial = std::chrono::milliseconds(settings.integer("initial_backoff_ms"));
-  options.backoff.max = std::chrono::milliseconds(settings.integer("max_backoff_ms"));
+  // The rows as the factories above bind them (the defaults play no part).
+  for (const Setting& row :
+       {http_timeout_setting({}, {}), initial_backoff_setting({}), max_backoff_setting({})})
+    fill(row, settings, options);
   return options;
 }
 

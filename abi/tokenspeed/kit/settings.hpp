@@ -26,18 +26,33 @@
  *   };
  *   ... kit::Setting::object("auth", kAuthFields, "Credentials."),
  *   ... s.object("auth").string("username");
+ *
+ * A row may say where its value lands: bound to a field of the plugin's
+ * options struct (a path of member pointers), it is written there by
+ * table.fill(settings, options), so the key is spelled once:
+ *
+ *   inline constexpr Mode kModes[] = {Mode::kFast, Mode::kSafe};  // in choice order
+ *   kit::Setting("timeout_ms", kit::SettingType::kInteger, "10000", 1, 600000, "Per request.")
+ *       .bind<&MyOptions::timeout>(),                         // std::chrono::milliseconds
+ *   kit::Setting("mode", kit::SettingType::kChoice, R"("fast")", 0, 0, "How.", "fast|safe")
+ *       .bind_choices<kModes, &MyOptions::encoder, &EncoderOptions::mode>(),
+ *   ...  MyOptions options;  table.fill(settings, options);
  */
 #ifndef TOKENSPEED_KIT_SETTINGS_HPP
 #define TOKENSPEED_KIT_SETTINGS_HPP
 
 #include <tokenspeed/kit/json.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -112,6 +127,89 @@ inline std::string_view url_authority(std::string_view url) noexcept {
   const std::size_t scheme = url.find("://");
   if (scheme != std::string_view::npos) url.remove_prefix(scheme + 3);
   return url.substr(0, url.find_first_of("/?#"));
+}
+
+/* The binding of a row (Setting::bind): the struct a path of member
+ * pointers starts from and the field it ends at. */
+template <class T>
+inline constexpr char type_tag = 0;  // its address names T
+
+template <class Member>
+struct member_traits;
+template <class Owner, class Field>
+struct member_traits<Field Owner::*> {
+  using owner = Owner;
+  using field = Field;
+};
+
+template <auto... Path>
+using path_owner =
+    typename member_traits<std::tuple_element_t<0, std::tuple<decltype(Path)...>>>::owner;
+template <auto... Path>
+using path_field = typename member_traits<
+    std::tuple_element_t<sizeof...(Path) - 1, std::tuple<decltype(Path)...>>>::field;
+
+template <auto... Path>
+path_field<Path...>& field_at(void* options) {
+  path_owner<Path...>& owner = *static_cast<path_owner<Path...>*>(options);
+  return (owner.*....*Path);
+}
+
+using StringPairs = std::vector<std::pair<std::string, std::string>>;
+
+template <class>
+inline constexpr bool kUnsupportedField = false;
+
+/* A validated value into a field of a supported type (Setting::bind). */
+template <class Field>
+void convert(const json::Value& value, Field& field) {
+  if constexpr (std::is_same_v<Field, std::string>) {
+    field = value.as_string();
+  } else if constexpr (std::is_same_v<Field, bool>) {
+    field = value.as_bool();
+  } else if constexpr (std::is_integral_v<Field>) {
+    field = static_cast<Field>(value.as_integer());
+  } else if constexpr (std::is_same_v<Field, double>) {
+    field = value.as_number();
+  } else if constexpr (std::is_same_v<Field, std::chrono::milliseconds>) {
+    field = std::chrono::milliseconds(value.as_integer());
+  } else if constexpr (std::is_same_v<Field, StringPairs>) {
+    field.clear();
+    for (const json::Member& member : value.as_object())
+      field.emplace_back(member.first, member.second.as_string());
+  } else {
+    static_assert(kUnsupportedField<Field>,
+                  "a bound field is std::string, bool, an integer type, double, "
+                  "std::chrono::milliseconds or a vector of string pairs (else bind_choices)");
+  }
+}
+
+/* The place of choice in choices ("a|b|c"); a validated value is one. */
+inline std::size_t choice_index(std::string_view choices, std::string_view choice) {
+  std::size_t index = 0;
+  while (choices.substr(0, choices.find('|')) != choice) {
+    const std::size_t bar = choices.find('|');
+    if (bar == std::string_view::npos) throw std::out_of_range("not a choice");
+    choices.remove_prefix(bar + 1);
+    ++index;
+  }
+  return index;
+}
+
+constexpr std::size_t choice_count(std::string_view choices) noexcept {
+  std::size_t count = choices.empty() ? 0 : 1;
+  for (const char c : choices) count += c == '|' ? 1 : 0;
+  return count;
+}
+
+template <auto... Path>
+void assign_field(void* options, const json::Value& value, std::string_view) {
+  convert(value, field_at<Path...>(options));
+}
+
+template <const auto& Values, auto... Path>
+void assign_choice(void* options, const json::Value& value, std::string_view choices) {
+  field_at<Path...>(options) = Values[choice_index(choices, value.as_string())];
 }
 
 }  // namespace detail
@@ -267,6 +365,43 @@ struct Setting {
     return copy;
   }
 
+  /* This row bound to a field: SettingsTable::fill writes its value there.
+   * Path is the member pointers from the options struct to the field
+   * (&Options::format, &FormatOptions::prefix); the field's type is the
+   * conversion: std::string (string, url, choice), bool (boolean), an
+   * integer type (integer, its range within the type's), double (number or
+   * integer), std::chrono::milliseconds (integer), a vector of string pairs
+   * (object of strings or headers). A row that does not fit its field is
+   * refused here with std::logic_error (in a constexpr table: at compile
+   * time). */
+  template <auto... Path>
+  constexpr Setting bind() const {
+    static_assert(sizeof...(Path) > 0, "bind names a field");
+    using Field = detail::path_field<Path...>;
+    if constexpr (std::is_integral_v<Field> && !std::is_same_v<Field, bool>) {
+      if (type == SettingType::kInteger &&
+          (min < static_cast<double>(std::numeric_limits<Field>::min()) ||
+           max > static_cast<double>(std::numeric_limits<Field>::max())))
+        refuse_binding("its range does not fit the field's integer type");
+    }
+    if (!fits<Field>(type)) refuse_binding("its type does not fit the field");
+    return bound(&detail::type_tag<detail::path_owner<Path...>>, &detail::assign_field<Path...>);
+  }
+
+  /* A choice row bound through Values, an array of one value per choice in
+   * the row's order (an enum, a bool): the field gets the chosen one's. */
+  template <const auto& Values, auto... Path>
+  constexpr Setting bind_choices() const {
+    static_assert(sizeof...(Path) > 0, "bind_choices names a field");
+    static_assert(std::is_assignable_v<detail::path_field<Path...>&, decltype(Values[0])>,
+                  "Values hold the field's type");
+    if (type != SettingType::kChoice) refuse_binding("bind_choices needs a choice");
+    if (detail::choice_count(choices) != std::extent_v<std::remove_reference_t<decltype(Values)>>)
+      refuse_binding("Values must hold one value per choice");
+    return bound(&detail::type_tag<detail::path_owner<Path...>>,
+                 &detail::assign_choice<Values, Path...>);
+  }
+
   std::string_view key;
   SettingType type = SettingType::kString;
   std::string_view default_json;
@@ -277,7 +412,52 @@ struct Setting {
   const Setting* fields = nullptr;  // kObject: its sub-rows, field_count of them
   std::size_t field_count = 0;
   bool is_secret = false;  // see secret()
+  // See bind(): the options struct (its type_tag) and the writer of the field.
+  const void* bound_owner = nullptr;
+  void (*assign)(void* options, const json::Value& value, std::string_view choices) = nullptr;
+
+ private:
+  template <class Field>
+  static constexpr bool fits(SettingType type) noexcept {
+    if constexpr (std::is_same_v<Field, std::string>)
+      return type == SettingType::kString || type == SettingType::kUrl ||
+             type == SettingType::kChoice;
+    else if constexpr (std::is_same_v<Field, bool>)
+      return type == SettingType::kBoolean;
+    else if constexpr (std::is_integral_v<Field> ||
+                       std::is_same_v<Field, std::chrono::milliseconds>)
+      return type == SettingType::kInteger;
+    else if constexpr (std::is_same_v<Field, double>)
+      return type == SettingType::kNumber || type == SettingType::kInteger;
+    else if constexpr (std::is_same_v<Field, detail::StringPairs>)
+      return type == SettingType::kStringMap || type == SettingType::kHeaderMap;
+    else
+      return false;
+  }
+
+  [[noreturn]] void refuse_binding(const char* why) const {
+    throw std::logic_error("setting '" + std::string(key) + "' (" + setting_type_name(type) +
+                           ") cannot be bound: " + why);
+  }
+
+  constexpr Setting bound(const void* owner,
+                          void (*writer)(void*, const json::Value&, std::string_view)) const {
+    Setting copy = *this;
+    copy.bound_owner = owner;
+    copy.assign = writer;
+    return copy;
+  }
 };
+
+/* Writes the value of row into the field of options it is bound to (value:
+ * the row's normalized value); an object row, each field bound to a field
+ * of options. A row unbound or bound to another struct is left alone. */
+template <class Options>
+void fill(const Setting& row, const json::Value& value, Options& options) {
+  if (row.bound_owner == &detail::type_tag<Options>) row.assign(&options, value, row.choices);
+  for (std::size_t i = 0; i < row.field_count; ++i)
+    fill(row.fields[i], value.at(row.fields[i].key), options);
+}
 
 /* The settings of one sink, after SettingsTable::read: every key present.
  * Getters throw std::out_of_range for a key not in the table (a plugin bug).
@@ -303,6 +483,12 @@ class Settings {
   json::Value object_;
 };
 
+/* fill with the row's value in settings (std::out_of_range when missing). */
+template <class Options>
+void fill(const Setting& row, const Settings& settings, Options& options) {
+  fill(row, settings.json().at(row.key), options);
+}
+
 /* Threading: immutable after construction; every method may be called from
  * any thread. */
 class SettingsTable {
@@ -316,6 +502,14 @@ class SettingsTable {
   }
 
   const std::vector<Setting>& rows() const noexcept { return rows_; }
+
+  /* Writes every row bound to a field of options (Setting::bind) from the
+   * settings read; rows unbound or bound to another struct are left to the
+   * caller. */
+  template <class Options>
+  void fill(const Settings& settings, Options& options) const {
+    for (const Setting& row : rows_) kit::fill(row, settings, options);
+  }
 
   /* Checks a settings object (JSON text): unknown keys rejected with the
    * allowed ones listed, types, ranges and choices checked, required keys

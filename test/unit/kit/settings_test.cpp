@@ -1,11 +1,17 @@
 // settings_test.cpp — the kit's settings table and JSON parser: unknown keys
 // rejected listing the allowed ones, types, ranges and choices checked,
 // defaults filled in, the table describing itself; nested object rows
-// checked field by field, secret rows described as such and never quoted.
+// checked field by field, secret rows described as such and never quoted;
+// rows bound to fields, filled through each conversion, refused when unfit.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <tokenspeed/kit/settings.hpp>
 
@@ -367,4 +373,217 @@ TEST_CASE("a header value must hold no CR, LF, NUL or other control character bu
 
 TEST_CASE("a plain string map takes any string: a label or attribute may hold a line break") {
   CHECK(http_rejection("labels", R"({"note": "two\nlines", "a b": "\u0000"})") == "accepted");
+}
+
+// ------------------------------------------------------------------ binding
+
+namespace {
+
+enum class Mode { kFast, kSafe, kSlow };
+inline constexpr Mode kModeChoices[] = {Mode::kFast, Mode::kSafe, Mode::kSlow};
+inline constexpr bool kOnChoices[] = {true, false};
+
+struct Limits {
+  int depth = -1;
+  Mode mode = Mode::kFast;
+};
+
+struct BoundOptions {
+  std::string name = "unset";
+  std::string url;
+  std::string level;
+  bool enabled = false;
+  int64_t offset = 0;
+  std::size_t count = 0;
+  int small = 0;
+  double ratio = 0;
+  double whole = 0;
+  std::chrono::milliseconds interval{0};
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::vector<std::pair<std::string, std::string>> headers;
+  bool on = false;
+  Limits limits;
+  std::string untouched = "kept";
+};
+
+struct OtherOptions {
+  std::string name = "other";
+};
+
+// Sub-rows bound into BoundOptions::limits; a constexpr array binds at compile time.
+inline constexpr kit::Setting kLimitFields[] = {
+    kit::Setting("depth", SettingType::kInteger, "3", 0, 100, "Depth.")
+        .bind<&BoundOptions::limits, &Limits::depth>(),
+    kit::Setting("mode", SettingType::kChoice, R"("fast")", 0, 0, "Mode.", "fast|safe|slow")
+        .bind_choices<kModeChoices, &BoundOptions::limits, &Limits::mode>(),
+};
+
+const kit::SettingsTable& bound_table() {
+  static const kit::SettingsTable t{{
+      kit::Setting("name", SettingType::kString, R"("n")", 0, 0, "Name.")
+          .bind<&BoundOptions::name>(),
+      kit::Setting("url", SettingType::kUrl, R"("http://h:1/p")", 0, 0, "URL.")
+          .bind<&BoundOptions::url>(),
+      kit::Setting("level", SettingType::kChoice, R"("low")", 0, 0, "Level.", "low|high")
+          .bind<&BoundOptions::level>(),
+      kit::Setting("enabled", SettingType::kBoolean, "true", 0, 0, "On.")
+          .bind<&BoundOptions::enabled>(),
+      kit::Setting("offset", SettingType::kInteger, "-5", -10, 10, "Offset.")
+          .bind<&BoundOptions::offset>(),
+      kit::Setting("count", SettingType::kInteger, "7", 0, 1e9, "Count.")
+          .bind<&BoundOptions::count>(),
+      kit::Setting("small", SettingType::kInteger, "8", 0, 1000, "Small.")
+          .bind<&BoundOptions::small>(),
+      kit::Setting("ratio", SettingType::kNumber, "0.25", 0, 1, "Ratio.")
+          .bind<&BoundOptions::ratio>(),
+      kit::Setting("whole", SettingType::kInteger, "4", 0, 10, "Whole.")
+          .bind<&BoundOptions::whole>(),
+      kit::Setting("interval_ms", SettingType::kInteger, "1500", 1, 60000, "Interval.")
+          .bind<&BoundOptions::interval>(),
+      kit::Setting("labels", SettingType::kStringMap, R"({"a": "1", "b": "2"})", 0, 0, "Labels.")
+          .bind<&BoundOptions::labels>(),
+      kit::Setting("headers", SettingType::kHeaderMap, R"({"X-Key": "k"})", 0, 0, "Headers.")
+          .bind<&BoundOptions::headers>(),
+      kit::Setting("switch", SettingType::kChoice, R"("on")", 0, 0, "Switch.", "on|off")
+          .bind_choices<kOnChoices, &BoundOptions::on>(),
+      kit::Setting::object("limits", kLimitFields, "Limits."),
+      {"free", SettingType::kString, R"("f")", 0, 0, "Read by hand."},
+      kit::Setting("other", SettingType::kString, R"("o")", 0, 0, "Another struct's.")
+          .bind<&OtherOptions::name>(),
+  }};
+  return t;
+}
+
+std::string binding_refusal(const kit::Setting& (*make)()) {
+  try {
+    make();
+  } catch (const std::logic_error& e) {
+    return e.what();
+  }
+  return "bound";
+}
+
+}  // namespace
+
+TEST_CASE("fill writes each bound row's value into its field, converted by the field's type") {
+  BoundOptions options;
+  bound_table().fill(bound_table().read("{}"), options);
+  CHECK(options.name == "n");
+  CHECK(options.url == "http://h:1/p");
+  CHECK(options.level == "low");
+  CHECK(options.enabled);
+  CHECK(options.offset == -5);
+  CHECK(options.count == 7);
+  CHECK(options.small == 8);
+  CHECK(options.ratio == 0.25);
+  CHECK(options.whole == 4.0);
+  CHECK(options.interval == std::chrono::milliseconds(1500));
+  CHECK(options.labels == std::vector<std::pair<std::string, std::string>>{{"a", "1"}, {"b", "2"}});
+  CHECK(options.headers == std::vector<std::pair<std::string, std::string>>{{"X-Key", "k"}});
+  CHECK(options.on);
+  CHECK(options.limits.depth == 3);
+  CHECK(options.limits.mode == Mode::kFast);
+}
+
+TEST_CASE("fill takes the given values, a choice through its values, a nested object's fields") {
+  BoundOptions options;
+  options.labels = {{"stale", "x"}};
+  bound_table().fill(bound_table().read(R"({"name": "x", "enabled": false, "count": 900000000,
+      "interval_ms": 2, "labels": {}, "switch": "off", "limits": {"depth": 0, "mode": "slow"}})"),
+                     options);
+  CHECK(options.name == "x");
+  CHECK_FALSE(options.enabled);
+  CHECK(options.count == 900000000);
+  CHECK(options.interval == std::chrono::milliseconds(2));
+  CHECK(options.labels.empty());
+  CHECK_FALSE(options.on);
+  CHECK(options.limits.depth == 0);
+  CHECK(options.limits.mode == Mode::kSlow);
+}
+
+TEST_CASE("an unbound row is untouched by fill and read as before; another struct's row too") {
+  BoundOptions options;
+  const kit::Settings settings = bound_table().read(R"({"free": "g", "other": "p"})");
+  bound_table().fill(settings, options);
+  CHECK(options.untouched == "kept");
+  CHECK(settings.string("free") == "g");
+  OtherOptions other;
+  bound_table().fill(settings, other);
+  CHECK(other.name == "p");
+  Limits limits;  // no row is bound to Limits itself: the paths start at BoundOptions
+  bound_table().fill(settings, limits);
+  CHECK(limits.depth == -1);
+}
+
+TEST_CASE("a bound row is described and validated as it would be unbound") {
+  const kit::SettingsTable unbound{{
+      {"count", SettingType::kInteger, "7", 0, 1e9, "Count."},
+      {"switch", SettingType::kChoice, R"("on")", 0, 0, "Switch.", "on|off"},
+  }};
+  const kit::SettingsTable bound{{
+      kit::Setting("count", SettingType::kInteger, "7", 0, 1e9, "Count.")
+          .bind<&BoundOptions::count>(),
+      kit::Setting("switch", SettingType::kChoice, R"("on")", 0, 0, "Switch.", "on|off")
+          .bind_choices<kOnChoices, &BoundOptions::on>(),
+  }};
+  CHECK(bound.describe() == unbound.describe());
+  for (const char* config : {"{}", R"({"count": -1})", R"({"switch": "maybe"})"}) {
+    CAPTURE(config);
+    std::string expected = "accepted";
+    std::string got = "accepted";
+    try {
+      unbound.validate(config);
+    } catch (const std::invalid_argument& e) {
+      expected = e.what();
+    }
+    try {
+      bound.validate(config);
+    } catch (const std::invalid_argument& e) {
+      got = e.what();
+    }
+    CHECK(got == expected);
+  }
+}
+
+TEST_CASE("a row that does not fit its field is refused when bound, naming the key") {
+  // The key is the row's own: a binding without a row cannot be written.
+  CHECK(binding_refusal([]() -> const kit::Setting& {
+          static const kit::Setting row =
+              kit::Setting("flag", SettingType::kString, R"("")", 0, 0, "")
+                  .bind<&BoundOptions::enabled>();
+          return row;
+        }) == "setting 'flag' (string) cannot be bound: its type does not fit the field");
+  CHECK(binding_refusal([]() -> const kit::Setting& {
+          static const kit::Setting row =
+              kit::Setting("count", SettingType::kInteger, "0", -1, 10, "")
+                  .bind<&BoundOptions::count>();
+          return row;
+        }) ==
+        "setting 'count' (integer) cannot be bound: its range does not fit the field's "
+        "integer type");
+  CHECK(binding_refusal([]() -> const kit::Setting& {
+          static const kit::Setting row =
+              kit::Setting("small", SettingType::kInteger, "0", 0, 1e12, "")
+                  .bind<&BoundOptions::small>();
+          return row;
+        }) ==
+        "setting 'small' (integer) cannot be bound: its range does not fit the field's "
+        "integer type");
+  CHECK(binding_refusal([]() -> const kit::Setting& {
+          static const kit::Setting row = kit::Setting("ratio", SettingType::kNumber, "0", 0, 1, "")
+                                              .bind<&BoundOptions::interval>();
+          return row;
+        }) == "setting 'ratio' (number) cannot be bound: its type does not fit the field");
+  CHECK(binding_refusal([]() -> const kit::Setting& {
+          static const kit::Setting row =
+              kit::Setting("on", SettingType::kBoolean, "true", 0, 0, "")
+                  .bind_choices<kOnChoices, &BoundOptions::on>();
+          return row;
+        }) == "setting 'on' (boolean) cannot be bound: bind_choices needs a choice");
+  CHECK(binding_refusal([]() -> const kit::Setting& {
+          static const kit::Setting row =
+              kit::Setting("mode", SettingType::kChoice, R"("a")", 0, 0, "", "a|b")
+                  .bind_choices<kModeChoices, &BoundOptions::limits, &Limits::mode>();
+          return row;
+        }) == "setting 'mode' (choice) cannot be bound: Values must hold one value per choice");
 }
