@@ -29,11 +29,11 @@ StartupSignalWatch::~StartupSignalWatch() { finish(); }
 
 int StartupSignalWatch::finish() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     finished_ = true;
   }
   if (thread_.joinable()) thread_.join();
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return received_;
 }
 
@@ -54,14 +54,14 @@ void StartupSignalWatch::watch() {
   int first = 0;
   for (;;) {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (finished_) return;
     }
     first = take_signal(signals_);
     if (first != 0) break;
   }
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (finished_) {
       // Startup ended while the signal arrived: the main loop takes it.
       ::kill(::getpid(), first);
@@ -78,7 +78,7 @@ void StartupSignalWatch::watch() {
   const auto deadline = std::chrono::steady_clock::now() + grace_;
   for (;;) {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (finished_) return;
     }
     if (std::chrono::steady_clock::now() >= deadline) {

@@ -9,8 +9,9 @@
 #include <signal.h>
 
 #include <chrono>
-#include <mutex>
 #include <thread>
+
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics::cli {
 
@@ -39,9 +40,9 @@ class StartupSignalWatch {
 
   sigset_t signals_;
   std::chrono::nanoseconds grace_;
-  std::mutex mutex_;
-  bool finished_ = false;  // guarded by mutex_
-  int received_ = 0;       // guarded by mutex_
+  Mutex mutex_;
+  bool finished_ TSM_GUARDED_BY(mutex_) = false;
+  int received_ TSM_GUARDED_BY(mutex_) = 0;
   std::thread thread_;
 };
 

@@ -18,14 +18,14 @@ double* InProcessMetricStore::allocate_series(const MetricDefinition& metric,
       static_cast<double*>(::operator new[](count * sizeof(double), std::align_val_t{64})));
   double* slots = block.get();
   std::fill(slots, slots + count, 0.0);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   storage_.push_back(std::move(block));
   series_.push_back(Series{&metric, {label_values.begin(), label_values.end()}, slots});
   return slots;
 }
 
 void InProcessMetricStore::for_each_series(const std::function<void(const Series&)>& visit) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   for (const Series& series : series_) visit(series);
 }
 

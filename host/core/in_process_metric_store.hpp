@@ -6,10 +6,10 @@
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "core/metric_store.hpp"
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -32,15 +32,15 @@ class InProcessMetricStore final : public MetricStore {
   void for_each_series(const std::function<void(const Series&)>& visit) const;
 
  private:
-  mutable std::mutex mutex_;
-  std::deque<Series> series_;  // stable addresses
+  mutable Mutex mutex_;
+  std::deque<Series> series_ TSM_GUARDED_BY(mutex_);  // stable addresses
   // One block per series, on cache lines of its own: a series updated on
   // one thread never shares a line with another series or with the heap
   // objects a delivery thread reads.
   struct AlignedFree {
     void operator()(double* slots) const noexcept;
   };
-  std::vector<std::unique_ptr<double[], AlignedFree>> storage_;
+  std::vector<std::unique_ptr<double[], AlignedFree>> storage_ TSM_GUARDED_BY(mutex_);
 };
 
 }  // namespace tokenspeed::metrics

@@ -6,8 +6,9 @@
 #include <atomic>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -18,14 +19,15 @@ namespace {
 // Every name ever set stays allocated and reachable: a plugin thread may be
 // reading the previous one.
 std::atomic<const char*> g_log_process_name{""};
-std::mutex g_names_mutex;
-std::vector<std::unique_ptr<char[]>>* const g_names = new std::vector<std::unique_ptr<char[]>>();
+Mutex g_names_mutex;
+std::vector<std::unique_ptr<char[]>>* const g_names TSM_PT_GUARDED_BY(g_names_mutex) =
+    new std::vector<std::unique_ptr<char[]>>();
 }  // namespace
 
 void set_log_process_name(const std::string& name) {
   auto copy = std::make_unique<char[]>(name.size() + 1);
   std::memcpy(copy.get(), name.c_str(), name.size() + 1);
-  std::lock_guard lock(g_names_mutex);
+  MutexLock lock(g_names_mutex);
   g_names->push_back(std::move(copy));
   g_log_process_name.store(g_names->back().get(), std::memory_order_release);
 }

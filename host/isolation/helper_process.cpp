@@ -13,11 +13,11 @@
 #include <cstring>
 #include <algorithm>
 #include <filesystem>
-#include <mutex>
 #include <vector>
 
 #include "core/host_image.hpp"
 #include "core/signal_names.hpp"
+#include "core/thread_safety.hpp"
 
 #ifndef TSM_HELPER_FROM_LIBDIR
 #define TSM_HELPER_FROM_LIBDIR "../libexec/tokenspeed-metrics"
@@ -35,8 +35,8 @@ bool executable(const std::filesystem::path& path) {
 // The helpers started here and not yet reaped by their supervisors. The
 // mutex is held across posix_spawn and the insertion, and by
 // reap_unless_own_helper across its check and waitpid.
-std::mutex own_helpers_mutex;
-std::vector<pid_t> own_helpers;
+Mutex own_helpers_mutex;
+std::vector<pid_t> own_helpers TSM_GUARDED_BY(own_helpers_mutex);
 
 }  // namespace
 
@@ -97,7 +97,7 @@ pid_t spawn_helper(const HelperLaunch& launch, std::string& error) noexcept {
     posix_spawnattr_setsigdefault(&attributes, &defaults);
     posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
     pid_t pid = -1;
-    std::unique_lock own(own_helpers_mutex);
+    MutexLock own(own_helpers_mutex);
     own_helpers.reserve(own_helpers.size() + 1);  // the insertion below cannot throw
     const int rc =
         ::posix_spawn(&pid, launch.executable.c_str(), &actions, &attributes, argv.data(), environ);
@@ -118,12 +118,12 @@ pid_t spawn_helper(const HelperLaunch& launch, std::string& error) noexcept {
 }
 
 void helper_reaped(pid_t pid) noexcept {
-  const std::lock_guard own(own_helpers_mutex);
+  MutexLock own(own_helpers_mutex);
   own_helpers.erase(std::remove(own_helpers.begin(), own_helpers.end(), pid), own_helpers.end());
 }
 
 bool reap_unless_own_helper(pid_t pid) noexcept {
-  const std::lock_guard own(own_helpers_mutex);
+  MutexLock own(own_helpers_mutex);
   if (std::find(own_helpers.begin(), own_helpers.end(), pid) != own_helpers.end()) return false;
   int status = 0;
   return ::waitpid(pid, &status, WNOHANG) == pid;

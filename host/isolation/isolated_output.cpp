@@ -54,7 +54,7 @@ IsolatedOutput::~IsolatedOutput() { stop_supervisor(); }
 
 void IsolatedOutput::stop_supervisor() noexcept {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stop_ = true;
     closing_ = true;
     if (pid_ > 0) {
@@ -108,11 +108,8 @@ int IsolatedOutput::create_sink(tsm_sink& out, std::string& error) noexcept {
     writer_ = std::make_unique<ChannelWriter>(channel_);
     executable_ = helper_executable();
     supervisor_ = std::thread([this] { supervise(); });
-    std::unique_lock lock(mutex_);
-    // Not wait(): GCC 12 binds it to GLIBCXX_3.4.30, beyond the build baseline
-    // (plugins/symbol-versions.txt).
-    cv_.wait_until(lock, std::chrono::steady_clock::time_point::max(),
-                   [&] { return first_outcome_; });
+    MutexLock lock(mutex_);
+    while (!first_outcome_) cv_.wait(mutex_);
     if (!first_error_.empty()) {
       error = first_error_;
       lock.unlock();
@@ -171,7 +168,7 @@ int IsolatedOutput::close(std::int64_t timeout_ns, tsm_buffer* error) noexcept {
   const Clock::time_point deadline = Clock::now() + std::chrono::nanoseconds(timeout_ns);
   std::string problem;
   {
-    std::unique_lock lock(mutex_);
+    MutexLock lock(mutex_);
     closing_ = true;
     ControlBlock& control = channel_.control();
     control.close_timeout_ns.store(timeout_ns, std::memory_order_relaxed);
@@ -183,12 +180,16 @@ int IsolatedOutput::close(std::int64_t timeout_ns, tsm_buffer* error) noexcept {
     if (pid_ <= 0 && pending && !stop_) final_drain_ = true;
     writer_->wake();
     cv_.notify_all();
-    const auto settled = [&] { return helper_exited_ || (pid_ <= 0 && !final_drain_); };
-    if (!cv_.wait_until(lock, deadline, settled) && pid_ > 0) {
+    while (!helper_exited_ && (pid_ > 0 || final_drain_) &&
+           cv_.wait_until(mutex_, deadline) == std::cv_status::no_timeout) {
+    }
+    if (!helper_exited_ && pid_ > 0) {
       close_kill_ = true;
       kill_reason_ = "did not finish close within its timeout";
       ::kill(pid_, SIGKILL);
-      cv_.wait_for(lock, std::chrono::seconds(2), [&] { return helper_exited_; });
+      const auto killed_wait = Clock::now() + std::chrono::seconds(2);
+      while (!helper_exited_ && cv_.wait_until(mutex_, killed_wait) == std::cv_status::no_timeout) {
+      }
     }
     problem = close_problem_;
   }
@@ -412,7 +413,7 @@ void IsolatedOutput::watch_progress(Clock::time_point now) noexcept {
 }
 
 void IsolatedOutput::supervise() noexcept {
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   start_helper();
   while (true) {
     if (pid_ > 0) {
@@ -446,7 +447,7 @@ void IsolatedOutput::supervise() noexcept {
       }
       dropped_ring_full_reported_ = ring_full;
     }
-    cv_.wait_for(lock, options_.supervise_interval);
+    cv_.wait_for(mutex_, options_.supervise_interval);
   }
 }
 

@@ -10,10 +10,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 
@@ -25,6 +23,7 @@
 #include "isolation/shared_channel.hpp"
 #include "core/fault_log.hpp"
 #include "core/process_identity.hpp"
+#include "core/thread_safety.hpp"
 #include "pipeline/sink_figures.hpp"
 
 namespace tokenspeed::metrics::isolation {
@@ -90,9 +89,10 @@ class IsolatedOutput {
 
   void supervise() noexcept;  // the supervisor thread
   // Under mutex_, supervisor thread only.
-  void start_helper() noexcept;
-  void helper_ended(int wait_status, std::chrono::steady_clock::time_point now) noexcept;
-  void watch_progress(std::chrono::steady_clock::time_point now) noexcept;
+  void start_helper() noexcept TSM_REQUIRES(mutex_);
+  void helper_ended(int wait_status, std::chrono::steady_clock::time_point now) noexcept
+      TSM_REQUIRES(mutex_);
+  void watch_progress(std::chrono::steady_clock::time_point now) noexcept TSM_REQUIRES(mutex_);
   void report(const std::string& text) noexcept;
   void stop_supervisor() noexcept;
 
@@ -111,21 +111,26 @@ class IsolatedOutput {
   std::atomic<std::uint64_t> helper_restarts_{0};
 
   std::thread supervisor_;
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  // guarded by mutex_
-  pid_t pid_ = -1;
-  bool stop_ = false;
-  bool closing_ = false;
-  bool final_drain_ = false;    // close asks for one more helper to drain the channel
-  bool close_kill_ = false;     // the helper was killed at the close deadline
-  bool helper_exited_ = false;  // during close: the helper was reaped
-  std::string close_problem_;   // during close: how the helper ended, if not cleanly
-  bool first_outcome_ = false;  // the first helper's create_sink returned, failed or died
-  std::string first_error_;
-  std::string kill_reason_;  // why the supervisor killed the running helper, "" if it did not
-  std::chrono::steady_clock::time_point started_at_{};
-  std::chrono::steady_clock::time_point restart_at_{};
+  mutable Mutex mutex_;
+  CondVar cv_;
+  pid_t pid_ TSM_GUARDED_BY(mutex_) = -1;
+  bool stop_ TSM_GUARDED_BY(mutex_) = false;
+  bool closing_ TSM_GUARDED_BY(mutex_) = false;
+  // Close asks for one more helper to drain the channel.
+  bool final_drain_ TSM_GUARDED_BY(mutex_) = false;
+  // The helper was killed at the close deadline.
+  bool close_kill_ TSM_GUARDED_BY(mutex_) = false;
+  // During close: the helper was reaped.
+  bool helper_exited_ TSM_GUARDED_BY(mutex_) = false;
+  // During close: how the helper ended, if not cleanly.
+  std::string close_problem_ TSM_GUARDED_BY(mutex_);
+  // The first helper's create_sink returned, failed or died.
+  bool first_outcome_ TSM_GUARDED_BY(mutex_) = false;
+  std::string first_error_ TSM_GUARDED_BY(mutex_);
+  // Why the supervisor killed the running helper, "" if it did not.
+  std::string kill_reason_ TSM_GUARDED_BY(mutex_);
+  std::chrono::steady_clock::time_point started_at_ TSM_GUARDED_BY(mutex_){};
+  std::chrono::steady_clock::time_point restart_at_ TSM_GUARDED_BY(mutex_){};
   kit::Backoff backoff_;  // supervisor thread
   std::uint64_t last_heartbeat_ = 0;
   std::uint64_t spawn_heartbeat_ = 0;  // the heartbeat when the helper was spawned

@@ -89,7 +89,7 @@ MetricSeries* FamilyCore::find_or_intern(std::span<const std::string_view> value
   if (MetricSeries* s = probe(*table_.load(std::memory_order_acquire), hash, values)) return s;
   if (at_bound_.load(std::memory_order_acquire)) return refuse();
 
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (MetricSeries* s = probe(*table_.load(std::memory_order_relaxed), hash, values)) return s;
   if (series_.size() >= store_.series_bound().max_series_per_family) return refuse_locked(values);
   MetricSeries& series = series_.emplace_back();
@@ -171,7 +171,7 @@ MetricSeries* FamilyCore::refuse() noexcept {
 }
 
 std::size_t FamilyCore::series_count() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return series_.size();
 }
 
@@ -196,14 +196,17 @@ Collector::Collector(std::nullptr_t) : store_(nullptr), router_(nullptr), option
 
 Collector::~Collector() = default;
 
-// Under mutex_: two families of one process whose samples would share a
-// name make an exposition that scrapers reject, so the second is refused
-// where it is defined, as prometheus_client refuses a duplicated timeseries.
+// Two families of one process whose samples would share a name make an
+// exposition that scrapers reject, so the second is refused where it is
+// defined, as prometheus_client refuses a duplicated timeseries.
 void Collector::throw_if_names_collide(const MetricDefinition& checked) const {
+  // The lookup runs within this call, under mutex_ (which a lambda cannot
+  // be shown to hold).
+  const auto* families = &families_;
   const MetricDefinition* other =
-      find_colliding_family(checked, [this](std::string_view name) -> const MetricDefinition* {
-        const auto found = families_.find(name);
-        return found != families_.end() ? found->second.definition.get() : nullptr;
+      find_colliding_family(checked, [families](std::string_view name) -> const MetricDefinition* {
+        const auto found = families->find(name);
+        return found != families->end() ? found->second.definition.get() : nullptr;
       });
   if (other == nullptr) return;
   throw std::invalid_argument(
@@ -220,7 +223,7 @@ Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKin
                                 std::string(to_string(kind)));
   }
   MetricDefinition checked = checked_definition(definition);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   auto found = families_.find(checked.name);
   if (found != families_.end()) {
     if (!(*found->second.definition == checked)) {

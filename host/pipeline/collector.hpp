@@ -10,7 +10,6 @@
 #include <deque>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -24,6 +23,7 @@
 #include "core/metric_catalog.hpp"
 #include "pipeline/metric_series.hpp"
 #include "core/metric_store.hpp"
+#include "core/thread_safety.hpp"
 #include "tokenspeed/metrics/recording.hpp"
 
 namespace tokenspeed::metrics {
@@ -78,8 +78,9 @@ class FamilyCore {
   static std::uint64_t hash_values(std::span<const std::string_view> values) noexcept;
   static MetricSeries* probe(const Table& table, std::uint64_t hash,
                              std::span<const std::string_view> values) noexcept;
-  void insert_locked(MetricSeries* series);
-  MetricSeries* refuse_locked(std::span<const std::string_view> values) noexcept;
+  void insert_locked(MetricSeries* series) TSM_REQUIRES(mutex_);
+  MetricSeries* refuse_locked(std::span<const std::string_view> values) noexcept
+      TSM_REQUIRES(mutex_);
   MetricSeries* refuse() noexcept;
 
   SeriesFamily family_;
@@ -90,10 +91,10 @@ class FamilyCore {
   std::atomic<bool> at_bound_{false};
   double* refused_slot_ = nullptr;  // its tokenspeed_metrics_series_refused_total series
   std::atomic<Table*> table_;
-  mutable std::mutex mutex_;  // interning only
-  std::vector<std::unique_ptr<Table>>
-      tables_;                       // every table ever published (readers may hold old ones)
-  std::deque<MetricSeries> series_;  // stable addresses
+  mutable Mutex mutex_;  // interning only
+  // Every table ever published (readers may hold old ones).
+  std::vector<std::unique_ptr<Table>> tables_ TSM_GUARDED_BY(mutex_);
+  std::deque<MetricSeries> series_ TSM_GUARDED_BY(mutex_);  // stable addresses
 };
 
 // The registry of families of one process.
@@ -140,13 +141,13 @@ class Collector {
     std::unique_ptr<HistogramFamily> histogram;  // histograms and summaries
   };
   Entry& entry(const MetricDefinition& definition, MetricKind kind);
-  void throw_if_names_collide(const MetricDefinition& checked) const;
+  void throw_if_names_collide(const MetricDefinition& checked) const TSM_REQUIRES(mutex_);
 
   MetricStore* store_;
   EventRouter* router_;
   const CollectorOptions options_;
-  std::mutex mutex_;
-  std::map<std::string, Entry, std::less<>> families_;
+  mutable Mutex mutex_;
+  std::map<std::string, Entry, std::less<>> families_ TSM_GUARDED_BY(mutex_);
 };
 
 // ------------------------------------------------------------ hot path

@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "core/thread_safety.hpp"
+
 namespace tokenspeed::metrics {
 
 namespace {
@@ -16,11 +18,11 @@ std::atomic<std::uint64_t> next_router_id{1};
 // Live routers by id, so that a collector thread that exits can hand its
 // ring sets back to the routers that still exist. Never destroyed (threads
 // may exit during static destruction).
-std::mutex& registry_mutex() {
-  static auto* mutex = new std::mutex;
+Mutex& registry_mutex() {
+  static auto* mutex = new Mutex;
   return *mutex;
 }
-std::vector<std::pair<std::uint64_t, EventRouter*>>& registry() {
+std::vector<std::pair<std::uint64_t, EventRouter*>>& registry() TSM_REQUIRES(registry_mutex()) {
   static auto* routers = new std::vector<std::pair<std::uint64_t, EventRouter*>>;
   return *routers;
 }
@@ -34,7 +36,7 @@ struct EventRouter::ThreadExit {
   std::vector<std::pair<std::uint64_t, EventRing* const*>> known;
   ~ThreadExit() {
     try {
-      std::lock_guard lock(registry_mutex());
+      MutexLock lock(registry_mutex());
       for (const auto& [id, rings] : known) {
         for (const auto& [router_id, router] : registry()) {
           if (router_id == id) router->release_thread_rings(rings);
@@ -48,7 +50,7 @@ struct EventRouter::ThreadExit {
 
 void EventRouter::release_thread_rings(EventRing* const* rings) noexcept {
   try {
-    std::lock_guard lock(threads_mutex_);
+    MutexLock lock(threads_mutex_);
     for (auto& thread : threads_) {
       if (thread->rings.data() == rings) free_threads_.push_back(thread.get());
     }
@@ -58,7 +60,7 @@ void EventRouter::release_thread_rings(EventRing* const* rings) noexcept {
 }
 
 std::size_t EventRouter::ring_sets() const {
-  std::lock_guard lock(threads_mutex_);
+  MutexLock lock(threads_mutex_);
   return threads_.size();
 }
 
@@ -89,13 +91,13 @@ EventRouter::EventRouter(std::vector<OutputDefinition> outputs, RouterOptions op
   stall.log = options_.log;
   stall_reporter_ = std::make_unique<StallReporter>(deliveries_, std::move(stall));
   stall_reporter_->start();
-  std::lock_guard lock(registry_mutex());
+  MutexLock lock(registry_mutex());
   registry().emplace_back(id_, this);
 }
 
 EventRouter::~EventRouter() {
   {
-    std::lock_guard lock(registry_mutex());
+    MutexLock lock(registry_mutex());
     auto& routers = registry();
     routers.erase(std::remove_if(routers.begin(), routers.end(),
                                  [&](const auto& r) { return r.first == id_; }),
@@ -121,7 +123,7 @@ EventRing* const* EventRouter::register_thread() noexcept {
       // A set left by a thread that exited: its rings keep their counts and
       // whatever is still queued; the mutex orders the old producer's last
       // push before this thread's first.
-      std::lock_guard lock(threads_mutex_);
+      MutexLock lock(threads_mutex_);
       if (!free_threads_.empty()) {
         rings = free_threads_.back()->rings.data();
         free_threads_.pop_back();
@@ -133,7 +135,7 @@ EventRing* const* EventRouter::register_thread() noexcept {
       thread->rings.reserve(deliveries_.size());
       for (auto& delivery : deliveries_) thread->rings.push_back(delivery->new_ring());
       rings = thread->rings.data();
-      std::lock_guard lock(threads_mutex_);
+      MutexLock lock(threads_mutex_);
       threads_.push_back(std::move(thread));
     }
     known.emplace_back(id_, rings);
@@ -145,8 +147,8 @@ EventRing* const* EventRouter::register_thread() noexcept {
 }
 
 bool EventRouter::close(std::chrono::nanoseconds budget) noexcept {
-  std::unique_lock lock(close_mutex_, std::try_to_lock);
-  if (!lock.owns_lock()) return false;  // another thread is closing
+  if (!close_mutex_.try_lock()) return false;  // another thread is closing
+  MutexLock lock(close_mutex_, std::adopt_lock);
   if (closed_) return close_result_;
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::max(budget, std::chrono::nanoseconds::zero());

@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -15,6 +14,7 @@
 #include "pipeline/event_ring.hpp"
 #include "pipeline/metric_series.hpp"
 #include "core/fault_log.hpp"
+#include "core/thread_safety.hpp"
 #include "pipeline/series_table.hpp"
 #include "pipeline/sink_delivery.hpp"
 #include "pipeline/stall_reporter.hpp"
@@ -110,16 +110,17 @@ class EventRouter {
   std::atomic<bool> closing_{false};
   std::atomic<std::uint64_t> unregistered_drops_{0};  // ring allocation failed
 
-  mutable std::mutex threads_mutex_;
-  std::vector<std::unique_ptr<ThreadRings>> threads_;
-  std::vector<ThreadRings*> free_threads_;  // left by threads that exited
+  mutable Mutex threads_mutex_;
+  std::vector<std::unique_ptr<ThreadRings>> threads_ TSM_GUARDED_BY(threads_mutex_);
+  // Left by threads that exited.
+  std::vector<ThreadRings*> free_threads_ TSM_GUARDED_BY(threads_mutex_);
 
   // Drop and stall lines, from a thread of its own (see stall_reporter.hpp).
   std::unique_ptr<StallReporter> stall_reporter_;
 
-  std::mutex close_mutex_;
-  bool closed_ = false;
-  bool close_result_ = false;
+  Mutex close_mutex_;
+  bool closed_ TSM_GUARDED_BY(close_mutex_) = false;
+  bool close_result_ TSM_GUARDED_BY(close_mutex_) = false;
 };
 
 // Always inlined: the handles' one out-of-line call should be the only call.

@@ -9,7 +9,7 @@ SeriesTable::~SeriesTable() {
 }
 
 std::uint32_t SeriesTable::add(const MetricSeries* series) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (size_ >= kChunks * kChunkSize) return kNone;
   const std::uint32_t number = size_;
   std::atomic<Chunk*>& slot = chunks_[number >> kChunkBits];
@@ -26,7 +26,7 @@ std::uint32_t SeriesTable::add(const MetricSeries* series) {
 }
 
 std::uint32_t SeriesTable::size() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return size_;
 }
 

@@ -7,8 +7,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 
+#include "core/thread_safety.hpp"
 #include "pipeline/event_ring.hpp"
 
 namespace tokenspeed::metrics {
@@ -51,8 +51,8 @@ class SeriesTable {
   };
 
   std::array<std::atomic<Chunk*>, kChunks> chunks_{};
-  mutable std::mutex mutex_;
-  std::uint32_t size_ = 0;
+  mutable Mutex mutex_;  // serializes add(); find() reads chunks_ without it
+  std::uint32_t size_ TSM_GUARDED_BY(mutex_) = 0;
 };
 
 // A ring slot carries a series number in the place of its marker tags: every

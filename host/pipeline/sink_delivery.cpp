@@ -173,7 +173,7 @@ void SinkDelivery::start() {
 EventRing* SinkDelivery::new_ring() {
   auto ring = std::make_unique<EventRing>(options_.queue_size);
   EventRing* raw = ring.get();
-  std::lock_guard lock(rings_mutex_);
+  MutexLock lock(rings_mutex_);
   owned_rings_.push_back(std::move(ring));
   raw->next = rings_.load(std::memory_order_relaxed);
   rings_.store(raw, std::memory_order_release);
@@ -400,7 +400,7 @@ void SinkDelivery::run() noexcept {
 
 void SinkDelivery::end_drain(bool rings_emptied) noexcept {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (close_state_ == CloseState::delivering) {
       close_state_ = rings_emptied ? CloseState::drained : CloseState::stopped_at_freeze;
     }
@@ -409,18 +409,16 @@ void SinkDelivery::end_drain(bool rings_emptied) noexcept {
 }
 
 std::int64_t SinkDelivery::wait_close_turn() noexcept {
-  std::unique_lock lock(mutex_);
-  // Not wait(): GCC 12 binds it to GLIBCXX_3.4.30, beyond the build baseline
-  // (plugins/symbol-versions.txt).
-  cv_.wait_until(lock, std::chrono::steady_clock::time_point::max(), [&] {
-    return close_state_ == CloseState::close_granted || close_state_ == CloseState::abandoned;
-  });
+  MutexLock lock(mutex_);
+  while (close_state_ != CloseState::close_granted && close_state_ != CloseState::abandoned) {
+    cv_.wait(mutex_);
+  }
   return close_state_ == CloseState::close_granted ? close_timeout_ns_ : 0;
 }
 
 void SinkDelivery::end_close() noexcept {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     close_state_ = close_state_ == CloseState::abandoned ? CloseState::closed_after_abandoned
                                                          : CloseState::closed;
   }
@@ -443,9 +441,11 @@ void SinkDelivery::request_drain() noexcept {
 }
 
 bool SinkDelivery::wait_drained(std::chrono::steady_clock::time_point deadline) noexcept {
-  std::unique_lock lock(mutex_);
-  return cv_.wait_until(lock, deadline, [&] { return close_state_ != CloseState::delivering; }) &&
-         close_state_ == CloseState::drained;
+  MutexLock lock(mutex_);
+  while (close_state_ == CloseState::delivering &&
+         cv_.wait_until(mutex_, deadline) == std::cv_status::no_timeout) {
+  }
+  return close_state_ == CloseState::drained;
 }
 
 void SinkDelivery::freeze() noexcept {
@@ -458,19 +458,22 @@ void SinkDelivery::freeze() noexcept {
   const std::uint64_t delivered = delivered_.load(std::memory_order_seq_cst);
   const std::uint64_t disabled = dropped_sink_disabled_on_delivery_.load(std::memory_order_seq_cst);
   const std::uint64_t pushed = sum_rings(&EventRing::pushed);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (!frozen_) frozen_ = FrozenFigures{pushed, delivered, disabled};
 }
 
 bool SinkDelivery::close_plugin(std::chrono::nanoseconds timeout,
                                 std::chrono::steady_clock::time_point hard_deadline) noexcept {
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   // After freeze() the delivery thread stops as soon as the plugin call in progress
   // returns. Wait for that until the hard deadline; a delivery thread still inside
   // emit or create_sink then is abandoned: close is never called while emit
   // runs, and the delivery thread closes the sink with a zero timeout if the call
   // ever returns, with nobody waiting for it.
-  if (!cv_.wait_until(lock, hard_deadline, [&] { return drain_ended_locked(); })) {
+  while (!drain_ended_locked() &&
+         cv_.wait_until(mutex_, hard_deadline) == std::cv_status::no_timeout) {
+  }
+  if (!drain_ended_locked()) {
     close_state_ = CloseState::abandoned;
     cv_.notify_all();
     return false;
@@ -478,7 +481,10 @@ bool SinkDelivery::close_plugin(std::chrono::nanoseconds timeout,
   close_state_ = CloseState::close_granted;
   close_timeout_ns_ = timeout.count() > 0 ? timeout.count() : 0;
   cv_.notify_all();
-  if (!cv_.wait_until(lock, hard_deadline, [&] { return thread_ended_locked(); })) {
+  while (!thread_ended_locked() &&
+         cv_.wait_until(mutex_, hard_deadline) == std::cv_status::no_timeout) {
+  }
+  if (!thread_ended_locked()) {
     close_state_ = CloseState::abandoned;  // ignores its close timeout: left running
     return false;
   }
@@ -486,14 +492,14 @@ bool SinkDelivery::close_plugin(std::chrono::nanoseconds timeout,
 }
 
 bool SinkDelivery::drain_finished() const noexcept {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return drain_ended_locked();
 }
 
 void SinkDelivery::release_thread() noexcept {
   bool finished = false;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     finished = thread_ended_locked();
   }
   if (!thread_.joinable()) return;
@@ -530,7 +536,7 @@ SinkFigures SinkDelivery::figures() const {
   s.wakeups = wakeups_.load(std::memory_order_relaxed);
   s.parks = parks_.load(std::memory_order_relaxed);
   s.plugin = plugin_figures_.load();
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   s.closed = thread_ended_locked();
   s.abandoned =
       close_state_ == CloseState::abandoned || close_state_ == CloseState::closed_after_abandoned;

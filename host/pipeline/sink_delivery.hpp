@@ -8,11 +8,9 @@
 #include <array>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,6 +23,7 @@
 #include "core/delivery_defaults.hpp"
 #include "core/fault_log.hpp"
 #include "core/process_identity.hpp"
+#include "core/thread_safety.hpp"
 #include "pipeline/event_clock.hpp"
 #include "pipeline/event_ring.hpp"
 #include "pipeline/output_definition.hpp"
@@ -130,8 +129,8 @@ class SinkDelivery : public std::enable_shared_from_this<SinkDelivery> {
   std::atomic<std::uint64_t> parks_{0};
   alignas(64) std::atomic<bool> disabled_{false};
   alignas(64) std::atomic<EventRing*> rings_{nullptr};
-  std::mutex rings_mutex_;
-  std::vector<std::unique_ptr<EventRing>> owned_rings_;
+  Mutex rings_mutex_;  // also orders new_ring()'s pushes onto rings_
+  std::vector<std::unique_ptr<EventRing>> owned_rings_ TSM_GUARDED_BY(rings_mutex_);
 
   // delivery-thread-written accounting, read by figures() and freeze()
   alignas(64) std::atomic<std::uint64_t> delivered_{0};
@@ -186,20 +185,20 @@ class SinkDelivery : public std::enable_shared_from_this<SinkDelivery> {
   std::int64_t wait_close_turn() noexcept;  // the timeout for close; 0 when abandoned
   void end_close() noexcept;
   // Under mutex_: whether the drain loop ended, and whether the thread ended.
-  bool drain_ended_locked() const noexcept;
-  bool thread_ended_locked() const noexcept;
+  bool drain_ended_locked() const noexcept TSM_REQUIRES(mutex_);
+  bool thread_ended_locked() const noexcept TSM_REQUIRES(mutex_);
 
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  CloseState close_state_ = CloseState::delivering;
-  std::int64_t close_timeout_ns_ = 0;
+  mutable Mutex mutex_;
+  CondVar cv_;
+  CloseState close_state_ TSM_GUARDED_BY(mutex_) = CloseState::delivering;
+  std::int64_t close_timeout_ns_ TSM_GUARDED_BY(mutex_) = 0;
   // The accounting at freeze(), once frozen.
   struct FrozenFigures {
     std::uint64_t pushed = 0;  // ring pushes
     std::uint64_t delivered = 0;
     std::uint64_t dropped_sink_disabled = 0;
   };
-  std::optional<FrozenFigures> frozen_;
+  std::optional<FrozenFigures> frozen_ TSM_GUARDED_BY(mutex_);
 
   // one-off messages of the delivery thread (create_sink, emit or close failed); drop
   // and stall lines come from the router's stall reporter, which a plugin

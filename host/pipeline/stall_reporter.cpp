@@ -50,9 +50,11 @@ void StallReporter::start() {
 }
 
 void StallReporter::run() noexcept {
-  std::unique_lock lock(mutex_);
+  MutexLock lock(mutex_);
   while (!stopping_) {
-    cv_.wait_for(lock, options_.check_interval, [&] { return stopping_; });
+    const auto next_check = std::chrono::steady_clock::now() + options_.check_interval;
+    while (!stopping_ && cv_.wait_until(mutex_, next_check) == std::cv_status::no_timeout) {
+    }
     if (stopping_) break;
     lock.unlock();
     check(Clock::now());
@@ -62,7 +64,7 @@ void StallReporter::run() noexcept {
 
 void StallReporter::stop() noexcept {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (stopped_) return;
     stopped_ = true;
     stopping_ = true;

@@ -5,16 +5,15 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "core/fault_log.hpp"
+#include "core/thread_safety.hpp"
 #include "pipeline/sink_delivery.hpp"
 
 namespace tokenspeed::metrics {
@@ -78,10 +77,10 @@ class StallReporter {
   StallReporterOptions options_;
   std::vector<Watched> outputs_;
   std::thread thread_;
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  bool stopped_ = false;
+  Mutex mutex_;
+  CondVar cv_;
+  bool stopping_ TSM_GUARDED_BY(mutex_) = false;
+  bool stopped_ TSM_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace tokenspeed::metrics

@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <new>
 #include <set>
 #include <system_error>
@@ -30,6 +29,7 @@
 #include "core/name_suggestion.hpp"
 #include "plugin/plugin_paths.hpp"
 #include "core/plugin_call_context.hpp"
+#include "core/thread_safety.hpp"
 
 #ifndef TSM_DEFAULT_PLUGIN_DIR
 #define TSM_DEFAULT_PLUGIN_DIR "/usr/local/lib/tokenspeed/metrics-plugins"
@@ -44,18 +44,19 @@ namespace fs = std::filesystem;
 // Allocated once and never freed: plugins are not unloaded, not even at exit,
 // because a plugin's threads may still be running then.
 struct LoadedLibraries {
-  std::mutex mutex;
-  std::vector<std::unique_ptr<boost::dll::shared_library>> libraries;
-  std::set<std::pair<dev_t, ino_t>> registered;
+  Mutex mutex;
+  std::vector<std::unique_ptr<boost::dll::shared_library>> libraries TSM_GUARDED_BY(mutex);
+  std::set<std::pair<dev_t, ino_t>> registered TSM_GUARDED_BY(mutex);
 };
 
 LoadedLibraries* libraries_of_this_process = nullptr;
 
 // A forked child is a process of its own: it registers its plugins again
 // (the libraries stay loaded), and its copy of the mutex may have been held
-// by another thread of the parent when it forked.
-void forget_registrations_in_child() noexcept {
-  new (&libraries_of_this_process->mutex) std::mutex();
+// by another thread of the parent when it forked. The child runs one thread
+// here, so the fresh mutex need not be taken.
+void forget_registrations_in_child() noexcept TSM_NO_THREAD_SAFETY_ANALYSIS {
+  new (&libraries_of_this_process->mutex) Mutex();
   libraries_of_this_process->registered.clear();
 }
 
@@ -414,7 +415,7 @@ const PluginRecord& PluginLoader::load_one(const std::string& path, bool allow_i
 
 void PluginLoader::load_file(PluginRecord& record) {
   LoadedLibraries& loaded = loaded_libraries();
-  std::lock_guard<std::mutex> lock(loaded.mutex);
+  MutexLock lock(loaded.mutex);
 
   if (std::string problem = elf_problem(record.path); !problem.empty()) {
     refuse(record, PluginStatus::failed, std::move(problem));

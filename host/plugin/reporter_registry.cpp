@@ -7,11 +7,11 @@
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <mutex>
 
 #include "core/abi_buffer.hpp"
 #include "core/host_version.hpp"
 #include "core/process_identity.hpp"
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics {
 namespace {
@@ -48,9 +48,9 @@ ReporterRegistry::PluginContext* ReporterRegistry::new_host_table() {
   // Every host table ever handed to a plugin lives as long as the process: a
   // plugin may keep the table and call log (or, wrongly, register) at any
   // time. They are held here, reachable, never freed.
-  static std::mutex mutex;
-  static auto* tables = new std::vector<std::unique_ptr<PluginContext>>();
-  std::lock_guard lock(mutex);
+  static Mutex mutex;
+  static auto* tables TSM_PT_GUARDED_BY(mutex) = new std::vector<std::unique_ptr<PluginContext>>();
+  MutexLock lock(mutex);
   return tables->emplace_back(std::make_unique<PluginContext>()).get();
 }
 
@@ -77,7 +77,7 @@ void ReporterRegistry::begin(std::string plugin_name, std::string plugin_path) {
 std::vector<std::string> ReporterRegistry::registration_notes() const {
   if (contexts_.empty()) return {};
   const PluginContext* context = contexts_.back();
-  std::lock_guard lock(context->notes_mutex);
+  MutexLock lock(context->notes_mutex);
   return context->notes;
 }
 
@@ -195,7 +195,7 @@ void ReporterRegistry::log_trampoline(void* host_data, uint32_t level,
   auto* context = static_cast<PluginContext*>(host_data);
   if (context != nullptr && context->recording && message != nullptr) {
     try {
-      std::lock_guard lock(context->notes_mutex);
+      MutexLock lock(context->notes_mutex);
       context->notes.emplace_back(message);
     } catch (...) {  // a note is an explanation only; losing it is harmless
     }

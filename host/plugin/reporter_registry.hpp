@@ -6,13 +6,13 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <tokenspeed/metric_reporter.h>
 
+#include "core/thread_safety.hpp"
 #include "plugin/reporter.hpp"
 
 namespace tokenspeed::metrics {
@@ -81,8 +81,8 @@ class ReporterRegistry {
     std::string plugin_name;
     tsm_host_api api;
     std::atomic<bool> recording{false};  // true while its tsm_register runs
-    mutable std::mutex notes_mutex;      // log may be called from any thread
-    std::vector<std::string> notes;
+    mutable Mutex notes_mutex;           // log may be called from any thread
+    std::vector<std::string> notes TSM_GUARDED_BY(notes_mutex);
   };
 
   static int register_trampoline(void* host_data, const tsm_reporter_descriptor* descriptor,

@@ -8,8 +8,9 @@
 #include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <thread>
+
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -19,20 +20,23 @@ namespace tokenspeed::metrics {
 inline bool call_with_deadline(std::function<void()> call,
                                std::chrono::steady_clock::time_point deadline) noexcept {
   struct State {
-    std::mutex mutex;
-    std::condition_variable done_cv;
-    bool done = false;
+    Mutex mutex;
+    CondVar done_cv;
+    bool done TSM_GUARDED_BY(mutex) = false;
   };
   try {
     auto state = std::make_shared<State>();
     std::thread thread([state, call = std::move(call)] {
       call();
-      std::lock_guard lock(state->mutex);
+      MutexLock lock(state->mutex);
       state->done = true;
       state->done_cv.notify_all();
     });
-    std::unique_lock lock(state->mutex);
-    const bool done = state->done_cv.wait_until(lock, deadline, [&] { return state->done; });
+    MutexLock lock(state->mutex);
+    while (!state->done &&
+           state->done_cv.wait_until(state->mutex, deadline) == std::cv_status::no_timeout) {
+    }
+    const bool done = state->done;
     lock.unlock();
     if (done) {
       thread.join();

@@ -60,9 +60,9 @@ ProducerRuntime::ProducerRuntime(ProducerOptions options)
   // The host's own figures reach /metrics once a second; the thread sleeps in
   // between and never touches a plugin.
   figures_ = std::thread([this] {
-    std::unique_lock lock(mutex_);
+    MutexLock lock(mutex_);
     while (!stop_figures_) {
-      wake_.wait_for(lock, std::chrono::seconds(1));
+      wake_.wait_for(mutex_, std::chrono::seconds(1));
       metrics_->publish_self_figures();
     }
   });
@@ -94,7 +94,7 @@ void ProducerRuntime::warn_of_earlier_files(const std::string& dir) const {
 
 void ProducerRuntime::stop_figures() noexcept {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stop_figures_ = true;
   }
   wake_.notify_all();

@@ -8,14 +8,13 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
+#include "core/thread_safety.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "plugin/reporter_registry.hpp"
 #include "process/process_metrics.hpp"
@@ -93,9 +92,9 @@ class ProducerRuntime {
   std::unique_ptr<ProcessMetrics> metrics_;
   std::optional<ProducerShutdownReport> report_;
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stop_figures_ = false;
+  Mutex mutex_;
+  CondVar wake_;
+  bool stop_figures_ TSM_GUARDED_BY(mutex_) = false;
   std::thread figures_;
 };
 

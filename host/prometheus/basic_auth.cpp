@@ -100,7 +100,7 @@ bool BasicAuthVerifier::verified_before(std::string_view user, std::string_view 
   const Digest digest = digest_of(user, password);
   if (users_.find(user) == users_.end() || password.find('\0') != std::string_view::npos)
     return false;
-  std::lock_guard lock(verified_->mutex);
+  MutexLock lock(verified_->mutex);
   const std::size_t remembered = std::min(verified_->count, kRemembered);
   for (std::size_t i = 0; i < remembered; ++i) {
     if (CRYPTO_memcmp(verified_->digests[i].data(), digest.data(), digest.size()) == 0) return true;
@@ -118,7 +118,7 @@ bool BasicAuthVerifier::verify(std::string_view user, std::string_view password)
   const bool verified = known && matches && password.find('\0') == std::string_view::npos;
   if (verified) {
     const Digest digest = digest_of(user, password);
-    std::lock_guard lock(verified_->mutex);
+    MutexLock lock(verified_->mutex);
     verified_->digests[verified_->count % kRemembered] = digest;
     ++verified_->count;
   }

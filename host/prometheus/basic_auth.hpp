@@ -11,9 +11,10 @@
 #include <cstddef>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
+
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -56,10 +57,10 @@ class BasicAuthVerifier {
   // this verifier, the user and the password.
   static constexpr std::size_t kRemembered = 16;
   struct Verified {
-    std::mutex mutex;
-    std::array<unsigned char, 32> salt{};
-    std::array<Digest, kRemembered> digests{};
-    std::size_t count = 0;
+    Mutex mutex;
+    std::array<unsigned char, 32> salt{};  // written once, at construction
+    std::array<Digest, kRemembered> digests TSM_GUARDED_BY(mutex){};
+    std::size_t count TSM_GUARDED_BY(mutex) = 0;
   };
   Digest digest_of(std::string_view user, std::string_view password) const;
 

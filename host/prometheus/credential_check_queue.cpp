@@ -22,7 +22,7 @@ bool CredentialCheckQueue::submit(std::unique_ptr<CredentialCheck> check) {
   // connections never hold the places of new ones. Destroyed after the lock.
   std::vector<std::unique_ptr<CredentialCheck>> unwanted;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (!stopping_ && waiting_.size() + (running_check_ ? 1 : 0) >= capacity_) {
       for (auto it = waiting_.begin(); it != waiting_.end();) {
         bool wanted = true;
@@ -57,12 +57,9 @@ void CredentialCheckQueue::loop() {
   for (;;) {
     std::unique_ptr<CredentialCheck> check;
     {
-      std::unique_lock lock(mutex_);
+      MutexLock lock(mutex_);
       running_check_ = false;
-      // Not wait(): GCC 12 binds it to GLIBCXX_3.4.30, beyond the build
-      // baseline (plugins/symbol-versions.txt).
-      cv_.wait_until(lock, std::chrono::steady_clock::time_point::max(),
-                     [this] { return stopping_ || !waiting_.empty(); });
+      while (!stopping_ && waiting_.empty()) cv_.wait(mutex_);
       if (stopping_) return;
       check = std::move(waiting_.front());
       waiting_.pop_front();
@@ -79,7 +76,7 @@ void CredentialCheckQueue::loop() {
       failed = true;  // counted; the thread keeps checking
     }
     check.reset();  // its password wiped before the next check begins
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (failed)
       ++figures_.failed;
     else if (ran)
@@ -92,7 +89,7 @@ void CredentialCheckQueue::loop() {
 void CredentialCheckQueue::stop() noexcept {
   std::deque<std::unique_ptr<CredentialCheck>> dropped;
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
     dropped.swap(waiting_);
   }
@@ -105,7 +102,7 @@ void CredentialCheckQueue::join() noexcept {
 }
 
 CredentialCheckFigures CredentialCheckQueue::figures() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return figures_;
 }
 

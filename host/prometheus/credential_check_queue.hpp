@@ -4,13 +4,13 @@
 // check that is no longer wanted (its connection evicted or gone).
 #pragma once
 
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <memory>
-#include <mutex>
 #include <thread>
+
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -68,12 +68,12 @@ class CredentialCheckQueue {
   void loop();
 
   const std::size_t capacity_;
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::unique_ptr<CredentialCheck>> waiting_;
-  bool running_check_ = false;  // the thread holds a check it took
-  bool stopping_ = false;
-  CredentialCheckFigures figures_;
+  mutable Mutex mutex_;
+  CondVar cv_;
+  std::deque<std::unique_ptr<CredentialCheck>> waiting_ TSM_GUARDED_BY(mutex_);
+  bool running_check_ TSM_GUARDED_BY(mutex_) = false;  // the thread holds a check it took
+  bool stopping_ TSM_GUARDED_BY(mutex_) = false;
+  CredentialCheckFigures figures_ TSM_GUARDED_BY(mutex_);
   std::thread thread_;
 };
 

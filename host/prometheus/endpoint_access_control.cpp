@@ -7,7 +7,6 @@
 // test/unit/prometheus/endpoint_security_test.cpp.
 #include <cctype>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 
@@ -18,6 +17,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include "core/thread_safety.hpp"
 #include "prometheus/credential_check_queue.hpp"
 #include "prometheus/endpoint_connection.hpp"
 
@@ -109,7 +109,7 @@ void EndpointSession::check_credentials(std::string user, std::string password) 
 
 // On the checking thread: false when the check is not worth running.
 bool EndpointSession::check_wanted() {
-  std::lock_guard lock(server_.sessions_mutex);
+  MutexLock lock(server_.sessions_mutex);
   return !evicted_ && !hung_up_;
 }
 
@@ -147,7 +147,7 @@ void EndpointSession::watch_for_hangup() {
         if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
           return self->watch_for_hangup();
         {
-          std::lock_guard lock(self->server_.sessions_mutex);
+          MutexLock lock(self->server_.sessions_mutex);
           self->hung_up_ = true;
         }
         self->close();
@@ -155,7 +155,7 @@ void EndpointSession::watch_for_hangup() {
 }
 
 bool EndpointSession::hung_up() {
-  std::lock_guard lock(server_.sessions_mutex);
+  MutexLock lock(server_.sessions_mutex);
   return hung_up_;
 }
 
@@ -168,7 +168,7 @@ void EndpointSession::unauthorized() {
 // 401, 429 or 503 on a connection that stays open: the client may try again.
 void EndpointSession::send_refusal(http::status status) {
   {
-    std::lock_guard lock(server_.sessions_mutex);
+    MutexLock lock(server_.sessions_mutex);
     refused_ = true;  // evicted before the others at the limit
   }
   const http::request<http::string_body>& request = parser_->get();
@@ -189,7 +189,7 @@ void EndpointSession::send_refusal(http::status status) {
 
 void PrometheusEndpoint::Impl::log_unauthorized() noexcept {
   try {
-    std::lock_guard lock(handler_log_mutex);
+    MutexLock lock(handler_log_mutex);
     handler_log.report("requests refused (401): credentials missing or wrong", 1,
                        FaultLog::Clock::now());
   } catch (...) {
@@ -199,7 +199,7 @@ void PrometheusEndpoint::Impl::log_unauthorized() noexcept {
 
 void PrometheusEndpoint::Impl::log_checks_refused() noexcept {
   try {
-    std::lock_guard lock(handler_log_mutex);
+    MutexLock lock(handler_log_mutex);
     handler_log.report("requests refused (503): too many credential checks waiting", 1,
                        FaultLog::Clock::now());
   } catch (...) {

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <array>
-#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -17,6 +16,8 @@
 #include <openssl/ssl.h>
 
 #include <boost/asio/strand.hpp>
+
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -29,7 +30,7 @@ EndpointSession::EndpointSession(tcp::socket socket, PrometheusEndpoint::Impl& s
 
 EndpointSession::~EndpointSession() {
   {
-    std::lock_guard lock(server_.sessions_mutex);
+    MutexLock lock(server_.sessions_mutex);
     if (registered_) {
       if (!evicted_) --server_.admitted;
       server_.sessions.erase(entry_);
@@ -118,14 +119,14 @@ void EndpointSession::answer_plain_http() {
 }
 
 bool EndpointSession::evicted() {
-  std::lock_guard lock(server_.sessions_mutex);
+  MutexLock lock(server_.sessions_mutex);
   return evicted_;
 }
 
 // Sets whether the connection is without a complete request; false when
 // it was chosen for eviction meanwhile (the caller then stops).
 bool EndpointSession::set_waiting(bool waiting) {
-  std::lock_guard lock(server_.sessions_mutex);
+  MutexLock lock(server_.sessions_mutex);
   if (evicted_) return false;
   if (waiting && !waiting_) waiting_since_ = Clock::now();
   waiting_ = waiting;
@@ -339,7 +340,7 @@ void PrometheusEndpoint::Impl::admit(tcp::socket socket) {
   // The configuration in force when the connection began (a pointer copy).
   std::shared_ptr<const EndpointSecurity> in_force = security->current();
   {
-    std::lock_guard lock(sessions_mutex);
+    MutexLock lock(sessions_mutex);
     if (admitted >= options.max_connections) {
       victim = choose_eviction_locked(seen);
       if (!victim) {

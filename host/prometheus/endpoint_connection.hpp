@@ -116,7 +116,8 @@ class EndpointSession : public std::enable_shared_from_this<EndpointSession> {
   http::response<http::string_body> response_;
   PrometheusEndpoint::Impl& server_;
   std::shared_ptr<const EndpointSecurity> security_;  // the web configuration in force
-  // sessions_mutex:
+  // Under server_.sessions_mutex. Not TSM_GUARDED_BY: the acceptor holds
+  // its own sessions_mutex, which the analysis cannot tell is server_'s.
   std::list<std::weak_ptr<EndpointSession>>::iterator entry_;
   bool registered_ = false;
   bool waiting_ = false;  // no complete request received since waiting_since_

@@ -9,7 +9,6 @@
 #include <deque>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,6 +16,7 @@
 #include <boost/asio/post.hpp>
 #include <tokenspeed/kit/gzip.hpp>
 
+#include "core/thread_safety.hpp"
 #include "prometheus/endpoint_connection.hpp"
 #include "prometheus/prometheus_exposition.hpp"
 
@@ -75,7 +75,7 @@ bool accepts_gzip(std::string_view header) noexcept {
 // An admitted request: answered at once, or queued for the next render.
 void EndpointSession::route() {
   {
-    std::lock_guard lock(server_.sessions_mutex);
+    MutexLock lock(server_.sessions_mutex);
     authorized_ = true;  // evicted after the others at the limit
   }
   const http::request<http::string_body>& request = parser_->get();
@@ -161,7 +161,7 @@ std::optional<http::response<http::string_body>> PrometheusEndpoint::Impl::respo
 void PrometheusEndpoint::Impl::request_scrape(std::shared_ptr<EndpointSession> session, bool gzip,
                                               ExpositionFormat format) {
   {
-    std::lock_guard lock(render_mutex);
+    MutexLock lock(render_mutex);
     scrape_waiters.push_back(
         ScrapeWaiter{std::move(session), gzip, format == ExpositionFormat::protobuf});
   }
@@ -193,11 +193,8 @@ void PrometheusEndpoint::Impl::render_loop() {
   for (;;) {
     std::deque<ScrapeWaiter> batch;
     {
-      std::unique_lock lock(render_mutex);
-      // Not wait(): GCC 12 binds it to GLIBCXX_3.4.30, beyond the build
-      // baseline (plugins/symbol-versions.txt).
-      render_cv.wait_until(lock, std::chrono::steady_clock::time_point::max(),
-                           [this] { return render_stop || !scrape_waiters.empty(); });
+      MutexLock lock(render_mutex);
+      while (!render_stop && scrape_waiters.empty()) render_cv.wait(render_mutex);
       if (render_stop) break;
       batch.swap(scrape_waiters);
     }

@@ -551,7 +551,7 @@ EndpointSecurityWatch::~EndpointSecurityWatch() {
 // no-op); those of files no longer named stay, costing a look at most.
 void EndpointSecurityWatch::watch_directories() {
   if (notify_fd_ < 0) return;
-  std::lock_guard lock(look_mutex_);
+  MutexLock lock(look_mutex_);
   for (const std::string& path : watched_)
     ::inotify_add_watch(notify_fd_, directory_of(path).c_str(), kDirectoryEvents);
 }
@@ -579,14 +579,14 @@ void EndpointSecurityWatch::run() {
 }
 
 std::shared_ptr<const EndpointSecurity> EndpointSecurityWatch::current() const {
-  std::lock_guard lock(current_mutex_);
+  MutexLock lock(current_mutex_);
   return current_;
 }
 
 void EndpointSecurityWatch::publish(std::shared_ptr<const EndpointSecurity> security) {
   std::shared_ptr<const EndpointSecurity> old;
   {
-    std::lock_guard lock(current_mutex_);
+    MutexLock lock(current_mutex_);
     old = std::exchange(current_, std::move(security));
   }
   // old is released here, outside the lock (its TLS context may be the last
@@ -597,7 +597,7 @@ void EndpointSecurityWatch::look() { look_once(); }
 
 bool EndpointSecurityWatch::look_once() {
   if (file_.empty()) return false;
-  std::lock_guard lock(look_mutex_);
+  MutexLock lock(look_mutex_);
   std::vector<FileStamp> stamps;
   stamps.reserve(watched_.size());
   for (const std::string& path : watched_) stamps.push_back(stamp_of(path));

@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -23,6 +22,7 @@
 
 #include <boost/asio/ssl/context.hpp>
 
+#include "core/thread_safety.hpp"
 #include "config/security_strength.hpp"
 #include "config/web_config.hpp"
 #include "prometheus/basic_auth.hpp"
@@ -145,22 +145,27 @@ class EndpointSecurityWatch {
   void run();
   bool look_once();  // look(); true when a change is waiting to hold still
   void watch_directories();
-  void rebuild();
-  void refuse(const std::string& message, const StampedReader& reader);
+  void rebuild() TSM_REQUIRES(look_mutex_);
+  void refuse(const std::string& message, const StampedReader& reader) TSM_REQUIRES(look_mutex_);
   void publish(std::shared_ptr<const EndpointSecurity> security);
 
   const std::string file_;
   const std::chrono::milliseconds check_interval_;
 
-  mutable std::mutex current_mutex_;  // guards current_ only, for a copy or a swap
-  std::shared_ptr<const EndpointSecurity> current_;
+  // Held only for a copy or a swap of current_.
+  mutable Mutex current_mutex_;
+  std::shared_ptr<const EndpointSecurity> current_ TSM_GUARDED_BY(current_mutex_);
 
-  // Under look_mutex_ (the watch's thread, or a test's look()).
-  std::mutex look_mutex_;
-  std::vector<std::string> watched_;  // the configuration file, then the files it names
-  std::vector<FileStamp> stamps_;     // as they were when last read
-  std::optional<std::vector<FileStamp>> pending_;  // a change seen at the last look
-  std::string last_failure_;                       // logged once per distinct failure
+  // Held by the watch's thread, or a test's look().
+  Mutex look_mutex_;
+  // The configuration file, then the files it names.
+  std::vector<std::string> watched_ TSM_GUARDED_BY(look_mutex_);
+  // As they were when last read.
+  std::vector<FileStamp> stamps_ TSM_GUARDED_BY(look_mutex_);
+  // A change seen at the last look.
+  std::optional<std::vector<FileStamp>> pending_ TSM_GUARDED_BY(look_mutex_);
+  // Logged once per distinct failure.
+  std::string last_failure_ TSM_GUARDED_BY(look_mutex_);
 
   std::atomic<std::uint64_t> reloads_{0};
   std::atomic<std::uint64_t> failed_reloads_{0};

@@ -7,13 +7,11 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <list>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +26,7 @@
 #include "prometheus/prometheus_endpoint.hpp"
 #include "prometheus/request_rate_limit.hpp"
 #include "core/fault_log.hpp"
+#include "core/thread_safety.hpp"
 #include "prometheus/protobuf_exposition.hpp"
 
 namespace tokenspeed::metrics {
@@ -74,8 +73,9 @@ struct PrometheusEndpoint::Impl {
 
   // A handler of the I/O threads that threw (the endpoint keeps serving):
   // at most one line per 10 s, with the count since the last one.
-  std::mutex handler_log_mutex;
-  FaultLog handler_log{"Prometheus endpoint", std::chrono::seconds(10), {}};
+  Mutex handler_log_mutex;
+  FaultLog handler_log TSM_GUARDED_BY(handler_log_mutex){
+      "Prometheus endpoint", std::chrono::seconds(10), {}};
   void log_handler_exception() noexcept;
   // A request refused for its credentials, or because the checking queue
   // is full: the same log, one line per 10 s with the count (never a user
@@ -89,24 +89,27 @@ struct PrometheusEndpoint::Impl {
   // requests and one for the others.
   RequestRateLimit rate_limit;
 
-  // The admitted sessions, for eviction at the limit. Guarded by
-  // sessions_mutex, as are each session's waiting fields and `admitted`.
-  std::mutex sessions_mutex;
-  std::list<std::weak_ptr<EndpointSession>> sessions;
-  std::size_t admitted = 0;  // sessions in the list not chosen for eviction
+  // The admitted sessions, for eviction at the limit. sessions_mutex also
+  // guards each session's waiting fields, in comments only: the analysis
+  // cannot tell that a session's server_ is this one.
+  Mutex sessions_mutex;
+  std::list<std::weak_ptr<EndpointSession>> sessions TSM_GUARDED_BY(sessions_mutex);
+  // Sessions in the list not chosen for eviction.
+  std::size_t admitted TSM_GUARDED_BY(sessions_mutex) = 0;
 
   // Scrapes waiting for a render. A render thread takes every waiting
   // request at once and answers them all from one render, so a burst of
   // scrapes costs about one render per render thread, not one per request.
-  std::mutex render_mutex;
-  std::condition_variable render_cv;
-  std::deque<ScrapeWaiter> scrape_waiters;
-  bool render_stop = false;
+  Mutex render_mutex;
+  CondVar render_cv;
+  std::deque<ScrapeWaiter> scrape_waiters TSM_GUARDED_BY(render_mutex);
+  bool render_stop TSM_GUARDED_BY(render_mutex) = false;
 
-  std::mutex done_mutex;
-  std::condition_variable done_cv;
-  unsigned finished = 0;  // server and render threads that returned
-  bool stopped = false;
+  Mutex done_mutex;
+  CondVar done_cv;
+  // Server and render threads that returned.
+  unsigned finished TSM_GUARDED_BY(done_mutex) = 0;
+  bool stopped TSM_GUARDED_BY(done_mutex) = false;
   std::vector<std::thread> threads;
   unsigned short bound_port = 0;
   std::string bound_host;
@@ -135,7 +138,7 @@ struct PrometheusEndpoint::Impl {
   // Every session it looks at is kept in `seen`, so that none is destroyed
   // (which takes sessions_mutex) before the caller lets the mutex go.
   std::shared_ptr<EndpointSession> choose_eviction_locked(
-      std::vector<std::shared_ptr<EndpointSession>>& seen);
+      std::vector<std::shared_ptr<EndpointSession>>& seen) TSM_REQUIRES(sessions_mutex);
   // The answer to a request other than a scrape (404, 405); nullopt for a
   // GET or HEAD of /metrics, which waits for a render (request_scrape).
   std::optional<http::response<http::string_body>> respond_at_once(

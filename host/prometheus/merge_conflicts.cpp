@@ -175,7 +175,7 @@ MergeConflictLog::MergeConflictLog(LogWriter writer) : writer_(std::move(writer)
 void MergeConflictLog::report(const std::vector<MergeConflict>& conflicts) {
   for (const MergeConflict& conflict : conflicts) {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (!logged_.insert(conflict.family).second) continue;
     }
     writer_(describe_merge_conflict(conflict));

@@ -6,13 +6,13 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "core/metric_catalog.hpp"
 #include "core/fault_log.hpp"
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -77,8 +77,8 @@ class MergeConflictLog {
 
  private:
   LogWriter writer_;
-  std::mutex mutex_;
-  std::set<std::string, std::less<>> logged_;  // family names
+  Mutex mutex_;
+  std::set<std::string, std::less<>> logged_ TSM_GUARDED_BY(mutex_);  // family names
 };
 
 }  // namespace tokenspeed::metrics

@@ -225,12 +225,12 @@ const MetricDefinition& unstored_events_definition() {
 }
 
 double* MultiprocessMetricStore::unstored_events_slot(const double* slots) const noexcept {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return memory_slots_.contains(slots) ? unstored_events_ : nullptr;
 }
 
 UnstoredFigures MultiprocessMetricStore::unstored() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   UnstoredFigures figures;
   figures.series = unstored_series_;
   if (unstored_events_ != nullptr) {
@@ -277,7 +277,7 @@ MultiprocessMetricStore::~MultiprocessMetricStore() {
 }
 
 void MultiprocessMetricStore::close() noexcept {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   try {
     if (fault_log_) fault_log_->flush(FaultLog::Clock::now());  // counts not yet written
   } catch (...) {
@@ -322,7 +322,7 @@ std::byte* MultiprocessMetricStore::map_new_region() {
 double* MultiprocessMetricStore::allocate_series(const MetricDefinition& metric,
                                                  std::span<const std::string> label_values) {
   std::string key = series_key(metric.name, label_values);
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (auto found = interned_.find(key); found != interned_.end()) return found->second;
   // A family's definition precedes its first series in the file, so a reader
   // renders the engine's own metrics without knowing them in advance.

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <memory>
 #include <functional>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +17,7 @@
 
 #include "core/fault_log.hpp"
 #include "core/metric_store.hpp"
+#include "core/thread_safety.hpp"
 #include "prometheus/multiprocess_run_dir.hpp"
 
 namespace tokenspeed::metrics {
@@ -112,31 +112,37 @@ class MultiprocessMetricStore final : public MetricStore {
     std::byte* base;
     std::size_t offset;  // file offset of the region
   };
-  std::byte* map_new_region();
-  void without_file(const std::string& why);
+  // Under mutex_, or from the constructor.
+  std::byte* map_new_region() TSM_REQUIRES(mutex_);
+  void without_file(const std::string& why) TSM_REQUIRES(mutex_);
   // The record's slots in the file, or null when it does not fit there and
   // the file cannot grow (why says why).
   double* append_record_locked(const std::string& name, std::span<const std::string> label_values,
-                               std::size_t slot_count, std::string& why);
-  double* memory_slots_locked(std::size_t slot_count);
-  void count_unstored_locked(const MetricDefinition& metric, const std::string& why);
+                               std::size_t slot_count, std::string& why) TSM_REQUIRES(mutex_);
+  double* memory_slots_locked(std::size_t slot_count) TSM_REQUIRES(mutex_);
+  void count_unstored_locked(const MetricDefinition& metric, const std::string& why)
+      TSM_REQUIRES(mutex_);
 
   MultiprocessStoreOptions options_;
   std::filesystem::path path_;
   int fd_ = -1;
   bool closed_ = false;
-  mutable std::mutex mutex_;
-  std::vector<Region> regions_;
-  std::uint64_t used_ = 0;  // writer's copy of the published used size
-  std::unordered_map<std::string, double*> interned_;
-  std::unordered_set<std::string> defined_;  // families whose definition is written
+  mutable Mutex mutex_;
+  std::vector<Region> regions_ TSM_GUARDED_BY(mutex_);
+  // The writer's copy of the published used size.
+  std::uint64_t used_ TSM_GUARDED_BY(mutex_) = 0;
+  std::unordered_map<std::string, double*> interned_ TSM_GUARDED_BY(mutex_);
+  // Families whose definition is written.
+  std::unordered_set<std::string> defined_ TSM_GUARDED_BY(mutex_);
   // Bytes kept free at the end of each region for the unstored-events
   // series, so it reaches the file when the file can grow no more.
-  std::size_t reserve_bytes_ = 0;
-  double* unstored_events_ = nullptr;  // null until a series is kept in memory
-  std::uint64_t unstored_series_ = 0;
-  std::vector<std::unique_ptr<double[]>> memory_;   // slots of series not in the file
-  std::unordered_set<const double*> memory_slots_;  // their addresses
+  std::size_t reserve_bytes_ TSM_GUARDED_BY(mutex_) = 0;
+  // Null until a series is kept in memory.
+  double* unstored_events_ TSM_GUARDED_BY(mutex_) = nullptr;
+  std::uint64_t unstored_series_ TSM_GUARDED_BY(mutex_) = 0;
+  // Slots of series not in the file, and their addresses.
+  std::vector<std::unique_ptr<double[]>> memory_ TSM_GUARDED_BY(mutex_);
+  std::unordered_set<const double*> memory_slots_ TSM_GUARDED_BY(mutex_);
   std::unique_ptr<FaultLog> fault_log_;
   std::string memory_reason_ = "the metric file is closed";  // why series go to memory then
 };

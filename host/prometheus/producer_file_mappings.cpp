@@ -32,7 +32,7 @@ std::shared_ptr<const FileMapping> ProducerFileMappings::map(const std::filesyst
   if (::lstat(path.c_str(), &now) != 0 || !S_ISREG(now.st_mode)) return nullptr;
   const auto size = static_cast<std::size_t>(now.st_size);
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     const auto found = files_.find(path.string());
     if (found != files_.end() && found->second.device == now.st_dev &&
         found->second.inode == now.st_ino && found->second.mapping->size() == size) {
@@ -48,7 +48,7 @@ std::shared_ptr<const FileMapping> ProducerFileMappings::map(const std::filesyst
   }
   ::close(fd);
   if (!mapping || mapping->data() == nullptr) return nullptr;
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   ++made_;
   files_[path.string()] = Entry{opened.st_dev, opened.st_ino, mapping};
   return mapping;
@@ -58,7 +58,7 @@ void ProducerFileMappings::keep_only(const std::vector<std::filesystem::path>& p
   std::unordered_set<std::string> names;
   for (const std::filesystem::path& path : present) names.insert(path.string());
   std::vector<std::shared_ptr<const FileMapping>> released;  // unmapped outside the lock
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   for (auto it = files_.begin(); it != files_.end();) {
     if (names.contains(it->first)) {
       ++it;
@@ -70,7 +70,7 @@ void ProducerFileMappings::keep_only(const std::vector<std::filesystem::path>& p
 }
 
 std::size_t ProducerFileMappings::mappings_made() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   return made_;
 }
 

@@ -8,10 +8,11 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <sys/types.h>
 #include <unordered_map>
 #include <vector>
+
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -53,9 +54,9 @@ class ProducerFileMappings {
     ino_t inode = 0;
     std::shared_ptr<const FileMapping> mapping;
   };
-  mutable std::mutex mutex_;
-  std::unordered_map<std::string, Entry> files_;
-  std::size_t made_ = 0;
+  mutable Mutex mutex_;
+  std::unordered_map<std::string, Entry> files_ TSM_GUARDED_BY(mutex_);
+  std::size_t made_ TSM_GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace tokenspeed::metrics

@@ -7,7 +7,6 @@
 #include "prometheus/prometheus_endpoint.hpp"
 
 #include <exception>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -18,6 +17,7 @@
 #include "config/metrics_flag_table.hpp"
 #include "core/fault_log.hpp"
 #include "core/startup_error.hpp"
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -31,7 +31,7 @@ void PrometheusEndpoint::Impl::log_handler_exception() noexcept {
     } catch (...) {
       // Not a std::exception: "an unknown exception" says all there is.
     }
-    std::lock_guard lock(handler_log_mutex);
+    MutexLock lock(handler_log_mutex);
     handler_log.message("a connection handler threw (" + what + "); still serving",
                         FaultLog::Clock::now());
   } catch (...) {
@@ -40,7 +40,7 @@ void PrometheusEndpoint::Impl::log_handler_exception() noexcept {
 }
 
 void PrometheusEndpoint::Impl::thread_finished() {
-  std::lock_guard lock(done_mutex);
+  MutexLock lock(done_mutex);
   ++finished;
   done_cv.notify_all();
 }
@@ -165,12 +165,12 @@ EndpointFigures PrometheusEndpoint::figures() const noexcept {
 bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   Impl& impl = *impl_;
   {
-    std::lock_guard lock(impl.done_mutex);
+    MutexLock lock(impl.done_mutex);
     if (impl.stopped) return impl.finished == impl.threads.size();
     impl.stopped = true;
   }
   {
-    std::lock_guard lock(impl.render_mutex);
+    MutexLock lock(impl.render_mutex);
     impl.render_stop = true;
   }
   impl.render_cv.notify_all();
@@ -178,9 +178,12 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   if (impl.credential_checks) impl.credential_checks->stop();
   impl.work.reset();
   impl.io->stop();
-  std::unique_lock lock(impl.done_mutex);
-  const bool done = impl.done_cv.wait_for(lock, timeout,
-                                          [&impl] { return impl.finished == impl.threads.size(); });
+  MutexLock lock(impl.done_mutex);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (impl.finished != impl.threads.size() &&
+         impl.done_cv.wait_until(impl.done_mutex, deadline) == std::cv_status::no_timeout) {
+  }
+  const bool done = impl.finished == impl.threads.size();
   lock.unlock();
   if (!done) return false;
   for (std::thread& thread : impl.threads) {
@@ -190,7 +193,12 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   // pending handlers, which owns and so closes every open connection.
   // The queue itself stays (empty) until the destructor: figures() reads it.
   if (impl.credential_checks) impl.credential_checks->join();
-  impl.scrape_waiters.clear();
+  std::deque<ScrapeWaiter> waiting;  // released outside the mutex
+  {
+    MutexLock waiters_lock(impl.render_mutex);
+    waiting.swap(impl.scrape_waiters);
+  }
+  waiting.clear();
   impl.acceptor.reset();
   impl.io.reset();
   return true;

@@ -125,12 +125,12 @@ void add_output_self_figures(PrometheusMerge& merge,
 }
 
 void ReporterSelfMetrics::set_source(OutputFiguresSource source) {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   source_ = std::move(source);
 }
 
 void ReporterSelfMetrics::add_to(PrometheusMerge& merge) const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (!source_) return;
   add_output_self_figures(merge, source_());
 }

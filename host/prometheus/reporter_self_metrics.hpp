@@ -8,11 +8,11 @@
 #include <filesystem>
 #include <map>
 #include <functional>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "core/metric_catalog.hpp"
+#include "core/thread_safety.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -87,8 +87,8 @@ class ReporterSelfMetrics {
   void add_to(PrometheusMerge& merge) const;
 
  private:
-  mutable std::mutex mutex_;
-  OutputFiguresSource source_;
+  mutable Mutex mutex_;
+  OutputFiguresSource source_ TSM_GUARDED_BY(mutex_);
 };
 
 }  // namespace tokenspeed::metrics

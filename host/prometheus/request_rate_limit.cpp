@@ -8,7 +8,7 @@ namespace tokenspeed::metrics {
 
 bool RequestRateLimit::admit(const RateLimitConfig& limit, Bucket bucket, Clock::time_point now) {
   if (limit.interval.count() <= 0) return true;
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   TokenBucket& tokens = bucket == Bucket::authenticated ? authenticated_ : unauthenticated_;
   const double burst = static_cast<double>(limit.burst);
   if (!tokens.started) {

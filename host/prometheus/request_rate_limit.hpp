@@ -6,8 +6,8 @@
 #pragma once
 
 #include <chrono>
-#include <mutex>
 
+#include "core/thread_safety.hpp"
 #include "config/web_config.hpp"
 
 namespace tokenspeed::metrics {
@@ -37,9 +37,9 @@ class RequestRateLimit {
     Clock::time_point refilled{};
     bool started = false;
   };
-  std::mutex mutex_;
-  TokenBucket authenticated_;
-  TokenBucket unauthenticated_;
+  Mutex mutex_;
+  TokenBucket authenticated_ TSM_GUARDED_BY(mutex_);
+  TokenBucket unauthenticated_ TSM_GUARDED_BY(mutex_);
 };
 
 }  // namespace tokenspeed::metrics

@@ -33,7 +33,9 @@ bool closed = false;
 // holder gives the GIL up while the Producer starts, so a waiter holding it
 // would deadlock); recursive because the hook calls attach_producer. Never
 // touched once a recorder exists. A pointer, so that a fork in the child can
-// start from a free one whatever a parent thread held.
+// start from a free one whatever a parent thread held. Not an annotated
+// Mutex (core/thread_safety.hpp): this module is built on include/ alone,
+// and the lock is recursive.
 std::recursive_mutex* attach_mutex = new std::recursive_mutex;
 
 // Holds attach_mutex for a scope; waits for it without the GIL.
