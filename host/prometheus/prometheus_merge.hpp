@@ -142,8 +142,8 @@ class PrometheusMerge {
   ProcessInstance self_;
   std::vector<MergeConflict> conflicts_;
   MergeFigures figures_;
-  std::string key_;                  // scratch
-  kit::OtlpExponentialPoint point_;  // scratch of exponential_point_of
+  std::string key_;              // scratch
+  kit::ExponentialPoint point_;  // scratch of exponential_point_of
   bool match_in_order_ = true;
 };
 

@@ -676,7 +676,7 @@ TEST_CASE("exponential series of several processes merge at the lowest scale, as
   CHECK(got.scale() == expected.scale());
   CHECK(got.count() == expected.count());
   CHECK(got.sum() == Approx(expected.sum()));
-  kit::OtlpExponentialPoint got_point, expected_point;
+  kit::ExponentialPoint got_point, expected_point;
   got.to_otlp(got_point);
   expected.to_otlp(expected_point);
   CHECK(got_point.positive.offset == expected_point.positive.offset);
