@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/startup_error.hpp"
-#include "plugins/unit_plugin_files.hpp"
+#include "plugin_fixtures/unit_plugin_files.hpp"
 #include "process/process_summary.hpp"
 #include "process/producer_runtime.hpp"
 #include "process/producer_handoff.hpp"
