@@ -193,7 +193,7 @@ inline ExponentialCopy copy_exponential_slots(const double* slots, std::span<dou
 // indexes out of range): the reader then leaves it out.
 inline bool exponential_point(std::span<const double> copy,
                               const ExponentialHistogramOptions& options,
-                              kit::OtlpExponentialPoint& point) {
+                              kit::ExponentialPoint& point) {
   using kit::exponential_detail::saturated_count;
   const std::uint32_t m = options.max_buckets;
   if (copy.size() != ExponentialSlot::buckets + 2 * std::size_t{m}) return false;

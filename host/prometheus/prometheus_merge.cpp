@@ -88,7 +88,7 @@ bool fits(const MetricDefinition& metric, std::span<const std::string_view> labe
 // An exponential series' copy (exponential_slots.hpp) as the kit's data
 // point; false when it is no published state.
 bool published_point(const MetricDefinition& metric, std::span<const double> slots,
-                     kit::OtlpExponentialPoint& point) {
+                     kit::ExponentialPoint& point) {
   // A copy a reader could not make consistent keeps an odd sequence.
   if (std::fmod(slots[ExponentialSlot::sequence], 2.0) != 0.0) return false;
   return exponential_point(slots, *metric.exponential, point);
@@ -112,7 +112,7 @@ std::span<const std::string_view> exposed_label_values(
 // and interrupted observations into the slots that count them; false when
 // the histograms do not merge.
 bool merge_exponential(kit::ExponentialHistogram& histogram, std::vector<double>& counted,
-                       const kit::OtlpExponentialPoint& point, std::span<const double> slots) {
+                       const kit::ExponentialPoint& point, std::span<const double> slots) {
   // Of one definition, so of one zero threshold: the merge fails only for
   // a union past the lowest scale, which max_buckets >= 4 rules out.
   if (histogram.merge(point) != kit::ExponentialHistogram::Merged::kMerged) return false;
@@ -228,7 +228,7 @@ void PrometheusMerge::add_to_candidate(Candidate& candidate,
                                        std::span<const double> slots,
                                        const ProcessInstance& process, bool live) {
   const MetricDefinition& metric = *candidate.metric;
-  kit::OtlpExponentialPoint point;  // an exponential series' slots as a data point
+  kit::ExponentialPoint point;  // an exponential series' slots as a data point
   if (!fits(metric, label_values, slots) ||
       (metric.exponential && !published_point(metric, slots, point))) {
     ++figures_.mismatched_series;

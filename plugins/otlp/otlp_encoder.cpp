@@ -173,7 +173,7 @@ class RequestBuilder {
   pb::ScopeMetrics* scope_ = nullptr;
   std::unordered_map<const kit::SeriesFamily*, pb::Metric*> metrics_;
   std::size_t points_ = 0;
-  kit::OtlpExponentialPoint exponential_;  // scratch of add_exponential: its vectors reused
+  kit::ExponentialPoint exponential_;  // scratch of add_exponential: its vectors reused
 };
 
 }  // namespace

@@ -316,17 +316,17 @@ BENCHMARK(BM_DeliveryThroughput)->Arg(1 << 20)->UseManualTime()->Iterations(3);
 // the delivery thread can keep up with, drop_ratio must be 0.
 namespace {
 
-double worker_ns_per_event() {
+double delivery_ns_per_event() {
   constexpr std::size_t kEvents = 1 << 18;
   return timed_drain_seconds(kEvents) * 1e9 / kEvents;
 }
 
 template <class Record>
 void run_paced(benchmark::State& state, EventRouter& router, Record record) {
-  const double worker_ns = worker_ns_per_event();
+  const double delivery_ns = delivery_ns_per_event();
   const double ticks_per_ns =
       static_cast<double>(event_clock::monotonic_ticks(std::chrono::milliseconds(10))) / 1e7;
-  const auto pace_ticks = static_cast<std::uint64_t>(2.0 * worker_ns * ticks_per_ns) + 1;
+  const auto pace_ticks = static_cast<std::uint64_t>(2.0 * delivery_ns * ticks_per_ns) + 1;
   record();  // registers this thread's rings
   std::uint64_t next = __rdtsc();
   for (auto _ : state) {
@@ -334,8 +334,8 @@ void run_paced(benchmark::State& state, EventRouter& router, Record record) {
     next += pace_ticks;
     record();
   }
-  state.counters["worker_ns_per_event"] = worker_ns;
-  state.counters["pace_ns"] = 2.0 * worker_ns;
+  state.counters["worker_ns_per_event"] = delivery_ns;  // its published name
+  state.counters["pace_ns"] = 2.0 * delivery_ns;
   report_drops(state, router, 0);
 }
 

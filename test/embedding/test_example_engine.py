@@ -1,8 +1,8 @@
 """An engine embeds the host from the installed files alone: after
 `meson install --destdir`, docs/examples/engine/ builds out of tree with
 dependency('tokenspeed-metrics') through pkg-config; its launcher starts two
-worker processes itself, each recording metrics of the engine's own names
-with labels, and the launcher's /metrics holds each worker's series summed
+producer processes itself, each recording metrics of the engine's own names
+with labels, and the launcher's /metrics holds each producer's series summed
 correctly while the jsonl output received the same totals. The installed
 executable runs an output isolated in the installed sink helper (found
 relative to the installed library, no environment variable naming it).
@@ -67,7 +67,7 @@ class ExampleEngine(unittest.TestCase):
         self.assertEqual(len(found), 1, f"{pattern}: {found}")
         return found[0]
 
-    def test_an_out_of_tree_engine_with_two_workers_of_its_own_agrees_on_metrics_and_jsonl(self):
+    def test_an_out_of_tree_engine_with_two_producers_of_its_own_agrees_on_metrics_and_jsonl(self):
         destdir = self.install()
         pc_file = self.find_one(destdir, "tokenspeed-metrics.pc")
         library = glob.glob(os.path.join(destdir, "**", "libtokenspeed-metrics.so*"),
@@ -132,23 +132,23 @@ class ExampleEngine(unittest.TestCase):
             engine.kill()
         self.assertEqual(engine.returncode, 0, out + err)
 
-        for worker in range(2):
+        for producer in range(2):
             tokens = scrape.get(("example:generated_tokens_total",
-                                 f'{{worker="{worker}",model="tiny"}}'))
-            self.assertEqual(tokens, REQUESTS * (worker + 1), scrape)
-            labels = f'{{worker="{worker}"}}'
+                                 f'{{worker="{producer}",model="tiny"}}'))
+            self.assertEqual(tokens, REQUESTS * (producer + 1), scrape)
+            labels = f'{{worker="{producer}"}}'
             self.assertEqual(scrape.get(("example:step_latency_seconds_count", labels)),
                              2 * REQUESTS)
             self.assertAlmostEqual(scrape.get(("example:step_latency_seconds_sum", labels)),
                                    0.04 * REQUESTS, places=6)
             self.assertEqual(scrape.get(("example:step_latency_seconds_bucket",
-                                         f'{{worker="{worker}",le="0.05"}}')), 2 * REQUESTS)
+                                         f'{{worker="{producer}",le="0.05"}}')), 2 * REQUESTS)
             self.assertEqual(scrape.get(("example:step_latency_seconds_bucket",
-                                         f'{{worker="{worker}",le="0.01"}}')), 0)
+                                         f'{{worker="{producer}",le="0.01"}}')), 0)
 
         totals = {}
         files = glob.glob(os.path.join(events, "events-*.jsonl"))
-        self.assertEqual(len(files), 2, files)  # one per worker; the launcher recorded nothing
+        self.assertEqual(len(files), 2, files)  # one per producer; the launcher recorded nothing
         for path in files:
             with open(path) as lines:
                 for line in lines:
@@ -157,14 +157,14 @@ class ExampleEngine(unittest.TestCase):
                     weight = event.get("weight", 1)
                     totals[key] = totals.get(key, 0) + (event["value"] * weight
                                                         if event["operation"] != "set" else 1)
-        for worker in range(2):
-            self.assertEqual(totals[("example:generated_tokens_total", str(worker), "inc")],
+        for producer in range(2):
+            self.assertEqual(totals[("example:generated_tokens_total", str(producer), "inc")],
                              scrape[("example:generated_tokens_total",
-                                     f'{{worker="{worker}",model="tiny"}}')])
-            self.assertAlmostEqual(totals[("example:step_latency_seconds", str(worker),
+                                     f'{{worker="{producer}",model="tiny"}}')])
+            self.assertAlmostEqual(totals[("example:step_latency_seconds", str(producer),
                                            "observe")],
                                    scrape[("example:step_latency_seconds_sum",
-                                           f'{{worker="{worker}"}}')], places=6)
+                                           f'{{worker="{producer}"}}')], places=6)
         self.assertIn("worker-0", out)  # the summary table names the engine's processes
 
     def test_the_installed_executable_runs_an_isolated_output_in_the_installed_sink_helper(self):

@@ -143,8 +143,9 @@ class HostileClients(unittest.TestCase):
              "--metrics-reporters", "prometheus,jsonl", "--metrics-reporter-config", config,
              "--metrics-plugin-dir", os.environ["TSM_JSONL_DIR"],
              "--ranks", "1", "--duration", "0",
-             # Rings a worker starved of CPU by a busy machine cannot overflow:
-             # a drop then means the endpoint's clients held the engine up.
+             # Rings a delivery thread starved of CPU by a busy machine cannot
+             # overflow: a drop then means the endpoint's clients held the
+             # engine up.
              "--metrics-reporter-queue-size", "262144", *self.endpoint_args()])
         self.sockets = []
 

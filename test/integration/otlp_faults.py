@@ -43,8 +43,9 @@ class OtlpFaults(unittest.TestCase):
                                            **settings),
                             "--ranks", "1", "--request-rate", "100",
                             "--metrics-shutdown-timeout", str(SHUTDOWN_BUDGET_S),
-                            # Rings that a worker starved of CPU by a busy machine cannot
-                            # overflow: a drop then means the plugin held the worker up.
+                            # Rings that a delivery thread starved of CPU by a busy
+                            # machine cannot overflow: a drop then means the plugin
+                            # held the delivery thread up.
                             "--metrics-reporter-queue-size", "262144", *args)
         self.runs.append(run)
         return run
@@ -229,9 +230,9 @@ class OtlpFaults(unittest.TestCase):
         lines = run.plugin_lines("would exceed max_series=5")
         self.assertTrue(lines, run.describe())
         self.assertTrue(all("events dropped" in line and "in total" in line for line in lines))
-        # The host's worker was never held up; the plugin accounts for every
-        # event delivered to it, those over max_series refused, and the
-        # status and a line at close say so.
+        # The host's delivery thread was never held up; the plugin accounts
+        # for every event delivered to it, those over max_series refused, and
+        # the status and a line at close say so.
         figures = simulate_harness.assert_refused_over_max_series(
             self, run, "otlp", f"http://127.0.0.1:{self.receiver.port}/v1/metrics",
             run.describe())

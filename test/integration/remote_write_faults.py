@@ -58,8 +58,8 @@ class RemoteWriteFaults(unittest.TestCase):
         run = rw.Simulation(self.tmp, dict(FAST, url=url, **settings),
                             "--ranks", "1", "--request-rate", "100",
                             "--metrics-shutdown-timeout", str(SHUTDOWN_BUDGET_S),
-                            # Rings a worker starved of CPU cannot overflow: a drop
-                            # then means the plugin held the worker up.
+                            # Rings a delivery thread starved of CPU cannot overflow:
+                            # a drop then means the plugin held the delivery thread up.
                             "--metrics-reporter-queue-size", "262144", *args)
         self.runs.append(run)
         return run

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Runs clang's thread-safety analysis over every translation unit of host/:
-each is compiled as the main build compiles it (its compile_commands.json),
+"""Runs clang's thread-safety analysis over every translation unit of host/
+that includes host/core/thread_safety.hpp, directly or through other headers
+of host/ (no other unit can hold an annotation to break): each is compiled as the main build compiles it (its compile_commands.json),
 with clang++ -fsyntax-only -Wthread-safety -Wthread-safety-beta and every
 other warning off. Prints each diagnostic and fails on any: a GUARDED_BY
 member touched without its lock, a REQUIRES function called without it, a
@@ -12,6 +13,7 @@ Usage: check_thread_safety.py SOURCE_ROOT BUILD_ROOT [CLANG]
 import concurrent.futures
 import json
 import pathlib
+import re
 import shlex
 import shutil
 import subprocess
@@ -25,6 +27,25 @@ DROPPED = {"-c", "-MD", "-MMD", "-fdiagnostics-color=always", "-Winvalid-pch"}
 GCC_ONLY_PREFIXES = ("-fconcepts-diagnostics-depth", "-fno-semantic-interposition",
                      "-fmax-errors", "-Wlogical-op", "-Wduplicated-")
 JOBS = 2
+INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+ANNOTATIONS = pathlib.Path("host/core/thread_safety.hpp")
+
+
+def annotated(source, root, seen=None):
+    """Whether source includes the annotations, following host/'s own
+    quoted includes (resolved as the build's -I host and host/include)."""
+    seen = set() if seen is None else seen
+    if source in seen:
+        return False
+    seen.add(source)
+    for name in INCLUDE.findall(source.read_text(errors="replace")):
+        for base in (source.parent, root / "host", root / "host" / "include"):
+            target = (base / name).resolve()
+            if target.is_file():
+                if target == (root / ANNOTATIONS).resolve() or annotated(target, root, seen):
+                    return True
+                break
+    return False
 
 
 def clang_arguments(command, clang):
@@ -50,7 +71,8 @@ def host_units(root, build):
     for entry in entries:
         directory = pathlib.Path(entry["directory"])
         source = (directory / entry["file"]).resolve()
-        if source.is_relative_to(root / "host") and source not in units:
+        if (source.is_relative_to(root / "host") and source not in units
+                and annotated(source, root)):
             command = entry.get("command") or shlex.join(entry["arguments"])
             units[source] = (directory, command)
     return units
@@ -78,7 +100,7 @@ def main(root, build, clang):
                 failed.append(source.relative_to(root))
     for source in failed:
         print(f"{source}: thread-safety analysis failed")
-    print(f"thread-safety: {len(units)} host units, "
+    print(f"thread-safety: {len(units)} host units that include the annotations, "
           f"{'ok' if not failed else str(len(failed)) + ' failed'}")
     return 1 if failed or not units else 0
 

@@ -1,6 +1,7 @@
 """The thread-safety check fails on what it is for: a GUARDED_BY member read
 without its lock, a REQUIRES function called without it; passes on code that
-holds the lock; drops the options clang refuses; skips (77) without clang.
+holds the lock; leaves out a unit that includes no annotation; drops the
+options clang refuses; skips (77) without clang.
 Runs the check on a one-file tree and its compile_commands.json."""
 import json
 import os
@@ -35,11 +36,15 @@ def run_check(body, extra_flags="", clang=CLANG, env=None):
         build = pathlib.Path(temp) / "build"
         (root / "host" / "core").mkdir(parents=True)
         build.mkdir()
+        shutil.copy(HOST / "core" / "thread_safety.hpp", root / "host" / "core")
         source = root / "host" / "core" / "counter.cpp"
         source.write_text(HEADER % body)
-        command = (f"ccache c++ -I{HOST} -std=c++20 -Wall {extra_flags} -MD -MQ o.o -MF o.o.d "
-                   f"-o o.o -c {source}")
-        entries = [{"directory": str(build), "file": str(source), "command": command}]
+        # A unit that reaches no annotation is left out.
+        plain = root / "host" / "core" / "plain.cpp"
+        plain.write_text("int plain() { return 0; }\n")
+        entries = [{"directory": str(build), "file": str(path),
+                    "command": f"ccache c++ -I{HOST} -std=c++20 -Wall {extra_flags} -MD -MQ o.o "
+                               f"-MF o.o.d -o o.o -c {path}"} for path in (source, plain)]
         (build / "compile_commands.json").write_text(json.dumps(entries))
         args = [sys.executable, str(CHECK), str(root), str(build)] + ([clang] if clang else [])
         result = subprocess.run(args, capture_output=True, text=True, timeout=300, env=env)
@@ -63,7 +68,7 @@ class CheckThreadSafety(unittest.TestCase):
     def test_code_that_holds_the_lock_passes(self):
         code, out = run_check("MutexLock lock(mutex_); bump(); return value_;")
         self.assertEqual(code, 0, out)
-        self.assertIn("thread-safety: 1 host units, ok", out)
+        self.assertIn("thread-safety: 1 host units that include the annotations, ok", out)
 
     def test_options_clang_refuses_are_dropped(self):
         code, out = run_check("MutexLock lock(mutex_); return value_;",

@@ -112,13 +112,13 @@ class CheckUnitTests(unittest.TestCase):
 
     def test_a_member_function_name_alone_does_not_make_an_escape_true(self):
         code, out = run_check({
-            "host/api/worker.cpp": "// worker.cpp\n// Tested in test/unit/api/other_test.cpp.\n"
-                                   "void Worker::close() {}\n",
+            "host/api/producer.cpp": "// producer.cpp\n// Tested in test/unit/api/other_test.cpp.\n"
+                                   "void Producer::close() {}\n",
             "test/unit/api/other_test.cpp": "sink.close();\n",
         })
         self.assertEqual(code, 1)
-        self.assertIn("host/api/worker.cpp: 'Tested in' names test/unit/api/other_test.cpp, which "
-                      "neither includes its header nor names what it declares (Worker)", out)
+        self.assertIn("host/api/producer.cpp: 'Tested in' names test/unit/api/other_test.cpp, which "
+                      "neither includes its header nor names what it declares (Producer)", out)
 
     def test_a_runtime_piece_is_exercised_through_the_installed_api(self):
         code, out = run_check({

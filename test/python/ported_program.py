@@ -2,7 +2,7 @@
 
 Run with --client prometheus_client or --client tokenspeed_metrics; the port
 changes the import and the start-up call only (docs/python.md). Four
-multiprocessing workers (spawn start method) record deterministic values;
+multiprocessing producers (spawn start method) record deterministic values;
 the parent prints the exposition of all of them to stdout."""
 import argparse
 import multiprocessing
@@ -44,12 +44,12 @@ def main():
         tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
                                   "--metrics-multiproc-dir", args.dir])
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=work, args=(index,)) for index in range(4)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-        assert worker.exitcode == 0, worker.exitcode
+    producers = [context.Process(target=work, args=(index,)) for index in range(4)]
+    for producer in producers:
+        producer.start()
+    for producer in producers:
+        producer.join()
+        assert producer.exitcode == 0, producer.exitcode
     if args.client == "prometheus_client":
         from prometheus_client import CollectorRegistry, generate_latest, multiprocess
         registry = CollectorRegistry()

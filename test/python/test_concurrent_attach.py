@@ -1,4 +1,4 @@
-"""A worker whose first recordings come from many threads at once attaches
+"""A producer whose first recordings come from many threads at once attaches
 once: one metric file, no exception in any thread, plugins registered once,
 and every event on /metrics, in jsonl's file and in the close report.
 
@@ -24,7 +24,7 @@ PER_THREAD = 200
 
 
 def race_first_record(out_path):
-    """In a fresh worker: THREADS threads released together make their first
+    """In a fresh producer: THREADS threads released together make their first
     recording (labels() of a new family binds, which attaches), then record
     PER_THREAD events each. Writes the errors and the close report."""
     counter = tokenspeed_metrics.Counter("race:events", "Events.", ["thread"])
@@ -54,7 +54,7 @@ def race_first_record(out_path):
 @pytest.mark.parametrize("start_method", ["spawn", "fork"])
 def test_sixteen_threads_racing_the_first_record_attach_once_and_lose_nothing(
         workdir, start_method):
-    result_path = os.path.join(workdir, "worker.json")
+    result_path = os.path.join(workdir, "producer.json")
     script = f"""
 import multiprocessing, sys, urllib.request
 sys.path.insert(0, {HERE!r})
@@ -66,10 +66,10 @@ if __name__ == "__main__":
                               "--metrics-plugin-dir", {JSONL_DIR!r}, "--metrics-port", "0",
                               "--metrics-multiproc-dir", {workdir!r}])
     context = multiprocessing.get_context({start_method!r})
-    worker = context.Process(target=race_first_record, args=({result_path!r},))
-    worker.start()
-    worker.join()
-    assert worker.exitcode == 0, worker.exitcode
+    producer = context.Process(target=race_first_record, args=({result_path!r},))
+    producer.start()
+    producer.join()
+    assert producer.exitcode == 0, producer.exitcode
     with open({os.path.join(workdir, "files.json")!r}, "w") as out:
         import glob, json
         out.write(json.dumps(sorted(glob.glob({workdir!r} + "/run-*/*.db"))))
@@ -89,10 +89,10 @@ if __name__ == "__main__":
     assert "already ran" not in result.stderr  # plugins registered once
     assert "already started" not in result.stderr
 
-    with open(result_path) as worker_result:
-        worker = json.load(worker_result)
-    assert worker["errors"] == []
-    pid = worker["pid"]
+    with open(result_path) as producer_result:
+        producer = json.load(producer_result)
+    assert producer["errors"] == []
+    pid = producer["pid"]
     with open(os.path.join(workdir, "files.json")) as files:
         mine = [f for f in json.load(files)
                 if os.path.basename(f).rsplit(".", 1)[0].split("_")[1:2] == [str(pid)]]
@@ -106,8 +106,8 @@ if __name__ == "__main__":
                 scraped[sample.labels["thread"]] = sample.value
     assert scraped == {str(i): PER_THREAD for i in range(THREADS)}
 
-    rows = [row for row in worker["report"]["outputs"] if row["output"] == "jsonl"]
-    assert len(rows) == 1, worker["report"]
+    rows = [row for row in producer["report"]["outputs"] if row["output"] == "jsonl"]
+    assert len(rows) == 1, producer["report"]
     assert rows[0]["accepted"] == total and rows[0]["delivered"] == total, rows[0]
     assert rows[0]["plugin"]["sent"] == total, rows[0]
     events = 0

@@ -1,8 +1,8 @@
 """The Prometheus store on a full file system and the space of exited
-workers: recording never raises into the engine when the base directory
+producers: recording never raises into the engine when the base directory
 (--metrics-multiproc-dir) is full, and what could not be stored is counted
-(on /metrics, in the close report, in a log line); a worker's metric file
-shrinks to its records when the worker exits, which stay on /metrics.
+(on /metrics, in the close report, in a log line); a producer's metric file
+shrinks to its records when the producer exits, which stay on /metrics.
 
 The full file system is a small real tmpfs, mounted here: those tests need
 root and are skipped otherwise (CI runs them as root)."""
@@ -65,12 +65,12 @@ def run_program(workdir, text):
 
 
 def record_on_full_disk(out_path):
-    """A worker started once the disk is full: 5 series of 100 events each."""
+    """A producer started once the disk is full: 5 series of 100 events each."""
     import tokenspeed_metrics
     errors = []
     report = None
     try:
-        counter = tokenspeed_metrics.Counter("full:worker_events", "Events.", ["i"])
+        counter = tokenspeed_metrics.Counter("full:producer_events", "Events.", ["i"])
         for i in range(5):
             child = counter.labels(str(i))
             for _ in range(100):
@@ -86,7 +86,7 @@ def record_on_full_disk(out_path):
 @needs_root
 def test_a_full_base_directory_never_raises_into_the_engine_and_counts_what_it_could_not_store(
         workdir, small_tmpfs):
-    worker_path = os.path.join(workdir, "worker.json")
+    producer_path = os.path.join(workdir, "producer.json")
     script = f"""
 import json, multiprocessing, sys
 sys.path.insert(0, {HERE!r})
@@ -104,11 +104,11 @@ if __name__ == "__main__":
             big.labels(("%04d" % i) * 500).inc()
         except BaseException as error:
             errors.append(repr(error))
-    worker = multiprocessing.get_context("spawn").Process(
-        target=record_on_full_disk, args=({worker_path!r},))
-    worker.start()
-    worker.join()
-    assert worker.exitcode == 0, worker.exitcode
+    producer = multiprocessing.get_context("spawn").Process(
+        target=record_on_full_disk, args=({producer_path!r},))
+    producer.start()
+    producer.join()
+    assert producer.exitcode == 0, producer.exitcode
     sys.stdout.write(json.dumps({{"errors": errors[:3],
                                  "metrics": tokenspeed_metrics.generate_latest().decode()}}))
     tokenspeed_metrics.close()
@@ -123,11 +123,11 @@ if __name__ == "__main__":
     assert 0 < stored < 600
     assert stored + unstored == 600  # one event per series: each is on /metrics or counted
 
-    with open(worker_path) as worker_result:
-        worker = json.load(worker_result)
-    assert worker["errors"] == []
-    assert worker["report"]["unstored_series"] == 5
-    assert worker["report"]["unstored_events"] == 500
+    with open(producer_path) as producer_result:
+        producer = json.load(producer_result)
+    assert producer["errors"] == []
+    assert producer["report"]["unstored_series"] == 5
+    assert producer["report"]["unstored_events"] == 500
     assert "cannot create the metric file" in result.stderr
     assert "No space left on device" in result.stderr
     assert "series kept in memory, not on /metrics" in result.stderr
@@ -135,14 +135,14 @@ if __name__ == "__main__":
 
 def record_and_exit(index):
     import tokenspeed_metrics
-    tokenspeed_metrics.Counter("reclaim:events", "Events.", ["worker"]).labels(str(index)).inc(
+    tokenspeed_metrics.Counter("reclaim:events", "Events.", ["producer"]).labels(str(index)).inc(
         index + 1)
-    tokenspeed_metrics.Histogram("reclaim:latency_seconds", "Latency.", ["worker"],
+    tokenspeed_metrics.Histogram("reclaim:latency_seconds", "Latency.", ["producer"],
                                  buckets=(0.1, 1.0)).labels(str(index)).observe(0.5)
 
 
-def test_exited_workers_give_back_their_reserved_space_and_keep_their_counters(workdir):
-    workers = 8
+def test_exited_producers_give_back_their_reserved_space_and_keep_their_counters(workdir):
+    producers = 8
     script = f"""
 import glob, json, multiprocessing, os, sys
 sys.path.insert(0, {HERE!r})
@@ -152,11 +152,11 @@ if __name__ == "__main__":
     tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
                               "--metrics-multiproc-dir", {workdir!r}])
     context = multiprocessing.get_context("spawn")
-    for index in range({workers}):
-        worker = context.Process(target=record_and_exit, args=(index,))
-        worker.start()
-        worker.join()
-        assert worker.exitcode == 0, worker.exitcode
+    for index in range({producers}):
+        producer = context.Process(target=record_and_exit, args=(index,))
+        producer.start()
+        producer.join()
+        assert producer.exitcode == 0, producer.exitcode
     files = [f for f in glob.glob({workdir!r} + "/run-*/*.db")
              if not os.path.basename(f).startswith("launcher_")]
     blocks = sum(os.stat(f).st_blocks * 512 for f in files)
@@ -167,12 +167,12 @@ if __name__ == "__main__":
     result = run_program(workdir, script)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
-    assert out["files"] == workers
-    # Each exited worker keeps a page or a few of records, not its 1 MiB.
-    assert out["bytes"] <= workers * 64 * 1024, out["bytes"]
+    assert out["files"] == producers
+    # Each exited producer keeps a page or a few of records, not its 1 MiB.
+    assert out["bytes"] <= producers * 64 * 1024, out["bytes"]
     scraped = samples(out["metrics"])
-    for index in range(workers):
-        label = (("worker", str(index)),)
+    for index in range(producers):
+        label = (("producer", str(index)),)
         assert scraped[("reclaim:events_total", label)] == index + 1
         assert scraped[("reclaim:latency_seconds_count", label)] == 1
         assert scraped[("reclaim:latency_seconds_bucket", (("le", "1.0"),) + label)] == 1
@@ -186,7 +186,7 @@ def record_and_wait(ready):
     time.sleep(600)  # alive until the test kills it: the kill is what is tested
 
 
-def test_a_killed_workers_reserved_space_goes_back_at_the_next_scrape_and_its_counter_stays(
+def test_a_killed_producers_reserved_space_goes_back_at_the_next_scrape_and_its_counter_stays(
         workdir):
     script = f"""
 import glob, json, multiprocessing, os, signal, sys
@@ -198,13 +198,13 @@ if __name__ == "__main__":
                               "--metrics-multiproc-dir", {workdir!r}])
     context = multiprocessing.get_context("spawn")
     ready = context.Event()
-    worker = context.Process(target=record_and_wait, args=(ready,))
-    worker.start()
+    producer = context.Process(target=record_and_wait, args=(ready,))
+    producer.start()
     assert ready.wait(60)
-    path, = glob.glob({workdir!r} + "/run-*/*_%d.db" % worker.pid)
+    path, = glob.glob({workdir!r} + "/run-*/*_%d.db" % producer.pid)
     before = os.stat(path).st_blocks * 512
-    os.kill(worker.pid, signal.SIGKILL)
-    worker.join()
+    os.kill(producer.pid, signal.SIGKILL)
+    producer.join()
     first = tokenspeed_metrics.generate_latest().decode()   # reclaims
     after = os.stat(path).st_blocks * 512
     second = tokenspeed_metrics.generate_latest().decode()

@@ -4,7 +4,7 @@ instead; REGISTRY.collect() has prometheus_client's shape; unregister lets a
 family be defined again; Info and Enum; time(), track_inprogress(),
 count_exceptions(); start_http_server and make_wsgi_app served and scraped;
 the gauge modes mostrecent and livemostrecent across processes; reads of a
-child and REGISTRY in a worker give that process's own figures; exemplars
+child and REGISTRY in a producer give that process's own figures; exemplars
 and set(value=...); the bound on series per family; mark_process_dead.
 
 Each case runs a launcher in a subprocess (start() is process-wide), but
@@ -21,7 +21,7 @@ PRELUDE = """
 import os, sys, json
 import tokenspeed_metrics
 import tokenspeed_metrics.prometheus_client as pc
-if __name__ == "__main__":  # the launcher; spawned workers import this as __mp_main__
+if __name__ == "__main__":  # the launcher; spawned producers import this as __mp_main__
     tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
                               "--metrics-multiproc-dir", sys.argv[1]] + sys.argv[2:])
 def refused(call):
@@ -234,9 +234,9 @@ def test_mostrecent_takes_the_latest_set_across_processes_and_livemostrecent_dro
     assert not any(line.startswith("c:live_recent ") for line in after)
 
 
-WORKER_READS = """
+PRODUCER_READS = """
 import multiprocessing
-def worker(queue):
+def producer(queue):
     import tokenspeed_metrics.prometheus_client as pc
     c = pc.Counter("c:tokens", "Tokens.", ["k"])
     c.labels("a").inc(2, exemplar={"trace_id": "1"})
@@ -271,7 +271,7 @@ if __name__ == "__main__":
     pc.Counter("c:tokens", "Tokens.", ["k"]).labels("a").inc(100)  # the launcher's own
     context = multiprocessing.get_context("spawn")
     queue = context.Queue()
-    process = context.Process(target=worker, args=(queue,))
+    process = context.Process(target=producer, args=(queue,))
     process.start()
     print(json.dumps(queue.get(timeout=120)))
     process.join(120)
@@ -279,8 +279,8 @@ if __name__ == "__main__":
 """
 
 
-def test_reads_and_registry_in_a_worker_give_that_processs_own_figures(workdir):
-    lines = run_launcher(workdir, WORKER_READS)
+def test_reads_and_registry_in_a_producer_give_that_processs_own_figures(workdir):
+    lines = run_launcher(workdir, PRODUCER_READS)
     reads, collected, text, inf_bucket = json.loads(lines[0])
     assert reads == [5.0, 0.5, 0.3, 0.3 + 0.005, [1.0, 0.0, 2.0], 1.0, 0.25, 7.0, 0.3,
                      [3.0, 0.0]]

@@ -5,8 +5,8 @@ and le by floatToGoString (3.0, le="0.0", 1e+06, +Inf), HELP escaping, a
 counter's _total, a histogram's and a summary's sample order, custom
 collectors' families after the node's.
 
-text_format_program.py runs a launcher and two workers on each client. A
-worker's generate_latest(REGISTRY) must equal prometheus_client's as a whole.
+text_format_program.py runs a launcher and two producers on each client. A
+producer's generate_latest(REGISTRY) must equal prometheus_client's as a whole.
 The launcher's registry with a MultiProcessCollector is compared family by
 family: prometheus_client's multiprocess collector gives its families in the
 order its directory lists its files, which nothing fixes (docs/python.md);
@@ -77,11 +77,11 @@ def blocks(output):
     return found
 
 
-def test_a_workers_registry_is_written_as_prometheus_client_writes_it(runs):
-    for role in ("worker-1", "worker-2"):
-        expected = runs["prometheus_client"]["workers"][role]
+def test_a_producers_registry_is_written_as_prometheus_client_writes_it(runs):
+    for role in ("producer-1", "producer-2"):
+        expected = runs["prometheus_client"]["producers"][role]
         assert 'le="0.0"' in expected and "1.23456789e+07" in expected  # what is compared
-        assert runs["tokenspeed_metrics"]["workers"][role] == expected, role
+        assert runs["tokenspeed_metrics"]["producers"][role] == expected, role
 
 
 def test_the_multiprocess_registry_is_written_as_prometheus_client_writes_it(runs):

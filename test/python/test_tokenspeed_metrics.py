@@ -1,6 +1,6 @@
 """The tokenspeed_metrics module as a Python engine uses it: a port of a
-prometheus_client program, a launcher with multiprocessing workers (spawn and
-fork) whose /metrics and jsonl output agree, a worker killed with SIGKILL,
+prometheus_client program, a launcher with multiprocessing producers (spawn and
+fork) whose /metrics and jsonl output agree, a producer killed with SIGKILL,
 and bad arguments.
 
 Environment: PYTHONPATH reaches the package and the extension;
@@ -45,7 +45,7 @@ def run_python(*args, env=None):
 
 def run_script(workdir, text, env=None):
     """Runs text as a file's main program: the spawn start method imports it
-    again in each worker."""
+    again in each producer."""
     path = os.path.join(workdir, "program.py")
     with open(path, "w") as script:
         script.write(text)
@@ -72,12 +72,12 @@ def test_a_prometheus_client_program_ported_by_its_import_gives_the_same_exposit
         assert math.isclose(got[key], value, rel_tol=1e-12, abs_tol=1e-12), key
 
 
-def record_in_worker(index):
-    requests = tokenspeed_metrics.Counter("py:requests", "Requests.", ["worker"])
+def record_in_producer(index):
+    requests = tokenspeed_metrics.Counter("py:requests", "Requests.", ["producer"])
     tokens = tokenspeed_metrics.Histogram("py:chunk_latency_seconds", "Per-token latency.",
-                                          ["worker"], buckets=(0.01, 0.1, 1.0))
+                                          ["producer"], buckets=(0.01, 0.1, 1.0))
     child = requests.labels(str(index))
-    latency = tokens.labels(worker=str(index))
+    latency = tokens.labels(producer=str(index))
     for i in range(500):
         child.inc(index + 1)
         latency.observe(0.02, weight=4)  # one chunk of four tokens
@@ -85,13 +85,13 @@ def record_in_worker(index):
 
 
 @pytest.mark.parametrize("start_method", ["spawn", "fork"])
-def test_a_launcher_with_three_multiprocessing_workers_sums_them_and_jsonl_agrees(
+def test_a_launcher_with_three_multiprocessing_producers_sums_them_and_jsonl_agrees(
         workdir, start_method):
     script = f"""
 import json, multiprocessing, os, sys, urllib.request
 sys.path.insert(0, {HERE!r})
 import tokenspeed_metrics
-from test_tokenspeed_metrics import record_in_worker
+from test_tokenspeed_metrics import record_in_producer
 if __name__ == "__main__":
     sys.argv[1:] = ["--enable-metrics", "--metrics-reporters", "prometheus,jsonl",
                     "--metrics-reporter-config", {os.path.join(workdir, "m.json")!r},
@@ -102,9 +102,9 @@ if __name__ == "__main__":
     assert rest == ["--engine-flag", "kept"], rest
     assert sys.argv == given, sys.argv  # the engine's command line is its own
     context = multiprocessing.get_context({start_method!r})
-    workers = [context.Process(target=record_in_worker, args=(i,)) for i in range(3)]
-    for w in workers: w.start()
-    for w in workers: w.join(); assert w.exitcode == 0, w.exitcode
+    producers = [context.Process(target=record_in_producer, args=(i,)) for i in range(3)]
+    for w in producers: w.start()
+    for w in producers: w.join(); assert w.exitcode == 0, w.exitcode
     with urllib.request.urlopen(tokenspeed_metrics.metrics_url(), timeout=30) as r:
         sys.stdout.write(r.read().decode())
     report = tokenspeed_metrics.close()
@@ -123,9 +123,9 @@ if __name__ == "__main__":
     result = run_script(workdir, script, env=env)
     assert result.returncode == 0, result.stderr
     scrape = samples(result.stdout, "py:")
-    for worker in range(3):
-        label = (("worker", str(worker)),)
-        assert scrape[("py:requests_total", label)] == 500 * (worker + 1)
+    for producer in range(3):
+        label = (("producer", str(producer)),)
+        assert scrape[("py:requests_total", label)] == 500 * (producer + 1)
         assert scrape[("py:chunk_latency_seconds_count", label)] == 500 * 4 + 2
         assert math.isclose(scrape[("py:chunk_latency_seconds_sum", label)], 500 * 0.08 + 0.505)
         assert scrape[("py:chunk_latency_seconds_bucket", (("le", repr(0.1)),) + label)] == 2001
@@ -136,18 +136,18 @@ if __name__ == "__main__":
         with open(path) as lines:
             for line in lines:
                 event = json.loads(line)
-                key = (event["metric"], event["labels"]["worker"])
+                key = (event["metric"], event["labels"]["producer"])
                 count, total = totals.get(key, (0, 0.0))
                 totals[key] = (count + event["weight"], total + event["value"] * event["weight"])
-    for worker in range(3):
-        assert totals[("py:requests_total", str(worker))][1] == 500 * (worker + 1)
-        count, total = totals[("py:chunk_latency_seconds", str(worker))]
+    for producer in range(3):
+        assert totals[("py:requests_total", str(producer))][1] == 500 * (producer + 1)
+        count, total = totals[("py:chunk_latency_seconds", str(producer))]
         assert count == 2002
         assert math.isclose(total, 500 * 0.08 + 0.505)
-    assert "Process-" in result.stderr  # the summary names the multiprocessing workers
+    assert "Process-" in result.stderr  # the summary names the multiprocessing producers
 
 
-def test_a_worker_killed_with_sigkill_leaves_its_counters_and_drops_its_live_gauges(workdir):
+def test_a_producer_killed_with_sigkill_leaves_its_counters_and_drops_its_live_gauges(workdir):
     script = f"""
 import multiprocessing, os, signal, sys, time
 import tokenspeed_metrics
@@ -163,12 +163,12 @@ if __name__ == "__main__":
                               "--metrics-multiproc-dir", {workdir!r}])
     context = multiprocessing.get_context("spawn")
     ready = context.Event()
-    worker = context.Process(target=victim, args=(ready,))
-    worker.start()
+    producer = context.Process(target=victim, args=(ready,))
+    producer.start()
     assert ready.wait(30)
     before = tokenspeed_metrics.generate_latest().decode()
-    os.kill(worker.pid, signal.SIGKILL)
-    worker.join()
+    os.kill(producer.pid, signal.SIGKILL)
+    producer.join()
     after = tokenspeed_metrics.generate_latest().decode()
     print(before + "\\n=====\\n" + after)
 """
@@ -226,9 +226,9 @@ for name in ("py:c_total", "py:c_created", "py:h_bucket", "py:h_count"):
     assert "histogram py:h " in lines[3]
 
 
-def define_differently_in_worker(index):
-    """Workers 0 and 1 agree; worker 2 defines py:shared otherwise and a gauge
-    whose name collides with worker 0's counter py:c."""
+def define_differently_in_producer(index):
+    """Producers 0 and 1 agree; producer 2 defines py:shared otherwise and a gauge
+    whose name collides with producer 0's counter py:c."""
     if index < 2:
         tokenspeed_metrics.Counter("py:shared", "Requests.").inc(index + 1)
     else:
@@ -243,14 +243,14 @@ def test_processes_that_define_one_name_differently_are_counted_and_logged_once(
 import multiprocessing, sys, urllib.request
 sys.path.insert(0, {HERE!r})
 import tokenspeed_metrics
-from test_tokenspeed_metrics import define_differently_in_worker
+from test_tokenspeed_metrics import define_differently_in_producer
 if __name__ == "__main__":
     tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
                               "--metrics-multiproc-dir", {workdir!r}])
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=define_differently_in_worker, args=(i,)) for i in range(3)]
-    for w in workers: w.start()
-    for w in workers: w.join(); assert w.exitcode == 0, w.exitcode
+    producers = [context.Process(target=define_differently_in_producer, args=(i,)) for i in range(3)]
+    for w in producers: w.start()
+    for w in producers: w.join(); assert w.exitcode == 0, w.exitcode
     for scrape in range(3):
         with urllib.request.urlopen(tokenspeed_metrics.metrics_url(), timeout=30) as r:
             text = r.read().decode()
@@ -261,8 +261,8 @@ if __name__ == "__main__":
     result = run_script(workdir, script, env=env)
     assert result.returncode == 0, result.stderr
     scrape = samples(result.stdout, "py:")
-    assert scrape[("py:shared_total", ())] == 3  # the definition two workers hold
-    assert scrape[("py:c_total", ())] == 3  # the counter py:c, not worker 2's gauge
+    assert scrape[("py:shared_total", ())] == 3  # the definition two producers hold
+    assert scrape[("py:c_total", ())] == 3  # the counter py:c, not producer 2's gauge
     own = samples(result.stdout, "tokenspeed_metrics_merge_")
     for family, series in (("py:shared", 1), ("py:c_total", 1)):
         label = (("family", family),)
@@ -337,7 +337,7 @@ def rss_kib():
 def record(first, count):
     for i in range(first, first + count):
         REQ.labels(f"request-{{i}}").inc()
-def worker():
+def producer():
     record(0, 1000)
 if __name__ == "__main__":
     tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
@@ -350,7 +350,7 @@ if __name__ == "__main__":
     record(20000, 200000)
     after = rss_kib()
     context = multiprocessing.get_context("spawn")
-    process = context.Process(target=worker)
+    process = context.Process(target=producer)
     process.start()
     process.join()
     assert process.exitcode == 0
@@ -366,10 +366,10 @@ if __name__ == "__main__":
     # 200,000 refused label values: no series, no cached child, a few MB at most.
     assert after - before < 16 * 1024, (before, after)
     found = samples(exposition, "py:per_request")
-    assert len(found) == 100  # the launcher's 100 series; the worker's are the same ids
+    assert len(found) == 100  # the launcher's 100 series; the producer's are the same ids
     assert found[("py:per_request_total", (("request", "request-5"),))] == 1 + 41 + 1
     refused = samples(exposition, "tokenspeed_metrics_series_refused")
-    # The launcher refused 220,000 - 100 calls, the worker 1000 - 100.
+    # The launcher refused 220,000 - 100 calls, the producer 1000 - 100.
     assert refused == {("tokenspeed_metrics_series_refused_total",
                         (("family", "py:per_request"),)): 219900 + 900}
     # One line per process for the family, with an example label set.
@@ -441,7 +441,7 @@ def test_a_disabled_plugin_name_that_matches_nothing_is_warned_once_by_the_launc
 import multiprocessing, sys
 sys.path.insert(0, {HERE!r})
 import tokenspeed_metrics
-from test_tokenspeed_metrics import record_in_worker
+from test_tokenspeed_metrics import record_in_producer
 if __name__ == "__main__":
     config = {os.path.join(workdir, "m.json")!r}
     tokenspeed_metrics.start(["--enable-metrics", "--metrics-reporters", "jsonl",
@@ -449,9 +449,9 @@ if __name__ == "__main__":
                               "--metrics-plugin-dir", {JSONL_DIR!r},
                               "--metrics-multiproc-dir", {workdir!r}])
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=record_in_worker, args=(i,)) for i in range(2)]
-    for w in workers: w.start()
-    for w in workers: w.join(); assert w.exitcode == 0, w.exitcode
+    producers = [context.Process(target=record_in_producer, args=(i,)) for i in range(2)]
+    for w in producers: w.start()
+    for w in producers: w.join(); assert w.exitcode == 0, w.exitcode
     tokenspeed_metrics.close()
 """
     with open(os.path.join(workdir, "m.json"), "w") as config:
@@ -461,7 +461,7 @@ if __name__ == "__main__":
     result = run_script(workdir, script, env=env)
     assert result.returncode == 0, result.stderr
     assert result.stderr.count("TOKENSPEED_DISABLE_PLUGINS names 'jsnol'") == 1, result.stderr
-    assert glob.glob(os.path.join(workdir, "events-*.jsonl"))  # the workers recorded
+    assert glob.glob(os.path.join(workdir, "events-*.jsonl"))  # the producers recorded
 
 
 def test_a_native_histogram_keeps_exponential_buckets_and_bad_options_name_the_metric(workdir):
@@ -514,7 +514,7 @@ print(tokenspeed_metrics.generate_latest().decode())
 
 
 def observe_native_forever(ready):
-    """A worker's loop on one native histogram, with values that keep
+    """A producer's loop on one native histogram, with values that keep
     moving its range (downscales and moves of its run under way)."""
     import itertools
     histogram = tokenspeed_metrics.Histogram("py:loop_seconds", "Loop.", native=True,
@@ -541,14 +541,14 @@ if __name__ == "__main__":
     {start}
     context = multiprocessing.get_context("spawn")
     ready = context.Event()
-    worker = context.Process(target=observe_native_forever, args=(ready,))
-    worker.start()
+    producer = context.Process(target=observe_native_forever, args=(ready,))
+    producer.start()
     assert ready.wait(30)
     for _ in range(100):
         print(tokenspeed_metrics.generate_latest().decode())
         print("=====")
-    os.kill(worker.pid, signal.SIGKILL)
-    worker.join()
+    os.kill(producer.pid, signal.SIGKILL)
+    producer.join()
     print(tokenspeed_metrics.generate_latest().decode())
 """
     env = {k: v for k, v in os.environ.items()

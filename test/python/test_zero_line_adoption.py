@@ -50,10 +50,10 @@ def record(rank):
     PER_PROCESS.labels(model_name="llama").set(100 + rank)
 
 
-def worker(rank):
+def producer(rank):
     record(rank)
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        multiprocess.mark_process_dead(os.getpid())  # as engines do when a worker ends
+        multiprocess.mark_process_dead(os.getpid())  # as engines do when a producer ends
 
 
 def expose(queue):
@@ -64,10 +64,10 @@ def expose(queue):
 
 if __name__ == "__main__":
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=worker, args=(rank,)) for rank in (1, 2)]
-    for process in workers:
+    producers = [context.Process(target=producer, args=(rank,)) for rank in (1, 2)]
+    for process in producers:
         process.start()
-    for process in workers:
+    for process in producers:
         process.join()
         assert process.exitcode == 0, process.exitcode
     record(0)

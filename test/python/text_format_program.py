@@ -1,4 +1,4 @@
-"""text_format_program.py — one launcher and two spawned workers recording
+"""text_format_program.py — one launcher and two spawned producers recording
 the same calls, on the client TEXT_FORMAT_CLIENT names (prometheus_client:
 its multiprocess mode; tokenspeed_metrics: tokenspeed_metrics.prometheus_client
 with start()); run by test_prometheus_client_text.py, which compares the
@@ -10,7 +10,7 @@ then gives too), with the same amounts (float sums do not depend on the
 order in which processes are added), and the gauges values that any order
 of addition sums exactly. Printed on stdout as JSON: the launcher's
 generate_latest of a registry with a MultiProcessCollector and a custom
-collector, each worker's generate_latest(REGISTRY) (that process's own
+collector, each producer's generate_latest(REGISTRY) (that process's own
 families and a custom collector), and {pid: role}.
 
 argv: WORKDIR."""
@@ -23,13 +23,13 @@ CLIENT = os.environ.get("TEXT_FORMAT_CLIENT", "prometheus_client")
 OURS = CLIENT == "tokenspeed_metrics"
 # prometheus_client 0.16 writes _created samples outside its multiprocess
 # collector unless told not to (0.17's disable_created_metrics()); the host
-# keeps none (docs/python.md). Read at its import; spawned workers inherit it.
+# keeps none (docs/python.md). Read at its import; spawned producers inherit it.
 os.environ["PROMETHEUS_DISABLE_CREATED_SERIES"] = "True"
 RELEASE_TIMEOUT_S = 600  # hang guard only
 
 # prometheus_client 0.16's gauge modes (mostrecent came later).
 GAUGE_MODES = ("all", "liveall", "min", "livemin", "max", "livemax", "sum", "livesum")
-GAUGE_VALUES = {"launcher": 1.5, "worker-1": -2.25, "worker-2": 1e6}
+GAUGE_VALUES = {"launcher": 1.5, "producer-1": -2.25, "producer-2": 1e6}
 ESCAPED = 'm-q"\\\nx'  # a label value with a quote, a backslash and a newline
 
 
@@ -63,7 +63,7 @@ def custom_collector(core, role):
             queue.add_metric(["ü", "é"], -0.0)
             queue.add_metric(["t", "s"], 1, timestamp=1700000000.1234)
             yield queue
-            routed = core.CounterMetricFamily("custom:routed_total", "Routed.", labels=["worker"])
+            routed = core.CounterMetricFamily("custom:routed_total", "Routed.", labels=["producer"])
             routed.add_metric(["0"], 7, created=1700000000.5)
             routed.add_metric(["1"], 12345678.9)
             yield routed
@@ -115,10 +115,10 @@ def record(pc, role):
     forward.labels("b").observe(2.5)
 
 
-def worker(role, queue, release):
+def producer(role, queue, release):
     pc, core = client()
     record(pc, role)
-    if role == "worker-1":  # shown by prometheus_client's REGISTRY outside its multiprocess collector
+    if role == "producer-1":  # shown by prometheus_client's REGISTRY outside its multiprocess collector
         pc.Info("app:build", "Build.").info({"version": "1.0", "commit": "abc"})
         pc.Enum("app_phase", "Phase.", ["engine"], states=["idle", "busy"]).labels("0").state("busy")
     pc.REGISTRY.register(custom_collector(core, role))
@@ -141,15 +141,15 @@ def main():
     record(pc, "launcher")
     context = multiprocessing.get_context("spawn")
     queue, release = context.Queue(), context.Event()
-    processes = [context.Process(target=worker, args=(role, queue, release), name=role,
+    processes = [context.Process(target=producer, args=(role, queue, release), name=role,
                                  daemon=True)  # a failing launcher does not wait for them
-                 for role in ("worker-1", "worker-2")]
+                 for role in ("producer-1", "producer-2")]
     for process in processes:
         process.start()
-    workers, roles = {}, {}
+    producers, roles = {}, {}
     for _ in processes:
         role, pid, text = queue.get(timeout=RELEASE_TIMEOUT_S)
-        workers[role], roles[str(pid)] = text, role
+        producers[role], roles[str(pid)] = text, role
     roles[str(os.getpid())] = "launcher"
     registry = pc.CollectorRegistry()
     pc.multiprocess.MultiProcessCollector(registry)
@@ -158,7 +158,7 @@ def main():
     release.set()
     for process in processes:
         process.join(RELEASE_TIMEOUT_S)
-    json.dump({"multiprocess": text, "workers": workers, "roles": roles}, sys.stdout)
+    json.dump({"multiprocess": text, "producers": producers, "roles": roles}, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
 """engine.py — a Python engine as pip installed us, run by a fresh virtual
 environment's interpreter (test_package.py): start() with prometheus, jsonl
 and the specification's example package (through the packaged python
-bridge), two spawned multiprocessing workers recording, a scrape on stdout,
+bridge), two spawned multiprocessing producers recording, a scrape on stdout,
 the summary table on stderr. Asserts that every file of ours it maps, in the
-launcher and in the workers, is the package's in this environment."""
+launcher and in the producers, is the package's in this environment."""
 import multiprocessing
 import os
 import sys
@@ -43,17 +43,17 @@ def check_mapped_files(where):
 
 
 def work(index):
-    requests = tokenspeed_metrics.Counter("pkg:requests", "Requests.", ["worker"])
-    latency = tokenspeed_metrics.Histogram("pkg:latency_seconds", "Latency.", ["worker"],
+    requests = tokenspeed_metrics.Counter("pkg:requests", "Requests.", ["producer"])
+    latency = tokenspeed_metrics.Histogram("pkg:latency_seconds", "Latency.", ["producer"],
                                            buckets=(0.01, 0.1, 1.0))
     # The prometheus_client module of the package, as an engine imports it.
-    spread = compat.Summary("pkg:spread_seconds", "Spread.", ["worker"])
+    spread = compat.Summary("pkg:spread_seconds", "Spread.", ["producer"])
     for _ in range(250):
         requests.labels(str(index)).inc(index + 1)
         latency.labels(str(index)).observe(0.02, weight=2)
         spread.labels(str(index)).observe(0.5)
-    assert "_tokenspeed_metrics_bridge" in sys.modules, "no bridge in the worker's interpreter"
-    mapped = check_mapped_files("worker %d" % index)
+    assert "_tokenspeed_metrics_bridge" in sys.modules, "no bridge in the producer's interpreter"
+    mapped = check_mapped_files("producer %d" % index)
     assert any(path.endswith("/plugins/jsonl.so") for path in mapped), mapped
 
 
@@ -73,12 +73,12 @@ def main():
     for name in ("libtokenspeed-metrics.so", "python.so", "jsonl.so"):
         assert any(os.path.basename(path) == name for path in mapped), (name, mapped)
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=work, args=(i,)) for i in range(2)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-        assert worker.exitcode == 0, worker.exitcode
+    producers = [context.Process(target=work, args=(i,)) for i in range(2)]
+    for producer in producers:
+        producer.start()
+    for producer in producers:
+        producer.join()
+        assert producer.exitcode == 0, producer.exitcode
     with urllib.request.urlopen(tokenspeed_metrics.metrics_url(), timeout=30) as response:
         sys.stdout.write(response.read().decode())
     report = tokenspeed_metrics.close()

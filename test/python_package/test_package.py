@@ -3,7 +3,7 @@ one interpreter (argv: NAME PYTHON): offline, with Debian's meson-python as
 the backend, by the install line of README.md, docs/python.md and
 docs/packaging.md (checked to be one line, and run as written); then, in the environment's own interpreter, the package's
 import, start() with prometheus + jsonl + the specification's example Python
-plugin package, spawned workers, the scrape, the jsonl and example files, the
+plugin package, spawned producers, the scrape, the jsonl and example files, the
 tokenspeed-metrics console script, and that every file of ours (the
 extension, the host library, the helper, the plugins) is the package's.
 
@@ -158,7 +158,7 @@ def samples(text, prefix):
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             if sample.name.startswith(prefix) and "le" not in sample.labels:
-                found[(sample.name, sample.labels.get("worker"))] = sample.value
+                found[(sample.name, sample.labels.get("producer"))] = sample.value
     return found
 
 
@@ -168,7 +168,7 @@ def event_totals(paths):
         with open(path) as lines:
             for line in lines:
                 event = json.loads(line)
-                key = (event["metric"], event["labels"]["worker"])
+                key = (event["metric"], event["labels"]["producer"])
                 count, total = totals.get(key, (0, 0.0))
                 totals[key] = (count + event["weight"], total + event["value"] * event["weight"])
     return totals
@@ -186,25 +186,25 @@ def check_engine(venv, work, env):
     result = run([os.path.join(venv, "bin", "python"), os.path.join(HERE, "engine.py"), config,
                   os.path.join(out, "run")], env=env, cwd=out)
     scrape = samples(result.stdout, "pkg:")
-    for worker in (0, 1):
-        assert scrape[("pkg:requests_total", str(worker))] == 250 * (worker + 1), scrape
-        assert scrape[("pkg:latency_seconds_count", str(worker))] == 500, scrape
-        assert math.isclose(scrape[("pkg:latency_seconds_sum", str(worker))], 500 * 0.02), scrape
-        assert scrape[("pkg:spread_seconds_count", str(worker))] == 250, scrape
-        assert scrape[("pkg:spread_seconds_sum", str(worker))] == 125, scrape
-    # Sinks are created lazily: only the two workers recorded.
+    for producer in (0, 1):
+        assert scrape[("pkg:requests_total", str(producer))] == 250 * (producer + 1), scrape
+        assert scrape[("pkg:latency_seconds_count", str(producer))] == 500, scrape
+        assert math.isclose(scrape[("pkg:latency_seconds_sum", str(producer))], 500 * 0.02), scrape
+        assert scrape[("pkg:spread_seconds_count", str(producer))] == 250, scrape
+        assert scrape[("pkg:spread_seconds_sum", str(producer))] == 125, scrape
+    # Sinks are created lazily: only the two producers recorded.
     for pattern in ("events-*.jsonl", "example-*.jsonl"):
         files = glob.glob(os.path.join(out, pattern))
         assert len(files) == 2, (pattern, files, result.stderr)
         totals = event_totals(files)
-        for worker in ("0", "1"):
-            assert totals[("pkg:requests_total", worker)][1] == \
-                scrape[("pkg:requests_total", worker)], (pattern, totals)
-            count, total = totals[("pkg:latency_seconds", worker)]
-            assert count == scrape[("pkg:latency_seconds_count", worker)], (pattern, totals)
-            assert math.isclose(total, scrape[("pkg:latency_seconds_sum", worker)])
-    assert "SpawnProcess" in result.stderr, result.stderr  # the summary names the workers
-    print("   scrape, jsonl and example_output agree for both spawned workers")
+        for producer in ("0", "1"):
+            assert totals[("pkg:requests_total", producer)][1] == \
+                scrape[("pkg:requests_total", producer)], (pattern, totals)
+            count, total = totals[("pkg:latency_seconds", producer)]
+            assert count == scrape[("pkg:latency_seconds_count", producer)], (pattern, totals)
+            assert math.isclose(total, scrape[("pkg:latency_seconds_sum", producer)])
+    assert "SpawnProcess" in result.stderr, result.stderr  # the summary names the producers
+    print("   scrape, jsonl and example_output agree for both spawned producers")
 
 
 def check_console_script(venv, site, work, env):
@@ -300,7 +300,7 @@ def main():
     check_files(site, python_libdir, env)
     done(started)
 
-    started = step("an engine: start(), spawned workers, the scrape, jsonl, example_output")
+    started = step("an engine: start(), spawned producers, the scrape, jsonl, example_output")
     check_engine(venv, work, env)
     done(started)
 

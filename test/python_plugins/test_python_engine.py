@@ -1,7 +1,7 @@
 """test_python_engine.py — the specification's example package inside a
 Python engine that records through tokenspeed_metrics: python.so uses the
 engine's own interpreter (no second one), in the launcher and in
-multiprocessing workers started with spawn and with fork; the example sink's
+multiprocessing producers started with spawn and with fork; the example sink's
 totals equal the scrape, also beside a sink that raises; a sink whose close
 ignores its timeout does not hold the engine's exit.
 
@@ -37,24 +37,24 @@ if os.environ.get("TSM_TEST_ENGINE_INSTALLED"):
     import tokenspeed.runtime.metrics.registry as engine_registry
 
 def work(index):
-    requests = tokenspeed_metrics.Counter("py:requests", "Requests.", ["worker"])
-    latency = tokenspeed_metrics.Histogram("py:latency_seconds", "Latency.", ["worker"],
+    requests = tokenspeed_metrics.Counter("py:requests", "Requests.", ["producer"])
+    latency = tokenspeed_metrics.Histogram("py:latency_seconds", "Latency.", ["producer"],
                                            buckets=(0.01, 0.1, 1.0))
     for _ in range(300):
         requests.labels(str(index)).inc(index + 1)
         latency.labels(str(index)).observe(0.02, weight=3)
     # The packages were registered in this interpreter, not in a second one.
-    assert "_tokenspeed_metrics_bridge" in sys.modules, "no bridge in the worker's interpreter"
+    assert "_tokenspeed_metrics_bridge" in sys.modules, "no bridge in the producer's interpreter"
     def test_beside_an_installed_tokenspeed_engine_the_example_registers_here_and_its_modules_stay_its(self):
         self.check_totals("spawn", venv="with_engine")
 
     def test_a_sink_that_raises_in_the_engine_is_disabled_and_the_example_still_gets_everything(self):
         tmp, result = self.check_totals("spawn", "prometheus,example_output,raising_emit_output")
         self.assertIn("RuntimeError: the destination rejected the event", result.stderr)
-        workers = [line.split() for line in result.stderr.splitlines()
-                   if " raising_emit_output " in line and line.startswith("SpawnProcess")]
-        self.assertEqual(len(workers), 2, result.stderr)
-        for row in workers:
+        producers = [line.split() for line in result.stderr.splitlines()
+                     if " raising_emit_output " in line and line.startswith("SpawnProcess")]
+        self.assertEqual(len(producers), 2, result.stderr)
+        for row in producers:
             # Ten delivered, then the status column says why the output failed.
             self.assertEqual(row[4], "10", result.stderr)
             self.assertEqual(" ".join(row[7:]), "failed: disabled (emit failed)", result.stderr)
@@ -81,11 +81,11 @@ if __name__ == "__main__":
         assert sys.modules["tokenspeed.runtime.metrics.registry"] is engine_registry
         assert engine_registry.DECLARED == [], engine_registry.DECLARED
     context = multiprocessing.get_context(method)
-    workers = [context.Process(target=work, args=(i,)) for i in range(2)]
-    for worker in workers: worker.start()
-    for worker in workers:
-        worker.join()
-        assert worker.exitcode == 0, worker.exitcode
+    producers = [context.Process(target=work, args=(i,)) for i in range(2)]
+    for producer in producers: producer.start()
+    for producer in producers:
+        producer.join()
+        assert producer.exitcode == 0, producer.exitcode
     with urllib.request.urlopen(tokenspeed_metrics.metrics_url(), timeout=30) as response:
         sys.stdout.write(response.read().decode())
     report = tokenspeed_metrics.close()
@@ -137,7 +137,7 @@ class PythonEngineTest(unittest.TestCase):
         for family in text_string_to_metric_families(result.stdout):
             for sample in family.samples:
                 if sample.name.startswith("py:") and "le" not in sample.labels:
-                    scrape[(sample.name, sample.labels.get("worker"))] = sample.value
+                    scrape[(sample.name, sample.labels.get("producer"))] = sample.value
         totals = {}
         files = glob.glob(os.path.join(tmp, "example-*.jsonl"))
         # Sinks are created lazily: the launcher records nothing here, so has none.
@@ -146,22 +146,22 @@ class PythonEngineTest(unittest.TestCase):
             with open(path) as lines:
                 for line in lines:
                     event = json.loads(line)
-                    key = (event["metric"], event["labels"]["worker"])
+                    key = (event["metric"], event["labels"]["producer"])
                     count, total = totals.get(key, (0, 0.0))
                     totals[key] = (count + event["weight"], total + event["value"] * event["weight"])
-        for worker in ("0", "1"):
-            self.assertEqual(totals[("py:requests_total", worker)][1],
-                             scrape[("py:requests_total", worker)])
-            count, total = totals[("py:latency_seconds", worker)]
-            self.assertEqual(count, scrape[("py:latency_seconds_count", worker)])
-            self.assertTrue(math.isclose(total, scrape[("py:latency_seconds_sum", worker)]))
+        for producer in ("0", "1"):
+            self.assertEqual(totals[("py:requests_total", producer)][1],
+                             scrape[("py:requests_total", producer)])
+            count, total = totals[("py:latency_seconds", producer)]
+            self.assertEqual(count, scrape[("py:latency_seconds_count", producer)])
+            self.assertTrue(math.isclose(total, scrape[("py:latency_seconds_sum", producer)]))
         self.assertEqual(scrape[("py:latency_seconds_count", "1")], 900)
         return tmp, result
 
-    def test_the_example_in_spawned_workers_gets_what_the_scrape_counts(self):
+    def test_the_example_in_spawned_producers_gets_what_the_scrape_counts(self):
         self.check_totals("spawn")
 
-    def test_the_example_in_forked_workers_gets_what_the_scrape_counts(self):
+    def test_the_example_in_forked_producers_gets_what_the_scrape_counts(self):
         self.check_totals("fork")
 
     def test_beside_an_installed_tokenspeed_engine_the_example_registers_here_and_its_modules_stay_its(self):
@@ -170,10 +170,10 @@ class PythonEngineTest(unittest.TestCase):
     def test_a_sink_that_raises_in_the_engine_is_disabled_and_the_example_still_gets_everything(self):
         tmp, result = self.check_totals("spawn", "prometheus,example_output,raising_emit_output")
         self.assertIn("RuntimeError: the destination rejected the event", result.stderr)
-        workers = [line.split() for line in result.stderr.splitlines()
-                   if " raising_emit_output " in line and line.startswith("SpawnProcess")]
-        self.assertEqual(len(workers), 2, result.stderr)
-        for row in workers:
+        producers = [line.split() for line in result.stderr.splitlines()
+                     if " raising_emit_output " in line and line.startswith("SpawnProcess")]
+        self.assertEqual(len(producers), 2, result.stderr)
+        for row in producers:
             # Ten delivered, then the status column says why the output failed.
             self.assertEqual(row[4], "10", result.stderr)
             self.assertEqual(" ".join(row[7:]), "failed: disabled (emit failed)", result.stderr)

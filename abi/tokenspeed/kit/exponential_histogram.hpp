@@ -317,7 +317,7 @@ struct OtlpExponentialBuckets {
 
 /* An ExponentialHistogramDataPoint's values (start and time are the caller's).
  * min and max are meaningful when count > 0. */
-struct OtlpExponentialPoint {
+struct ExponentialPoint {
   int32_t scale = 0;
   uint64_t count = 0;
   double sum = 0;
@@ -328,6 +328,9 @@ struct OtlpExponentialPoint {
   OtlpExponentialBuckets positive;
   OtlpExponentialBuckets negative;
 };
+
+/* The earlier name of ExponentialPoint, kept for plugins built against it. */
+using OtlpExponentialPoint [[deprecated("use ExponentialPoint")]] = ExponentialPoint;
 
 /* Prometheus' BucketSpan: offset is the gap from the previous span's end (the
  * first span's: its first index), length the buckets it covers. */
@@ -433,7 +436,7 @@ class ExponentialHistogram {
 
   /* Adds a data point in OTLP form (another process's state, say). Its count
    * must be its zero count plus its buckets' counts, as OTLP requires. */
-  Merged merge(const OtlpExponentialPoint& point) {
+  Merged merge(const ExponentialPoint& point) {
     if (point.scale < kExponentialMinScale || point.scale > kExponentialMaxScale ||
         !fits(point.positive) || !fits(point.negative) || !counts_add_up(point))
       return Merged::kInvalidPoint;
@@ -475,7 +478,7 @@ class ExponentialHistogram {
 
   /* The OTLP form, into out (its vectors are reused). Each range runs from its
    * first to its last non-empty bucket, zeros inside kept. */
-  void to_otlp(OtlpExponentialPoint& out) const {
+  void to_otlp(ExponentialPoint& out) const {
     out.scale = scale_;
     out.count = count_;
     out.sum = sum_;
@@ -564,7 +567,7 @@ class ExponentialHistogram {
                  b.offset + static_cast<int64_t>(hi) - 1};
   }
 
-  static bool counts_add_up(const OtlpExponentialPoint& point) noexcept {
+  static bool counts_add_up(const ExponentialPoint& point) noexcept {
     // Saturated as this histogram counts: a total past 2^64 is the largest.
     uint64_t total = point.zero_count;
     for (const OtlpExponentialBuckets* b : {&point.positive, &point.negative}) {

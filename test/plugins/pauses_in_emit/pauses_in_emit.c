@@ -20,7 +20,7 @@ static int paused(const char *path) {
   return path[0] != '\0' && stat(path, &info) == 0;
 }
 
-/* Touched only by the host's worker of this output (one emit at a time). */
+/* Touched only by the host's delivery thread of this output (one emit at a time). */
 static int64_t last_look_ms;
 
 static int emit(void *self, const tsm_metric_event *event, tsm_buffer *error) {

@@ -11,7 +11,7 @@
 enum { EVENTS_BEFORE_STALL = 100 };
 static const time_t STALL_SECONDS = 30;
 
-/* One process-local sink. Touched only by the host's worker of this output
+/* One process-local sink. Touched only by the host's delivery thread of this output
  * (one emit at a time, close after the last emit). */
 typedef struct stalled_sink {
   uint64_t emitted;

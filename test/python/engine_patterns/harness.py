@@ -1,8 +1,8 @@
 """What the engine programs share and what is not an engine's code: which
 client this run uses (ENGINE_PATTERNS_CLIENT: prometheus_client or
 tokenspeed_metrics), the launcher's start-up for that client, spawning the
-workers, serving an ASGI app on the loopback and scraping it, and the report
-the test reads (JSON on stdout: the exposition, each worker's pid and role,
+producers, serving an ASGI app on the loopback and scraping it, and the report
+the test reads (JSON on stdout: the exposition, each producer's pid and role,
 the run's time window)."""
 import asyncio
 import json
@@ -36,14 +36,14 @@ def start_launcher(workdir):
         os.environ["PROMETHEUS_MULTIPROC_DIR"] = directory
 
 
-def _worker_main(function, args, ready, release):
+def _producer_main(function, args, ready, release):
     function(*args)
     ready.set()
     if not release.wait(600):  # hang guard only
         raise SystemExit("never released")
 
 
-class Workers:
+class Producers:
     """Processes of the spawn start method, each running one (role, function,
     args) and then staying alive (as an engine's schedulers do while
     /metrics is scraped) until finish(). Started one after another, each
@@ -57,24 +57,24 @@ class Workers:
         self.roles = {}
         for role, function, args in targets:
             ready = context.Event()
-            process = context.Process(target=_worker_main, name=role,
+            process = context.Process(target=_producer_main, name=role,
                                       args=(function, args, ready, self._release))
             process.start()
             deadline = time.monotonic() + 120
             while not ready.wait(0.1):
                 if process.exitcode is not None or time.monotonic() > deadline:
-                    raise SystemExit("worker %s failed before recording (exit %s)"
+                    raise SystemExit("producer %s failed before recording (exit %s)"
                                      % (role, process.exitcode))
             self._processes.append(process)
             self.roles[str(process.pid)] = role
 
     def finish(self):
-        """Lets every worker exit and waits for them; returns their pids."""
+        """Lets every producer exit and waits for them; returns their pids."""
         self._release.set()
         for process in self._processes:
             process.join(120)
             if process.exitcode != 0:
-                raise SystemExit("worker %s exited with %s" % (process.name, process.exitcode))
+                raise SystemExit("producer %s exited with %s" % (process.name, process.exitcode))
         return [process.pid for process in self._processes]
 
 

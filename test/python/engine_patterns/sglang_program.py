@@ -12,7 +12,7 @@ launcher exposes every process with CollectorRegistry + MultiProcessCollector
 difference between runs."""
 import sys
 
-from harness import OURS, Workers, idiom_expectation, now, report, start_launcher
+from harness import OURS, Producers, idiom_expectation, now, report, start_launcher
 
 MODEL = "tiny-qwen"
 
@@ -155,8 +155,8 @@ def tokenizer():
 def main(workdir):
     window_start = now()
     start_launcher(workdir)
-    workers = Workers([("scheduler-0", scheduler, (0,)), ("scheduler-1", scheduler, (1,)),
-                       ("tokenizer", tokenizer, ())])
+    producers = Producers([("scheduler-0", scheduler, (0,)), ("scheduler-1", scheduler, (1,)),
+                           ("tokenizer", tokenizer, ())])
     if OURS:
         from tokenspeed_metrics.prometheus_client import (
             CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess)
@@ -166,9 +166,9 @@ def main(workdir):
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
     text = generate_latest(registry).decode()
-    workers.finish()
+    producers.finish()
     batches = decode_batches()
-    report(text, workers.roles, [window_start, now()], content_type=CONTENT_TYPE_LATEST,
+    report(text, producers.roles, [window_start, now()], content_type=CONTENT_TYPE_LATEST,
            idiom=idiom_expectation("sglang:inter_token_latency_seconds", batches))
 
 

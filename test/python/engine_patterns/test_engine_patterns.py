@@ -9,7 +9,7 @@ parser (each documented in docs/python.md):
 - le is compared as a number (generate_latest writes le="1.0" as
   prometheus_client does, the host's own /metrics le="1" as the Go client
   does);
-- the pid label of multiprocess_mode="all" gauges becomes the worker's role
+- the pid label of multiprocess_mode="all" gauges becomes the producer's role
   (pids differ between runs);
 - families of the host itself (tokenspeed_metrics_*) are left out: they are
   not the engine's;
@@ -147,7 +147,7 @@ def test_a_tokenspeed_style_engine_gives_the_same_metrics_and_one_event_per_batc
     assert_one_weighted_event_per_batch(ours, ours_dir)
 
 
-def test_a_vllm_style_engine_gives_the_same_metrics_before_and_after_its_workers_end(workdir):
+def test_a_vllm_style_engine_gives_the_same_metrics_before_and_after_its_producers_end(workdir):
     reference, ours, _ = run_both("vllm_program.py", workdir)
     clock = {"vllm:lora_requests_info"}
     assert_same_samples(reference, ours, clock)

@@ -9,7 +9,7 @@ scraped. Which prometheus_client it imports is the only thing that changes
 between runs (harness.OURS)."""
 import sys
 
-from harness import (OURS, Workers, idiom_expectation, now, report, scrape, serve_asgi,
+from harness import (OURS, Producers, idiom_expectation, now, report, scrape, serve_asgi,
                      start_launcher)
 
 MODEL = "tiny-llama"
@@ -131,7 +131,7 @@ def schedule_batch(step):
     _fake_clock[0] += 0.03 * (step % 7 + 1)
 
 
-def scheduler_worker(rank):
+def scheduler_producer(rank):
     enable_func_timer()
     metrics = EngineMetrics({"model_name": MODEL, "engine_type": "unified", "tp_rank": str(rank)},
                             enabled=True)
@@ -148,7 +148,7 @@ def decode_batches():
     return [(0.004 * (1 + i % 9) * (1 + i % 4), 1 + i % 4) for i in range(400)]
 
 
-def tokenizer_worker():
+def tokenizer_producer():
     metrics = RequestMetrics({"model_name": MODEL, "engine_type": "unified"})
     for request in range(50):
         metrics.observe_one_finished_request(prompt_tokens=100 + request, ttft=0.02 * (request % 30))
@@ -171,14 +171,14 @@ def add_prometheus_middleware():
 def main(workdir):
     window_start = now()
     start_launcher(workdir)
-    workers = Workers([("scheduler-0", scheduler_worker, (0,)),
-                       ("scheduler-1", scheduler_worker, (1,)),
-                       ("tokenizer", tokenizer_worker, ())])
+    producers = Producers([("scheduler-0", scheduler_producer, (0,)),
+                           ("scheduler-1", scheduler_producer, (1,)),
+                           ("tokenizer", tokenizer_producer, ())])
     url = add_prometheus_middleware()
     content_type, text = scrape(url + "/metrics")
-    workers.finish()
+    producers.finish()
     batches = decode_batches()
-    report(text, workers.roles, [window_start, now()], content_type=content_type,
+    report(text, producers.roles, [window_start, now()], content_type=content_type,
            idiom=idiom_expectation("tokenspeed:inter_token_latency_seconds", batches))
 
 

@@ -8,12 +8,12 @@ gauge set with set_to_current_time() and an integer label value. The
 launcher records too and reads REGISTRY.collect() back as vLLM's snapshot
 reader does, serves /metrics from CollectorRegistry + MultiProcessCollector
 + make_asgi_app, scrapes it, and calls mark_process_dead(pid) for each
-worker that ended; a third API server, recording nothing, renders the
+producer that ended; a third API server, recording nothing, renders the
 same exposition in its own process. The import lines are the only difference between runs."""
 import os
 import sys
 
-from harness import OURS, Workers, now, report, scrape, serve_asgi, start_launcher
+from harness import OURS, Producers, now, report, scrape, serve_asgi, start_launcher
 
 MODEL = "tiny-llama"
 FINISH_REASONS = ("stop", "length", "abort")
@@ -175,19 +175,19 @@ def main(workdir):
     record_in_launcher()
     snapshot = get_metrics_snapshot()
     child_exposition = os.path.join(workdir, "child-exposition.txt")
-    workers = Workers([("api-server-0", api_server, ([0, 1],)),
-                       ("api-server-1", api_server, ([2],)),
-                       ("api-server-2", serve_from_child, (child_exposition,))])
+    producers = Producers([("api-server-0", api_server, ([0, 1],)),
+                           ("api-server-1", api_server, ([2],)),
+                           ("api-server-2", serve_from_child, (child_exposition,))])
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry)
     url = serve_asgi(make_asgi_app(registry=registry))
     _, text = scrape(url + "/metrics")
-    for pid in workers.finish():
+    for pid in producers.finish():
         multiprocess.mark_process_dead(pid)
     _, after_exit = scrape(url + "/metrics")
     with open(child_exposition) as child:
         from_child = child.read()
-    report(text, workers.roles, [window_start, now()], after_exit=after_exit, snapshot=snapshot,
+    report(text, producers.roles, [window_start, now()], after_exit=after_exit, snapshot=snapshot,
            from_child=from_child)
 
 

@@ -14,7 +14,7 @@
 
 #include "core/abi_buffer.hpp"
 #include "config/metrics_flags.hpp"
-#include "plugins/unit_plugin_files.hpp"
+#include "plugin_fixtures/unit_plugin_files.hpp"
 #include "config/metrics_startup.hpp"
 #include "config/reporter_config.hpp"
 #include "core/startup_error.hpp"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "core/bounded_file.hpp"
-#include "plugins/unit_plugin_files.hpp"
+#include "plugin_fixtures/unit_plugin_files.hpp"
 
 using namespace tokenspeed::metrics;
 using tokenspeed::metrics::test::TempDir;

@@ -37,7 +37,7 @@ struct Content {
   bool operator==(const Content&) const = default;
 };
 
-Content content_at(const kit::OtlpExponentialPoint& point, double not_finite, std::int32_t scale) {
+Content content_at(const kit::ExponentialPoint& point, double not_finite, std::int32_t scale) {
   Content content;
   content.zero_count = point.zero_count;
   content.sum = point.sum;
@@ -56,9 +56,9 @@ Content content_at(const kit::OtlpExponentialPoint& point, double not_finite, st
   return content;
 }
 
-kit::OtlpExponentialPoint point_of(std::span<const double> copy,
-                                   const ExponentialHistogramOptions& options) {
-  kit::OtlpExponentialPoint point;
+kit::ExponentialPoint point_of(std::span<const double> copy,
+                               const ExponentialHistogramOptions& options) {
+  kit::ExponentialPoint point;
   REQUIRE(exponential_point(copy, options, point));
   return point;
 }
@@ -121,10 +121,10 @@ TEST_CASE("a writer stopped after any store leaves the histogram before or after
       stopped_in[static_cast<ExponentialJournal>(copy[ExponentialSlot::journal])] += 1;
       const ExponentialCopy how = copy_exponential_slots(stopper.left.data(), copy, true);
       REQUIRE(how != ExponentialCopy::unsettled);
-      const kit::OtlpExponentialPoint left = point_of(copy, options);
+      const kit::ExponentialPoint left = point_of(copy, options);
       const Content seen = content_at(left, copy[ExponentialSlot::not_finite], left.scale);
-      const kit::OtlpExponentialPoint old_point = point_of(before, options);
-      const kit::OtlpExponentialPoint new_point = point_of(slots, options);
+      const kit::ExponentialPoint old_point = point_of(before, options);
+      const kit::ExponentialPoint new_point = point_of(slots, options);
       INFO("observation " << observation << " of " << value << " x " << weight
                           << ", stopped after store " << stop << " of " << count_only.stores);
       REQUIRE(left.scale >= new_point.scale);
@@ -190,7 +190,7 @@ TEST_CASE("slots no writer could leave are refused without reading past the seri
         // Either refused, or repaired into something a point can be made of
         // or refused: never a read or write past the copy (ASan checks).
         if (repair_exponential_copy(copy)) {
-          kit::OtlpExponentialPoint point;
+          kit::ExponentialPoint point;
           (void)exponential_point(copy, options, point);
         }
       }
@@ -199,7 +199,7 @@ TEST_CASE("slots no writer could leave are refused without reading past the seri
   std::vector<double> copy = slots;
   copy[ExponentialSlot::journal] = 9;
   REQUIRE_FALSE(repair_exponential_copy(copy));
-  kit::OtlpExponentialPoint point;
+  kit::ExponentialPoint point;
   slots[ExponentialSlot::positive_length] = 9;  // past max_buckets
   REQUIRE_FALSE(exponential_point(slots, options, point));
   slots[ExponentialSlot::positive_length] = 0;
@@ -215,7 +215,7 @@ TEST_CASE("counts of 2^64 and more saturate instead of wrapping to 0") {
   observe_exponential(slots.data(), options, 1.5, half, 1.5);
   observe_exponential(slots.data(), options, 1.5, half, 1.5);
   observe_exponential(slots.data(), options, 0.0, half, 0.0);
-  const kit::OtlpExponentialPoint point = point_of(slots, options);
+  const kit::ExponentialPoint point = point_of(slots, options);
   REQUIRE(point.count == std::numeric_limits<std::uint64_t>::max());
   REQUIRE(point.positive.bucket_counts.back() == std::numeric_limits<std::uint64_t>::max());
   REQUIRE(kit::exponential_detail::saturated_count(-1.0) == 0);

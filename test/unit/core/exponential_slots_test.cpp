@@ -26,17 +26,17 @@ std::vector<double> fresh_slots(const ExponentialHistogramOptions& options) {
   return std::vector<double>(exponential_slot_count(options), 0.0);
 }
 
-kit::OtlpExponentialPoint point_of(const std::vector<double>& slots,
-                                   const ExponentialHistogramOptions& options) {
+kit::ExponentialPoint point_of(const std::vector<double>& slots,
+                               const ExponentialHistogramOptions& options) {
   std::vector<double> copy(slots.size());
   REQUIRE(copy_exponential_slots(slots.data(), copy) == ExponentialCopy::published);
-  kit::OtlpExponentialPoint point;
+  kit::ExponentialPoint point;
   REQUIRE(exponential_point(copy, options, point));
   return point;
 }
 
-kit::OtlpExponentialPoint kit_point(const kit::ExponentialHistogram& histogram) {
-  kit::OtlpExponentialPoint point;
+kit::ExponentialPoint kit_point(const kit::ExponentialHistogram& histogram) {
+  kit::ExponentialPoint point;
   histogram.to_otlp(point);
   return point;
 }
@@ -47,7 +47,7 @@ std::vector<std::uint64_t> trimmed(std::vector<std::uint64_t> counts) {
   return counts;
 }
 
-void require_same(const kit::OtlpExponentialPoint& slots, const kit::OtlpExponentialPoint& kit) {
+void require_same(const kit::ExponentialPoint& slots, const kit::ExponentialPoint& kit) {
   REQUIRE(slots.scale == kit.scale);
   REQUIRE(slots.count == kit.count);
   REQUIRE(slots.zero_count == kit.zero_count);
@@ -86,7 +86,7 @@ TEST_CASE("a run that grows downwards keeps its counts in their buckets") {
     observe_exponential(slots.data(), options, value, 2, 2 * value);
     reference.observe(value, 2);
   }
-  const kit::OtlpExponentialPoint point = point_of(slots, options);
+  const kit::ExponentialPoint point = point_of(slots, options);
   REQUIRE(point.scale == 3);  // 160 buckets hold the range at the first scale
   require_same(point, kit_point(reference));
 }
@@ -98,7 +98,7 @@ TEST_CASE("NaN and infinities are refused into a count of their own") {
   observe_exponential(slots.data(), options, std::numeric_limits<double>::quiet_NaN(), 3, 0);
   observe_exponential(slots.data(), options, std::numeric_limits<double>::infinity(), 1, 0);
   observe_exponential(slots.data(), options, -std::numeric_limits<double>::infinity(), 1, 0);
-  const kit::OtlpExponentialPoint point = point_of(slots, options);
+  const kit::ExponentialPoint point = point_of(slots, options);
   REQUIRE(point.count == 1);
   REQUIRE(point.sum == 2.0);
   REQUIRE(slots[ExponentialSlot::not_finite] == 5.0);
@@ -111,7 +111,7 @@ TEST_CASE("the widest range of doubles fits at the lowest scale in the fewest bu
                              std::numeric_limits<double>::max(), -1e-300, -1e300}) {
     observe_exponential(slots.data(), options, value, 1, value);
   }
-  const kit::OtlpExponentialPoint point = point_of(slots, options);
+  const kit::ExponentialPoint point = point_of(slots, options);
   REQUIRE(point.count == 5);
   REQUIRE(point.scale >= kit::kExponentialMinScale);
 }
@@ -136,7 +136,7 @@ TEST_CASE("a reader copying while writers observe always gets a published state"
     std::vector<double> copy(slots.size());
     while (writing.load()) {
       if (copy_exponential_slots(slots.data(), copy) == ExponentialCopy::unsettled) continue;
-      kit::OtlpExponentialPoint point;
+      kit::ExponentialPoint point;
       REQUIRE(exponential_point(copy, options, point));
       // A torn copy would show a count that is not the buckets' total.
       REQUIRE(point.count == static_cast<std::uint64_t>(copy[ExponentialSlot::count]));
@@ -151,7 +151,7 @@ TEST_CASE("a reader copying while writers observe always gets a published state"
 TEST_CASE("slots that no writer could have published are no data point") {
   const ExponentialHistogramOptions options{8, 20, 0};
   std::vector<double> slots = fresh_slots(options);
-  kit::OtlpExponentialPoint point;
+  kit::ExponentialPoint point;
   slots[ExponentialSlot::positive_length] = 9;  // past max_buckets
   REQUIRE_FALSE(exponential_point(slots, options, point));
   slots[ExponentialSlot::positive_length] = 0;

@@ -18,7 +18,8 @@ TEST_CASE("a name <role>-<digits> gives the role and the rank") {
 }
 
 TEST_CASE("any other name is its own role, without a rank") {
-  for (const char* name : {"frontend", "launcher", "worker-", "-7", "worker-1a", "w-1234567890"}) {
+  for (const char* name :
+       {"frontend", "launcher", "producer-", "-7", "producer-1a", "w-1234567890"}) {
     const ProcessIdentity process = make_process_identity(name, 1, "n");
     CHECK(process.role == name);
     CHECK(process.rank == -1);

@@ -107,7 +107,7 @@ kit::ExponentialHistogramOptions parse_options(const std::vector<std::string>& w
 void check_expectation(const kit::ExponentialHistogram& h, const std::vector<std::string>& w) {
   const std::string& what = w.at(1);
   const std::string expected = join_words(w, 2);
-  kit::OtlpExponentialPoint otlp;
+  kit::ExponentialPoint otlp;
   h.to_otlp(otlp);
   kit::PrometheusNativeHistogram native;
   const bool native_ok =
@@ -192,7 +192,7 @@ TEST_CASE("every case of the peers' histogram tests gives the buckets they publi
             CHECK(h.observe(-value) == kit::ExponentialHistogram::Observed::kAccepted);
         }
       } else if (w[0] == "load") {
-        kit::OtlpExponentialPoint point;
+        kit::ExponentialPoint point;
         point.scale = static_cast<int32_t>(parse_integer(w.at(1)));
         point.zero_threshold = h.options().zero_threshold;
         point.positive.offset = static_cast<int32_t>(parse_integer(w.at(2)));

@@ -14,6 +14,7 @@
 #include <random>
 #include <utility>
 #include <stdexcept>
+#include <type_traits>
 #include <vector>
 
 #include <tokenspeed/kit/exponential_histogram.hpp>
@@ -247,7 +248,7 @@ TEST_CASE("merging histograms of different scales equals observing everything in
     require_same(b, all);
   }
   SECTION("through the OTLP form") {
-    kit::OtlpExponentialPoint point;
+    kit::ExponentialPoint point;
     b.to_otlp(point);
     REQUIRE(a.merge(point) == Merged::kMerged);
     require_same(a, all);
@@ -277,7 +278,7 @@ TEST_CASE("a merge of a different zero threshold or an invalid point changes not
   kit::ExponentialHistogram other({160, 20, 1e-9});
   other.observe(5);
   CHECK(h.merge(other) == Merged::kZeroThresholdDiffers);
-  kit::OtlpExponentialPoint point;
+  kit::ExponentialPoint point;
   point.scale = 21;
   point.count = 1;
   point.positive.bucket_counts = {1};
@@ -361,7 +362,7 @@ TEST_CASE("an observation that would need a scale below -10 is refused and count
 TEST_CASE("the OTLP form carries each range from its first to its last bucket") {
   kit::ExponentialHistogram h({160, 0, 0});
   for (const double v : {1.5, 6.0, 6.5, -0.3, 0.0}) h.observe(v);
-  kit::OtlpExponentialPoint p;
+  kit::ExponentialPoint p;
   h.to_otlp(p);
   CHECK(p.scale == 0);
   CHECK(p.count == 5);
@@ -505,7 +506,7 @@ TEST_CASE("counts of 2^64 and more saturate, in observe, merge and the classic f
   h.observe(-1.5, half);
   CHECK(h.count() == UINT64_MAX);
   kit::ExponentialHistogram merged({8, 20, 0});
-  kit::OtlpExponentialPoint point;
+  kit::ExponentialPoint point;
   h.to_otlp(point);
   REQUIRE(merged.merge(point) == Merged::kMerged);
   REQUIRE(merged.merge(point) == Merged::kMerged);
@@ -546,3 +547,11 @@ TEST_CASE("observe allocates nothing once its bucket range exists") {
   for (const double v : values) h.observe(v, 2);
   CHECK(allocations.count() == 0);
 }
+
+// The point's earlier name stays for plugins built against it, deprecated.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+TEST_CASE("the earlier name OtlpExponentialPoint is the ExponentialPoint") {
+  STATIC_REQUIRE(std::is_same_v<kit::OtlpExponentialPoint, kit::ExponentialPoint>);
+}
+#pragma GCC diagnostic pop

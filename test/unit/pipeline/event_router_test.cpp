@@ -81,7 +81,7 @@ TEST_CASE("no sink is created before its first event; a sink without events is n
   std::atomic<int> creates{0};
   Pipeline p({test_output("a", &sink, &creates)});
   p.counter();  // interning a series is not an event
-  // The worker has looked at its rings, found them empty and gone to sleep.
+  // The delivery thread has looked at its rings, found them empty and gone to sleep.
   REQUIRE(eventually([&] { return p.stats(0).parks >= 1; }));
   CHECK(creates == 0);
   REQUIRE(p.router.close(5s));

@@ -13,7 +13,7 @@
 
 #include "core/bounded_file.hpp"
 #include "plugin/elf_compatibility.hpp"
-#include "plugins/unit_plugin_files.hpp"
+#include "plugin_fixtures/unit_plugin_files.hpp"
 
 using namespace tokenspeed::metrics;
 using tokenspeed::metrics::test::TempDir;

@@ -1,5 +1,5 @@
 // plugin_loader_test.cpp — unit tests of host/plugin_loader against real
-// shared objects (test/unit/plugins): directory order, names, disabling,
+// shared objects (test/unit/plugin_fixtures): directory order, names, disabling,
 // shadowing, security checks, load failures, the thread check and rollback.
 #include <catch2/catch.hpp>
 
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "plugin/plugin_loader.hpp"
-#include "plugins/unit_plugin_files.hpp"
+#include "plugin_fixtures/unit_plugin_files.hpp"
 #include "plugin/reporter_registry.hpp"
 
 using namespace tokenspeed::metrics;

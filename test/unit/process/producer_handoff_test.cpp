@@ -70,7 +70,7 @@ TEST_CASE("the handoff memfd is sealed against writes") {
   ::close(fd);
 }
 
-TEST_CASE("a worker without a launcher's handoff fails with an error naming both variables") {
+TEST_CASE("a producer without a launcher's handoff fails with an error naming both variables") {
   ::unsetenv(kHandoffFdEnv);
   ::unsetenv(kHandoffFileEnv);
   try {
@@ -82,7 +82,7 @@ TEST_CASE("a worker without a launcher's handoff fails with an error naming both
   }
 }
 
-TEST_CASE("a worker reads the handoff file that the environment names") {
+TEST_CASE("a producer reads the handoff file that the environment names") {
   char dir_template[] = "/tmp/tsm-handoff-XXXXXX";
   REQUIRE(::mkdtemp(dir_template) != nullptr);
   const std::filesystem::path file = std::filesystem::path(dir_template) / "handoff.json";

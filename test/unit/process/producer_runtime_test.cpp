@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/startup_error.hpp"
-#include "plugins/unit_plugin_files.hpp"
+#include "plugin_fixtures/unit_plugin_files.hpp"
 #include "process/process_summary.hpp"
 #include "process/producer_runtime.hpp"
 #include "process/producer_handoff.hpp"
@@ -99,23 +99,23 @@ TEST_CASE(
 TEST_CASE("a producer's name is plain in the file names of the run directory") {
   TempDir run_dir;
   ProducerOptions options;
-  options.name = "engine/worker 1";
+  options.name = "engine/producer 1";
   options.handoff.run_dir = run_dir.str();
   ProducerRuntime producer(std::move(options));
-  CHECK(producer.name() == "engine_worker_1");
-  CHECK(has_file_starting(run_dir.path(), "engine_worker_1_"));
+  CHECK(producer.name() == "engine_producer_1");
+  CHECK(has_file_starting(run_dir.path(), "engine_producer_1_"));
 }
 
 TEST_CASE("a standalone producer leaves no summary in the engine's shared directory") {
   TempDir shared;
   ProducerOptions options;
-  options.name = "worker-a";
+  options.name = "producer-a";
   options.standalone = true;
   options.handoff.run_dir = shared.str();
   ProducerRuntime producer(std::move(options));
   producer.metrics().collector().counter(kRequests).labels("/").inc();
-  CHECK(producer.close().summary.process == "worker-a");
-  CHECK(has_file_starting(shared.path(), "worker-a_"));
+  CHECK(producer.close().summary.process == "producer-a");
+  CHECK(has_file_starting(shared.path(), "producer-a_"));
   CHECK_FALSE(has_file_starting(shared.path(), "summary-"));
 }
 

@@ -167,7 +167,7 @@ TEST_CASE("random exponential histograms of three processes: the scrape is the k
       REQUIRE(family != families.end());
       REQUIRE(family->series.size() == 1);
       const kit::ExponentialHistogram& got = *family->series.front().exponential;
-      kit::OtlpExponentialPoint got_point, expected_point;
+      kit::ExponentialPoint got_point, expected_point;
       got.to_otlp(got_point);
       reference.to_otlp(expected_point);
       CHECK(got_point.scale == expected_point.scale);

@@ -311,7 +311,7 @@ TEST_CASE("a store without room for its file: a startup error naming it, or memo
     CHECK(error.file().rfind((tmpfs.path() / "launcher_").string(), 0) == 0);
     CHECK_THAT(error.message(), Catch::Contains("No space left on device"));
   }
-  MultiprocessStoreOptions options{tmpfs.path(), "worker", 1u << 20};
+  MultiprocessStoreOptions options{tmpfs.path(), "producer", 1u << 20};
   options.keep_in_memory_without_file = true;
   MultiprocessMetricStore store(options);
   CHECK_FALSE(store.has_file());

@@ -268,9 +268,9 @@ TEST_CASE(
     "a producer's definitions travel with its metric file: families outside the catalog are "
     "rendered") {
   TempDir dir;
-  const MetricDefinition engine_own{
-      "myengine:batches", MetricKind::histogram, "Batch sizes.", "requests", {"worker"},
-      {1, 8, 64},         GaugeMode::livemax};
+  const MetricDefinition engine_own{"myengine:batches", MetricKind::histogram, "Batch sizes.",
+                                    "requests",         {"producer"},          {1, 8, 64},
+                                    GaugeMode::livemax};
   {
     MultiprocessMetricStore store({dir.path()});
     double* slots = store.allocate_series(engine_own, std::vector<std::string>{"a"});
@@ -422,10 +422,10 @@ TEST_CASE("definitions left out are counted per family in the stats and on /metr
 
 TEST_CASE("the scraping launcher's own definition wins over one more processes hold") {
   const MetricDefinition launchers = plain("shared", MetricKind::counter, "The launcher's.");
-  const MetricDefinition workers = plain("shared", MetricKind::counter, "The workers'.");
+  const MetricDefinition producers = plain("shared", MetricKind::counter, "The producers'.");
   TempDir dir;
-  const auto record = [&workers](MultiprocessMetricStore& store) {
-    store.allocate_series(workers, std::vector<std::string>{})[0] = 5;
+  const auto record = [&producers](MultiprocessMetricStore& store) {
+    store.allocate_series(producers, std::vector<std::string>{})[0] = 5;
   };
   Producer a(dir.path(), record);
   Producer b(dir.path(), record);
@@ -676,7 +676,7 @@ TEST_CASE("exponential series of several processes merge at the lowest scale, as
   CHECK(got.scale() == expected.scale());
   CHECK(got.count() == expected.count());
   CHECK(got.sum() == Approx(expected.sum()));
-  kit::OtlpExponentialPoint got_point, expected_point;
+  kit::ExponentialPoint got_point, expected_point;
   got.to_otlp(got_point);
   expected.to_otlp(expected_point);
   CHECK(got_point.positive.offset == expected_point.positive.offset);

@@ -14,11 +14,11 @@
 
 namespace tokenspeed::metrics::test {
 
-// Where the tiny test plugins were built: $TSM_UNIT_PLUGIN_DIR, or plugins/
+// Where the tiny test plugins were built: $TSM_UNIT_PLUGIN_DIR, or plugin_fixtures/
 // next to the running test executable.
 inline std::filesystem::path unit_plugin_build_dir() {
   if (const char* dir = std::getenv("TSM_UNIT_PLUGIN_DIR")) return dir;
-  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / "plugins";
+  return std::filesystem::read_symlink("/proc/self/exe").parent_path() / "plugin_fixtures";
 }
 
 // A temporary plugin directory: a TempDir that takes copies of the tiny
@@ -34,7 +34,7 @@ class PluginDir : public TempDir {
     const std::filesystem::path source = unit_plugin_build_dir() / built;
     if (!std::filesystem::exists(source)) {
       throw std::runtime_error("test plugin not built: " + source.string() +
-                               " (build the test/unit/plugins targets)");
+                               " (build the test/unit/plugin_fixtures targets)");
     }
     const std::filesystem::path target = path() / (as.empty() ? built : as);
     std::filesystem::copy_file(source, target);
