@@ -535,6 +535,7 @@ SinkFigures SinkDelivery::figures() const {
   s.close_failed = close_failed_.load(std::memory_order_acquire);
   s.wakeups = wakeups_.load(std::memory_order_relaxed);
   s.parks = parks_.load(std::memory_order_relaxed);
+  s.parked = parked_.load(std::memory_order_acquire) != 0;
   s.plugin = plugin_figures_.load();
   MutexLock lock(mutex_);
   s.closed = thread_ended_locked();

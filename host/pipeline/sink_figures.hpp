@@ -41,6 +41,10 @@ struct SinkFigures {
                                             // ("emit", "create_sink", "close"), or ""
   std::uint64_t wakeups = 0;                // futex wake calls (collector threads; one by close)
   std::uint64_t parks = 0;                  // times the delivery thread went to sleep
+  // The delivery thread is parked, or about to be: the next event wakes it
+  // (counted in wakeups). A park can also end before it sleeps, when an event
+  // comes in between, so parks and wakeups alone do not say it is parked.
+  bool parked = false;
   // What the plugin reported of the events it accepted (sent to its back
   // end, refused by its own limits, lost, retries, pending); not part of the
   // host's accounting above, which ends where the plugin's emit returned.

@@ -118,7 +118,7 @@ std::string elf_problem(const std::string& path) {
 // Loads the library at path into loaded, for good; nullptr and the reason in
 // problem when it cannot be loaded.
 boost::dll::shared_library* load_for_good(LoadedLibraries& loaded, const std::string& path,
-                                          std::string& problem) {
+                                          std::string& problem) TSM_REQUIRES(loaded.mutex) {
   auto library = std::make_unique<boost::dll::shared_library>();
   boost::dll::fs::error_code load_ec;
   ::dlerror();
@@ -134,7 +134,8 @@ boost::dll::shared_library* load_for_good(LoadedLibraries& loaded, const std::st
 
 // Notes that tsm_register runs for the file at path: false when it already
 // ran for that file (by any path to it) in this process.
-bool first_registration(LoadedLibraries& loaded, const std::string& path) {
+bool first_registration(LoadedLibraries& loaded, const std::string& path)
+    TSM_REQUIRES(loaded.mutex) {
   struct stat info {};
   return ::stat(path.c_str(), &info) != 0 ||
          loaded.registered.insert({info.st_dev, info.st_ino}).second;
