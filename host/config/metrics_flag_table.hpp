@@ -225,9 +225,14 @@ const MetricsFlag* find_metrics_flag(std::string_view flag);
 // while compiling, so a field without a row does not build.
 template <typename Value>
 consteval const MetricsFlag& metrics_flag(Value Options::*field) {
-  for (const MetricsFlag& row : kMetricsFlags) {
-    const auto* held = std::get_if<Value Options::*>(&row.field);
-    if (held != nullptr && *held == field) return row;
+  // By index and holds_alternative: std::get_if's null test of a global's
+  // address is no constant expression in a sanitizer build of GCC.
+  using Field = Value Options::*;
+  for (std::size_t i = 0; i < std::size(kMetricsFlags); ++i) {
+    const OptionsField& held = kMetricsFlags[i].field;
+    if (std::holds_alternative<Field>(held) && std::get<Field>(held) == field) {
+      return kMetricsFlags[i];
+    }
   }
   throw "no row of kMetricsFlags lands in this field of Options";
 }
