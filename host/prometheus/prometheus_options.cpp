@@ -2,7 +2,7 @@
 // to the checked settings. Never starts anything.
 #include "prometheus/prometheus_options.hpp"
 
-#include "prometheus/multiprocess_run_dir.hpp"
+#include "prometheus/store/multiprocess_run_dir.hpp"
 
 namespace tokenspeed::metrics {
 

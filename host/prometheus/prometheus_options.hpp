@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "config/metrics_flags.hpp"
-#include "prometheus/prometheus_endpoint.hpp"
+#include "prometheus/server/prometheus_endpoint.hpp"
 
 namespace tokenspeed::metrics {
 

@@ -2,12 +2,12 @@
 // directory, the files' mappings, the merge, the exposition and the endpoint.
 #include "prometheus/prometheus_output.hpp"
 
-#include "prometheus/endpoint_self_metrics.hpp"
-#include "prometheus/multiprocess_run_dir.hpp"
-#include "prometheus/producer_file_mappings.hpp"
-#include "prometheus/prometheus_endpoint.hpp"
-#include "prometheus/prometheus_exposition.hpp"
-#include "prometheus/prometheus_merge.hpp"
+#include "prometheus/server/endpoint_figures.hpp"
+#include "prometheus/store/multiprocess_run_dir.hpp"
+#include "prometheus/store/producer_file_mappings.hpp"
+#include "prometheus/server/prometheus_endpoint.hpp"
+#include "prometheus/scrape/prometheus_exposition.hpp"
+#include "prometheus/scrape/prometheus_merge.hpp"
 #include "prometheus/prometheus_options.hpp"
 
 namespace tokenspeed::metrics {

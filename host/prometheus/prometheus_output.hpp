@@ -22,8 +22,8 @@
 
 #include "config/metrics_flags.hpp"
 #include "core/in_process_metric_store.hpp"
-#include "prometheus/multiprocess_metric_store.hpp"
-#include "prometheus/reporter_self_metrics.hpp"
+#include "prometheus/store/multiprocess_metric_store.hpp"
+#include "prometheus/scrape/reporter_self_metrics.hpp"
 
 namespace tokenspeed::metrics {
 

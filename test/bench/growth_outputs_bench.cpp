@@ -26,8 +26,8 @@
 #include <vector>
 
 #include "core/in_process_metric_store.hpp"
-#include "prometheus/multiprocess_metric_store.hpp"
-#include "prometheus/multiprocess_run_dir.hpp"
+#include "prometheus/store/multiprocess_metric_store.hpp"
+#include "prometheus/store/multiprocess_run_dir.hpp"
 #include "pipeline/collector.hpp"
 #include "pipeline/event_router.hpp"
 #include "record_path_metrics.hpp"

@@ -1,5 +1,5 @@
 // endpoint_fuzzer.cpp — fuzzes the /metrics server's request handling
-// (host/prometheus/prometheus_endpoint) by driving the real server over
+// (host/prometheus/server/prometheus_endpoint) by driving the real server over
 // loopback: the input is sent as the bytes of one connection, which is then
 // half-closed. The server must answer with well-formed HTTP/1.1 responses of
 // the statuses it documents and close, within seconds (never hang), and keep
@@ -29,7 +29,7 @@
 #include <boost/beast/http.hpp>
 
 #include "fuzz_support.hpp"
-#include "prometheus/prometheus_endpoint.hpp"
+#include "prometheus/server/prometheus_endpoint.hpp"
 
 namespace {
 

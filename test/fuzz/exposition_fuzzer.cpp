@@ -1,5 +1,5 @@
 // exposition_fuzzer.cpp — fuzzes the exposition writer
-// (host/prometheus/prometheus_exposition) with arbitrary metric names, help,
+// (host/prometheus/scrape/prometheus_exposition) with arbitrary metric names, help,
 // label names, label values and sample values, merged as a scrape merges them.
 // The text must read back as valid exposition (exposition_check.hpp): the
 // family typed once, every series once, label values and help unescaping to
@@ -21,8 +21,8 @@
 #include "exposition_check.hpp"
 #include "fuzz_support.hpp"
 #include "core/metric_store.hpp"
-#include "prometheus/prometheus_exposition.hpp"
-#include "prometheus/prometheus_merge.hpp"
+#include "prometheus/scrape/prometheus_exposition.hpp"
+#include "prometheus/scrape/prometheus_merge.hpp"
 
 namespace {
 

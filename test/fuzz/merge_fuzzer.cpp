@@ -14,8 +14,8 @@
 
 #include "exposition_check.hpp"
 #include "fuzz_support.hpp"
-#include "prometheus/prometheus_exposition.hpp"
-#include "prometheus/prometheus_merge.hpp"
+#include "prometheus/scrape/prometheus_exposition.hpp"
+#include "prometheus/scrape/prometheus_merge.hpp"
 
 namespace {
 

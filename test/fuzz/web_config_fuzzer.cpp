@@ -1,4 +1,4 @@
-// web_config_fuzzer.cpp — fuzzes parse_web_config (host/config/web_config,
+// web_config_fuzzer.cpp — fuzzes parse_web_config (host/prometheus/server/web_config,
 // through strict_yaml) with arbitrary text. Every mistake must be a one-line
 // StartupError naming the file; an error about a password hash or an inline
 // key never shows the seed files' hash (but as part of the key at fault);
@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "config/web_config.hpp"
+#include "prometheus/server/web_config.hpp"
 #include "core/startup_error.hpp"
 #include "fuzz_support.hpp"
 

@@ -16,7 +16,7 @@
 #include <tokenspeed/metrics/tokenspeed_catalog.hpp>
 
 #include "core/metric_catalog.hpp"
-#include "prometheus/multiprocess_metric_store.hpp"
+#include "prometheus/store/multiprocess_metric_store.hpp"
 
 namespace tsm = tokenspeed::metrics;
 

@@ -30,12 +30,12 @@
 #include "pipeline/collector.hpp"
 #include "core/in_process_metric_store.hpp"
 #include "core/metric_catalog.hpp"
-#include "prometheus/multiprocess_metric_store.hpp"
-#include "prometheus/multiprocess_run_dir.hpp"
-#include "prometheus/prometheus_endpoint.hpp"
-#include "prometheus/prometheus_exposition.hpp"
-#include "prometheus/prometheus_merge.hpp"
-#include "prometheus/reporter_self_metrics.hpp"
+#include "prometheus/store/multiprocess_metric_store.hpp"
+#include "prometheus/store/multiprocess_run_dir.hpp"
+#include "prometheus/server/prometheus_endpoint.hpp"
+#include "prometheus/scrape/prometheus_exposition.hpp"
+#include "prometheus/scrape/prometheus_merge.hpp"
+#include "prometheus/scrape/reporter_self_metrics.hpp"
 
 using namespace tokenspeed::metrics;
 

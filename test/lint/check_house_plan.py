@@ -139,7 +139,7 @@ def layers(root):
 def diagram(text):
     """The layer diagram of the house plan: (folder, libraries), top first."""
     for block in re.findall(r"^```\n(.*?)^```", text, re.MULTILINE | re.DOTALL):
-        entries = re.findall(r"^(\w+) {2,}(.*?)(?=^\w+ {2,}|\Z)", block,
+        entries = re.findall(r"^([\w/]+) {2,}(.*?)(?=^[\w/]+ {2,}|\Z)", block,
                              re.MULTILINE | re.DOTALL)
         if entries and entries[-1][0] == "include":
             result = []

@@ -9,7 +9,9 @@ each folder's links= (the libraries only its component library links): a
 file that includes a library's headers in a folder that does not name it
 fails, and so does a folder naming a library none of its files includes.
 A folder with "face=HEADER" is used through that header alone: a file of
-another folder that includes any other of its headers fails.
+another folder that includes any other of its headers fails. A row "a/b" is
+a part of folder a (host/a/b/), a layer of its own behind a's face: files
+outside a/ include it only through that face.
 
 Usage: check_layering.py SOURCE_ROOT
 """
@@ -26,7 +28,7 @@ LIBRARY_HEADERS = {
     "crypt": ("crypt.h",),
     "yaml": ("yaml.h",),
     "zlib": ("zlib.h", "tokenspeed/kit/gzip.hpp"),
-    "protobuf": ("google/protobuf/", "prometheus/exposition_metrics.pb.h"),
+    "protobuf": ("google/protobuf/", "prometheus/scrape/exposition_metrics.pb.h"),
 }
 
 
@@ -53,6 +55,24 @@ def read_layers(path):
     return order, public_api, links, faces
 
 
+def folder_of(relative, rank):
+    """The deepest row of host/layers.txt holding a file ("prometheus/server")."""
+    for depth in range(len(relative.parts) - 1, 0, -1):
+        folder = "/".join(relative.parts[:depth])
+        if folder in rank:
+            return folder
+    return relative.parts[0]
+
+
+def behind_face(folder, to, target, faces):
+    """A face names the header of its folder's top that others must include."""
+    top = to.split("/")[0]
+    if top not in faces or folder.split("/")[0] == top:
+        return None
+    face = pathlib.Path(top, faces[top])
+    return None if target == face else face
+
+
 def main(root):
     host = root / "host"
     order, public_api, links, faces = read_layers(host / "layers.txt")
@@ -68,7 +88,7 @@ def main(root):
     includes = 0
     for path in files:
         relative = path.relative_to(host)
-        folder = relative.parts[0]
+        folder = folder_of(relative, rank)
         if folder not in rank:
             problems.append(f"host/{relative}: folder '{folder}' is not in host/layers.txt")
             continue
@@ -96,7 +116,7 @@ def main(root):
             else:
                 continue  # the ABI headers and generated files: below every folder
             edges.add(target)
-            to = target.parts[0]
+            to = folder_of(target, rank)
             where = f"host/{relative}:{number}: {line.strip()}"
             if to not in rank:
                 problems.append(f"{where}: folder '{to}' is not in host/layers.txt")
@@ -106,9 +126,9 @@ def main(root):
             elif rank[to] > rank[folder]:
                 problems.append(f"{where}: runs upward: '{folder}' may not include "
                                 f"'{to}' (host/layers.txt lists '{to}' after it)")
-            elif to != folder and to in faces and target != pathlib.Path(to, faces[to]):
+            elif behind_face(folder, to, target, faces):
                 problems.append(f"{where}: '{to}' is used through its face alone, "
-                                f"{to}/{faces[to]}")
+                                f"{behind_face(folder, to, target, faces)}")
     for folder in order:
         problems += [f"host/layers.txt: '{folder}' links '{name}' but none of its files "
                      f"includes that library's headers" for name in links[folder]

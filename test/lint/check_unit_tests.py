@@ -13,7 +13,7 @@ its files) must exist and exercise the source, which a named test does when
   or `"<stem>.hpp"` for a plugin's), or the header of the component that
   drives it: a file of the same folder that includes the source's header,
   directly or through other files of the folder (prometheus_endpoint.cpp
-  includes endpoint_server.hpp: the endpoint's tests drive it), or the
+  includes prometheus_endpoint_impl.hpp: the endpoint's tests drive it), or the
   installed header tokenspeed/metrics/<x>.hpp whose implementation
   host/api/<x>.cpp includes one of those, or an installed header including
   it, as metrics.hpp does (Launcher drives the launcher runtime), or

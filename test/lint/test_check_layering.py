@@ -50,6 +50,22 @@ class CheckLayering(unittest.TestCase):
         self.assertIn('host/pipeline/b.cpp:2: #include "core/inner.hpp": \'core\' is used '
                       "through its face alone, core/face.hpp", out)
 
+    def test_a_part_of_a_folder_is_a_layer_behind_the_folders_face(self):
+        layers = "include\nout/store\nout/server\nout face=face.hpp\npipeline\n"
+        tree = {"out/store/file.hpp": "", "out/server/http.hpp": '#include "out/store/file.hpp"\n',
+                "out/face.hpp": '#include "out/server/http.hpp"\n',
+                "pipeline/b.cpp": '#include "out/face.hpp"\n'}
+        code, out = run_check(tree, layers)
+        self.assertEqual(code, 0, out)
+        code, out = run_check(dict(tree, **{"out/store/file.cpp": '#include "out/server/http.hpp"\n'}),
+                              layers)
+        self.assertEqual(code, 1, out)
+        self.assertIn("runs upward: 'out/store' may not include 'out/server'", out)
+        code, out = run_check(dict(tree, **{"pipeline/c.cpp": '#include "out/store/file.hpp"\n'}),
+                              layers)
+        self.assertEqual(code, 1, out)
+        self.assertIn("'out/store' is used through its face alone, out/face.hpp", out)
+
     def test_an_upward_include_fails_naming_the_line(self):
         code, out = run_check({"core/a.cpp": '// x\n#include "pipeline/b.hpp"\n',
                                "pipeline/b.hpp": ""})

@@ -17,8 +17,8 @@
 #include "process/process_summary.hpp"
 #include "process/producer_runtime.hpp"
 #include "process/producer_handoff.hpp"
-#include "prometheus/prometheus_exposition.hpp"
-#include "prometheus/prometheus_merge.hpp"
+#include "prometheus/scrape/prometheus_exposition.hpp"
+#include "prometheus/scrape/prometheus_merge.hpp"
 #include "temp_dir.hpp"
 
 using namespace tokenspeed::metrics;

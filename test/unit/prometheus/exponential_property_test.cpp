@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "core/exponential_slots.hpp"
-#include "prometheus/multiprocess_metric_store.hpp"
-#include "prometheus/prometheus_exposition.hpp"
-#include "prometheus/prometheus_merge.hpp"
+#include "prometheus/store/multiprocess_metric_store.hpp"
+#include "prometheus/scrape/prometheus_exposition.hpp"
+#include "prometheus/scrape/prometheus_merge.hpp"
 #include "temp_dir.hpp"
 
 using namespace tokenspeed::metrics;

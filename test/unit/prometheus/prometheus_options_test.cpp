@@ -7,7 +7,7 @@
 
 #include "config/metrics_flags.hpp"
 #include "core/startup_error.hpp"
-#include "prometheus/multiprocess_run_dir.hpp"
+#include "prometheus/store/multiprocess_run_dir.hpp"
 #include "prometheus/prometheus_options.hpp"
 
 using namespace tokenspeed::metrics;
