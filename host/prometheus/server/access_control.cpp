@@ -109,8 +109,7 @@ void EndpointSession::check_credentials(std::string user, std::string password) 
 
 // On the checking thread: false when the check is not worth running.
 bool EndpointSession::check_wanted() {
-  MutexLock lock(server_.sessions_mutex);
-  return !evicted_ && !hung_up_;
+  return !hung_up_.load(std::memory_order_acquire) && !evicted();
 }
 
 void EndpointSession::on_checked(bool verified) {
@@ -146,18 +145,12 @@ void EndpointSession::watch_for_hangup() {
         if (peeked > 0) return;
         if (peeked < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
           return self->watch_for_hangup();
-        {
-          MutexLock lock(self->server_.sessions_mutex);
-          self->hung_up_ = true;
-        }
+        self->hung_up_.store(true, std::memory_order_release);
         self->close();
       });
 }
 
-bool EndpointSession::hung_up() {
-  MutexLock lock(server_.sessions_mutex);
-  return hung_up_;
-}
+bool EndpointSession::hung_up() { return hung_up_.load(std::memory_order_acquire); }
 
 void EndpointSession::unauthorized() {
   server_.unauthorized.fetch_add(1, std::memory_order_relaxed);
@@ -167,10 +160,7 @@ void EndpointSession::unauthorized() {
 
 // 401, 429 or 503 on a connection that stays open: the client may try again.
 void EndpointSession::send_refusal(http::status status) {
-  {
-    MutexLock lock(server_.sessions_mutex);
-    refused_ = true;  // evicted before the others at the limit
-  }
+  server_.sessions->mark_refused(ticket_);  // evicted before the others at the limit
   const http::request<http::string_body>& request = parser_->get();
   response_ = {};
   response_.result(status);

@@ -7,7 +7,6 @@
 #include "prometheus/server/connection.hpp"
 
 #include <algorithm>
-#include <array>
 #include <utility>
 #include <vector>
 
@@ -22,20 +21,15 @@
 namespace tokenspeed::metrics {
 
 EndpointSession::EndpointSession(tcp::socket socket, PrometheusEndpoint::Impl& server,
-                                 std::shared_ptr<const EndpointSecurity> security)
+                                 std::shared_ptr<const EndpointSecurity> security, Ticket ticket)
     : stream_(plain_or_tls(std::move(socket), *security)),
       buffer_(server.options.max_request_bytes + 1024),
       server_(server),
-      security_(std::move(security)) {}
+      security_(std::move(security)),
+      ticket_(ticket) {}
 
 EndpointSession::~EndpointSession() {
-  {
-    MutexLock lock(server_.sessions_mutex);
-    if (registered_) {
-      if (!evicted_) --server_.admitted;
-      server_.sessions.erase(entry_);
-    }
-  }
+  server_.sessions->leave(ticket_);
   server_.open.fetch_sub(1, std::memory_order_relaxed);
 }
 
@@ -118,19 +112,12 @@ void EndpointSession::answer_plain_http() {
                     });
 }
 
-bool EndpointSession::evicted() {
-  MutexLock lock(server_.sessions_mutex);
-  return evicted_;
-}
+bool EndpointSession::evicted() { return server_.sessions->evicted(ticket_); }
 
 // Sets whether the connection is without a complete request; false when
 // it was chosen for eviction meanwhile (the caller then stops).
 bool EndpointSession::set_waiting(bool waiting) {
-  MutexLock lock(server_.sessions_mutex);
-  if (evicted_) return false;
-  if (waiting && !waiting_) waiting_since_ = Clock::now();
-  waiting_ = waiting;
-  return true;
+  return server_.sessions->set_waiting(ticket_, waiting, Clock::now());
 }
 
 // Between requests: wait up to idle_timeout for the first byte of the
@@ -292,71 +279,34 @@ void EndpointSession::close() {
   tcp_layer().close();
 }
 
-// Which waiting connections go first at the limit, lowest first: those that
-// had a request refused, then those that never had one pass the access
-// checks (in their TLS handshake, or connected and silent), then those that
-// did (an authorized scraper's kept-alive connection between two scrapes).
-// Clients flooding wrong passwords or connections and reconnecting when
-// evicted then evict their own kind, never the scraper.
-namespace {
-int eviction_rank(const EndpointSession& session) noexcept {
-  if (session.refused_locked()) return 0;
-  return session.authorized_locked() ? 2 : 1;
-}
-}  // namespace
-
-std::shared_ptr<EndpointSession> PrometheusEndpoint::Impl::choose_eviction_locked(
-    std::vector<std::shared_ptr<EndpointSession>>& seen) {
-  // The oldest waiting connection of each rank.
-  std::array<std::shared_ptr<EndpointSession>, 3> oldest_of;
-  seen.reserve(sessions.size());
-  for (const std::weak_ptr<EndpointSession>& entry : sessions) {
-    std::shared_ptr<EndpointSession> session = entry.lock();
-    if (!session) continue;
-    seen.push_back(session);
-    if (!session->waiting_locked()) continue;
-    std::shared_ptr<EndpointSession>& oldest = oldest_of[eviction_rank(*session)];
-    if (!oldest || session->waiting_since_locked() < oldest->waiting_since_locked())
-      oldest = session;
-  }
-  std::shared_ptr<EndpointSession> oldest;
-  for (std::shared_ptr<EndpointSession>& candidate : oldest_of)
-    if (!oldest && candidate) oldest = candidate;
-  if (oldest) {
-    oldest->mark_evicted_locked();
-    --admitted;
-  }
-  return oldest;
-}
-
+// A new connection, admitted at the limit when a waiting one can go to make
+// room (session_table.hpp says which), else closed at once.
 void PrometheusEndpoint::Impl::admit(tcp::socket socket) {
   // No Nagle delay: a TLS response goes out as several records, and the
   // last would wait for the client's delayed ACK (40 ms) behind the first.
   beast::error_code ignored;
   socket.set_option(tcp::no_delay(true), ignored);
-  std::vector<std::shared_ptr<EndpointSession>> seen;  // released after the mutex
-  std::shared_ptr<EndpointSession> victim;
-  std::shared_ptr<EndpointSession> session;
+  auto admission = sessions->admit(Clock::now());
+  if (!admission.admitted) {
+    rejected.fetch_add(1, std::memory_order_relaxed);
+    socket.close(ignored);
+    return;
+  }
   // The configuration in force when the connection began (a pointer copy).
   std::shared_ptr<const EndpointSecurity> in_force = security->current();
-  {
-    MutexLock lock(sessions_mutex);
-    if (admitted >= options.max_connections) {
-      victim = choose_eviction_locked(seen);
-      if (!victim) {
-        rejected.fetch_add(1, std::memory_order_relaxed);
-        beast::error_code ignored;
-        socket.close(ignored);
-        return;
-      }
-    }
-    open.fetch_add(1, std::memory_order_relaxed);
-    session = std::make_shared<EndpointSession>(std::move(socket), *this, std::move(in_force));
-    session->register_locked(sessions.insert(sessions.end(), session));
-    ++admitted;
+  open.fetch_add(1, std::memory_order_relaxed);
+  std::shared_ptr<EndpointSession> session;
+  try {
+    session = std::make_shared<EndpointSession>(std::move(socket), *this, std::move(in_force),
+                                                admission.ticket);
+  } catch (...) {
+    sessions->leave(admission.ticket);  // the session's destructor did not run
+    open.fetch_sub(1, std::memory_order_relaxed);
+    throw;
   }
+  sessions->attach(admission.ticket, session);
   accepted.fetch_add(1, std::memory_order_relaxed);
-  if (victim) {
+  if (std::shared_ptr<EndpointSession> victim = std::move(admission.evicted)) {
     evicted.fetch_add(1, std::memory_order_relaxed);
     asio::post(victim->executor(), [victim] { victim->evict(); });
   }

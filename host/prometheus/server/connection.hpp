@@ -8,10 +8,10 @@
 // test/unit/prometheus/server/web_security_test.cpp.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -37,9 +37,8 @@ using Clock = std::chrono::steady_clock;
 // What a closing connection reads and discards at most (see linger()).
 constexpr std::size_t kMaxLingerBytes = std::size_t{1} << 20;
 
-// One connection. Threading: its handlers run on its own strand; the fields
-// marked "sessions_mutex" are also read by the acceptor when it looks for a
-// connection to evict.
+// One connection. Threading: its handlers run on its own strand; its
+// standing at the connection limit is kept by the session table.
 // A connection's stream: plain TCP, or TLS over it when the web
 // configuration in force at accept time asks for TLS.
 using PlainStream = beast::tcp_stream;
@@ -51,22 +50,11 @@ bool decode_basic_credentials(std::string_view value, std::string& user, std::st
 
 class EndpointSession : public std::enable_shared_from_this<EndpointSession> {
  public:
+  using Ticket = SessionTable<EndpointSession>::Ticket;
+  // Admitted under ticket, which it leaves when destroyed.
   EndpointSession(tcp::socket socket, PrometheusEndpoint::Impl& server,
-                  std::shared_ptr<const EndpointSecurity> security);
+                  std::shared_ptr<const EndpointSecurity> security, Ticket ticket);
   ~EndpointSession();
-
-  // Called by the acceptor, under sessions_mutex.
-  void register_locked(std::list<std::weak_ptr<EndpointSession>>::iterator entry) {
-    entry_ = entry;
-    registered_ = true;
-    waiting_ = true;
-    waiting_since_ = Clock::now();
-  }
-  bool waiting_locked() const noexcept { return waiting_ && !evicted_; }
-  Clock::time_point waiting_since_locked() const noexcept { return waiting_since_; }
-  bool refused_locked() const noexcept { return refused_; }
-  bool authorized_locked() const noexcept { return authorized_; }
-  void mark_evicted_locked() noexcept { evicted_ = true; }
 
   void start();
   void evict();
@@ -116,16 +104,10 @@ class EndpointSession : public std::enable_shared_from_this<EndpointSession> {
   http::response<http::string_body> response_;
   PrometheusEndpoint::Impl& server_;
   std::shared_ptr<const EndpointSecurity> security_;  // the web configuration in force
-  // Under server_.sessions_mutex. Not TSM_GUARDED_BY: the acceptor holds
-  // its own sessions_mutex, which the analysis cannot tell is server_'s.
-  std::list<std::weak_ptr<EndpointSession>>::iterator entry_;
-  bool registered_ = false;
-  bool waiting_ = false;  // no complete request received since waiting_since_
-  bool evicted_ = false;
-  bool hung_up_ = false;     // the client closed while its credentials were checked
-  bool refused_ = false;     // a request of it was answered 401, 429 or 503
-  bool authorized_ = false;  // a request of it passed the access checks
-  Clock::time_point waiting_since_;
+  const Ticket ticket_;  // its place in server_.sessions: waiting, refused, evicted
+  // The client closed while its credentials were checked (set on the
+  // strand, read by the checking thread).
+  std::atomic<bool> hung_up_{false};
   // The credential check in progress (read on the session's strand only).
   bool checking_ = false;
   bool watching_ = false;  // a hang-up watch is pending

@@ -56,9 +56,9 @@ PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, Scrape
     : impl_(std::make_unique<Impl>()) {
   Impl& impl = *impl_;
   impl.options = std::move(options);
-  impl.handler = std::move(handler);
-  impl.families = std::move(families);
   if (impl.options.threads == 0) impl.options.threads = 1;
+  impl.sessions.emplace(impl.options.max_connections);
+  impl.renderer.emplace(std::move(handler), std::move(families), impl.options.gzip_level);
   // Throws StartupError naming the web configuration file and its key.
   impl.security.emplace(impl.options.web_config_file, impl.options.web_config_check_interval);
   if (!impl.options.web_config_file.empty())
@@ -113,9 +113,7 @@ PrometheusEndpoint::PrometheusEndpoint(PrometheusEndpointOptions options, Scrape
       impl.thread_finished();
     });
   }
-  for (unsigned i = 0; i < impl.options.threads; ++i) {
-    impl.threads.emplace_back([&impl] { impl.render_loop(); });
-  }
+  impl.renderer->start(impl.options.threads);
 }
 
 PrometheusEndpoint::~PrometheusEndpoint() {
@@ -125,7 +123,8 @@ PrometheusEndpoint::~PrometheusEndpoint() {
   }
   // Scrapes still waiting hold their connections: close them while the
   // io_context they belong to still exists.
-  impl_->scrape_waiters.clear();
+  impl_->renderer->wait_stopped(std::chrono::steady_clock::time_point::max());
+  impl_->renderer->drop_waiting();
 }
 
 unsigned short PrometheusEndpoint::port() const noexcept { return impl_->bound_port; }
@@ -166,14 +165,12 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   Impl& impl = *impl_;
   {
     MutexLock lock(impl.done_mutex);
-    if (impl.stopped) return impl.finished == impl.threads.size();
+    if (impl.stopped)
+      return impl.finished == impl.threads.size() &&
+             impl.renderer->wait_stopped(std::chrono::steady_clock::now());
     impl.stopped = true;
   }
-  {
-    MutexLock lock(impl.render_mutex);
-    impl.render_stop = true;
-  }
-  impl.render_cv.notify_all();
+  impl.renderer->request_stop();
   // Checks of passwords still queued are dropped with their connections.
   if (impl.credential_checks) impl.credential_checks->stop();
   impl.work.reset();
@@ -185,7 +182,7 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   }
   const bool done = impl.finished == impl.threads.size();
   lock.unlock();
-  if (!done) return false;
+  if (!done || !impl.renderer->wait_stopped(deadline)) return false;
   for (std::thread& thread : impl.threads) {
     if (thread.joinable()) thread.join();
   }
@@ -193,12 +190,7 @@ bool PrometheusEndpoint::stop(std::chrono::milliseconds timeout) noexcept {
   // pending handlers, which owns and so closes every open connection.
   // The queue itself stays (empty) until the destructor: figures() reads it.
   if (impl.credential_checks) impl.credential_checks->join();
-  std::deque<ScrapeWaiter> waiting;  // released outside the mutex
-  {
-    MutexLock waiters_lock(impl.render_mutex);
-    waiting.swap(impl.scrape_waiters);
-  }
-  waiting.clear();
+  impl.renderer->drop_waiting();
   impl.acceptor.reset();
   impl.io.reset();
   return true;

@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "core/endpoint_defaults.hpp"
-#include "prometheus/scrape/prometheus_merge.hpp"
+#include "prometheus/server/scrape_renderer.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -67,14 +67,7 @@ struct PrometheusEndpointOptions {
   std::size_t max_pending_credential_checks = 16;
 };
 
-// Renders the exposition body. Called on a render thread, concurrently from
-// several when scrapes overlap: it must be thread-safe. The requests that
-// arrive while the render threads are busy share the next render.
-using ScrapeHandler = std::function<std::string()>;
-// Gives the families to render (the same rules): the endpoint then renders
-// the text or the protobuf exposition, as each scraper's Accept asks
-// (protobuf_exposition.hpp), once per render for all who asked the same.
-using FamiliesHandler = std::function<std::vector<MergedFamily>()>;
+// The scrape and families handlers are ScrapeRenderer's (scrape_renderer.hpp).
 
 // What the endpoint did, since it started (connections_open: now).
 struct EndpointFigures {

@@ -1,24 +1,20 @@
-// scrape_answer.cpp — what the /metrics endpoint answers an
-// admitted request: 404 and 405 at once, a scrape from the next render (one
-// render shared by every request that waited for it, gzip-encoded for those
-// that accept it), on render threads of their own so that a slow render never
-// holds up a connection's I/O. Calls the scrape handler and nothing else.
+// scrape_answer.cpp — what the /metrics endpoint answers an admitted
+// request: 404 and 405 at once, a scrape from the render it waited for
+// (scrape_renderer.hpp), gzip-encoded when the client accepts it, in the
+// format its Accept asks for.
 // Tested in test/unit/prometheus/server/prometheus_endpoint_test.cpp.
 #include <algorithm>
 #include <cstdlib>
-#include <deque>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 
 #include <boost/asio/post.hpp>
-#include <tokenspeed/kit/gzip.hpp>
 
-#include "core/thread_safety.hpp"
 #include "prometheus/server/connection.hpp"
 #include "prometheus/scrape/prometheus_exposition.hpp"
+#include "prometheus/scrape/protobuf_exposition.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -74,10 +70,7 @@ bool accepts_gzip(std::string_view header) noexcept {
 
 // An admitted request: answered at once, or queued for the next render.
 void EndpointSession::route() {
-  {
-    MutexLock lock(server_.sessions_mutex);
-    authorized_ = true;  // evicted after the others at the limit
-  }
+  server_.sessions->mark_authorized(ticket_);  // evicted after the others at the limit
   const http::request<http::string_body>& request = parser_->get();
   if (auto answer = server_.respond_at_once(request)) {
     response_ = std::move(*answer);
@@ -92,9 +85,14 @@ void EndpointSession::route() {
   const auto media = request[http::field::accept];
   const ExpositionFormat format =
       negotiate_exposition(std::string_view(media.data(), media.size()));
-  scrape_protobuf_ = format == ExpositionFormat::protobuf && server_.families != nullptr;
-  server_.request_scrape(shared_from_this(), scrape_gzip_,
-                         scrape_protobuf_ ? ExpositionFormat::protobuf : ExpositionFormat::text);
+  scrape_protobuf_ = format == ExpositionFormat::protobuf && server_.renderer->has_families();
+  // Answered on the session's own strand once a render thread has rendered.
+  server_.renderer->request(
+      ScrapeWanted{scrape_gzip_, scrape_protobuf_},
+      [self = shared_from_this()](std::shared_ptr<const RenderedScrape> done) {
+        auto executor = self->executor();
+        asio::post(executor, [self, done = std::move(done)] { self->on_rendered(*done); });
+      });
 }
 
 // Posted to the session's strand by a render thread: answers the scrape
@@ -117,7 +115,7 @@ void EndpointSession::on_rendered(const RenderedScrape& rendered) {
   response_.set(http::field::content_type,
                 beast::string_view(content_type.data(), content_type.size()));
   response_.set(http::field::vary,
-                server_.families != nullptr ? "Accept, Accept-Encoding" : "Accept-Encoding");
+                server_.renderer->has_families() ? "Accept, Accept-Encoding" : "Accept-Encoding");
   const std::string& plain = scrape_protobuf_ ? rendered.protobuf : rendered.body;
   const std::string& gzipped = scrape_protobuf_ ? rendered.protobuf_gzipped : rendered.gzipped;
   const std::string& body = scrape_gzip_ ? gzipped : plain;
@@ -156,69 +154,6 @@ std::optional<http::response<http::string_body>> PrometheusEndpoint::Impl::respo
     return response;
   }
   return std::nullopt;
-}
-
-void PrometheusEndpoint::Impl::request_scrape(std::shared_ptr<EndpointSession> session, bool gzip,
-                                              ExpositionFormat format) {
-  {
-    MutexLock lock(render_mutex);
-    scrape_waiters.push_back(
-        ScrapeWaiter{std::move(session), gzip, format == ExpositionFormat::protobuf});
-  }
-  render_cv.notify_one();
-}
-
-// Each format some request of the batch asked for, and its gzip encoding
-// when one of those accepts it.
-void PrometheusEndpoint::Impl::render(const std::deque<ScrapeWaiter>& batch,
-                                      RenderedScrape& rendered) const {
-  const auto any = [&batch](bool protobuf, bool gzip) {
-    return std::any_of(batch.begin(), batch.end(), [&](const ScrapeWaiter& waiter) {
-      return waiter.protobuf == protobuf && (!gzip || waiter.gzip);
-    });
-  };
-  if (!families) {
-    rendered.body = handler();
-  } else {
-    const std::vector<MergedFamily> merged = families();
-    if (any(false, false)) rendered.body = render_exposition(merged);
-    if (any(true, false)) rendered.protobuf = render_protobuf_exposition(merged);
-  }
-  if (any(false, true)) rendered.gzipped = kit::gzip_compress(rendered.body, options.gzip_level);
-  if (any(true, true))
-    rendered.protobuf_gzipped = kit::gzip_compress(rendered.protobuf, options.gzip_level);
-}
-
-void PrometheusEndpoint::Impl::render_loop() {
-  for (;;) {
-    std::deque<ScrapeWaiter> batch;
-    {
-      MutexLock lock(render_mutex);
-      while (!render_stop && scrape_waiters.empty()) render_cv.wait(render_mutex);
-      if (render_stop) break;
-      batch.swap(scrape_waiters);
-    }
-    // RenderedScrape after every request of the batch arrived: none is answered
-    // with figures older than its request.
-    auto rendered = std::make_shared<RenderedScrape>();
-    try {
-      render(batch, *rendered);
-    } catch (const std::exception& error) {
-      rendered->failed = true;
-      rendered->body = error.what();
-    } catch (...) {
-      // Answered as a failed scrape (500 with this text) to every waiting request.
-      rendered->failed = true;
-      rendered->body = "unknown error";
-    }
-    std::shared_ptr<const RenderedScrape> shared = std::move(rendered);
-    for (ScrapeWaiter& waiter : batch) {
-      auto executor = waiter.session->executor();
-      asio::post(executor,
-                 [session = std::move(waiter.session), shared] { session->on_rendered(*shared); });
-    }
-  }
-  thread_finished();
 }
 
 }  // namespace tokenspeed::metrics
