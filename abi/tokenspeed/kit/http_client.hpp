@@ -8,6 +8,8 @@
  * values are files), the files read again at each request so that they can
  * be rotated without a restart; a request signer called last (AWS
  * Signature V4: sigv4.hpp). Link libcurl (dependency('libcurl')).
+ * HttpClient is the default HttpTransport, the interface kit::HttpExporter
+ * posts through (a scripted one in tests, or a vendor's own HTTP stack).
  * Delivery thread only, except interrupt. Never logs, and no error it
  * returns quotes a credential.
  */
@@ -193,11 +195,39 @@ struct HttpClientOptions {
   bool http2 = false;
 };
 
-/* Threading: post is called from one thread at a time (the delivery thread);
- * interrupt from any thread. */
-class HttpClient {
+/* What an exporter sends its requests through (kit::HttpExporter): one
+ * POST to the exporter's receiver at a time. HttpClient below is the
+ * default; a test gives a scripted one (HttpExporterOptions::transport), a
+ * vendor may give its own HTTP stack. post returns the receiver's answer,
+ * or status 0 and an error when none came (refused, timed out, stopped);
+ * a throw counts as no answer, retried. Threading: post from one thread at
+ * a time (the delivery thread), interrupt from any thread. */
+class HttpTransport {
  public:
   using Clock = std::chrono::steady_clock;
+
+  virtual ~HttpTransport() = default;
+
+  /* POSTs body with content_headers (Content-Type, ...) after the
+   * transport's own; returns by deadline, and at once when *stop turns true
+   * (stop may be null). */
+  virtual HttpResponse post(std::string_view body, const std::vector<std::string>& content_headers,
+                            Clock::time_point deadline, const std::atomic<bool>* stop) = 0;
+
+  /* Wakes a post in flight so that it looks at its stop flag now. */
+  virtual void interrupt() noexcept {}
+
+ protected:
+  HttpTransport() = default;
+  HttpTransport(const HttpTransport&) = default;
+  HttpTransport& operator=(const HttpTransport&) = default;
+};
+
+/* Threading: post is called from one thread at a time (the delivery thread);
+ * interrupt from any thread. */
+class HttpClient : public HttpTransport {
+ public:
+  using Clock = HttpTransport::Clock;
 
   explicit HttpClient(HttpClientOptions options = {}) : options_(std::move(options)) {
     global_init();
@@ -215,7 +245,7 @@ class HttpClient {
       throw;
     }
   }
-  ~HttpClient() { release(); }
+  ~HttpClient() override { release(); }
 
   /* curl_global_init, once per plugin, before the first handle. A
    * function-local static rather than std::call_once: call_once binds
@@ -247,7 +277,8 @@ class HttpClient {
    * read: nothing is sent, status 0 and an error naming the setting and the
    * file. */
   HttpResponse post(std::string_view body, const std::vector<std::string>& content_headers,
-                    Clock::time_point deadline, const std::atomic<bool>* stop = nullptr) noexcept {
+                    Clock::time_point deadline,
+                    const std::atomic<bool>* stop = nullptr) noexcept override {
     HttpRequest request;
     HttpResponse response;
     std::string password;
@@ -297,7 +328,7 @@ class HttpClient {
   }
 
   /* Wakes a post in flight so that it looks at its stop flag now. */
-  void interrupt() noexcept {
+  void interrupt() noexcept override {
     if (multi_ != nullptr) curl_multi_wakeup(multi_);
   }
 

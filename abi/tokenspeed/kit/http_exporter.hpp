@@ -1,7 +1,7 @@
 /*
  * tokenspeed/kit/http_exporter.hpp — the base of an output that aggregates
  * events and POSTs them over HTTP (OTLP/HTTP, remote write): the Aggregator
- * emit folds into, the DeliveryLoop wired to an HttpClient, the log lines
+ * emit folds into, the DeliveryLoop wired to an HttpTransport, the log lines
  * of a request dropped or retried (quoting the receiver's answer), the
  * refused-events report and close's verdict. The derived class (CRTP) only
  * encodes and says which statuses to retry (http_response.hpp):
@@ -17,6 +17,20 @@
  *     kit::HttpRetryPolicy retry_policy() const;                       // e.g. every 5xx, gRPC's
  *     void delivered(const kit::HttpResponse& response);               // may do nothing
  *   };
+ *
+ * Requests go through an HttpTransport (http_client.hpp): an HttpClient
+ * (libcurl) of HttpExporterOptions::http, unless its transport field hands
+ * in another:
+ *
+ *   class ScriptedTransport : public kit::HttpTransport {
+ *     kit::HttpResponse post(std::string_view body, const std::vector<std::string>& headers,
+ *                            Clock::time_point deadline, const std::atomic<bool>* stop) override;
+ *   };
+ *   options.transport = std::make_shared<ScriptedTransport>();  // before the constructor
+ *
+ * Everything past the POST stays the exporter's: the retry policy,
+ * Retry-After, the figures, the log lines and close's verdict; a post that
+ * throws counts as a failed connection (retried), its message as the error.
  *
  * Also the settings every HTTP exporter has: the rows of the URL, headers,
  * TLS and credentials (tls, basic_auth, bearer_token_file, header_files,
@@ -647,6 +661,10 @@ struct HttpExporterOptions {
   AggregationOptions aggregation;
   DeliveryOptions delivery;
   std::chrono::milliseconds log_interval{10000};  // at most one line per topic per interval
+  // What requests are posted through; null: an HttpClient of http. Given,
+  // http.url still names the receiver in the log lines. Last, so that an
+  // aggregate initialisation of the fields above still compiles.
+  std::shared_ptr<HttpTransport> transport;
 };
 
 /* The words of an exporter's log lines. */
@@ -703,7 +721,8 @@ class HttpExporter {
         words_(words),
         log_(host, options_.log_interval),
         aggregator_(options_.aggregation),
-        http_(options_.http),
+        transport_(options_.transport ? options_.transport
+                                      : std::make_shared<HttpClient>(options_.http)),
         account_(host),
         loop_(options_.delivery, callbacks()) {}
   ~HttpExporter() { stop(); }
@@ -735,7 +754,7 @@ class HttpExporter {
         },
         [this](const ExportRequest& request, HttpClient::Clock::time_point deadline,
                const std::atomic<bool>* stop) { return send(request, deadline, stop); },
-        [this] { http_.interrupt(); },
+        [this] { transport_->interrupt(); },
         [this](const ExportRequest& request, DropReason reason, const std::string& why) {
           dropped(request, reason, why);
         },
@@ -745,8 +764,7 @@ class HttpExporter {
 
   SendResult send(const ExportRequest& request, HttpClient::Clock::time_point deadline,
                   const std::atomic<bool>* stop) {
-    const HttpResponse response =
-        http_.post(request.body, derived().content_headers(), deadline, stop);
+    const HttpResponse response = post_request(request, deadline, stop);
     const HttpRetryPolicy policy = derived().retry_policy();
     SendResult result =
         policy.grpc ? classify_grpc_response(response) : classify_http_response(response, policy);
@@ -755,6 +773,22 @@ class HttpExporter {
       count_delivered(request);
     }
     return result;
+  }
+
+  // A transport that throws is one whose connection failed: retried, not
+  // rejected as the delivery loop would a throwing send.
+  HttpResponse post_request(const ExportRequest& request, HttpTransport::Clock::time_point deadline,
+                            const std::atomic<bool>* stop) {
+    const std::vector<std::string>& headers = derived().content_headers();
+    HttpResponse response;
+    try {
+      return transport_->post(request.body, headers, deadline, stop);
+    } catch (const std::exception& e) {
+      response.error = std::string("transport failed: ") + e.what();
+    } catch (...) {
+      response.error = "transport failed";
+    }
+    return response;
   }
 
   // Delivery thread: a request given up.
@@ -843,7 +877,7 @@ class HttpExporter {
   const HttpExporterWords words_;
   RateLimitedLog log_;
   Aggregator aggregator_;
-  HttpClient http_;
+  const std::shared_ptr<HttpTransport> transport_;
   DeliveryAccount account_;           // delivery thread, then close
   uint64_t collected_through_ = 0;    // delivery thread only: events of the last collect
   bool collect_intact_ = true;        // delivery thread only: no request of it dropped
