@@ -229,6 +229,7 @@ bool ZmqLoadSink::send(std::size_t slot, std::string_view topic, Clock::time_poi
   const ZmqPublisher::Sent sent =
       writer_.ok() ? publisher_.send(offset_of(slot), topic, writer_.data(), writer_.size(), why)
                    : ZmqPublisher::Sent::kFailed;
+  progress_[slot].last_ok = sent == ZmqPublisher::Sent::kSent;
   if (sent == ZmqPublisher::Sent::kSent) {
     messages_sent_.fetch_add(1, std::memory_order_relaxed);
     figures.sent += events;
@@ -275,9 +276,12 @@ void ZmqLoadSink::close(std::chrono::nanoseconds /*timeout: sends never wait*/) 
   stopping_.store(true);
   wake();
   if (thread_.joinable()) thread_.join();  // its last pass sends what changed
+  // What is still pending was carried by a rank's last message, or is an
+  // fpm gauge value no commit followed: sent when that message went out,
+  // lost when it was dropped or the rank's port never bound.
   plugin::DeliveryFigures& figures = account_.figures();
   for (std::size_t slot = 0; slot <= unset_slot_; ++slot)
-    figures.lost += ranks_[slot].take_events();  // a rank whose port never bound
+    (progress_[slot].last_ok ? figures.sent : figures.lost) += ranks_[slot].take_events();
   report_figures();
   log_.flush(TSM_LOG_WARNING, "at close");
   const std::string summary =

@@ -77,6 +77,7 @@ class ZmqLoadSink {
     uint64_t sent_version = 0;
     Clock::time_point last_sent{};
     Clock::time_point next_bind{};
+    bool last_ok = false;  // the last message went out
   };
 
   std::size_t slot_of(const tsm_metric_event& event) const noexcept;
