@@ -205,17 +205,21 @@ void ZmqLoadSink::publish_forward_pass(std::size_t slot, Clock::time_point now) 
     pass.wall_time = record.wall_time;
     write_and_send();
   }
+  const RankSnapshot snapshot = rank.snapshot();
+  const bool counts_only = !snapshot.fpm_seen && !options_.require_full_fpm;
   const uint64_t version = rank.version();
   if (version != p.sent_version) {
     p.sent_version = version;
-    const RankSnapshot snapshot = rank.snapshot();
-    if (!snapshot.fpm_seen && !options_.require_full_fpm) {
+    if (counts_only) {
       pass = counts_only_forward_pass(snapshot);
       write_and_send();
     }
   }
   if (now - p.last_sent >= options_.heartbeat) {
-    pass = ForwardPass{};  // all zero, wall_time 0.0
+    // Idle: no iteration scheduled anything. Counts-only, the counts stay
+    // (a router must not read a busy rank as empty).
+    pass = counts_only ? counts_only_forward_pass(snapshot) : ForwardPass{};
+    pass.wall_time = 0.0;
     write_and_send();
   }
 }

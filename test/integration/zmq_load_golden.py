@@ -108,6 +108,8 @@ class GoldenVectors(unittest.TestCase):
     def test_counts_only_forward_passes_serve_the_router_without_the_fpm_group(self):
         driver = self.driver(schema="dynamo_fpm_v1")
         sub = self.subscriber(0)
+        driver.set("tokenspeed:num_requests_running", 1, dp_rank=0)
+        sub.wait_for(lambda m: m, "a heartbeat of rank 0")
         driver.set("tokenspeed:num_requests_running", 5, dp_rank=0)
         driver.set("tokenspeed:num_requests_waiting", 2, dp_rank=0)
 
@@ -119,6 +121,8 @@ class GoldenVectors(unittest.TestCase):
                                 "a counts-only forward pass")
         wall_times = [counts(x)[2] for x in messages if counts(x)[:2] == (5, 2)]
         self.assertTrue(any(t > 0 for t in wall_times), wall_times)
+        # Idle, the heartbeats keep the counts (wall_time 0.0).
+        messages = sub.wait_for(lambda m: counts(m[-1]) == (5, 2, 0.0), "a counts heartbeat")
 
     def assert_sequence_counts_from_zero(self, driver, sub):
         # Heartbeats follow; every message the socket sent has its number.
