@@ -26,8 +26,8 @@ constexpr Schema kSchemaChoices[] = {Schema::kLoadStat, Schema::kForwardPass};
 const kit::SettingsTable& settings_table() {
   static const kit::SettingsTable table{{
       {"endpoint", SettingType::kString, "", 0, 0,
-       "Required: tcp://HOST:PORT the PUB socket binds; rank r binds PORT + r. Unauthenticated: "
-       "bind an address only the router reaches."},
+       "tcp://HOST:PORT the PUB socket binds; rank r binds PORT + r. Unauthenticated: bind an "
+       "address only the router reaches."},
       kit::Setting("schema", SettingType::kChoice, R"("sglang_loadstat")", 0, 0,
                    "sglang_loadstat: SGLang's LoadStat (its router, llm-d); dynamo_fpm_v1: "
                    "Dynamo's ForwardPassMetrics (its planner and router).",
@@ -40,8 +40,9 @@ const kit::SettingsTable& settings_table() {
       kit::Setting("rank_label", SettingType::kString, R"("dp_rank")", 0, 0,
                    "The label holding the rank (vLLM: engine); without it, the process's rank.")
           .bind<&ZmqLoadOptions::rank_label>(),
-      kit::Setting("heartbeat_ms", SettingType::kInteger, "1000", 10, 3600000,
-                   "An unchanged state is sent again (FPM: an all-zero message) this often.")
+      kit::Setting(
+          "heartbeat_ms", SettingType::kInteger, "1000", 10, 3600000,
+          "An unchanged state is sent again this often (FPM with the fpm group: all zero).")
           .bind<&ZmqLoadOptions::heartbeat>(),
       kit::Setting("max_total_num_tokens", SettingType::kInteger, "0", 0, 1e15,
                    "The KV capacity in tokens when no family gives it; 0: unknown.")
