@@ -110,13 +110,13 @@ bool ZmqLoadSink::update(RankState& rank, std::size_t field,
     wake();
     return true;
   }
-  const double value = field == static_cast<std::size_t>(Field::kCacheConfigInfo)
-                           ? capacity_from_labels(event)
-                           : event.value;
-  if (event.operation != TSM_OP_SET || !std::isfinite(value)) {
+  const bool info = field == static_cast<std::size_t>(Field::kCacheConfigInfo);
+  const double value = info ? capacity_from_labels(event) : event.value;
+  if (event.operation != TSM_OP_SET || (!info && !std::isfinite(value))) {
     events_invalid_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
+  if (info && std::isnan(value)) return true;  // an info gauge without the capacity labels
   if (rank.set(field, value, unix_seconds(event))) wake();
   return true;
 }
