@@ -13,6 +13,7 @@
 //   close                                 closes the sink, prints the figures, exits
 // Options: --endpoint E --schema S --preset P --rank-label L --capacity N
 //          --worker-id N --heartbeat-ms N --process-rank N --map FIELD=FAMILY
+//          --require-full-fpm 1
 #include <time.h>
 
 #include <atomic>
@@ -64,6 +65,7 @@ zl::ZmqLoadOptions options_from(int argc, char** argv) {
     if (key == "--worker-id") options.worker_id = std::stoull(value);
     if (key == "--heartbeat-ms") options.heartbeat = std::chrono::milliseconds(std::stoll(value));
     if (key == "--process-rank") options.process_rank = std::stoi(value);
+    if (key == "--require-full-fpm") options.require_full_fpm = value == "1";
     if (key == "--map")
       map.emplace_back(value.substr(0, value.find('=')), value.substr(value.find('=') + 1));
   }

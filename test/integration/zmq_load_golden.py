@@ -3,8 +3,9 @@ python3-zmq SUB and compared byte for byte with what python3-msgpack packs:
 LoadStat 7, 3, 1024, 8192 of rank 2 is ["LoadStat",7,3,1024,8192,2] on
 port + 2 under topic b"load"; an unset rank is ["LoadStat",0,0,0,0,None];
 a ForwardPassMetrics commit is the map of every field in declaration order
-under topic b"", counter_id its sequence number; the sequence numbers of a
-socket count from 0 by one per message sent.
+under topic b"", counter_id its sequence number; without the fpm group,
+counts-only messages (none with require_full_fpm); the sequence numbers of
+a socket count from 0 by one per message sent.
 """
 import time
 import unittest
@@ -123,6 +124,18 @@ class GoldenVectors(unittest.TestCase):
         self.assertTrue(any(t > 0 for t in wall_times), wall_times)
         # Idle, the heartbeats keep the counts (wall_time 0.0).
         messages = sub.wait_for(lambda m: counts(m[-1]) == (5, 2, 0.0), "a counts heartbeat")
+
+    def test_require_full_fpm_never_sends_counts_only_messages(self):
+        driver = self.driver(schema="dynamo_fpm_v1", require_full_fpm=1)
+        sub = self.subscriber(0)
+        driver.set("tokenspeed:num_requests_running", 5, dp_rank=0)
+        driver.set("tokenspeed:num_requests_waiting", 2, dp_rank=0)
+        messages = sub.wait_for(lambda m: len(m) >= 2, "two heartbeats")
+        for _, frames in messages:
+            body = zc.payload(frames)
+            self.assertEqual(body["wall_time"], 0.0)
+            self.assertEqual(set(body["scheduled_requests"].values()), {0})
+            self.assertEqual(set(body["queued_requests"].values()), {0})
 
     def assert_sequence_counts_from_zero(self, driver, sub):
         # Heartbeats follow; every message the socket sent has its number.
