@@ -224,7 +224,10 @@ void ZmqLoadSink::publish_forward_pass(std::size_t slot, Clock::time_point now) 
   }
 }
 
-// Sends the writer's payload on slot's socket; settles the rank's events.
+// Sends the writer's payload on slot's socket; settles the rank's events:
+// sent when the message went out (a subscriber at its high-water mark that
+// missed it is a retry: the next change or heartbeat carries the state
+// again), lost when it could not be sent at all.
 bool ZmqLoadSink::send(std::size_t slot, std::string_view topic, Clock::time_point now) {
   progress_[slot].last_sent = now;  // a failed send waits for the next heartbeat too
   plugin::DeliveryFigures& figures = account_.figures();
@@ -233,26 +236,26 @@ bool ZmqLoadSink::send(std::size_t slot, std::string_view topic, Clock::time_poi
   const ZmqPublisher::Sent sent =
       writer_.ok() ? publisher_.send(offset_of(slot), topic, writer_.data(), writer_.size(), why)
                    : ZmqPublisher::Sent::kFailed;
-  progress_[slot].last_ok = sent == ZmqPublisher::Sent::kSent;
-  if (sent == ZmqPublisher::Sent::kSent) {
-    messages_sent_.fetch_add(1, std::memory_order_relaxed);
-    figures.sent += events;
-    return true;
-  }
-  figures.lost += events;
-  if (sent == ZmqPublisher::Sent::kDropped) {
-    const uint64_t total = messages_dropped_.fetch_add(1, std::memory_order_relaxed) + 1;
-    log_.report(TSM_LOG_WARNING, "high-water mark",
-                "a subscriber of rank " + std::to_string(rank_of(slot)) +
-                    " is at its high-water mark: message dropped (" + std::to_string(total) +
-                    " dropped in total)");
-  } else {
+  progress_[slot].last_ok = sent != ZmqPublisher::Sent::kFailed;
+  if (sent == ZmqPublisher::Sent::kFailed) {
+    figures.lost += events;
     send_failures_.fetch_add(1, std::memory_order_relaxed);
     log_.report(TSM_LOG_ERROR, "send failed",
                 "rank " + std::to_string(rank_of(slot)) + ": send failed: " +
                     (writer_.ok() ? why : std::string("message larger than its buffer")));
+    return false;
   }
-  return false;
+  messages_sent_.fetch_add(1, std::memory_order_relaxed);
+  figures.sent += events;
+  if (sent == ZmqPublisher::Sent::kMissedBySome) {
+    ++figures.retries;
+    const uint64_t total = messages_dropped_.fetch_add(1, std::memory_order_relaxed) + 1;
+    log_.report(TSM_LOG_WARNING, "high-water mark",
+                "a subscriber of rank " + std::to_string(rank_of(slot)) +
+                    " is at its high-water mark and missed a message (" + std::to_string(total) +
+                    " missed in total; the others got them)");
+  }
+  return true;
 }
 
 void ZmqLoadSink::report_figures() {
@@ -292,7 +295,7 @@ void ZmqLoadSink::close(std::chrono::nanoseconds /*timeout: sends never wait*/) 
       account_.close_summary(options_.endpoint.text,
                              "a wrong operation, not finite, a rank label that is no rank, or "
                              "fpm commits beyond the ring between two sends",
-                             "a subscriber at its high-water mark, or a port that did not bind");
+                             "a send that failed, or a port that did not bind");
   if (!summary.empty()) log_.report(TSM_LOG_WARNING, "close summary", summary);
 }
 

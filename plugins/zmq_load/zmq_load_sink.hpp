@@ -49,7 +49,7 @@ struct ZmqLoadOptions {
 // Totals since the sink was made; readable from any thread.
 struct ZmqLoadFigures {
   uint64_t messages_sent = 0;
-  uint64_t messages_dropped = 0;  // a subscriber at its high-water mark
+  uint64_t messages_dropped = 0;  // missed by a subscriber at its high-water mark
   uint64_t send_failures = 0;     // any other send error
   uint64_t bind_failures = 0;
   uint64_t events_invalid = 0;       // wrong operation, not finite, rank label not a rank

@@ -66,7 +66,7 @@ std::string ZmqPublisher::bind(std::size_t offset) {
   try {
     set_option(socket, ZMQ_SNDHWM, kSendHighWaterMark);
     set_option(socket, ZMQ_LINGER, 0);
-    set_option(socket, ZMQ_XPUB_NODROP, 1);  // a full subscriber fails the send: counted
+    set_option(socket, ZMQ_XPUB_NODROP, 1);  // a full subscriber fails the send: noticed
   } catch (const std::exception& e) {
     zmq_close(socket);
     return e.what();
@@ -81,6 +81,16 @@ std::string ZmqPublisher::bind(std::size_t offset) {
   return {};
 }
 
+int ZmqPublisher::send_frames(void* socket, std::string_view topic, const unsigned char* sequence,
+                              const unsigned char* payload, std::size_t size) noexcept {
+  // Only the first frame can meet the high-water mark; the others follow it.
+  if (zmq_send(socket, topic.data(), topic.size(), ZMQ_DONTWAIT | ZMQ_SNDMORE) < 0 ||
+      zmq_send(socket, sequence, 8, ZMQ_DONTWAIT | ZMQ_SNDMORE) < 0 ||
+      zmq_send(socket, payload, size, ZMQ_DONTWAIT) < 0)
+    return zmq_errno();
+  return 0;
+}
+
 ZmqPublisher::Sent ZmqPublisher::send(std::size_t offset, std::string_view topic,
                                       const unsigned char* payload, std::size_t size,
                                       std::string& why) noexcept {
@@ -88,19 +98,24 @@ ZmqPublisher::Sent ZmqPublisher::send(std::size_t offset, std::string_view topic
   unsigned char sequence[8];
   for (int i = 0; i < 8; ++i)
     sequence[i] = static_cast<unsigned char>(sequences_[offset] >> (56 - 8 * i));
-  // The first frame alone can meet the high-water mark; the others follow it.
-  if (zmq_send(socket, topic.data(), topic.size(), ZMQ_DONTWAIT | ZMQ_SNDMORE) < 0) {
-    const int error = zmq_errno();
-    why = zmq_strerror(error);
-    return error == EAGAIN ? Sent::kDropped : Sent::kFailed;
+  Sent sent = Sent::kSent;
+  int error = send_frames(socket, topic, sequence, payload, size);
+  if (error == EAGAIN) {
+    // A subscriber is full: the others get the message, as a plain PUB
+    // socket would send it (a socket option, no system call).
+    int lossy = 0;
+    zmq_setsockopt(socket, ZMQ_XPUB_NODROP, &lossy, sizeof lossy);
+    error = send_frames(socket, topic, sequence, payload, size);
+    int nodrop = 1;
+    zmq_setsockopt(socket, ZMQ_XPUB_NODROP, &nodrop, sizeof nodrop);
+    sent = Sent::kMissedBySome;
   }
-  if (zmq_send(socket, sequence, sizeof sequence, ZMQ_DONTWAIT | ZMQ_SNDMORE) < 0 ||
-      zmq_send(socket, payload, size, ZMQ_DONTWAIT) < 0) {
-    why = zmq_strerror(zmq_errno());
+  if (error != 0) {
+    why = zmq_strerror(error);
     return Sent::kFailed;
   }
   ++sequences_[offset];
-  return Sent::kSent;
+  return sent;
 }
 
 }  // namespace tokenspeed::metrics::zmq_load

@@ -1,10 +1,10 @@
 // zmq_publisher.hpp — the PUB sockets of the feed, one per rank on the
 // endpoint's port plus the rank: bound on demand, SNDHWM 8, LINGER 0, and
 // three-frame messages [topic, sequence as 8 bytes big-endian, payload] that
-// never block (a subscriber at its high-water mark makes the send fail, and
-// the message is dropped and counted, XPUB_NODROP). Only the sending thread
-// (and start_node's probe) touch it. Tested in
-// test/integration/zmq_load_feed.py.
+// never block. A subscriber at its high-water mark is noticed (XPUB_NODROP
+// fails the send) and the message goes again without it, so that it alone
+// misses it. Only the sending thread (and start_node's probe) touch it.
+// Tested in test/integration/zmq_load_feed.py.
 #pragma once
 
 #include <cstddef>
@@ -32,7 +32,11 @@ std::string endpoint_at(const Endpoint& endpoint, std::size_t offset);
 // libzmq's).
 class ZmqPublisher {
  public:
-  enum class Sent { kSent, kDropped, kFailed };
+  enum class Sent {
+    kSent,
+    kMissedBySome,  // sent to every subscriber but one at its high-water mark
+    kFailed,
+  };
 
   ZmqPublisher(Endpoint endpoint, std::size_t offsets);  // throws std::runtime_error
   ~ZmqPublisher();
@@ -50,6 +54,10 @@ class ZmqPublisher {
             std::size_t size, std::string& why) noexcept;
 
  private:
+  // One attempt; the zmq error number, 0 when sent.
+  int send_frames(void* socket, std::string_view topic, const unsigned char* sequence,
+                  const unsigned char* payload, std::size_t size) noexcept;
+
   const Endpoint endpoint_;
   void* context_ = nullptr;
   std::vector<void*> sockets_;

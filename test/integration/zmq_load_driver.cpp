@@ -113,22 +113,24 @@ struct Event {
 };
 
 // The delivery figures the sink last reported, as the host keeps them.
-std::atomic<uint64_t> g_sent{0}, g_refused{0}, g_lost{0};
+std::atomic<uint64_t> g_sent{0}, g_refused{0}, g_lost{0}, g_retries{0};
 
 void keep_figures(void*, const tsm_delivery_figures* figures) {
   g_sent.store(figures->sent);
   g_refused.store(figures->refused);
   g_lost.store(figures->lost);
+  g_retries.store(figures->retries);
 }
 
 void log_line(void*, uint32_t, const char* message) { std::fprintf(stderr, "%s\n", message); }
 
 void print_figures(const zl::ZmqLoadSink& sink) {
   const zl::ZmqLoadFigures f = sink.figures();
-  std::printf("{\"sent\": %llu, \"refused\": %llu, \"lost\": %llu, ",
+  std::printf("{\"sent\": %llu, \"refused\": %llu, \"lost\": %llu, \"retries\": %llu, ",
               static_cast<unsigned long long>(g_sent.load()),
               static_cast<unsigned long long>(g_refused.load()),
-              static_cast<unsigned long long>(g_lost.load()));
+              static_cast<unsigned long long>(g_lost.load()),
+              static_cast<unsigned long long>(g_retries.load()));
   std::printf(
       "\"messages_sent\": %llu, \"messages_dropped\": %llu, \"send_failures\": %llu, "
       "\"bind_failures\": %llu, \"events_invalid\": %llu, \"fpm_commits_dropped\": %llu}\n",
