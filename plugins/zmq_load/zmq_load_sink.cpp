@@ -1,7 +1,7 @@
 // zmq_load_sink.cpp — emit's per-rank latest values and the sending
 // thread: changes at once, heartbeats on its own timer, fpm commits one
 // message each, the figures of what went out and what a full subscriber
-// dropped, and the log lines of runtime faults.
+// missed, and the log lines of runtime faults.
 #include "zmq_load_sink.hpp"
 
 #include <cmath>
@@ -285,7 +285,7 @@ void ZmqLoadSink::close(std::chrono::nanoseconds /*timeout: sends never wait*/) 
   if (thread_.joinable()) thread_.join();  // its last pass sends what changed
   // What is still pending was carried by a rank's last message, or is an
   // fpm gauge value no commit followed: sent when that message went out,
-  // lost when it was dropped or the rank's port never bound.
+  // lost when that send failed or the rank's port never bound.
   plugin::DeliveryFigures& figures = account_.figures();
   for (std::size_t slot = 0; slot <= unset_slot_; ++slot)
     (progress_[slot].last_ok ? figures.sent : figures.lost) += ranks_[slot].take_events();
