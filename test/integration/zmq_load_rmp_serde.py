@@ -39,7 +39,9 @@ def build_decoder():
         if not any(name.startswith(crate) for name in os.listdir(REGISTRY)
                    if os.path.isdir(REGISTRY)):
             return None, f"no {crate}* in {REGISTRY} (install librust-rmp-serde-dev)"
-    work = os.path.join(os.environ.get("TSM_TEST_TMPDIR", "/tmp"), "..", "rmp_decoder")
+    # Beside the tests' temporary files (the build folder), kept between runs.
+    root = os.environ.get("TSM_TEST_TMPDIR")
+    work = os.path.join(root, "..", "rmp_decoder") if root else zc.make_tmp()
     shutil.copytree(SOURCE, work, dirs_exist_ok=True)
     result = subprocess.run([cargo, "build", "--offline", "--quiet", "-j1"], cwd=work,
                             capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
