@@ -57,6 +57,7 @@ PROGRAMS = {
     "plugins/otlp/": ("otlp_common",),
     "plugins/remote_write/": ("remote_write_common",),
     "plugins/statsd/": ("statsd_common",),
+    "plugins/zmq_load/": ("zmq_load_common",),
     "plugins/python/": ("plugin_venv",),
 }
 

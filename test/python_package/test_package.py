@@ -35,7 +35,7 @@ INSTALL_LINE_START = "B=$(mktemp -d) &&"  # the documented offline install line
 EXAMPLE = os.path.join(SOURCE, "test", "python_plugins", "packages", "example_metrics")
 PIP_TIMEOUT_S = 1500  # a cold build of the whole tree on two busy cores
 RUN_TIMEOUT_S = 180  # hang guard only
-SHIPPED_PLUGINS = ("jsonl", "otlp", "python", "remote_write", "statsd")
+SHIPPED_PLUGINS = ("jsonl", "otlp", "python", "remote_write", "statsd", "zmq_load")
 
 
 def step(title):

@@ -69,7 +69,10 @@ class Producers:
             self.roles[str(process.pid)] = role
 
     def finish(self):
-        """Lets every producer exit and waits for them; returns their pids."""
+        """Lets every producer exit and waits for them; returns their pids.
+        ENGINE_PATTERNS_LINGER_S (0 unless set) keeps them alive that much
+        longer first: a load feed's subscriber hears a heartbeat."""
+        time.sleep(float(os.environ.get("ENGINE_PATTERNS_LINGER_S", "0")))
         self._release.set()
         for process in self._processes:
             process.join(120)
