@@ -14,7 +14,7 @@ class LauncherImpl {
  public:
   explicit LauncherImpl(const Options& options) : launcher_(launcher_options_from(options)) {
     launcher_.start();
-    if (ProcessMetrics* local = launcher_.local_metrics()) {
+    if (ProcessPipeline* local = launcher_.local_metrics()) {
       recorder_ = Recorder(&local->collector());
     }
   }

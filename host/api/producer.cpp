@@ -56,14 +56,14 @@ class ProducerImpl {
 
   void start(ProducerOptions options) {
     producer_ = std::make_unique<ProducerRuntime>(std::move(options));
-    recorder_ = Recorder(&producer_->metrics().collector());
+    recorder_ = Recorder(&producer_->pipeline().collector());
   }
 
   std::string render_metrics() const {
     if (!producer_) return {};
     const std::string& run_dir = producer_->handoff().run_dir;
     if (!run_dir.empty()) return render_directory(run_dir);
-    const InProcessMetricStore* store = producer_->metrics().memory_store();
+    const InProcessMetricStore* store = producer_->pipeline().memory_store();
     return store ? render_store(*store) : std::string();
   }
 

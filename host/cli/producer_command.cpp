@@ -86,7 +86,7 @@ int run_producer(int argc, char** argv) {
   ProducerRuntime producer(std::move(options));
 
   std::atomic<bool> stop{false};
-  Recorder recorder(&producer.metrics().collector());
+  Recorder recorder(&producer.pipeline().collector());
   std::thread workload([&] {
     if (role == "scheduler") {
       SchedulerSimulator(recorder, simulation, dp_rank).run(stop);

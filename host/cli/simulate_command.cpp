@@ -180,7 +180,7 @@ SimulateRun simulate_run_from(const po::variables_map& values) {
 // The launcher records its own startup, as an engine's entry point does.
 void record_startup(LauncherRuntime& launcher, const SimulationOptions& simulation,
                     std::chrono::steady_clock::time_point started) {
-  ProcessMetrics* local = launcher.local_metrics();
+  ProcessPipeline* local = launcher.local_metrics();
   if (local == nullptr) return;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();

@@ -1,5 +1,5 @@
 // event_router.cpp — thread registration (the one allocation per collector
-// thread), the shutdown sequence within one shared budget, and stats. No
+// thread), the shutdown sequence within one shared budget, and figures. No
 // plugin function is called here.
 #include "pipeline/event_router.hpp"
 

@@ -47,7 +47,7 @@ struct RouterOptions {
 };
 
 // Threading: publish from any number of collector threads (noexcept, no lock
-// after the thread's first event); close and stats from any thread, close
+// after the thread's first event); close and figures from any thread, close
 // possibly more than once.
 class EventRouter {
  public:

@@ -21,7 +21,7 @@ struct OutputDefinition {
   std::string name;
   std::function<int(tsm_sink& out, std::string& error)> create_sink;
   std::string plugin_path;  // the plugin file, for crash and stall lines ("" unknown)
-  std::function<void(SinkFigures&)> adjust_stats{};  // an isolated sink's own fates, or empty
+  std::function<void(SinkFigures&)> adjust_figures{};  // an isolated sink's own fates, or empty
 };
 
 }  // namespace tokenspeed::metrics

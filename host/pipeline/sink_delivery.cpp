@@ -515,7 +515,7 @@ void SinkDelivery::release_thread() noexcept {
   }
 }
 
-// ------------------------------------------------------------------- stats
+// ----------------------------------------------------------------- figures
 
 SinkFigures SinkDelivery::figures() const {
   SinkFigures s;
@@ -558,7 +558,7 @@ SinkFigures SinkDelivery::figures() const {
     s.dropped_sink_disabled = disabled_publish + disabled_on_delivery;
     s.queue_depth = pushed - delivered - disabled_on_delivery;
   }
-  if (output_.adjust_stats) output_.adjust_stats(s);
+  if (output_.adjust_figures) output_.adjust_figures(s);
   return s;
 }
 

@@ -58,7 +58,7 @@ struct SinkDeliveryOptions {
 
 // Threading: the delivery thread owns the plugin sink. Collector threads call
 // only wake(); the router calls register_ring (under its lock), the close
-// steps and stats from its own threads. The state is held by shared_ptr so an
+// steps and figures from its own threads. The state is held by shared_ptr so an
 // abandoned delivery thread (stuck in a plugin) keeps what it touches alive; it never
 // touches a ring or a series after it was abandoned.
 class SinkDelivery : public std::enable_shared_from_this<SinkDelivery> {

@@ -50,9 +50,9 @@ void LauncherRuntime::start() {
 
     RouterOptions router;
     router.queue_size = settings.queue_size;
-    local_ = std::make_unique<ProcessMetrics>(
+    local_ = std::make_unique<ProcessPipeline>(
         *startup_.registry,
-        ProcessMetricsOptions{producer_outputs_, prometheus_->run_dir().string(), "launcher",
+        ProcessPipelineOptions{producer_outputs_, prometheus_->run_dir().string(), "launcher",
                               router, settings.max_series_per_family, settings.node_name});
 
     if (selection.prometheus) prometheus_->serve(settings);

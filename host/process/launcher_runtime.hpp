@@ -20,7 +20,7 @@
 #include "config/metrics_flags.hpp"
 #include "config/metrics_startup.hpp"
 #include "process/node_sessions.hpp"
-#include "process/process_metrics.hpp"
+#include "process/process_pipeline.hpp"
 #include "process/process_summary.hpp"
 #include "process/producer_supervisor.hpp"
 #include "prometheus/prometheus_output.hpp"
@@ -69,7 +69,7 @@ class LauncherRuntime {
   std::vector<std::pair<std::string, std::string>> producer_environment() const;
 
   // Metrics of this process (its own sinks); null with metrics disabled.
-  ProcessMetrics* local_metrics() noexcept { return local_.get(); }
+  ProcessPipeline* local_metrics() noexcept { return local_.get(); }
   // "http://host:port/metrics" ("https://" with TLS), or "" when no
   // endpoint runs.
   std::string metrics_url() const;
@@ -106,7 +106,7 @@ class LauncherRuntime {
   std::vector<ProducerOutput> producer_outputs_;
   ProducerHandoff handoff_;
   std::filesystem::path handoff_file_;  // in the run directory; empty when disabled
-  std::unique_ptr<ProcessMetrics> local_;
+  std::unique_ptr<ProcessPipeline> local_;
   // The run directory and the endpoint; declared after local_, whose figures
   // its scrapes publish, so it stops first.
   std::unique_ptr<PrometheusNode> prometheus_;

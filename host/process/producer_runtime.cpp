@@ -53,8 +53,8 @@ ProducerRuntime::ProducerRuntime(ProducerOptions options)
   }
   RouterOptions router;
   router.queue_size = handoff.queue_size;
-  metrics_ = std::make_unique<ProcessMetrics>(
-      registry_, ProcessMetricsOptions{handoff.outputs, handoff.run_dir, name_, router,
+  pipeline_ = std::make_unique<ProcessPipeline>(
+      registry_, ProcessPipelineOptions{handoff.outputs, handoff.run_dir, name_, router,
                                        handoff.max_series_per_family, handoff.node_name,
                                        /*keep_in_memory_without_file=*/true});
   // The host's own figures reach /metrics once a second; the thread sleeps in
@@ -63,7 +63,7 @@ ProducerRuntime::ProducerRuntime(ProducerOptions options)
     MutexLock lock(mutex_);
     while (!stop_figures_) {
       wake_.wait_for(mutex_, std::chrono::seconds(1));
-      metrics_->publish_self_figures();
+      pipeline_->publish_self_figures();
     }
   });
 }
@@ -111,9 +111,9 @@ ProducerShutdownReport ProducerRuntime::close(std::chrono::nanoseconds budget) n
   // machine makes them slow: the sinks get four fifths of it, the rest at
   // most 1 s.
   const auto reserve = std::min<std::chrono::nanoseconds>(budget / 5, std::chrono::seconds(1));
-  report.closed_in_time = metrics_->close(budget - reserve);
-  report.unstored = metrics_->unstored();
-  report.summary = ProcessSummary{name_, ::getpid(), metrics_->sink_figures(), report.unstored};
+  report.closed_in_time = pipeline_->close(budget - reserve);
+  report.unstored = pipeline_->unstored();
+  report.summary = ProcessSummary{name_, ::getpid(), pipeline_->sink_figures(), report.unstored};
   // A shared directory is the engine's: no launcher reads summaries there.
   const std::string& run_dir = options_.handoff.run_dir;
   if (!run_dir.empty() && !options_.standalone) write_process_summary(run_dir, report.summary);

@@ -17,7 +17,7 @@
 #include "core/thread_safety.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "plugin/reporter_registry.hpp"
-#include "process/process_metrics.hpp"
+#include "process/process_pipeline.hpp"
 #include "process/process_summary.hpp"
 #include "process/producer_handoff.hpp"
 #include "prometheus/prometheus_output.hpp"
@@ -64,8 +64,8 @@ class ProducerRuntime {
   const std::string& name() const noexcept { return name_; }
   const ProducerHandoff& handoff() const noexcept { return options_.handoff; }
   bool standalone() const noexcept { return options_.standalone; }
-  ProcessMetrics& metrics() noexcept { return *metrics_; }
-  const ProcessMetrics& metrics() const noexcept { return *metrics_; }
+  ProcessPipeline& pipeline() noexcept { return *pipeline_; }
+  const ProcessPipeline& pipeline() const noexcept { return *pipeline_; }
   std::chrono::nanoseconds shutdown_budget() const noexcept {
     return options_.handoff.shutdown_budget;
   }
@@ -86,10 +86,10 @@ class ProducerRuntime {
 
   ProducerOptions options_;
   std::string name_;
-  // Declared before metrics_: the sinks run plugin code the loader keeps loaded.
+  // Declared before pipeline_: the sinks run plugin code the loader keeps loaded.
   ReporterRegistry registry_;
   std::unique_ptr<PluginLoader> loader_;
-  std::unique_ptr<ProcessMetrics> metrics_;
+  std::unique_ptr<ProcessPipeline> pipeline_;
   std::optional<ProducerShutdownReport> report_;
 
   Mutex mutex_;

@@ -30,11 +30,15 @@ constexpr kit::Temporality kTemporalityChoices[] = {kit::Temporality::kCumulativ
                                                     kit::Temporality::kDelta};
 constexpr bool kGzipChoices[] = {true, false};
 
+// The keys the kit's checks and options read back from the table.
+constexpr std::string_view kUrlKey = "endpoint";
+constexpr std::string_view kIntervalKey = "export_interval_ms";
+
 const kit::SettingsTable& settings_table() {
   static const kit::SettingsTable table{
       {
           kit::http_url_setting(
-              "endpoint", R"("http://127.0.0.1:4318/v1/metrics")",
+              kUrlKey, R"("http://127.0.0.1:4318/v1/metrics")",
               "OTLP/HTTP metrics URL (http:// or https://), the full path included; "
               "with protocol grpc the receiver's address without a path, e.g. "
               "\"http://127.0.0.1:4317\"."),
@@ -47,7 +51,7 @@ const kit::SettingsTable& settings_table() {
                        "MetricsService/Export at the endpoint).",
                        "http/protobuf|grpc")
               .bind_choices<kGrpcChoices, &OtlpOptions::grpc>(),
-          {"export_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
+          {kIntervalKey, SettingType::kInteger, "10000", 10, 3600000,
            "How often the state is exported."},
           kit::Setting("resource_attributes", SettingType::kStringMap,
                        R"({"service.name": "tokenspeed"})", 0, 0,
@@ -93,9 +97,9 @@ void check(kit::json::Value& settings) {
   // OTLP/HTTP keeps a query (a receiver may route or authorize by it);
   // gRPC carries none, and owns some headers (kit::check_grpc_settings).
   if (settings.at("protocol").as_string() == "grpc") {
-    kit::check_grpc_settings(settings, "endpoint");
+    kit::check_grpc_settings(settings, kUrlKey);
   } else {
-    kit::check_http_settings(settings, "endpoint");
+    kit::check_http_settings(settings, kUrlKey);
   }
   for (const auto& member : settings.at("resource_attributes").as_object()) {
     if (member.first == "service.instance.id" || member.first == "process.pid") {
@@ -109,8 +113,8 @@ void check(kit::json::Value& settings) {
 std::unique_ptr<OtlpSink> create_sink(const kit::Settings& settings, const plugin::Host& host) {
   OtlpOptions options;
   kit::HttpExporterOptions& exporter = options.exporter;
-  exporter.http = kit::http_client_options(settings, "endpoint");
-  exporter.delivery = kit::delivery_options(settings, "export_interval_ms");
+  exporter.http = kit::http_client_options(settings, kUrlKey);
+  exporter.delivery = kit::delivery_options(settings, kIntervalKey);
   // After the two above, which replace the structs some rows are bound into.
   settings_table().fill(settings, options);
   if (options.grpc) {

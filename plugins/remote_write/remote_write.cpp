@@ -27,16 +27,20 @@ namespace {
 namespace kit = tokenspeed::metrics::kit;
 using kit::SettingType;
 
+// The keys the kit's checks and options read back from the table.
+constexpr std::string_view kUrlKey = "url";
+constexpr std::string_view kIntervalKey = "push_interval_ms";
+
 const kit::SettingsTable& settings_table() {
   static const kit::SettingsTable table{
       {
-          kit::http_url_setting("url", R"("http://127.0.0.1:9090/api/v1/write")",
+          kit::http_url_setting(kUrlKey, R"("http://127.0.0.1:9090/api/v1/write")",
                                 "Remote-write URL (http:// or https://), the full path included."),
           kit::http_headers_setting(
               "HTTP headers added to every request, e.g. {\"Authorization\": \"Bearer ...\"}."),
           kit::http_timeout_setting(
               "10000", "Bound of one write request; during close also bounded by close's budget."),
-          {"push_interval_ms", SettingType::kInteger, "10000", 10, 3600000,
+          {kIntervalKey, SettingType::kInteger, "10000", 10, 3600000,
            "How often every series is pushed (one timestamp per push)."},
           kit::Setting("external_labels", SettingType::kStringMap, "{}", 0, 0,
                        "Labels added to every series, e.g. {\"cluster\": \"eu-1\"}; a label of "
@@ -73,7 +77,7 @@ const kit::SettingsTable& settings_table() {
 
 // The checks across keys, after the table's.
 void check(kit::json::Value& settings) {
-  kit::check_http_settings(settings, "url");
+  kit::check_http_settings(settings, kUrlKey);
   const std::string& process_label = settings.at("process_label").as_string();
   if (!valid_label_name(process_label)) {
     throw std::invalid_argument(
@@ -106,8 +110,8 @@ std::unique_ptr<RemoteWriteSink> create_sink(const kit::Settings& settings,
                                              const plugin::Host& host) {
   RemoteWriteOptions options;
   kit::HttpExporterOptions& exporter = options.exporter;
-  exporter.http = kit::http_client_options(settings, "url");
-  exporter.delivery = kit::delivery_options(settings, "push_interval_ms");
+  exporter.http = kit::http_client_options(settings, kUrlKey);
+  exporter.delivery = kit::delivery_options(settings, kIntervalKey);
   // After the two above, which replace the structs some rows are bound into.
   settings_table().fill(settings, options);
 

@@ -533,14 +533,14 @@ MergedFamily PrometheusMerge::take_family(Candidate& family) {
   return merged;
 }
 
-std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeFigures* stats) {
+std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeFigures* figures) {
   PrometheusMerge merge(sources.catalog);
   merge.set_match_in_order(sources.match_in_order);
   if (!sources.run_dir.empty()) merge.add_directory(sources.run_dir, sources.file_mappings);
   if (sources.local_store != nullptr) merge.add_store(*sources.local_store);
   if (sources.extra) sources.extra(merge);
   std::vector<MergedFamily> families = merge.take_families();
-  if (stats != nullptr) *stats = merge.figures();
+  if (figures != nullptr) *figures = merge.figures();
   MergeConflictLog& log =
       sources.conflict_log != nullptr ? *sources.conflict_log : MergeConflictLog::process_log();
   log.report(merge.conflicts());

@@ -68,7 +68,7 @@ TEST_CASE(
   CHECK(producer.shutdown_budget() == std::chrono::seconds(2));
   CHECK(has_file_starting(run_dir.path(), "scheduler-0_" + std::to_string(::getpid())));
 
-  const Counter requests = producer.metrics().collector().counter(kRequests).labels("/");
+  const Counter requests = producer.pipeline().collector().counter(kRequests).labels("/");
   for (int i = 0; i < 3; ++i) requests.inc();
 
   const ProducerShutdownReport report = producer.close();
@@ -113,7 +113,7 @@ TEST_CASE("a standalone producer leaves no summary in the engine's shared direct
   options.standalone = true;
   options.handoff.run_dir = shared.str();
   ProducerRuntime producer(std::move(options));
-  producer.metrics().collector().counter(kRequests).labels("/").inc();
+  producer.pipeline().collector().counter(kRequests).labels("/").inc();
   CHECK(producer.close().summary.process == "producer-a");
   CHECK(has_file_starting(shared.path(), "producer-a_"));
   CHECK_FALSE(has_file_starting(shared.path(), "summary-"));

@@ -1,4 +1,4 @@
-// process_metrics.hpp — the metrics side of one process (launcher or
+// process_pipeline.hpp — the recording pipeline of one process (launcher or
 // producer): its Prometheus aggregate in a file of the run directory, the
 // event router with one lazily created sink per selected output, the
 // collector the engine records with, the host's own figures per output, and
@@ -25,7 +25,7 @@
 
 namespace tokenspeed::metrics {
 
-struct ProcessMetricsOptions {
+struct ProcessPipelineOptions {
   std::vector<ProducerOutput> outputs;  // external outputs with producer configs
   // Where this process's metric file lives; "" keeps the aggregate in this
   // process's memory (no Prometheus endpoint reads it).
@@ -43,15 +43,15 @@ struct ProcessMetricsOptions {
 
 // Threading: construct, publish_self_figures and close from one control
 // thread; collector() handles from any number of collector threads.
-class ProcessMetrics {
+class ProcessPipeline {
  public:
   // registry must outlive this object; every output's reporter must be in
   // it, otherwise that output's sink fails to be created (counted as
   // dropped, logged once), as for any create_sink failure.
-  ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsOptions options);
-  ~ProcessMetrics();
-  ProcessMetrics(const ProcessMetrics&) = delete;
-  ProcessMetrics& operator=(const ProcessMetrics&) = delete;
+  ProcessPipeline(const ReporterRegistry& registry, ProcessPipelineOptions options);
+  ~ProcessPipeline();
+  ProcessPipeline(const ProcessPipeline&) = delete;
+  ProcessPipeline& operator=(const ProcessPipeline&) = delete;
 
   Collector& collector() noexcept { return *collector_; }
   // Null when no external output is selected (no event is ever built).
@@ -89,7 +89,7 @@ class ProcessMetrics {
   std::unique_ptr<EventRouter> router_;
   std::unique_ptr<Collector> collector_;
   std::map<std::pair<std::string, std::string>, double*> crash_slots_;  // (process, signal)
-  std::vector<double*> self_slots_;  // per output, in the order of SelfSlot (process_metrics.cpp)
+  std::vector<double*> self_slots_;  // per output, in the order of SelfSlot (process_pipeline.cpp)
   // Per output, once its plugin reported figures: sent, refused, lost,
   // retries, pending (empty until then).
   std::vector<std::vector<double*>> plugin_slots_;

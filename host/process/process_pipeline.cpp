@@ -1,6 +1,6 @@
-// process_metrics.cpp — wires the registry's reporters to the event router
+// process_pipeline.cpp — wires the registry's reporters to the event router
 // and keeps the host's own figures in the process's metric file.
-#include "process/process_metrics.hpp"
+#include "process/process_pipeline.hpp"
 
 #include <atomic>
 
@@ -31,7 +31,7 @@ OutputDefinition isolated_definition(const Reporter& reporter, const ProducerOut
                                 return isolated->create_sink(sink, error);
                               },
                               reporter.plugin_path()};
-  definition.adjust_stats = [isolated](SinkFigures& stats) { isolated->adjust(stats); };
+  definition.adjust_figures = [isolated](SinkFigures& figures) { isolated->adjust(figures); };
   return definition;
 }
 
@@ -104,7 +104,7 @@ OutputSelfFigures self_figures_of(const SinkFigures& sink) noexcept {
   return figures;
 }
 
-ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsOptions options) {
+ProcessPipeline::ProcessPipeline(const ReporterRegistry& registry, ProcessPipelineOptions options) {
   const SeriesBound bound{options.max_series_per_family, options.router.log};
   if (options.run_dir.empty()) {
     store_ = std::make_unique<InProcessMetricStore>(bound);
@@ -148,7 +148,7 @@ ProcessMetrics::ProcessMetrics(const ReporterRegistry& registry, ProcessMetricsO
   }
 }
 
-ProcessMetrics::~ProcessMetrics() {
+ProcessPipeline::~ProcessPipeline() {
   if (!close(std::chrono::nanoseconds::zero())) {
     // A delivery thread abandoned inside a plugin may still read the series and the
     // router's state: leave them to the process, as the plugin library is.
@@ -157,19 +157,19 @@ ProcessMetrics::~ProcessMetrics() {
   }
 }
 
-const InProcessMetricStore* ProcessMetrics::memory_store() const noexcept {
+const InProcessMetricStore* ProcessPipeline::memory_store() const noexcept {
   return file_store_ ? nullptr : static_cast<const InProcessMetricStore*>(store_.get());
 }
 
-UnstoredFigures ProcessMetrics::unstored() const {
+UnstoredFigures ProcessPipeline::unstored() const {
   return file_store_ != nullptr ? file_store_->unstored() : UnstoredFigures{};
 }
 
-std::vector<SinkFigures> ProcessMetrics::sink_figures() const {
+std::vector<SinkFigures> ProcessPipeline::sink_figures() const {
   return router_ ? router_->figures() : std::vector<SinkFigures>{};
 }
 
-void ProcessMetrics::publish_self_figures() noexcept {
+void ProcessPipeline::publish_self_figures() noexcept {
   try {
     const std::vector<SinkFigures> sinks = sink_figures();
     for (std::size_t i = 0;
@@ -193,7 +193,7 @@ void ProcessMetrics::publish_self_figures() noexcept {
   }
 }
 
-void ProcessMetrics::publish_plugin_figures(std::size_t output, const SinkFigures& sink) {
+void ProcessPipeline::publish_plugin_figures(std::size_t output, const SinkFigures& sink) {
   if (!sink.plugin.reported || output >= plugin_slots_.size()) return;
   std::vector<double*>& slots = plugin_slots_[output];
   if (slots.empty()) {  // the first report: the series appear now
@@ -214,7 +214,7 @@ void ProcessMetrics::publish_plugin_figures(std::size_t output, const SinkFigure
   store_slot(slots[4], static_cast<double>(figures.pending));
 }
 
-void ProcessMetrics::count_producer_crash(const std::string& process,
+void ProcessPipeline::count_producer_crash(const std::string& process,
                                           const std::string& signal) noexcept {
   try {
     double*& slot = crash_slots_[{process, signal}];
@@ -230,7 +230,7 @@ void ProcessMetrics::count_producer_crash(const std::string& process,
   }
 }
 
-bool ProcessMetrics::close(std::chrono::nanoseconds budget) noexcept {
+bool ProcessPipeline::close(std::chrono::nanoseconds budget) noexcept {
   if (closed_) return close_result_;
   closed_ = true;
   close_result_ = router_ ? router_->close(budget) : true;
