@@ -236,24 +236,24 @@ IsolatedFigures IsolatedOutput::figures() const noexcept {
   return f;
 }
 
-void IsolatedOutput::adjust(SinkFigures& figures) const noexcept {
+void IsolatedOutput::adjust(SinkFigures& sink) const noexcept {
   if (!created_.load(std::memory_order_acquire)) return;  // nothing handed over
   const IsolatedFigures f = figures();
   // The delivery thread counted as delivered every event this sink's emit accepted:
   // written into the channel, or dropped here. Split them by their fate.
-  const std::uint64_t handed = figures.delivered;
+  const std::uint64_t handed = sink.delivered;
   const std::uint64_t resolved = f.delivered + f.dropped_sink_disabled + f.lost_in_helper +
                                  f.discarded_at_deadline + f.dropped_ring_full +
                                  f.dropped_too_large;
-  figures.delivered = f.delivered;
-  figures.dropped_ring_full += f.dropped_ring_full + f.dropped_too_large;
-  figures.dropped_sink_disabled += f.dropped_sink_disabled;
-  figures.lost_in_helper = f.lost_in_helper;
-  figures.discarded_at_deadline += f.discarded_at_deadline;
-  figures.queue_depth += handed > resolved ? handed - resolved : 0;  // in the channel, or in emit
-  figures.helper_restarts = f.helper_restarts;
-  figures.isolated = true;
-  figures.plugin = channel_.control().plugin_figures.load();
+  sink.delivered = f.delivered;
+  sink.dropped_ring_full += f.dropped_ring_full + f.dropped_too_large;
+  sink.dropped_sink_disabled += f.dropped_sink_disabled;
+  sink.lost_in_helper = f.lost_in_helper;
+  sink.discarded_at_deadline += f.discarded_at_deadline;
+  sink.queue_depth += handed > resolved ? handed - resolved : 0;  // in the channel, or in emit
+  sink.helper_restarts = f.helper_restarts;
+  sink.isolated = true;
+  sink.plugin = channel_.control().plugin_figures.load();
 }
 
 // ------------------------------------------------------------ supervisor

@@ -78,7 +78,7 @@ class IsolatedOutput {
 
   // Rewrites the delivery thread's accounting of this output with the helper's
   // fates: "delivered" becomes what the plugin accepted in the helper.
-  void adjust(SinkFigures& figures) const noexcept;
+  void adjust(SinkFigures& sink) const noexcept;
   IsolatedFigures figures() const noexcept;  // all zero until create_sink succeeded
 
  private:

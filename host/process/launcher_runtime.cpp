@@ -53,7 +53,7 @@ void LauncherRuntime::start() {
     local_ = std::make_unique<ProcessPipeline>(
         *startup_.registry,
         ProcessPipelineOptions{producer_outputs_, prometheus_->run_dir().string(), "launcher",
-                              router, settings.max_series_per_family, settings.node_name});
+                               router, settings.max_series_per_family, settings.node_name});
 
     if (selection.prometheus) prometheus_->serve(settings);
     handoff.outputs = producer_outputs_;

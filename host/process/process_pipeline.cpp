@@ -31,7 +31,7 @@ OutputDefinition isolated_definition(const Reporter& reporter, const ProducerOut
                                 return isolated->create_sink(sink, error);
                               },
                               reporter.plugin_path()};
-  definition.adjust_figures = [isolated](SinkFigures& figures) { isolated->adjust(figures); };
+  definition.adjust_figures = [isolated](SinkFigures& sink) { isolated->adjust(sink); };
   return definition;
 }
 
@@ -215,7 +215,7 @@ void ProcessPipeline::publish_plugin_figures(std::size_t output, const SinkFigur
 }
 
 void ProcessPipeline::count_producer_crash(const std::string& process,
-                                          const std::string& signal) noexcept {
+                                           const std::string& signal) noexcept {
   try {
     double*& slot = crash_slots_[{process, signal}];
     if (slot == nullptr) {
