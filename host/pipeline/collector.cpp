@@ -7,12 +7,20 @@
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 
 #include "core/input_excerpt.hpp"
 #include "pipeline/sample_name_claims.hpp"
 #include "core/series_bound.hpp"
 
 namespace tokenspeed::metrics {
+
+// The handles keep the layout and calling convention engines were built
+// with: one pointer (a gauge: two), trivially copied, whatever base they share.
+static_assert(sizeof(Counter) == sizeof(void*) && sizeof(Histogram) == sizeof(void*));
+static_assert(sizeof(Gauge) == 2 * sizeof(void*));
+static_assert(std::is_trivially_copyable_v<Counter> && std::is_trivially_copyable_v<Gauge> &&
+              std::is_trivially_copyable_v<Histogram>);
 
 namespace {
 

@@ -20,12 +20,25 @@ struct CollectorOptions;
 class FamilyCore;
 class Collector;
 
+// What every handle is: the series it is bound to, or none (an empty
+// handle, which does nothing).
+class SeriesHandle {
+ public:
+  explicit operator bool() const noexcept { return series_ != nullptr; }
+  const MetricSeries* series() const noexcept { return series_; }
+
+ protected:
+  SeriesHandle() = default;
+  explicit SeriesHandle(MetricSeries* series) noexcept : series_(series) {}
+  MetricSeries* series_ = nullptr;
+};
+
 // Handles are small values: copy them freely and keep them (they stay valid
 // as long as the Launcher or Producer that made them). A default-constructed handle
 // does nothing, as do the handles of a process with metrics disabled.
 // Threading: any thread, any number of threads at once; every method is
 // wait-free but for the compare-and-swap loop that adds to a double.
-class Counter {
+class Counter : public SeriesHandle {
  public:
   Counter() = default;
 
@@ -37,17 +50,13 @@ class Counter {
   // for an empty handle.
   double value() const noexcept;
 
-  explicit operator bool() const noexcept { return series_ != nullptr; }
-  const MetricSeries* series() const noexcept { return series_; }
-
  private:
   template <class>
   friend class Family;
-  explicit Counter(MetricSeries* series) noexcept : series_(series) {}
-  MetricSeries* series_ = nullptr;
+  explicit Counter(MetricSeries* series) noexcept : SeriesHandle(series) {}
 };
 
-class Gauge {
+class Gauge : public SeriesHandle {
  public:
   Gauge() = default;
 
@@ -62,19 +71,15 @@ class Gauge {
   // This process's current value; 0 for an empty handle.
   double value() const noexcept;
 
-  explicit operator bool() const noexcept { return series_ != nullptr; }
-  const MetricSeries* series() const noexcept { return series_; }
-
  private:
   template <class>
   friend class Family;
   Gauge(MetricSeries* series, const CollectorOptions* options) noexcept
-      : series_(series), options_(options) {}
-  MetricSeries* series_ = nullptr;
+      : SeriesHandle(series), options_(options) {}
   const CollectorOptions* options_ = nullptr;
 };
 
-class Histogram {
+class Histogram : public SeriesHandle {
  public:
   Histogram() = default;
 
@@ -96,14 +101,10 @@ class Histogram {
   double bucket_count(std::size_t bucket) const noexcept;
   double sum() const noexcept;
 
-  explicit operator bool() const noexcept { return series_ != nullptr; }
-  const MetricSeries* series() const noexcept { return series_; }
-
  private:
   template <class>
   friend class Family;
-  explicit Histogram(MetricSeries* series) noexcept : series_(series) {}
-  MetricSeries* series_ = nullptr;
+  explicit Histogram(MetricSeries* series) noexcept : SeriesHandle(series) {}
 };
 
 // A metric family: the handles of its series, one per set of label values.
