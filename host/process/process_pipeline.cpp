@@ -128,7 +128,9 @@ ProcessPipeline::ProcessPipeline(const ReporterRegistry& registry, ProcessPipeli
     router_ = std::make_unique<EventRouter>(
         output_definitions(registry, options.outputs, options.router), options.router);
   }
-  collector_ = std::make_unique<Collector>(*store_, router_.get());
+  CollectorOptions collector_options;
+  collector_options.views = options.views;
+  collector_ = std::make_unique<Collector>(*store_, router_.get(), collector_options);
 
   const auto& defs = reporter_self_metric_definitions();
   for (const ProducerOutput& output : options.outputs) {
@@ -215,7 +217,7 @@ void ProcessPipeline::publish_plugin_figures(std::size_t output, const SinkFigur
 }
 
 void ProcessPipeline::count_producer_crash(const std::string& process,
-                                          const std::string& signal) noexcept {
+                                           const std::string& signal) noexcept {
   try {
     double*& slot = crash_slots_[{process, signal}];
     if (slot == nullptr) {
