@@ -248,8 +248,19 @@ int run_replay(const std::string& script_path, const std::string& base_dir) {
     children[static_cast<std::size_t>(i)] = Child{pid, release[1]};
   }
 
+  // The launcher's catalog is the script's families as the views leave them,
+  // as its producers define them.
+  std::deque<MetricDefinition> viewed;
   std::vector<const MetricDefinition*> catalog;
-  for (const MetricDefinition& metric : script.metrics) catalog.push_back(&metric);
+  for (const MetricDefinition& metric : script.metrics) {
+    if (!collector_options.views) {
+      catalog.push_back(&metric);
+      continue;
+    }
+    const ViewedDefinition view = apply_views(*collector_options.views, metric);
+    if (view.dropped) continue;
+    catalog.push_back(&viewed.emplace_back(checked_definition(view.definition)));
+  }
   PrometheusEndpointOptions options;
   options.port = 0;
   // The families, as the launcher serves them: text or protobuf, as asked.

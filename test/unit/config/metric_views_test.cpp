@@ -204,8 +204,8 @@ TEST_CASE("check describes each family as the views leave it and warns of unused
 
 TEST_CASE("no view selects the host's own families") {
   const MetricViews views = views_of(R"({"views": [{"select": {"name": "*"}, "drop": true}]})");
-  const MetricDefinition own{"tokenspeed_metrics_reporter_events", MetricKind::counter, "", "",
-                             {"reporter"}, {}, {}};
+  const MetricDefinition own{
+      "tokenspeed_metrics_reporter_events", MetricKind::counter, "", "", {"reporter"}, {}, {}};
   CHECK_FALSE(view_selects(views.views[0], own));
   CHECK_FALSE(apply_views(views, own).dropped);
   CHECK(apply_views(views, kTokens).dropped);
