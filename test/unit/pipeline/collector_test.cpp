@@ -552,3 +552,19 @@ TEST_CASE("a view's outputs decide which outputs receive the family, Prometheus 
   REQUIRE(to_jsonl.size() == 1);
   CHECK(to_jsonl[0].metric == "tokenspeed:kv_cache_usage_perc");
 }
+
+TEST_CASE("a gauge whose label a view drops holds the last value set in the process") {
+  InProcessMetricStore store;
+  CollectorOptions options;
+  options.views = views_of(R"({"views": [{"select": {"name": "*", "kind": "gauge"},
+      "keep_labels": ["model"]}]})");
+  Collector collector(store, nullptr, options);
+  auto& gauges = collector.gauge(kGauge);
+  gauges.labels("llama", "0").set(0.25);
+  gauges.labels("llama", "1").set(0.75);
+  gauges.labels("llama", "2").inc(0.5);
+  const auto series = all_series(store);
+  REQUIRE(series.size() == 1);
+  CHECK(series[0]->label_values == std::vector<std::string>{"llama"});
+  CHECK(series[0]->slots[0] == 1.25);
+}
