@@ -409,6 +409,25 @@ std::vector<std::string> unused_view_warnings(const MetricViews& views,
   return warnings;
 }
 
+std::vector<std::string> unselected_output_warnings(const MetricViews& views,
+                                                    const std::vector<std::string>& selected) {
+  std::vector<std::string> warnings;
+  for (std::size_t i = 0; i < views.views.size(); ++i) {
+    const auto& outputs = views.views[i].outputs;
+    if (!outputs) continue;
+    for (std::size_t j = 0; j < outputs->size(); ++j) {
+      const std::string& name = (*outputs)[j];
+      if (std::find(selected.begin(), selected.end(), name) != selected.end()) continue;
+      warnings.push_back(StartupError::format(
+          {"", views.file, "views[" + std::to_string(i) + "].outputs[" + std::to_string(j) + "]"},
+          "'" + input_excerpt(name) +
+              "' is not a selected output; the family reaches only the "
+              "selected outputs the view names"));
+    }
+  }
+  return warnings;
+}
+
 bool reaches_output(const std::optional<std::vector<std::string>>& outputs,
                     std::string_view output) noexcept {
   if (!outputs) return true;

@@ -87,6 +87,12 @@ std::string describe_viewed(const ViewedDefinition& viewed);
 std::vector<std::string> unused_view_warnings(const MetricViews& views,
                                               const std::vector<MetricDefinition>& definitions);
 
+// A warning for each output a view names that is not selected (selected:
+// every selected output, "prometheus" included): a typo sends the family
+// nowhere.
+std::vector<std::string> unselected_output_warnings(const MetricViews& views,
+                                                    const std::vector<std::string>& selected);
+
 // The built-in output's name, as a view's outputs list it.
 inline constexpr std::string_view kPrometheusOutput = "prometheus";
 

@@ -81,6 +81,16 @@ class Views(unittest.TestCase):
         self.assertIn("key 'views[2].select'", warnings[0])
         self.assertIn("selects no family", warnings[0])
 
+    def test_an_output_a_view_names_but_the_node_does_not_select_is_warned_of(self):
+        path = self.write(json.dumps({"views": [
+            {"select": {"name": "*_seconds"}, "outputs": ["prometheus", "otlp"]}]}))
+        result = run("check", FLAG, path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+        self.assertEqual(len(warnings), 1, result.stderr)
+        self.assertIn("key 'views[0].outputs[1]'", warnings[0])
+        self.assertIn("'otlp' is not a selected output", warnings[0])
+
     def test_the_flag_is_listed_by_check_help_and_flags(self):
         for args in (("check", "--help"), ("flags",)):
             result = subprocess.run([cli_harness.BINARY, *args], capture_output=True, text=True,

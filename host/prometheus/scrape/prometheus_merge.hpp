@@ -185,7 +185,8 @@ struct ScrapeSources {
   ProducerFileMappings* file_mappings = nullptr;
 };
 
-std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources, MergeFigures* figures = nullptr);
+std::vector<MergedFamily> merge_scrape(const ScrapeSources& sources,
+                                       MergeFigures* figures = nullptr);
 
 // Pointers to every definition of a catalog, for ScrapeSources::catalog.
 std::vector<const MetricDefinition*> catalog_pointers(const std::vector<MetricDefinition>& catalog);

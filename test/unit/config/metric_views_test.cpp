@@ -210,3 +210,14 @@ TEST_CASE("no view selects the host's own families") {
   CHECK_FALSE(apply_views(views, own).dropped);
   CHECK(apply_views(views, kTokens).dropped);
 }
+
+TEST_CASE("an output a view names that is not selected is warned of, naming the key") {
+  const MetricViews views = views_of(R"({"views": [
+      {"select": {"name": "*"}, "outputs": ["prometheus", "otpl"]},
+      {"select": {"name": "a"}, "outputs": ["otlp"]}]})");
+  const auto warnings = unselected_output_warnings(views, {"prometheus", "otlp"});
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].find("key 'views[0].outputs[1]'") != std::string::npos);
+  CHECK(warnings[0].find("'otpl' is not a selected output") != std::string::npos);
+  CHECK(unselected_output_warnings(views, {"prometheus", "otlp", "otpl"}).empty());
+}
