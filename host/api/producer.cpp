@@ -12,6 +12,7 @@
 #include <optional>
 
 #include "api/shutdown_report.hpp"
+#include "config/metric_views.hpp"
 #include "process/producer_runtime.hpp"
 #include "process/producer_handoff.hpp"
 #include "prometheus/prometheus_output.hpp"
@@ -48,8 +49,15 @@ class ProducerImpl {
     options.handoff.run_dir = standalone.shared_dir;
     // A launcher hands its producers the series bound; without one the
     // engine's environment is its only source (the refusal line names it).
-    if (const auto bound = metrics_options_from_environment().max_series_per_family) {
+    const Options environment = metrics_options_from_environment();
+    if (const auto bound = environment.max_series_per_family) {
       options.handoff.max_series_per_family = *bound;
+    }
+    // Likewise the views (TOKENSPEED_METRICS_VIEWS): every process of the
+    // engine reads the same file.
+    if (environment.metric_views) {
+      options.handoff.views =
+          std::make_shared<const MetricViews>(read_metric_views(*environment.metric_views));
     }
     start(std::move(options));
   }

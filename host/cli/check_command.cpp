@@ -12,7 +12,9 @@
 #include <boost/program_options/options_description.hpp>
 
 #include "config/metrics_flags.hpp"
+#include "config/metric_views.hpp"
 #include "config/metrics_startup.hpp"
+#include "core/metric_catalog.hpp"
 #include "config/secret_redaction.hpp"
 #include "prometheus/prometheus_output.hpp"
 
@@ -26,7 +28,20 @@ constexpr const char* kSynopsis =
     "[--metrics-reporter-config FILE] [--metrics-plugin-dir DIR]... "
     "[--metrics-allow-insecure-plugins] [--metrics-reporter-queue-size N] "
     "[--metrics-shutdown-timeout SECONDS] [--metrics-host ADDR] [--metrics-port PORT] "
-    "[--metrics-multiproc-dir DIR]";
+    "[--metrics-multiproc-dir DIR] [--metrics-views FILE]";
+
+// The TokenSpeed catalog's families as the views leave them, and a warning
+// for each view that selects none of them.
+void print_views(const MetricViews& views) {
+  for (const std::string& line : unused_view_warnings(views, tokenspeed_catalog())) {
+    std::fprintf(stderr, "tokenspeed-metrics: warning: %s\n", line.c_str());
+  }
+  std::cout << "views " << views.file << ": " << views.views.size() << " view"
+            << (views.views.size() == 1 ? "" : "s") << "; the TokenSpeed catalog's families:\n";
+  for (const MetricDefinition& definition : tokenspeed_catalog()) {
+    std::cout << "  " << describe_viewed(apply_views(views, definition)) << '\n';
+  }
+}
 
 }  // namespace
 
@@ -72,6 +87,7 @@ int run_check(int argc, char** argv) {
     std::cout << output.name << ": " << boost::json::serialize(secrets.redact(output.config))
               << '\n';
   }
+  if (startup.views) print_views(*startup.views);
   std::cout.flush();
   return std::cout ? 0 : 1;
 }

@@ -164,6 +164,17 @@ inline constexpr MetricsFlag kMetricsFlags[] = {
                 "OTLP's `service.instance.id` and `host.name`, `statsd`'s `node` tag): 1-253 "
                 "printable ASCII characters without space, `/`, `,`, quotes or backslash. Set "
                 "it in a container, whose host name changes with every start."},
+    {.name = "metrics-views",
+     .value_name = "FILE",
+     .group = FlagGroup::delivery,
+     .field = &Options::metric_views,
+     .default_text = "none (every family as the engine defines it)",
+     .empty_message = "the file name must not be empty",
+     .help = "JSON file of views: change a family's buckets, name, help, labels or outputs, or "
+             "drop it, without touching the engine",
+     .meaning = "A JSON file of views: select families by name or glob and change their buckets "
+                "(classic or exponential), name, help, labels, the outputs that receive them, or "
+                "drop them, in every process alike ([views.md](views.md))."},
     {.name = "metrics-host",
      .value_name = "ADDR",
      .group = FlagGroup::prometheus,

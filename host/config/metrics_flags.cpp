@@ -94,6 +94,7 @@ MetricsSettings check_options(const Options& given) {
   if (given.multiproc_dir) settings.multiproc_dir = *given.multiproc_dir;
   settings.web_config = given.web_config;
   settings.node_name = given.node_name.value_or("");
+  settings.metric_views = given.metric_views;
   return settings;
 }
 

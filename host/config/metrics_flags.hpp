@@ -51,6 +51,9 @@ struct MetricsSettings {
   // The node's name in the outputs' process identity (--metrics-node-name);
   // "" means the host name.
   std::string node_name;
+  // The views file (--metrics-views), read and checked at startup
+  // (read_metric_views); producers get its content through the handoff.
+  std::optional<std::string> metric_views;
 };
 
 // The one check of the metrics options, from the flags and from code alike:

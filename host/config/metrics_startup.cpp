@@ -27,6 +27,13 @@ MetricsStartup load_metrics_startup(const Options& options, const PluginSearchOp
   startup.loader = std::make_unique<PluginLoader>(*startup.registry, warn);
   startup.loader->load(search);
   startup.selection = resolve_reporters(options, *startup.registry, startup.loader.get());
+  if (options.metric_views) {
+    startup.views = std::make_shared<const MetricViews>(read_metric_views(*options.metric_views));
+    for (const std::string& line :
+         unselected_output_warnings(*startup.views, startup.selection.order)) {
+      if (warn) warn(line);
+    }
+  }
   for (const std::string& line : startup.selection.warnings) {
     if (warn) warn(line);
   }

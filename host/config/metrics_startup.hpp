@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "config/metric_views.hpp"
 #include "config/reporter_config.hpp"
 #include "plugin/plugin_loader.hpp"
 #include "plugin/reporter_registry.hpp"
@@ -21,6 +22,9 @@ struct MetricsStartup {
   std::unique_ptr<ReporterRegistry> registry;
   std::unique_ptr<PluginLoader> loader;  // null when metrics are disabled
   ReporterSelection selection;
+  // The views of --metrics-views, read and checked; null when none (or
+  // metrics are disabled).
+  std::shared_ptr<const MetricViews> views;
 };
 
 // Startup with metrics: warns about ignored flags, and with

@@ -42,8 +42,15 @@ void report_series_table_full() noexcept {
 FamilyCore::Table::Table(std::size_t capacity)
     : mask(capacity - 1), slots(std::make_unique<std::atomic<MetricSeries*>[]>(capacity)) {}
 
-FamilyCore::FamilyCore(const MetricDefinition& definition, MetricStore& store, EventRouter* router)
+FamilyCore::FamilyCore(const MetricDefinition& definition, MetricStore& store, EventRouter* router,
+                       const ViewedDefinition* viewed)
     : family_(definition), store_(store), router_(router) {
+  if (viewed != nullptr) {
+    if (router_ != nullptr) output_mask_ = router_->output_mask(viewed->outputs);
+    narrows_labels_ = viewed->labels_changed;
+    engine_label_count_ = viewed->engine_label_count;
+    kept_labels_ = viewed->kept_labels;
+  }
   tables_.push_back(std::make_unique<Table>(16));
   table_.store(tables_.back().get(), std::memory_order_release);
 }
@@ -82,12 +89,40 @@ MetricSeries* FamilyCore::probe(const Table& table, std::uint64_t hash,
   }
 }
 
+std::span<const std::string_view> FamilyCore::kept_values(
+    std::span<const std::string_view> values,
+    std::array<std::string_view, kLocalLabels>& local) const noexcept {
+  for (std::size_t i = 0; i < kept_labels_.size(); ++i) local[i] = values[kept_labels_[i]];
+  return {local.data(), kept_labels_.size()};
+}
+
 MetricSeries* FamilyCore::find(std::span<const std::string_view> values) const noexcept {
+  if (narrows_labels_) {
+    if (values.size() != engine_label_count_ || kept_labels_.size() > kLocalLabels) return nullptr;
+    std::array<std::string_view, kLocalLabels> local;
+    values = kept_values(values, local);
+  }
   if (values.size() != family_.label_names.size()) return nullptr;
   return probe(*table_.load(std::memory_order_acquire), hash_values(values), values);
 }
 
 MetricSeries* FamilyCore::find_or_intern(std::span<const std::string_view> values) {
+  if (!narrows_labels_) return intern(values);
+  if (values.size() != engine_label_count_) {
+    throw std::invalid_argument("metric " + input_excerpt(family_.definition.name) + " takes " +
+                                std::to_string(engine_label_count_) + " label values, got " +
+                                std::to_string(values.size()));
+  }
+  if (kept_labels_.size() > kLocalLabels) {
+    std::vector<std::string_view> kept;
+    for (const std::size_t index : kept_labels_) kept.push_back(values[index]);
+    return intern(kept);
+  }
+  std::array<std::string_view, kLocalLabels> local;
+  return intern(kept_values(values, local));
+}
+
+MetricSeries* FamilyCore::intern(std::span<const std::string_view> values) {
   if (values.size() != family_.label_names.size()) {
     throw std::invalid_argument("metric " + input_excerpt(family_.definition.name) + " takes " +
                                 std::to_string(family_.label_names.size()) + " label values, got " +
@@ -104,6 +139,7 @@ MetricSeries* FamilyCore::find_or_intern(std::span<const std::string_view> value
   try {
     series.family = &family_;
     series.router = router_;
+    series.output_mask = output_mask_;
     series.hash = hash;
     series.stamps_sets = stamps_gauge_sets(family_.definition);
     series.label_values.assign(values.begin(), values.end());
@@ -224,17 +260,37 @@ void Collector::throw_if_names_collide(const MetricDefinition& checked) const {
       input_excerpt(shared_claimed_name(checked, *other)) + " (duplicated timeseries)");
 }
 
+MetricStore& Collector::family_store(const std::optional<std::vector<std::string>>& outputs) {
+  if (reaches_output(outputs, kPrometheusOutput)) return *store_;
+  if (!unexposed_store_) {
+    unexposed_store_ = std::make_unique<InProcessMetricStore>(store_->series_bound());
+  }
+  return *unexposed_store_;
+}
+
 Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKind kind) {
   if (definition.kind != kind) {
     throw std::invalid_argument("metric " + input_excerpt(definition.name) + " is a " +
                                 std::string(to_string(definition.kind)) + ", not a " +
                                 std::string(to_string(kind)));
   }
-  MetricDefinition checked = checked_definition(definition);
+  // Views first, so every process makes the same family of the same
+  // definition and the conflict checks below see the viewed one. A dropped
+  // family keeps the engine's definition and records nothing.
+  ViewedDefinition viewed;
+  if (options_.views) viewed = apply_views(*options_.views, definition);
+  if (!options_.views || viewed.dropped) {
+    const bool dropped = viewed.dropped;
+    viewed = ViewedDefinition{};
+    viewed.definition = definition;
+    viewed.dropped = dropped;
+  }
+  MetricDefinition checked = checked_definition(viewed.definition);
   MutexLock lock(mutex_);
   auto found = families_.find(checked.name);
   if (found != families_.end()) {
-    if (!(*found->second.definition == checked)) {
+    if (!(*found->second.definition == checked) ||
+        found->second.engine_labels != definition.label_names) {
       throw std::invalid_argument("metric " + input_excerpt(checked.name) +
                                   " is already defined differently in this process (kind, help, "
                                   "unit, label names, buckets and gauge mode must match)");
@@ -244,8 +300,10 @@ Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKin
   throw_if_names_collide(checked);
   Entry& entry = families_[checked.name];
   entry.definition = std::make_unique<MetricDefinition>(std::move(checked));
-  if (store_ != nullptr) {
-    entry.core = std::make_unique<FamilyCore>(*entry.definition, *store_, router_);
+  entry.engine_labels = definition.label_names;
+  if (store_ != nullptr && !viewed.dropped) {
+    entry.core = std::make_unique<FamilyCore>(*entry.definition, family_store(viewed.outputs),
+                                              router_, &viewed);
   }
   const MetricDefinition& stable = *entry.definition;
   switch (kind) {

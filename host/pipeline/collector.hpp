@@ -18,6 +18,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "config/metric_views.hpp"
+#include "core/in_process_metric_store.hpp"
 #include "pipeline/event_clock.hpp"
 #include "pipeline/event_router.hpp"
 #include "core/metric_catalog.hpp"
@@ -42,6 +44,9 @@ struct CollectorOptions {
   std::chrono::nanoseconds gauge_snapshot_interval = std::chrono::seconds(1);
   // Set by the Collector: the interval in units of the clock above.
   std::int64_t snapshot_interval_ticks = 0;
+  // --metrics-views: applied to each definition before it is checked and
+  // compared with the families already defined; null: none.
+  std::shared_ptr<const MetricViews> views = nullptr;
 };
 
 // The series table of one family: lookup by label values without locking or
@@ -50,7 +55,11 @@ struct CollectorOptions {
 // Threading: find_or_intern from any thread.
 class FamilyCore {
  public:
-  FamilyCore(const MetricDefinition& definition, MetricStore& store, EventRouter* router);
+  // viewed, when given, is what views made of the engine's definition: its
+  // kept labels (labels() then takes the engine's values and keeps those)
+  // and its outputs.
+  FamilyCore(const MetricDefinition& definition, MetricStore& store, EventRouter* router,
+             const ViewedDefinition* viewed = nullptr);
   ~FamilyCore();
   FamilyCore(const FamilyCore&) = delete;
   FamilyCore& operator=(const FamilyCore&) = delete;
@@ -60,7 +69,9 @@ class FamilyCore {
   // bound on series per family (series_bound.hpp) a new label set is refused:
   // nullptr, counted, and the first refusal logged; without a lock or an
   // allocation once the family is known to be full. Throws
-  // std::invalid_argument when the number of values is wrong.
+  // std::invalid_argument when the number of values is wrong. values are the
+  // engine's: with labels dropped by a view, the kept ones name the series,
+  // so label sets differing only in dropped labels share it.
   MetricSeries* find_or_intern(std::span<const std::string_view> values);
   // Lookup only: nullptr when absent. Never allocates or locks.
   MetricSeries* find(std::span<const std::string_view> values) const noexcept;
@@ -75,6 +86,12 @@ class FamilyCore {
     std::size_t mask;
     std::unique_ptr<std::atomic<MetricSeries*>[]> slots;
   };
+  // The engine's values narrowed to the kept labels.
+  static constexpr std::size_t kLocalLabels = 16;
+  std::span<const std::string_view> kept_values(
+      std::span<const std::string_view> values,
+      std::array<std::string_view, kLocalLabels>& local) const noexcept;
+  MetricSeries* intern(std::span<const std::string_view> values);
   static std::uint64_t hash_values(std::span<const std::string_view> values) noexcept;
   static MetricSeries* probe(const Table& table, std::uint64_t hash,
                              std::span<const std::string_view> values) noexcept;
@@ -84,6 +101,12 @@ class FamilyCore {
   MetricSeries* refuse() noexcept;
 
   SeriesFamily family_;
+  // Set when a view dropped labels: the engine's label count and the
+  // engine's index of each kept label.
+  std::uint64_t output_mask_ = ~std::uint64_t{0};  // MetricSeries::output_mask
+  bool narrows_labels_ = false;
+  std::size_t engine_label_count_ = 0;
+  std::vector<std::size_t> kept_labels_;
   MetricStore& store_;
   EventRouter* router_;
   // Set once the family has refused a label set (it never shrinks), after
@@ -135,6 +158,7 @@ class Collector {
   // table and the public Family that hands out handles.
   struct Entry {
     std::unique_ptr<MetricDefinition> definition;
+    std::vector<std::string> engine_labels;  // before views; equal definitions share them
     std::unique_ptr<FamilyCore> core;
     std::unique_ptr<CounterFamily> counter;
     std::unique_ptr<GaugeFamily> gauge;
@@ -142,12 +166,19 @@ class Collector {
   };
   Entry& entry(const MetricDefinition& definition, MetricKind kind);
   void throw_if_names_collide(const MetricDefinition& checked) const TSM_REQUIRES(mutex_);
+  // The store of a family's series: the process's, or memory /metrics never
+  // reads when a view keeps the family from the Prometheus output.
+  MetricStore& family_store(const std::optional<std::vector<std::string>>& outputs)
+      TSM_REQUIRES(mutex_);
 
   MetricStore* store_;
   EventRouter* router_;
   const CollectorOptions options_;
   mutable Mutex mutex_;
   std::map<std::string, Entry, std::less<>> families_ TSM_GUARDED_BY(mutex_);
+  // The series of families a view keeps from the Prometheus output: in this
+  // process's memory, which /metrics never reads.
+  std::unique_ptr<InProcessMetricStore> unexposed_store_ TSM_GUARDED_BY(mutex_);
 };
 
 // ------------------------------------------------------------ hot path

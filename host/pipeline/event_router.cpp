@@ -217,4 +217,17 @@ std::vector<SinkFigures> EventRouter::figures() const {
   return out;
 }
 
+std::uint64_t EventRouter::output_mask(
+    const std::optional<std::vector<std::string>>& outputs) const {
+  if (!outputs) return ~std::uint64_t{0};
+  std::uint64_t mask = ~std::uint64_t{0};
+  for (std::size_t i = 0; i < delivery_raw_.size() && i < 64; ++i) {
+    const std::string& name = delivery_raw_[i]->name();
+    if (std::find(outputs->begin(), outputs->end(), name) == outputs->end()) {
+      mask &= ~(std::uint64_t{1} << i);
+    }
+  }
+  return mask;
+}
+
 }  // namespace tokenspeed::metrics

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,10 @@ class EventRouter {
   // series); SeriesTable::kNone when more series exist than a ring slot can
   // name. Throws std::bad_alloc.
   std::uint32_t register_series(const MetricSeries& series) { return series_table_->add(&series); }
+
+  // The output_mask of a series whose family a view sends to outputs (unset:
+  // every output): bit i for the i-th output, when outputs names it.
+  std::uint64_t output_mask(const std::optional<std::vector<std::string>>& outputs) const;
 
   // Stops accepting events, lets every delivery thread drain until the deadline,
   // then closes the plugin sinks one after the other, each with what remains
@@ -134,7 +139,10 @@ __attribute__((always_inline)) inline void EventRouter::publish(const EventSlot&
   }
   const bool closing = closing_.load(std::memory_order_relaxed);
   const std::uint32_t number = slot.series->number;
+  const std::uint64_t mask = slot.series->output_mask;
   for (std::size_t i = 0; i < n; ++i) {
+    if (i < 64 && ((mask >> i) & 1) == 0) [[unlikely]]
+      continue;  // a view left it out
     EventRing& ring = *rings[i];
     SinkDelivery& delivery = *delivery_raw_[i];
     if (closing) [[unlikely]] {

@@ -62,6 +62,10 @@ struct MetricSeries {
   // read them (a full file system): each event adds one to it.
   double* unstored_events = nullptr;
   std::uint32_t number = 0;  // the router's number for it (series_table.hpp)
+  // Bit i set: the router's output i receives its events (a view's outputs;
+  // outputs past the 64th always do). Read beside number, so a family every
+  // output receives costs one predictable branch per output.
+  std::uint64_t output_mask = ~std::uint64_t{0};
   bool stamps_sets = false;  // a mostrecent gauge: slots[1] takes each set's time
   std::uint64_t hash = 0;    // hash of the label values (lookup table)
   std::vector<std::string> label_values;

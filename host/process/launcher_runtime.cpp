@@ -53,7 +53,8 @@ void LauncherRuntime::start() {
     local_ = std::make_unique<ProcessPipeline>(
         *startup_.registry,
         ProcessPipelineOptions{producer_outputs_, prometheus_->run_dir().string(), "launcher",
-                               router, settings.max_series_per_family, settings.node_name});
+                               router, settings.max_series_per_family, settings.node_name,
+                               /*keep_in_memory_without_file=*/false, startup_.views});
 
     if (selection.prometheus) prometheus_->serve(settings);
     handoff.outputs = producer_outputs_;
@@ -66,6 +67,7 @@ void LauncherRuntime::start() {
   handoff.queue_size = settings.queue_size;
   handoff.max_series_per_family = settings.max_series_per_family;
   handoff.node_name = settings.node_name;
+  handoff.views = startup_.views;
   handoff.shutdown_budget = std::chrono::duration_cast<std::chrono::nanoseconds>(
       settings.shutdown_timeout * kProducerShare);
   handoff_ = handoff;

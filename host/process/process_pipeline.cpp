@@ -128,7 +128,9 @@ ProcessPipeline::ProcessPipeline(const ReporterRegistry& registry, ProcessPipeli
     router_ = std::make_unique<EventRouter>(
         output_definitions(registry, options.outputs, options.router), options.router);
   }
-  collector_ = std::make_unique<Collector>(*store_, router_.get());
+  CollectorOptions collector_options;
+  collector_options.views = options.views;
+  collector_ = std::make_unique<Collector>(*store_, router_.get(), collector_options);
 
   const auto& defs = reporter_self_metric_definitions();
   for (const ProducerOutput& output : options.outputs) {

@@ -39,6 +39,8 @@ struct ProcessPipelineOptions {
   // A metric file that cannot be created: false throws StartupError (the
   // launcher); true keeps the series in memory, counted (attached and spawned producers).
   bool keep_in_memory_without_file = false;
+  // --metrics-views, applied to every family this process defines; null: none.
+  std::shared_ptr<const MetricViews> views = nullptr;
 };
 
 // Threading: construct, publish_self_figures and close from one control

@@ -58,7 +58,7 @@ boost::json::object handoff_to_json(const ProducerHandoff& handoff) {
   }
   boost::json::array dirs;
   for (const std::string& dir : handoff.plugin_dirs) dirs.push_back(boost::json::string(dir));
-  return boost::json::object{
+  boost::json::object json{
       {"outputs", std::move(outputs)},
       {"plugin_dirs", std::move(dirs)},
       {"disabled_plugins", handoff.disabled_plugins},
@@ -70,6 +70,8 @@ boost::json::object handoff_to_json(const ProducerHandoff& handoff) {
       {"launcher_pid", static_cast<std::int64_t>(handoff.launcher_pid)},
       {"node_name", handoff.node_name},
   };
+  if (handoff.views) json["metric_views"] = handoff.views->json;
+  return json;
 }
 
 ProducerHandoff handoff_from_json(const boost::json::object& json) {
@@ -115,6 +117,9 @@ ProducerHandoff handoff_from_json(const boost::json::object& json) {
     handoff.max_series_per_family = static_cast<std::size_t>(bound);
   }
   if (json.contains("node_name")) handoff.node_name = string_member(json, "node_name");
+  if (const boost::json::value* views = json.if_contains("metric_views")) {
+    handoff.views = std::make_shared<const MetricViews>(metric_views_from_json(*views, "handoff"));
+  }
   if (json.contains("launcher_pid")) {
     const std::int64_t launcher = int_member(json, "launcher_pid");
     if (launcher < 0 || launcher > std::numeric_limits<pid_t>::max()) {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -15,6 +16,7 @@
 #include <boost/json/object.hpp>
 
 #include "config/isolation_settings.hpp"
+#include "config/metric_views.hpp"
 #include "core/series_bound.hpp"
 
 namespace tokenspeed::metrics {
@@ -53,6 +55,9 @@ struct ProducerHandoff {
   // a handoff being built: the process that writes it, the launcher, fills
   // in its own pid. 0 when read: unknown (a handoff without the field).
   pid_t launcher_pid = 0;
+  // --metrics-views: the launcher's views as it read them, so every process
+  // applies the same; null when none.
+  std::shared_ptr<const MetricViews> views;
 };
 
 boost::json::object handoff_to_json(const ProducerHandoff& handoff);

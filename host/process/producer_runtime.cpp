@@ -56,7 +56,7 @@ ProducerRuntime::ProducerRuntime(ProducerOptions options)
   pipeline_ = std::make_unique<ProcessPipeline>(
       registry_, ProcessPipelineOptions{handoff.outputs, handoff.run_dir, name_, router,
                                         handoff.max_series_per_family, handoff.node_name,
-                                        /*keep_in_memory_without_file=*/true});
+                                        /*keep_in_memory_without_file=*/true, handoff.views});
   // The host's own figures reach /metrics once a second; the thread sleeps in
   // between and never touches a plugin.
   figures_ = std::thread([this] {

@@ -55,7 +55,7 @@ class HelpAndUnknownFlags(h.CliTestCase):
         self.assert_ok(result)
         check_help = h.run("check", "--help").stdout
         flags = re.findall(r"^  (--[a-z-]+)", result.stdout, re.MULTILINE)
-        self.assertEqual(len(flags), 13, result.describe())
+        self.assertEqual(len(flags), 14, result.describe())
         for flag in flags:
             self.assertIn(flag, check_help)
 

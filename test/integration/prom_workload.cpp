@@ -14,12 +14,15 @@
 //   metric NAME counter|gauge|histogram|native_histogram MODE LABEL_NAMES BUCKETS HELP...
 //   (native_histogram: exponential buckets, the default options)
 //   op PROC inc|set|observe NAME LABEL_VALUES VALUE [WEIGHT]
+// TSM_WORKLOAD_VIEWS, when set, names a views file (--metrics-views) that
+// every producer applies.
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <signal.h>
 #include <sstream>
 #include <string>
@@ -27,6 +30,7 @@
 #include <unistd.h>
 #include <vector>
 
+#include "config/metric_views.hpp"
 #include "pipeline/collector.hpp"
 #include "core/in_process_metric_store.hpp"
 #include "core/metric_catalog.hpp"
@@ -207,6 +211,12 @@ void reap(Child& child, bool kill) {
 
 int run_replay(const std::string& script_path, const std::string& base_dir) {
   const Script script = read_script(script_path);
+  // Views are read once, as a launcher reads them, and applied in every
+  // producer alike.
+  CollectorOptions collector_options;
+  if (const char* views = std::getenv("TSM_WORKLOAD_VIEWS")) {
+    collector_options.views = std::make_shared<const MetricViews>(read_metric_views(views));
+  }
   MultiprocessRunDir run(base_dir.empty() ? default_multiprocess_base_dir()
                                           : std::filesystem::path(base_dir));
   std::vector<Child> children(static_cast<std::size_t>(script.processes));
@@ -221,7 +231,7 @@ int run_replay(const std::string& script_path, const std::string& base_dir) {
       for (int j = 0; j < i; ++j) ::close(children[static_cast<std::size_t>(j)].release);
       {
         MultiprocessMetricStore store({run.path(), "producer"});
-        Collector collector(store);
+        Collector collector(store, nullptr, collector_options);
         replay(script, i, collector);
         char byte = 'r';
         (void)!::write(ready[1], &byte, 1);
@@ -238,8 +248,19 @@ int run_replay(const std::string& script_path, const std::string& base_dir) {
     children[static_cast<std::size_t>(i)] = Child{pid, release[1]};
   }
 
+  // The launcher's catalog is the script's families as the views leave them,
+  // as its producers define them.
+  std::deque<MetricDefinition> viewed;
   std::vector<const MetricDefinition*> catalog;
-  for (const MetricDefinition& metric : script.metrics) catalog.push_back(&metric);
+  for (const MetricDefinition& metric : script.metrics) {
+    if (!collector_options.views) {
+      catalog.push_back(&metric);
+      continue;
+    }
+    const ViewedDefinition view = apply_views(*collector_options.views, metric);
+    if (view.dropped) continue;
+    catalog.push_back(&viewed.emplace_back(checked_definition(view.definition)));
+  }
   PrometheusEndpointOptions options;
   options.port = 0;
   // The families, as the launcher serves them: text or protobuf, as asked.

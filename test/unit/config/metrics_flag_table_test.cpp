@@ -36,6 +36,7 @@ Options every_option() {
   options.max_series_per_family = 500;
   options.web_config = "/etc/tsm/web.yml";
   options.node_name = "gpu-node-7";
+  options.metric_views = "/etc/tsm/views.json";
   return options;
 }
 
@@ -61,7 +62,7 @@ TEST_CASE("every flag has a name and a field of its own") {
     // The docs show a default for every flag: a value, or words.
     CHECK((!default_text(flag).empty() || !flag.default_text.empty()));
   }
-  CHECK(names.size() == 13);
+  CHECK(names.size() == 14);
 }
 
 TEST_CASE("options with every field set say the same after to_flags and the parser") {
@@ -140,6 +141,7 @@ static_assert(metrics_flag(&Options::allow_insecure_plugins).name ==
 static_assert(metrics_flag(&Options::queue_size).name == "metrics-reporter-queue-size");
 static_assert(metrics_flag(&Options::shutdown_timeout).name == "metrics-shutdown-timeout");
 static_assert(metrics_flag(&Options::node_name).name == "metrics-node-name");
+static_assert(metrics_flag(&Options::metric_views).name == "metrics-views");
 static_assert(metrics_flag(&Options::host).name == "metrics-host");
 static_assert(metrics_flag(&Options::port).name == "metrics-port");
 static_assert(metrics_flag(&Options::multiproc_dir).name == "metrics-multiproc-dir");
@@ -192,6 +194,7 @@ TEST_CASE("the environment gives every flag through its variable, read by its ro
       {"TOKENSPEED_METRICS_REPORTER_QUEUE_SIZE", "1024"},
       {"TOKENSPEED_METRICS_SHUTDOWN_TIMEOUT", "0.25"},
       {"TOKENSPEED_METRICS_NODE_NAME", "gpu-node-7"},
+      {"TOKENSPEED_METRICS_VIEWS", "/etc/tsm/views.json"},
       {"TOKENSPEED_METRICS_HOST", "0.0.0.0"},
       {"TOKENSPEED_METRICS_PORT", "0"},
       {"TOKENSPEED_METRICS_MULTIPROC_DIR", "/run/tsm"},

@@ -7,6 +7,8 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -15,6 +17,7 @@
 #include "pipeline/collector.hpp"
 #include "pipeline/event_router.hpp"
 #include "core/in_process_metric_store.hpp"
+#include "core/strict_json.hpp"
 #include "allocation_counter.hpp"
 #include "test_sinks.hpp"
 
@@ -436,4 +439,132 @@ TEST_CASE("bucket_index finds the first bound a value does not exceed, +Inf for 
       CHECK(tokenspeed::metrics::bucket_index(bounds.data(), n, v) == linear);
     }
   }
+}
+
+// ------------------------------------------------------------------ views
+
+namespace {
+
+std::shared_ptr<const MetricViews> views_of(const std::string& text) {
+  return std::make_shared<const MetricViews>(
+      metric_views_from_json(parse_strict_json(text), "views.json"));
+}
+
+}  // namespace
+
+TEST_CASE("a view's buckets, name and help are the family's, in the aggregate and events") {
+  InProcessMetricStore store;
+  TestSink sink;
+  EventRouter router({test_output("rec", &sink)});
+  CollectorOptions options;
+  options.views =
+      views_of(R"({"views": [{"select": {"name": "tokenspeed:inter_token_latency_seconds"},
+      "buckets": [0.05, 0.5], "name": "itl_seconds", "help": "per token"}]})");
+  Collector collector(store, &router, options);
+  HistogramFamily& family = collector.histogram(kHistogram);
+  CHECK(family.definition().name == "itl_seconds");
+  CHECK(family.definition().buckets == std::vector<double>{0.05, 0.5});
+  // The same engine definition again is the same family.
+  CHECK(&collector.histogram(kHistogram) == &family);
+  family.labels("llama", "0").observe(0.1);
+  REQUIRE(router.close(std::chrono::seconds(10)));
+  const auto series = all_series(store);
+  REQUIRE(series.size() == 1);
+  CHECK(series[0]->metric->name == "itl_seconds");
+  CHECK(series[0]->slots[1] == 1);  // (0.05, 0.5]
+  const auto events = sink.snapshot();
+  REQUIRE(events.size() == 1);
+  CHECK(events[0].metric == "itl_seconds");
+  CHECK(std::string(events[0].info->help) == "per token");
+}
+
+TEST_CASE("a dropped label's series are one: counters and histograms summed at labels()") {
+  InProcessMetricStore store;
+  CollectorOptions options;
+  options.views = views_of(R"({"views": [{"select": {"name": "tokenspeed:*"},
+      "drop_labels": ["rank"]}]})");
+  Collector collector(store, nullptr, options);
+  auto& counters = collector.counter(kCounter);
+  counters.labels("llama", "0").inc(2);
+  counters.labels("llama", "1").inc(3);
+  counters.labels("qwen", "1").inc(1);
+  auto& histograms = collector.histogram(kHistogram);
+  histograms.labels("llama", "0").observe(0.05);
+  histograms.labels("llama", "7").observe(0.5);
+  CHECK_THROWS_AS(counters.labels("llama"), std::invalid_argument);  // the engine's count
+  std::map<std::string, double> counts;
+  for (const auto* s : all_series(store)) {
+    CHECK(s->label_values.size() == 1);
+    counts[std::string(s->metric->name) + "/" + s->label_values[0]] = s->slots[0];
+  }
+  CHECK(counts["tokenspeed:prompt_tokens/llama"] == 5);
+  CHECK(counts["tokenspeed:prompt_tokens/qwen"] == 1);
+  CHECK(counts.size() == 3);
+  // Lookup of an existing series through the dropped label allocates nothing.
+  long counted = 0;
+  {
+    CountAllocations allocations;
+    for (int i = 0; i < 100; ++i) counters.labels("llama", "9").inc();
+    counted = allocations.count();
+  }
+  CHECK(counted == 0);
+  CHECK(counts.size() == 3);
+}
+
+TEST_CASE("a dropped family records nothing and takes the engine's label count") {
+  InProcessMetricStore store;
+  TestSink sink;
+  EventRouter router({test_output("rec", &sink)});
+  CollectorOptions options;
+  options.views =
+      views_of(R"({"views": [{"select": {"name": "tokenspeed:prompt_tokens"}, "drop": true}]})");
+  Collector collector(store, &router, options);
+  auto& counters = collector.counter(kCounter);
+  counters.labels("llama", "0").inc(2);
+  CHECK_FALSE(counters.labels("llama", "0"));
+  CHECK_THROWS_AS(counters.labels("llama"), std::invalid_argument);
+  collector.gauge(kGauge).labels("llama", "0").set(1);
+  REQUIRE(router.close(std::chrono::seconds(10)));
+  CHECK(all_series(store).size() == 1);  // the gauge's
+  CHECK(sink.snapshot().size() == 1);
+}
+
+TEST_CASE("a view's outputs decide which outputs receive the family, Prometheus included") {
+  InProcessMetricStore store;
+  TestSink kept;
+  TestSink skipped;
+  EventRouter router({test_output("otlp", &kept), test_output("jsonl", &skipped)});
+  CollectorOptions options;
+  options.views = views_of(R"({"views": [
+      {"select": {"name": "tokenspeed:prompt_tokens"}, "outputs": ["otlp"]},
+      {"select": {"name": "tokenspeed:kv_cache_usage_perc"}, "outputs": ["prometheus", "jsonl"]}]})");
+  Collector collector(store, &router, options);
+  collector.counter(kCounter).labels("llama", "0").inc(2);
+  collector.gauge(kGauge).labels("llama", "0").set(0.5);
+  REQUIRE(router.close(std::chrono::seconds(10)));
+  const auto series = all_series(store);
+  REQUIRE(series.size() == 1);  // the counter is not Prometheus's
+  CHECK(series[0]->metric->name == "tokenspeed:kv_cache_usage_perc");
+  const auto to_otlp = kept.snapshot();
+  REQUIRE(to_otlp.size() == 1);
+  CHECK(to_otlp[0].metric == "tokenspeed:prompt_tokens_total");
+  const auto to_jsonl = skipped.snapshot();
+  REQUIRE(to_jsonl.size() == 1);
+  CHECK(to_jsonl[0].metric == "tokenspeed:kv_cache_usage_perc");
+}
+
+TEST_CASE("a gauge whose label a view drops holds the last value set in the process") {
+  InProcessMetricStore store;
+  CollectorOptions options;
+  options.views = views_of(R"({"views": [{"select": {"name": "*", "kind": "gauge"},
+      "keep_labels": ["model"]}]})");
+  Collector collector(store, nullptr, options);
+  auto& gauges = collector.gauge(kGauge);
+  gauges.labels("llama", "0").set(0.25);
+  gauges.labels("llama", "1").set(0.75);
+  gauges.labels("llama", "2").inc(0.5);
+  const auto series = all_series(store);
+  REQUIRE(series.size() == 1);
+  CHECK(series[0]->label_values == std::vector<std::string>{"llama"});
+  CHECK(series[0]->slots[0] == 1.25);
 }

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <memory>
 #include <system_error>
 
 #include <fcntl.h>
@@ -8,6 +9,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+
+#include <boost/json/parse.hpp>
 
 #include "process/producer_handoff.hpp"
 #include "core/startup_error.hpp"
@@ -165,6 +168,29 @@ TEST_CASE("the handoff names the launcher that wrote it, which its producers fol
     FAIL("no error");
   } catch (const StartupError& error) {
     CHECK(error.context().key == "launcher_pid");
+  }
+}
+
+TEST_CASE("the launcher's views reach its producers through the handoff, checked again") {
+  CHECK_FALSE(handoff_from_json(handoff_to_json(sample_handoff())).views);
+  ProducerHandoff viewed = sample_handoff();
+  const boost::json::value json = boost::json::parse(
+      R"({"views": [{"select": {"name": "tokenspeed:*"}, "drop_labels": ["request_id"]}]})");
+  viewed.views = std::make_shared<const MetricViews>(metric_views_from_json(json, "views.json"));
+  const ProducerHandoff read = handoff_from_json(handoff_to_json(viewed));
+  REQUIRE(read.views);
+  REQUIRE(read.views->views.size() == 1);
+  CHECK(read.views->views[0].select_name == "tokenspeed:*");
+  CHECK(read.views->views[0].drop_labels == std::vector<std::string>{"request_id"});
+
+  boost::json::object bad = handoff_to_json(viewed);
+  bad["metric_views"] = boost::json::parse(R"({"views": [{"select": {"name": 1}}]})");
+  try {
+    handoff_from_json(bad);
+    FAIL("no error");
+  } catch (const StartupError& error) {
+    CHECK(error.file() == "handoff");
+    CHECK(error.key() == "views[0].select.name");
   }
 }
 

@@ -1,0 +1,103 @@
+// metric_views.hpp — the views file (--metrics-views): what an operator
+// changes of a family without touching the engine (buckets, exponential or
+// classic, name, help, labels kept or dropped, which outputs receive it, or
+// dropping it), read strictly, and applied to a definition where it is made.
+// Startup path only: a view is resolved when a family is defined, never on
+// the hot path.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "tokenspeed/metrics/metric_definition.hpp"
+
+namespace tokenspeed::metrics {
+
+// How a view sets a histogram's buckets.
+enum class ViewAggregation { unchanged, classic, exponential };
+
+// One view: a selection (an exact name or a glob of '*' and '?', matched
+// against the family name, a counter's without _total, and optionally a
+// kind) and what it changes.
+struct MetricView {
+  std::string select_name;
+  std::optional<MetricKind> select_kind;
+  std::optional<std::string> name;  // the family's new name (exact selections only)
+  std::optional<std::string> help;
+  ViewAggregation aggregation = ViewAggregation::unchanged;
+  std::optional<std::vector<double>> buckets;  // classic bounds
+  std::optional<ExponentialHistogramOptions> exponential;
+  bool drop = false;
+  std::optional<std::vector<std::string>> keep_labels;
+  std::vector<std::string> drop_labels;
+  std::optional<std::vector<std::string>> outputs;  // the outputs that receive the family
+};
+
+struct MetricViews {
+  std::string file;  // where they were read ("" when built in code)
+  std::vector<MetricView> views;
+  boost::json::value json;  // the file as read: what the handoff carries
+
+  bool empty() const noexcept { return views.empty(); }
+};
+
+// A definition after the views that select it, in the file's order (a later
+// view's setting wins over an earlier one's).
+struct ViewedDefinition {
+  MetricDefinition definition;  // not yet checked (checked_definition follows)
+  bool dropped = false;
+  // The engine's label index of each label the family keeps; empty when the
+  // labels are the engine's.
+  std::vector<std::size_t> kept_labels;
+  bool labels_changed = false;
+  std::size_t engine_label_count = 0;
+  std::optional<std::vector<std::string>> outputs;  // unset: every output
+};
+
+// Reads views from parsed JSON ({"views": [...]}). Unknown keys, wrong types,
+// bad names, bounds or options throw StartupError naming file and key.
+MetricViews metric_views_from_json(const boost::json::value& json, const std::string& file);
+
+// Reads the views file (strict JSON, duplicate keys refused).
+MetricViews read_metric_views(const std::string& path);
+
+// The host's own families (tokenspeed_metrics_*): no view selects them.
+inline constexpr std::string_view kHostFamilyPrefix = "tokenspeed_metrics_";
+
+// Whether a view selects a definition (as the engine gave it); never one of
+// the host's own families.
+bool view_selects(const MetricView& view, const MetricDefinition& definition);
+
+// Applies every view that selects definition.
+ViewedDefinition apply_views(const MetricViews& views, const MetricDefinition& definition);
+
+// One line of `check`: a family as the views leave it ("name kind help=...
+// buckets=... labels=... outputs=..." or "name kind dropped"), checked as an
+// engine's definition is; a definition the views make invalid reads
+// "invalid: <why>".
+std::string describe_viewed(const ViewedDefinition& viewed);
+
+// A warning for each view that selects none of definitions (it may select an
+// engine's own family, which check does not know).
+std::vector<std::string> unused_view_warnings(const MetricViews& views,
+                                              const std::vector<MetricDefinition>& definitions);
+
+// A warning for each output a view names that is not selected (selected:
+// every selected output, "prometheus" included): a typo sends the family
+// nowhere.
+std::vector<std::string> unselected_output_warnings(const MetricViews& views,
+                                                    const std::vector<std::string>& selected);
+
+// The built-in output's name, as a view's outputs list it.
+inline constexpr std::string_view kPrometheusOutput = "prometheus";
+
+// Whether a family with these outputs (unset: all) reaches output.
+bool reaches_output(const std::optional<std::vector<std::string>>& outputs,
+                    std::string_view output) noexcept;
+
+}  // namespace tokenspeed::metrics

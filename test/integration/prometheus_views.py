@@ -1,0 +1,103 @@
+"""A real Prometheus 2.42 scrapes the /metrics of prom-workload whose two
+producer processes recorded through views (--metrics-views): a TTFT
+histogram the engine defines with coarse buckets is rebucketed under 100 ms,
+so histogram_quantile answers within them; a renamed counter is queried by
+its new name only; a per-request label dropped leaves one series per model,
+summed across requests and processes."""
+import json
+import math
+import os
+import sys
+import tempfile
+
+from prom_common import PrometheusServer, Workload, eventually, query, skip
+
+REQUEST = "model_name,app_key,request_id"
+
+SCRIPT = f"""
+metric tokenspeed:time_to_first_token_seconds histogram livemax model_name,app_key 0.3,1,5 Time to first token.
+metric tokenspeed:generation_tokens counter livemax model_name,app_key - Generation tokens produced.
+metric tokenspeed:prompt_tokens counter livemax {REQUEST} - Prefill tokens processed.
+op 0 observe tokenspeed:time_to_first_token_seconds llama,default 0.03 4
+op 1 observe tokenspeed:time_to_first_token_seconds llama,default 0.06 4
+op 1 observe tokenspeed:time_to_first_token_seconds llama,default 0.09 2
+op 0 inc tokenspeed:generation_tokens llama,default 100
+op 1 inc tokenspeed:generation_tokens llama,default 20
+op 0 inc tokenspeed:prompt_tokens llama,default,r1 10
+op 0 inc tokenspeed:prompt_tokens llama,default,r2 20
+op 1 inc tokenspeed:prompt_tokens llama,default,r3 30
+"""
+
+VIEWS = {"views": [
+    {"select": {"name": "tokenspeed:time_to_first_token_seconds", "kind": "histogram"},
+     "buckets": [0.025, 0.05, 0.075, 0.1, 0.2]},
+    {"select": {"name": "tokenspeed:generation_tokens"}, "name": "llm_generation_tokens"},
+    {"select": {"name": "tokenspeed:prompt_tokens"}, "drop_labels": ["request_id"]},
+]}
+
+# 4 observations in (0.025, 0.05], 4 in (0.05, 0.075], 2 in (0.075, 0.1]: the
+# median is the first of the second bucket's four, interpolated: 0.05 + 0.025 / 4.
+EXPECTED = {
+    'histogram_quantile(0.5, tokenspeed:time_to_first_token_seconds_bucket)': 0.05625,
+    'tokenspeed:time_to_first_token_seconds_bucket{le="0.075"}': 8,
+    'llm_generation_tokens_total{model_name="llama",app_key="default"}': 120,
+    'count(llm_generation_tokens_total)': 1,
+    'count(tokenspeed:prompt_tokens_total)': 1,
+    'tokenspeed:prompt_tokens_total{model_name="llama",app_key="default"}': 60,
+}
+ABSENT = ['tokenspeed:generation_tokens_total', 'tokenspeed:prompt_tokens_total{request_id!=""}',
+          'tokenspeed:time_to_first_token_seconds_bucket{le="0.3"}']
+
+
+def main():
+    program = sys.argv[1]
+    prometheus = sys.argv[2] if len(sys.argv) > 2 else ""
+    if not prometheus or not os.path.exists(prometheus):
+        skip("prometheus (Debian package prometheus) is not installed")
+
+    tmp = tempfile.TemporaryDirectory(prefix="tsm-prometheus-views-")
+    views = os.path.join(tmp.name, "views.json")
+    with open(views, "w", encoding="utf-8") as file:
+        json.dump(VIEWS, file)
+    os.environ["TSM_WORKLOAD_VIEWS"] = views
+    workload = Workload(program, SCRIPT)
+    server = None
+    failures = []
+    try:
+        server = PrometheusServer(prometheus, tmp.name, f"127.0.0.1:{workload.port}")
+        base = server.base
+        values = {}
+
+        def scraped():
+            values.clear()
+            for expr in EXPECTED:
+                result = query(base, expr)
+                if result:
+                    values[expr] = float(result[0]["value"][1])
+            return len(values) == len(EXPECTED)
+
+        eventually(scraped, interval=0.5)
+        for expr, want in EXPECTED.items():
+            got = values.get(expr)
+            ok = got is not None and math.isclose(got, want, rel_tol=1e-9)
+            print(f"{'ok  ' if ok else 'FAIL'} {expr} = {got} (expected {want})")
+            if not ok:
+                failures.append(expr)
+        for expr in ABSENT:
+            result = query(base, expr)
+            print(f"{'FAIL' if result else 'ok  '} {expr} absent")
+            if result:
+                failures.append(expr)
+    finally:
+        if server is not None:
+            server.stop()
+        code, _ = workload.close()
+        tmp.cleanup()
+    if code != 0:
+        failures.append(f"prom-workload exit status {code}")
+    print("FAIL" if failures else "PASS")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
