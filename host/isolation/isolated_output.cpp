@@ -238,7 +238,7 @@ IsolatedFigures IsolatedOutput::figures() const noexcept {
 
 void IsolatedOutput::adjust(SinkFigures& sink) const noexcept {
   if (!created_.load(std::memory_order_acquire)) return;  // nothing handed over
-  const IsolatedFigures f = this->figures();
+  const IsolatedFigures f = figures();
   // The delivery thread counted as delivered every event this sink's emit accepted:
   // written into the channel, or dropped here. Split them by their fate.
   const std::uint64_t handed = sink.delivered;
