@@ -50,6 +50,9 @@ struct Event {
     event.label_names = names;
     event.label_values = values;
   }
+  // The event points into this object's own arrays: a copy points into its own.
+  Event(const Event& other) : Event(other.event.metric, other.event.operation, other.values[1]) {}
+  Event& operator=(const Event&) = delete;
 };
 
 }  // namespace
