@@ -11,12 +11,12 @@ Environment: cli_harness.py's, and TSM_OTLP_DIR (the folder holding otlp.so).
 """
 import json
 import os
-import subprocess
 import tempfile
 import unittest
 
 import cli_harness
 import plugin_settings_doc
+from reporter_settings import ReporterSettingsCheck, run
 from http_credential_settings import HttpCredentialSettings
 
 OTLP_DIR = os.environ["TSM_OTLP_DIR"]
@@ -26,34 +26,11 @@ GRPC = {"protocol": "grpc", "endpoint": "http://127.0.0.1:4317"}
 SECRET_VALUE = "S3CRETVALUE"
 
 
-def run(*args):
-    completed = subprocess.run([cli_harness.BINARY, *args], capture_output=True, text=True,
-                               timeout=cli_harness.COMMAND_TIMEOUT_S)
-    return completed
-
-
-class OtlpSettings(HttpCredentialSettings, unittest.TestCase):
+class OtlpSettings(ReporterSettingsCheck, HttpCredentialSettings, unittest.TestCase):
     HTTP_URL_SETTING = {"endpoint": "http://127.0.0.1:4318/v1/metrics"}
 
-    def check(self, settings):
-        with tempfile.NamedTemporaryFile("w", suffix=".json", dir=cli_harness.TMP_ROOT,
-                                         delete=False) as file:
-            json.dump({"otlp": settings}, file)
-        self.addCleanup(os.unlink, file.name)
-        return file.name, run("check", "--enable-metrics", "--metrics-port", "0",
-                              "--metrics-reporters", "otlp",
-                              "--metrics-reporter-config", file.name,
-                              "--metrics-plugin-dir", OTLP_DIR)
-
-    def assert_startup_error(self, settings, *expected):
-        path, result = self.check(settings)
-        self.assertEqual(result.returncode, 2, result.stderr)
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        self.assertEqual(len(lines), 1, result.stderr)
-        self.assertIn("reporter 'otlp'", lines[0])
-        self.assertIn(path, lines[0])
-        for text in expected:
-            self.assertIn(text, lines[0])
+    REPORTER = "otlp"
+    PLUGIN_DIR = OTLP_DIR
 
     def test_an_unknown_key_fails_startup_listing_the_allowed_keys(self):
         self.assert_startup_error({"endpont": "http://x"}, "unknown key 'endpont'",

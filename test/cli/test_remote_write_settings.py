@@ -11,45 +11,22 @@ remote_write.so).
 """
 import json
 import os
-import subprocess
-import tempfile
 import unittest
 
 import cli_harness
 import plugin_settings_doc
+from reporter_settings import ReporterSettingsCheck, run
 from http_credential_settings import HttpCredentialSettings
 
 PLUGIN_DIR = os.environ["TSM_REMOTE_WRITE_DIR"]
 DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "plugins", "remote_write.md")
 
 
-def run(*args):
-    return subprocess.run([cli_harness.BINARY, *args], capture_output=True, text=True,
-                          timeout=cli_harness.COMMAND_TIMEOUT_S)
-
-
-class RemoteWriteSettings(HttpCredentialSettings, unittest.TestCase):
+class RemoteWriteSettings(ReporterSettingsCheck, HttpCredentialSettings, unittest.TestCase):
     HTTP_URL_SETTING = {"url": "http://127.0.0.1:9090/api/v1/write"}
 
-    def check(self, settings):
-        with tempfile.NamedTemporaryFile("w", suffix=".json", dir=cli_harness.TMP_ROOT,
-                                         delete=False) as file:
-            json.dump({"remote_write": settings}, file)
-        self.addCleanup(os.unlink, file.name)
-        return file.name, run("check", "--enable-metrics", "--metrics-port", "0",
-                              "--metrics-reporters", "remote_write",
-                              "--metrics-reporter-config", file.name,
-                              "--metrics-plugin-dir", PLUGIN_DIR)
-
-    def assert_startup_error(self, settings, *expected):
-        path, result = self.check(settings)
-        self.assertEqual(result.returncode, 2, result.stderr)
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        self.assertEqual(len(lines), 1, result.stderr)
-        self.assertIn("reporter 'remote_write'", lines[0])
-        self.assertIn(path, lines[0])
-        for text in expected:
-            self.assertIn(text, lines[0])
+    REPORTER = "remote_write"
+    PLUGIN_DIR = PLUGIN_DIR
 
     def test_an_unknown_key_fails_startup_listing_the_allowed_keys(self):
         self.assert_startup_error({"endpoint": "http://x"}, "unknown key 'endpoint'",

@@ -8,42 +8,19 @@ Environment: cli_harness.py's, and TSM_STATSD_DIR (the folder holding statsd.so)
 """
 import json
 import os
-import subprocess
-import tempfile
 import unittest
 
 import cli_harness
 import plugin_settings_doc
+from reporter_settings import ReporterSettingsCheck, run
 
 STATSD_DIR = os.environ["TSM_STATSD_DIR"]
 DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "plugins", "statsd.md")
 
 
-def run(*args):
-    return subprocess.run([cli_harness.BINARY, *args], capture_output=True, text=True,
-                          timeout=cli_harness.COMMAND_TIMEOUT_S)
-
-
-class StatsdSettings(unittest.TestCase):
-    def check(self, settings):
-        with tempfile.NamedTemporaryFile("w", suffix=".json", dir=cli_harness.TMP_ROOT,
-                                         delete=False) as file:
-            json.dump({"statsd": settings}, file)
-        self.addCleanup(os.unlink, file.name)
-        return file.name, run("check", "--enable-metrics", "--metrics-port", "0",
-                              "--metrics-reporters", "statsd",
-                              "--metrics-reporter-config", file.name,
-                              "--metrics-plugin-dir", STATSD_DIR)
-
-    def assert_startup_error(self, settings, *expected):
-        path, result = self.check(settings)
-        self.assertEqual(result.returncode, 2, result.stderr)
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        self.assertEqual(len(lines), 1, result.stderr)
-        self.assertIn("reporter 'statsd'", lines[0])
-        self.assertIn(path, lines[0])
-        for text in expected:
-            self.assertIn(text, lines[0])
+class StatsdSettings(ReporterSettingsCheck, unittest.TestCase):
+    REPORTER = "statsd"
+    PLUGIN_DIR = STATSD_DIR
 
     def test_an_unknown_key_fails_startup_listing_the_allowed_keys(self):
         self.assert_startup_error({"adress": "x:1"}, "unknown key 'adress'",

@@ -10,43 +10,20 @@ Environment: cli_harness.py's, and TSM_ZMQ_LOAD_DIR (the folder holding zmq_load
 """
 import json
 import os
-import subprocess
-import tempfile
 import unittest
 
 import cli_harness
 import plugin_settings_doc
+from reporter_settings import ReporterSettingsCheck, run
 
 PLUGIN_DIR = os.environ["TSM_ZMQ_LOAD_DIR"]
 DOC = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "plugins", "zmq_load.md")
 ENDPOINT = "tcp://127.0.0.1:5557"
 
 
-def run(*args):
-    return subprocess.run([cli_harness.BINARY, *args], capture_output=True, text=True,
-                          timeout=cli_harness.COMMAND_TIMEOUT_S)
-
-
-class ZmqLoadSettings(unittest.TestCase):
-    def check(self, settings):
-        with tempfile.NamedTemporaryFile("w", suffix=".json", dir=cli_harness.TMP_ROOT,
-                                         delete=False) as file:
-            json.dump({"zmq_load": settings}, file)
-        self.addCleanup(os.unlink, file.name)
-        return file.name, run("check", "--enable-metrics", "--metrics-port", "0",
-                              "--metrics-reporters", "zmq_load",
-                              "--metrics-reporter-config", file.name,
-                              "--metrics-plugin-dir", PLUGIN_DIR)
-
-    def assert_startup_error(self, settings, *expected):
-        path, result = self.check(settings)
-        self.assertEqual(result.returncode, 2, result.stderr)
-        lines = [line for line in result.stderr.splitlines() if line.strip()]
-        self.assertEqual(len(lines), 1, result.stderr)
-        self.assertIn("reporter 'zmq_load'", lines[0])
-        self.assertIn(path, lines[0])
-        for text in expected:
-            self.assertIn(text, lines[0])
+class ZmqLoadSettings(ReporterSettingsCheck, unittest.TestCase):
+    REPORTER = "zmq_load"
+    PLUGIN_DIR = PLUGIN_DIR
 
     def test_plugins_lists_the_output_with_its_settings(self):
         result = run("plugins", "--metrics-plugin-dir", PLUGIN_DIR)
