@@ -4,6 +4,7 @@ fetches and queries, skipping (exit 77), and waiting for a condition
 (eventually, of test/eventually.py)."""
 import gzip
 import json
+import math
 import os
 import socket
 import subprocess
@@ -104,6 +105,27 @@ def query(base, expr):
     if answer.get("status") != "success":
         raise RuntimeError(f"query {expr}: {answer}")
     return answer["data"]["result"]
+
+
+def instant_values(base, exprs):
+    """Each expression's first sample value, for those that have one."""
+    values = {}
+    for expr in exprs:
+        result = query(base, expr)
+        if result:
+            values[expr] = float(result[0]["value"][1])
+    return values
+
+
+def compare_values(values, expected, failures):
+    """Prints each expected value beside the one queried (equal to a relative
+    1e-9); an expression that differs or is missing joins failures."""
+    for expr, want in expected.items():
+        got = values.get(expr)
+        ok = got is not None and math.isclose(got, want, rel_tol=1e-9)
+        print(f"{'ok  ' if ok else 'FAIL'} {expr} = {got} (expected {want})")
+        if not ok:
+            failures.append(expr)
 
 
 class PrometheusServer:

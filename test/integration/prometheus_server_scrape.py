@@ -4,12 +4,12 @@ producer processes that recorded a scripted workload; the values are checked
 through Prometheus's /api/v1/query API: counter totals, a gauge's last value,
 a weighted histogram's count and sum, and a series written by both producer
 processes summed."""
-import math
 import os
 import sys
 import tempfile
 
-from prom_common import PrometheusServer, Workload, eventually, query, skip
+from prom_common import (PrometheusServer, Workload, compare_values, eventually,
+                         instant_values, query, skip)
 
 ENGINE = "model_name,app_key,dp_rank"
 REQUEST = "model_name,app_key"
@@ -63,20 +63,12 @@ def main():
 
         def scraped():
             values.clear()
-            for expr in EXPECTED:
-                result = query(base, expr)
-                if result:
-                    values[expr] = float(result[0]["value"][1])
+            values.update(instant_values(base, EXPECTED))
             up = query(base, 'up{job="tokenspeed"}')
             return len(values) == len(EXPECTED) and up and up[0]["value"][1] == "1"
 
         eventually(scraped, interval=0.5)
-        for expr, want in EXPECTED.items():
-            got = values.get(expr)
-            ok = got is not None and math.isclose(got, want, rel_tol=1e-9)
-            print(f"{'ok  ' if ok else 'FAIL'} {expr} = {got} (expected {want})")
-            if not ok:
-                failures.append(expr)
+        compare_values(values, EXPECTED, failures)
     finally:
         if server is not None:
             server.stop()

@@ -5,12 +5,12 @@ so histogram_quantile answers within them; a renamed counter is queried by
 its new name only; a per-request label dropped leaves one series per model,
 summed across requests and processes."""
 import json
-import math
 import os
 import sys
 import tempfile
 
-from prom_common import PrometheusServer, Workload, eventually, query, skip
+from prom_common import (PrometheusServer, Workload, compare_values, eventually,
+                         instant_values, query, skip)
 
 REQUEST = "model_name,app_key,request_id"
 
@@ -70,19 +70,11 @@ def main():
 
         def scraped():
             values.clear()
-            for expr in EXPECTED:
-                result = query(base, expr)
-                if result:
-                    values[expr] = float(result[0]["value"][1])
+            values.update(instant_values(base, EXPECTED))
             return len(values) == len(EXPECTED)
 
         eventually(scraped, interval=0.5)
-        for expr, want in EXPECTED.items():
-            got = values.get(expr)
-            ok = got is not None and math.isclose(got, want, rel_tol=1e-9)
-            print(f"{'ok  ' if ok else 'FAIL'} {expr} = {got} (expected {want})")
-            if not ok:
-                failures.append(expr)
+        compare_values(values, EXPECTED, failures)
         for expr in ABSENT:
             result = query(base, expr)
             print(f"{'FAIL' if result else 'ok  '} {expr} absent")
