@@ -18,6 +18,7 @@ import subprocess
 import sys
 import threading
 import time
+import unittest
 
 import simulate_harness
 # Also used by the tests through this module.
@@ -166,3 +167,24 @@ def payload(frames):
 def load_stats(messages):
     """The LoadStat payloads, decoded, in order of receipt."""
     return [payload(frames) for _, frames in messages]
+
+
+class FeedCase(unittest.TestCase):
+    """A test of the feed of one driver process: PORTS free ports from
+    self.port (rank r publishes on port + r), the driver and the subscribers
+    it makes ended after each test."""
+    PORTS = 1
+
+    def setUp(self):
+        self.port = free_ports(self.PORTS)
+        self.endpoint = f"tcp://127.0.0.1:{self.port}"
+
+    def driver(self, **options):
+        driver = Driver(self.endpoint, **options)
+        self.addCleanup(driver.kill)
+        return driver
+
+    def subscriber(self, offset=0):
+        sub = Subscriber(f"tcp://127.0.0.1:{self.port + offset}")
+        self.addCleanup(sub.close)
+        return sub

@@ -12,22 +12,13 @@ import unittest
 import zmq_load_common as zc
 
 
-class EngineShapes(unittest.TestCase):
-    def setUp(self):
-        self.port = zc.free_ports(4)
-        self.endpoint = f"tcp://127.0.0.1:{self.port}"
-        self.cleanups = []
-
-    def tearDown(self):
-        for cleanup in reversed(self.cleanups):
-            cleanup()
+class EngineShapes(zc.FeedCase):
+    PORTS = 4
 
     def feed(self, offset, calls, expected, **options):
         """Runs calls (driver -> None) and waits for expected on port + offset."""
-        driver = zc.Driver(self.endpoint, **options)
-        self.cleanups.append(driver.kill)
-        sub = zc.Subscriber(f"tcp://127.0.0.1:{self.port + offset}")
-        self.cleanups.append(sub.close)
+        driver = self.driver(**options)
+        sub = self.subscriber(offset)
         calls(driver)
         sub.wait_for(lambda m: expected in zc.load_stats(m), f"{expected}")
         return driver

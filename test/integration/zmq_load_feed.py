@@ -20,26 +20,7 @@ CHANGES = 10000
 FRESHNESS_BOUND_S = 1.0  # a hang guard; the goal (p99 <= 10 ms) is printed
 
 
-class Feed(unittest.TestCase):
-    def setUp(self):
-        self.port = zc.free_ports(1)
-        self.endpoint = f"tcp://127.0.0.1:{self.port}"
-        self.cleanups = []
-
-    def tearDown(self):
-        for cleanup in reversed(self.cleanups):
-            cleanup()
-
-    def driver(self, **options):
-        driver = zc.Driver(self.endpoint, **options)
-        self.cleanups.append(driver.kill)
-        return driver
-
-    def subscriber(self):
-        sub = zc.Subscriber(self.endpoint)
-        self.cleanups.append(sub.close)
-        return sub
-
+class Feed(zc.FeedCase):
     def test_a_change_reaches_the_subscriber_at_once(self):
         driver = self.driver()
         sub = self.subscriber()
@@ -123,8 +104,8 @@ class Feed(unittest.TestCase):
         stuck.setsockopt(zmq.RCVBUF, 4096)
         stuck.setsockopt(zmq.SUBSCRIBE, b"")
         stuck.setsockopt(zmq.LINGER, 0)
-        self.cleanups.append(context.term)
-        self.cleanups.append(stuck.close)
+        self.addCleanup(context.term)
+        self.addCleanup(stuck.close)
         driver.set("tokenspeed:num_requests_running", 0)
         stuck.connect(self.endpoint)
         healthy.wait_for(lambda m: m, "the first message")

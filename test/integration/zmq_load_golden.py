@@ -30,25 +30,8 @@ def group(prefix, names):
                    else FPM_VALUES[prefix + name]) for name in names}
 
 
-class GoldenVectors(unittest.TestCase):
-    def setUp(self):
-        self.port = zc.free_ports(4)
-        self.endpoint = f"tcp://127.0.0.1:{self.port}"
-        self.cleanups = []
-
-    def tearDown(self):
-        for cleanup in reversed(self.cleanups):
-            cleanup()
-
-    def driver(self, **options):
-        driver = zc.Driver(self.endpoint, **options)
-        self.cleanups.append(driver.kill)
-        return driver
-
-    def subscriber(self, offset):
-        sub = zc.Subscriber(f"tcp://127.0.0.1:{self.port + offset}")
-        self.cleanups.append(sub.close)
-        return sub
+class GoldenVectors(zc.FeedCase):
+    PORTS = 4
 
     def test_loadstat_of_rank_2_is_the_golden_array_byte_for_byte_on_port_plus_2(self):
         driver = self.driver(preset="sglang")
