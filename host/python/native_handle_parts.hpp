@@ -10,6 +10,8 @@
 #include <Python.h>
 #include <structmember.h>
 
+#include <vector>
+
 #include "native_handles.hpp"
 
 namespace tokenspeed::metrics::python {
@@ -93,7 +95,15 @@ extern PyMethodDef gauge_family_methods[];
 extern PyMethodDef histogram_child_methods[];
 extern PyMethodDef histogram_family_methods[];
 extern PyMemberDef histogram_child_members[];
-// The family's bounds with +Inf, one list for every child (made once).
+// The bounds a histogram's children show and read (_upper_bounds,
+// _buckets, bucket_counts()): those the host records with once the family
+// is bound in this binding (a view may have changed the engine's), else the
+// engine's.
+const std::vector<double>& shown_bounds(const FamilyObject* family);
+// Whether list (the bounds with +Inf, or null) holds exactly bounds.
+bool same_bounds(PyObject* list, const std::vector<double>& bounds);
+// The shown bounds with +Inf, one list for every child: a borrowed
+// reference, or null with an exception set.
 PyObject* family_upper_bounds(FamilyObject* family);
 
 }  // namespace tokenspeed::metrics::python

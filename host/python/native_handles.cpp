@@ -79,6 +79,23 @@ bool bind_histogram(FamilyObject* family, PyObject* values, Histogram& handle) {
       [&] { handle = static_cast<HistogramFamily*>(family->native)->labels(views); });
 }
 
+namespace {
+
+// A histogram child of tokenspeed_metrics.prometheus_client shows the
+// bounds its series records with: its _upper_bounds and its idiom's parts
+// are made again when they have other bounds (made before the family was
+// bound, or bound again under other views).
+bool show_recorded_bounds(ChildObject* child) {
+  PyObject* bounds = family_upper_bounds(child->family);
+  if (bounds == nullptr) return false;
+  if (child->upper_bounds == bounds) return true;
+  if (!make_idiom_parts(child)) return false;
+  Py_XSETREF(child->upper_bounds, Py_NewRef(bounds));
+  return true;
+}
+
+}  // namespace
+
 bool bind_child(ChildObject* child) {
   FamilyObject* family = child->family;
   std::vector<std::string_view> views;
@@ -97,8 +114,9 @@ bool bind_child(ChildObject* child) {
         break;
     }
   });
-  if (bound) child->generation = binding_generation;
-  return bound;
+  if (!bound) return false;
+  child->generation = binding_generation;
+  return child->idiom_sum == nullptr || show_recorded_bounds(child);
 }
 
 // --------------------------------------------------------------- children
@@ -220,12 +238,14 @@ ChildObject* make_child(FamilyObject* family, PyObject* values) {
   child->idiom_buckets = nullptr;
   child->upper_bounds = nullptr;
   if (family->definition->kind == MetricKind::histogram && is_compat_family(family)) {
-    PyObject* bounds = family_upper_bounds(family);
-    if (bounds == nullptr || !make_idiom_parts(child)) {
+    // Bound first, so the parts have the bounds the host records with (a
+    // view's); unbound (not started yet) they have the engine's until the
+    // child binds (bind_child), and the reason is raised when it records.
+    if (!bind_family(family)) PyErr_Clear();
+    if (!show_recorded_bounds(child)) {
       Py_DECREF(child);
       return nullptr;
     }
-    child->upper_bounds = Py_NewRef(bounds);
   }
   return child;
 }

@@ -122,7 +122,7 @@ PyObject* histogram_observe_many(ChildObject* self, PyObject* values) {
 // (count of bucket 0, ..., count of +Inf): not cumulative.
 PyObject* histogram_bucket_counts(ChildObject* self, PyObject*) {
   if (!child_ready(self)) return nullptr;
-  const std::size_t n = self->family->definition->buckets.size();
+  const std::size_t n = shown_bounds(self->family).size();
   PyObject* counts = PyTuple_New(static_cast<Py_ssize_t>(n + 1));
   if (counts == nullptr) return nullptr;
   for (std::size_t i = 0; i <= n; ++i) {
@@ -172,10 +172,30 @@ PyMethodDef histogram_child_methods[] = {
     {"sum", reinterpret_cast<PyCFunction>(histogram_sum), METH_NOARGS, "sum(): this process's sum"},
     {nullptr, nullptr, 0, nullptr}};
 
-// The family's bounds with +Inf, one list for every child (made once).
+const std::vector<double>& shown_bounds(const FamilyObject* family) {
+  if (family->native != nullptr && family->generation == binding_generation) {
+    return static_cast<const HistogramFamily*>(family->native)->definition().buckets;
+  }
+  return family->definition->buckets;
+}
+
+bool same_bounds(PyObject* list, const std::vector<double>& bounds) {
+  if (list == nullptr || PyList_GET_SIZE(list) != static_cast<Py_ssize_t>(bounds.size() + 1)) {
+    return false;
+  }
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    if (PyFloat_AS_DOUBLE(PyList_GET_ITEM(list, static_cast<Py_ssize_t>(i))) != bounds[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The shown bounds with +Inf, one list for every child (made again only
+// when a view gives other bounds than the list has).
 PyObject* family_upper_bounds(FamilyObject* family) {
-  if (family->upper_bounds == nullptr) {
-    const std::vector<double>& buckets = family->definition->buckets;
+  const std::vector<double>& buckets = shown_bounds(family);
+  if (!same_bounds(family->upper_bounds, buckets)) {
     PyObject* bounds = PyList_New(static_cast<Py_ssize_t>(buckets.size() + 1));
     if (bounds == nullptr) return nullptr;
     for (std::size_t i = 0; i <= buckets.size(); ++i) {
@@ -186,7 +206,7 @@ PyObject* family_upper_bounds(FamilyObject* family) {
       }
       PyList_SET_ITEM(bounds, static_cast<Py_ssize_t>(i), bound);
     }
-    family->upper_bounds = bounds;
+    Py_XSETREF(family->upper_bounds, bounds);
   }
   return family->upper_bounds;
 }

@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "native_handle_parts.hpp"
+
 namespace tokenspeed::metrics::python {
 namespace {
 
@@ -32,6 +34,7 @@ struct SumObject {
   Histogram histogram;               // once the child is gone: the series' handle
   std::uint64_t generation;          // of histogram
   std::vector<Pending> pending;      // one per thread with an open batch (few)
+  std::vector<double> bounds;        // the bounds its series records with (shown_bounds)
 };
 
 struct BucketObject {
@@ -142,6 +145,7 @@ void sum_dealloc(SumObject* self) {
   Py_CLEAR(self->family);
   Py_CLEAR(self->values);
   self->pending.~vector();
+  self->bounds.~vector();
   Py_TYPE(self)->tp_free(reinterpret_cast<PyObject*>(self));
 }
 
@@ -179,6 +183,13 @@ std::uint64_t sample_count(const BucketObject* self, PyObject* amount) {
     return 0;
   }
   return count;
+}
+
+// Bucket i holds the values above bound i - 1 up to bound i (the bounds
+// ascend; the last bucket has no upper bound): two comparisons.
+bool in_bucket(const std::vector<double>& bounds, std::size_t i, double value) {
+  return (i == bounds.size() || (i < bounds.size() && value <= bounds[i])) &&
+         (i == 0 || (i <= bounds.size() && value > bounds[i - 1]));
 }
 
 // Raises prometheus_client's-style ValueError for a batch recorded in the
@@ -222,15 +233,14 @@ PyObject* bucket_inc(BucketObject* self, PyObject* const* args, Py_ssize_t nargs
   sum->pending.pop_back();
   const std::uint64_t count = sample_count(self, amount);
   if (count == 0) return nullptr;
-  const std::vector<double>& bounds = family_of(sum)->definition->buckets;
+  const std::vector<double>& bounds = sum->bounds;
   const double value = total / static_cast<double>(count);
-  // Bucket i holds the values above bound i - 1 up to bound i (the bounds
-  // ascend; the last bucket has no upper bound): two comparisons, the search
-  // only for the message.
+  // The host places the samples by their value: i only checks the pair,
+  // against the bounds shown, or the engine's own when a view changed them
+  // (an engine may find i in its own list).
   const std::size_t i = self->index;
-  const bool in_bucket =
-      (i == bounds.size() || value <= bounds[i]) && (i == 0 || value > bounds[i - 1]);
-  if (!in_bucket && !std::isnan(value)) {
+  if (!in_bucket(bounds, i, value) && !in_bucket(family_of(sum)->definition->buckets, i, value) &&
+      !std::isnan(value)) {
     std::size_t expected = 0;
     while (expected < bounds.size() && !(value <= bounds[expected])) ++expected;
     return wrong_bucket(self, count, total, value, expected,
@@ -310,13 +320,25 @@ PyTypeObject bucket_type =
 }  // namespace
 
 bool make_idiom_parts(ChildObject* child) {
-  if (child->idiom_sum != nullptr && child->idiom_buckets != nullptr) return true;
+  const std::vector<double>& bounds = shown_bounds(child->family);
+  if (child->idiom_sum != nullptr && child->idiom_buckets != nullptr &&
+      reinterpret_cast<SumObject*>(child->idiom_sum)->bounds == bounds) {
+    return true;
+  }
   auto* sum = reinterpret_cast<SumObject*>(sum_type.tp_alloc(&sum_type, 0));
   if (sum == nullptr) return false;
   new (&sum->histogram) Histogram();
   new (&sum->pending) std::vector<Pending>();
+  new (&sum->bounds) std::vector<double>();
   sum->child = child;
-  const std::size_t n = child->family->definition->buckets.size() + 1;
+  try {
+    sum->bounds = bounds;
+  } catch (const std::bad_alloc&) {
+    Py_DECREF(sum);
+    PyErr_NoMemory();
+    return false;
+  }
+  const std::size_t n = bounds.size() + 1;
   PyObject* buckets = PyTuple_New(static_cast<Py_ssize_t>(n));
   if (buckets == nullptr) {
     Py_DECREF(sum);
@@ -333,6 +355,9 @@ bool make_idiom_parts(ChildObject* child) {
     bucket->index = i;
     PyTuple_SET_ITEM(buckets, static_cast<Py_ssize_t>(i), reinterpret_cast<PyObject*>(bucket));
   }
+  // Parts made for other bounds, which the engine may still hold, go on
+  // recording into the child's series as parts outliving it do.
+  detach_idiom_parts(child);
   Py_XSETREF(child->idiom_sum, reinterpret_cast<PyObject*>(sum));
   Py_XSETREF(child->idiom_buckets, buckets);
   return true;

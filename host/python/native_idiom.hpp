@@ -11,8 +11,11 @@
 // samples of interval / n, the sum growing by interval exactly as
 // prometheus_client's does, one weighted event for the outputs. Pairing is
 // checked per thread: a bucket inc without a pending sum, two sums in a row,
-// or a bucket other than the one interval / n falls in raise ValueError
-// naming observe(value, weight), never a silent difference. Reads give this
+// or a bucket other than the one interval / n falls in (in the bounds the
+// child shows, a view's when one changed them, or the engine's own) raise
+// ValueError naming observe(value, weight), never a silent difference. The
+// host places the samples by their value, so a view's buckets get them
+// exactly (docs/views.md, "Python"). Reads give this
 // process's own figures, as prometheus_client's multiprocess mode does:
 // _sum.get() (with this thread's pending total) and _buckets[i].get() (not
 // cumulative; also as ._value, which SGLang's straggler check sums).
@@ -27,9 +30,10 @@
 
 namespace tokenspeed::metrics::python {
 
-// Makes child->idiom_sum and child->idiom_buckets (one per bucket, +Inf
-// last) when the child is made. False with a Python exception set on
-// failure.
+// Makes child->idiom_sum and child->idiom_buckets (one per bucket of the
+// bounds the child shows, +Inf last), and again when those bounds changed
+// (the parts made before keep recording into the series). False with a
+// Python exception set on failure.
 bool make_idiom_parts(ChildObject* child);
 
 // Called by the child's dealloc: its _sum (which its buckets hold, and

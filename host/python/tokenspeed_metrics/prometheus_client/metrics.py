@@ -204,11 +204,11 @@ class Histogram(_CompatFamily, _tsm.Histogram):
                  native_max_buckets=160, native_max_scale=20, native_zero_threshold=0.0):
         # native: exponential buckets, as tokenspeed_metrics.Histogram has them
         # (prometheus_client has no such histogram; the keywords are ours).
-        self._upper_bounds = _prepare_buckets(buckets)
+        self._engine_bounds = _prepare_buckets(buckets)
         native_names = self._prepare(name, documentation, labelnames, namespace, subsystem, unit)
         if "le" in self._labelnames:
             raise ValueError("Reserved label metric name: le")
-        classic = [] if native and buckets is self.DEFAULT_BUCKETS else self._upper_bounds
+        classic = [] if native and buckets is self.DEFAULT_BUCKETS else self._engine_bounds
         _native.HistogramFamily.__init__(self, self._name, documentation, native_names, unit,
                                          classic, "livemax", native=bool(native),
                                          native_max_buckets=native_max_buckets,
@@ -218,6 +218,15 @@ class Histogram(_CompatFamily, _tsm.Histogram):
 
     def time(self):
         return Timer(self, "observe")
+
+    @property
+    def _upper_bounds(self):
+        """The bounds with +Inf: those the host records with (a view may have
+        changed the engine's), as a child shows them; a family with labels
+        gives the engine's, as it has no series itself."""
+        if self._labelnames:
+            return self._engine_bounds
+        return self._unlabelled()._upper_bounds
 
     # The batched idiom on a family without labels.
     @property
