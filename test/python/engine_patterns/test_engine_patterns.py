@@ -36,8 +36,9 @@ JSONL_DIR = os.environ.get("TSM_JSONL_PLUGIN_DIR", "")
 TIMEOUT_S = 300  # hang guard only: the machine may be loaded
 
 
-def run_program(program, client, workdir, flags=(), zero_line=False):
+def run_program(program, client, workdir, flags=(), zero_line=False, extra_env=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TOKENSPEED_", "PROMETHEUS_"))}
+    env.update(extra_env or {})
     env["ENGINE_PATTERNS_CLIENT"] = client
     env["ENGINE_PATTERNS_ZERO_LINE"] = "1" if zero_line else "0"
     env["ENGINE_PATTERNS_FLAGS"] = json.dumps(list(flags))
