@@ -137,6 +137,12 @@ typedef enum tsm_operation {
   TSM_OP_OBSERVE = 3 /* histogram observation of value, weight times */
 } tsm_operation;
 
+/* The label a family carries when an operator caps its series (a view's
+ * cardinality_limit): "" on each of its series but one, "true" on the
+ * overflow series, which records the label sets past the cap (its other
+ * labels are ""). OpenTelemetry's otel.metric.overflow attribute. */
+#define TSM_OVERFLOW_LABEL "otel_metric_overflow"
+
 /* Host-owned description of a metric family, so that a plugin can build
  * typed or cumulative series without private knowledge of the catalog.
  * Lives (with every string and array it points to) until the sink that

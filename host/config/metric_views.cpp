@@ -14,6 +14,7 @@
 #include "config/metrics_flag_table.hpp"
 #include "core/bounded_file.hpp"
 #include "core/input_excerpt.hpp"
+#include "core/series_bound.hpp"
 #include "core/startup_error.hpp"
 #include "core/strict_json.hpp"
 
@@ -222,13 +223,21 @@ void read_labels_and_outputs(const Reader& in, const json::object& object, const
   }
   if (const json::value* drop = object.if_contains("drop"))
     view.drop = in.boolean(*drop, key + ".drop");
+  if (const json::value* limit = object.if_contains("cardinality_limit")) {
+    const long long v = in.whole(*limit, key + ".cardinality_limit");
+    if (v < 1 || static_cast<unsigned long long>(v) > kMaxSeriesPerFamilyLimit) {
+      in.fail(key + ".cardinality_limit",
+              "must be between 1 and " + std::to_string(kMaxSeriesPerFamilyLimit));
+    }
+    view.cardinality_limit = static_cast<std::size_t>(v);
+  }
 }
 
 MetricView read_view(const Reader& in, const json::value& value, const std::string& key) {
   const json::object& object =
       in.object(value, key,
                 {"select", "name", "help", "aggregation", "buckets", "exponential", "keep_labels",
-                 "drop_labels", "outputs", "drop"});
+                 "drop_labels", "outputs", "drop", "cardinality_limit"});
   MetricView view;
   const json::value* select = object.if_contains("select");
   if (select == nullptr) in.fail(key + ".select", "is required");
@@ -348,13 +357,17 @@ ViewedDefinition apply_views(const MetricViews& views, const MetricDefinition& d
     apply_aggregation(view, viewed.definition);
     apply_labels(view, definition, viewed);
     if (view.outputs) viewed.outputs = view.outputs;
+    if (view.cardinality_limit) viewed.cardinality_limit = view.cardinality_limit;
   }
-  viewed.labels_changed = viewed.kept_labels.size() != definition.label_names.size();
+  viewed.labels_changed = viewed.kept_labels.size() != definition.label_names.size() ||
+                          viewed.cardinality_limit.has_value();
   if (viewed.labels_changed) {
     viewed.definition.label_names.clear();
     for (const std::size_t index : viewed.kept_labels) {
       viewed.definition.label_names.push_back(definition.label_names[index]);
     }
+    // An engine label of that name makes two: checked_definition refuses it.
+    if (viewed.cardinality_limit) viewed.definition.label_names.emplace_back(kOverflowLabel);
   } else {
     viewed.kept_labels.clear();
   }
@@ -388,6 +401,8 @@ std::string describe_viewed(const ViewedDefinition& viewed) {
   }
   line += " labels=" + list(checked.label_names);
   line += " outputs=" + (viewed.outputs ? list(*viewed.outputs) : std::string("all"));
+  if (viewed.cardinality_limit)
+    line += " cardinality_limit=" + std::to_string(*viewed.cardinality_limit);
   return line + " help=\"" + checked.help + "\"";
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <boost/json/value.hpp>
+#include <tokenspeed/metric_reporter.h>
 
 #include "tokenspeed/metrics/metric_definition.hpp"
 
@@ -36,6 +37,8 @@ struct MetricView {
   std::optional<std::vector<std::string>> keep_labels;
   std::vector<std::string> drop_labels;
   std::optional<std::vector<std::string>> outputs;  // the outputs that receive the family
+  // At most this many series per process, the overflow series included.
+  std::optional<std::size_t> cardinality_limit;
 };
 
 struct MetricViews {
@@ -57,7 +60,16 @@ struct ViewedDefinition {
   bool labels_changed = false;
   std::size_t engine_label_count = 0;
   std::optional<std::vector<std::string>> outputs;  // unset: every output
+  // Set: the family's labels end with kOverflowLabel (kept_labels then
+  // lists every label kept, even when they are all the engine's), and a
+  // process holds at most this many of its series, the overflow series
+  // included (OpenTelemetry's cardinality limit).
+  std::optional<std::size_t> cardinality_limit;
 };
+
+// The label of a capped family's series: "" but on its overflow series.
+inline constexpr std::string_view kOverflowLabel = TSM_OVERFLOW_LABEL;
+inline constexpr std::string_view kOverflowValue = "true";
 
 // Reads views from parsed JSON ({"views": [...]}). Unknown keys, wrong types,
 // bad names, bounds or options throw StartupError naming file and key.

@@ -29,6 +29,18 @@ void append_quoted(std::string& out, std::string_view value) {
   out += '"';
 }
 
+// "{a="x", b="y"}" of the family's first labels, as many as values gives.
+std::string label_set(const MetricDefinition& family, std::span<const std::string_view> values) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < values.size() && i < family.label_names.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += family.label_names[i];
+    out += '=';
+    append_quoted(out, values[i]);
+  }
+  return out + '}';
+}
+
 }  // namespace
 
 const MetricDefinition& series_refused_definition() {
@@ -52,15 +64,31 @@ std::string series_refused_line(const MetricDefinition& family, std::size_t boun
                      "TOKENSPEED_METRICS_MAX_SERIES_PER_FAMILY in the environment): new label "
                      "sets are refused "
                      "and counted in tokenspeed_metrics_series_refused_total, existing series "
-                     "keep recording; first refused: {";
-  for (std::size_t i = 0; i < values.size() && i < family.label_names.size(); ++i) {
-    if (i != 0) line += ", ";
-    line += family.label_names[i];
-    line += '=';
-    append_quoted(line, values[i]);
-  }
-  line += '}';
-  return line;
+                     "keep recording; first refused: ";
+  return line + label_set(family, values);
+}
+
+const MetricDefinition& series_overflowed_definition() {
+  static const MetricDefinition definition{
+      "tokenspeed_metrics_series_overflowed",
+      MetricKind::counter,
+      "Calls that asked for a new label set of a family at its view's cardinality limit; "
+      "they recorded into the family's overflow series (otel_metric_overflow=\"true\").",
+      "calls",
+      {"family"},
+      {},
+      GaugeMode::livesum};
+  return definition;
+}
+
+std::string series_overflowed_line(const MetricDefinition& family, std::size_t limit,
+                                   std::span<const std::string_view> values) {
+  return "tokenspeed-metrics: metric '" + input_excerpt(family.name) + "' has " +
+         std::to_string(limit) + " series in process " + std::to_string(::getpid()) +
+         " with its overflow series, its views' cardinality_limit (--metrics-views): new label "
+         "sets record into the series otel_metric_overflow=\"true\" and are counted in "
+         "tokenspeed_metrics_series_overflowed_total, existing series keep recording; first: " +
+         label_set(family, values);
 }
 
 }  // namespace tokenspeed::metrics

@@ -35,6 +35,16 @@ struct SeriesBound {
 // label set of a family at its bound (labels() returned an empty handle).
 const MetricDefinition& series_refused_definition();
 
+// tokenspeed_metrics_series_overflowed_total{family}: calls that asked for a
+// new label set of a family at its view's cardinality limit (they recorded
+// into the family's overflow series).
+const MetricDefinition& series_overflowed_definition();
+
+// The one line written when a family's overflow series is made: the family,
+// the limit, the views flag, and the first label set it took.
+std::string series_overflowed_line(const MetricDefinition& family, std::size_t limit,
+                                   std::span<const std::string_view> values);
+
 // The one line written at a family's first refusal: the family, the bound,
 // the flag, and the refused label set (each value cut to a few dozen bytes).
 std::string series_refused_line(const MetricDefinition& family, std::size_t bound,

@@ -3,8 +3,10 @@
 // existing series never lock or allocate.
 #include "pipeline/collector.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -37,6 +39,8 @@ void report_series_table_full() noexcept {
 
 }  // namespace
 
+bool SeriesHandle::overflow() const noexcept { return series_ != nullptr && series_->overflow; }
+
 // ----------------------------------------------------------- FamilyCore
 
 FamilyCore::Table::Table(std::size_t capacity)
@@ -50,6 +54,10 @@ FamilyCore::FamilyCore(const MetricDefinition& definition, MetricStore& store, E
     narrows_labels_ = viewed->labels_changed;
     engine_label_count_ = viewed->engine_label_count;
     kept_labels_ = viewed->kept_labels;
+    if (viewed->cardinality_limit) {
+      overflow_at_ =
+          std::min(*viewed->cardinality_limit, store_.series_bound().max_series_per_family);
+    }
   }
   tables_.push_back(std::make_unique<Table>(16));
   table_.store(tables_.back().get(), std::memory_order_release);
@@ -57,11 +65,13 @@ FamilyCore::FamilyCore(const MetricDefinition& definition, MetricStore& store, E
 
 FamilyCore::~FamilyCore() = default;
 
-std::uint64_t FamilyCore::hash_values(std::span<const std::string_view> values) noexcept {
+template <class Values>
+std::uint64_t FamilyCore::hash_values(const Values& values) noexcept {
   // FNV-1a over each value, with the length mixed in so ("ab","c") and
   // ("a","bc") differ.
   std::uint64_t h = 0xcbf29ce484222325ull;
-  for (std::string_view v : values) {
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    const std::string_view v = values[k];
     for (unsigned char c : v) {
       h ^= c;
       h *= 0x100000001b3ull;
@@ -72,8 +82,9 @@ std::uint64_t FamilyCore::hash_values(std::span<const std::string_view> values) 
   return h ^ (h >> 29);
 }
 
+template <class Values>
 MetricSeries* FamilyCore::probe(const Table& table, std::uint64_t hash,
-                                std::span<const std::string_view> values) noexcept {
+                                const Values& values) noexcept {
   for (std::size_t i = hash & table.mask;; i = (i + 1) & table.mask) {
     MetricSeries* s = table.slots[i].load(std::memory_order_acquire);
     if (s == nullptr) return nullptr;  // the table is never full (load <= 1/2)
@@ -89,18 +100,16 @@ MetricSeries* FamilyCore::probe(const Table& table, std::uint64_t hash,
   }
 }
 
-std::span<const std::string_view> FamilyCore::kept_values(
-    std::span<const std::string_view> values,
-    std::array<std::string_view, kLocalLabels>& local) const noexcept {
-  for (std::size_t i = 0; i < kept_labels_.size(); ++i) local[i] = values[kept_labels_[i]];
-  return {local.data(), kept_labels_.size()};
+FamilyCore::SeriesValues FamilyCore::series_values(
+    std::span<const std::string_view> values) const noexcept {
+  return {values, kept_labels_.data(), kept_labels_.size(), family_.label_names.size()};
 }
 
 MetricSeries* FamilyCore::find(std::span<const std::string_view> values) const noexcept {
   if (narrows_labels_) {
-    if (values.size() != engine_label_count_ || kept_labels_.size() > kLocalLabels) return nullptr;
-    std::array<std::string_view, kLocalLabels> local;
-    values = kept_values(values, local);
+    if (values.size() != engine_label_count_) return nullptr;
+    const SeriesValues in_place = series_values(values);
+    return probe(*table_.load(std::memory_order_acquire), hash_values(in_place), in_place);
   }
   if (values.size() != family_.label_names.size()) return nullptr;
   return probe(*table_.load(std::memory_order_acquire), hash_values(values), values);
@@ -113,13 +122,24 @@ MetricSeries* FamilyCore::find_or_intern(std::span<const std::string_view> value
                                 std::to_string(engine_label_count_) + " label values, got " +
                                 std::to_string(values.size()));
   }
-  if (kept_labels_.size() > kLocalLabels) {
-    std::vector<std::string_view> kept;
-    for (const std::size_t index : kept_labels_) kept.push_back(values[index]);
-    return intern(kept);
+  // Found where the engine's values are, nothing copied: a copy of the kept
+  // ones would be read back before its stores have left the store buffer.
+  const SeriesValues in_place = series_values(values);
+  if (MetricSeries* s =
+          probe(*table_.load(std::memory_order_acquire), hash_values(in_place), in_place)) {
+    return s;
+  }
+  // A new label set, or one past the cap: interning takes a copy (no
+  // allocation up to kLocalLabels).
+  const std::size_t count = in_place.size();
+  if (count > kLocalLabels) {
+    std::vector<std::string_view> copy(count);
+    for (std::size_t k = 0; k < count; ++k) copy[k] = in_place[k];
+    return intern(copy);
   }
   std::array<std::string_view, kLocalLabels> local;
-  return intern(kept_values(values, local));
+  for (std::size_t k = 0; k < count; ++k) local[k] = in_place[k];
+  return intern(std::span<const std::string_view>(local.data(), count));
 }
 
 MetricSeries* FamilyCore::intern(std::span<const std::string_view> values) {
@@ -130,13 +150,23 @@ MetricSeries* FamilyCore::intern(std::span<const std::string_view> values) {
   }
   const std::uint64_t hash = hash_values(values);
   if (MetricSeries* s = probe(*table_.load(std::memory_order_acquire), hash, values)) return s;
+  if (MetricSeries* overflow = overflow_series_.load(std::memory_order_acquire))
+    return overflow_into(overflow);
   if (at_bound_.load(std::memory_order_acquire)) return refuse();
 
   MutexLock lock(mutex_);
   if (MetricSeries* s = probe(*table_.load(std::memory_order_relaxed), hash, values)) return s;
+  // At the cap, the overflow series makes one more: the limit counts it.
+  if (overflow_at_ != 0 && series_.size() + 1 >= overflow_at_) return overflow_locked(values);
   if (series_.size() >= store_.series_bound().max_series_per_family) return refuse_locked(values);
+  return add_series_locked(values, hash, false);
+}
+
+MetricSeries* FamilyCore::add_series_locked(std::span<const std::string_view> values,
+                                            std::uint64_t hash, bool overflow) {
   MetricSeries& series = series_.emplace_back();
   try {
+    series.overflow = overflow;
     series.family = &family_;
     series.router = router_;
     series.output_mask = output_mask_;
@@ -184,29 +214,59 @@ void FamilyCore::insert_locked(MetricSeries* series) {
   table.slots[i].store(series, std::memory_order_release);  // publishes the series
 }
 
+double* FamilyCore::self_metric_slot(const MetricDefinition& definition) noexcept {
+  try {
+    const std::string family[] = {family_.definition.name};
+    return store_.allocate_series(definition, family);
+  } catch (...) {
+    return nullptr;  // the store is full or failing: the line still tells
+  }
+}
+
+void FamilyCore::write_bound_line(const std::function<std::string()>& make_line) noexcept {
+  try {
+    const std::string line = make_line();
+    const SeriesBound& bound = store_.series_bound();
+    if (bound.log) {
+      bound.log(line);
+    } else {
+      write_log_line_to_stderr(line);
+    }
+  } catch (...) {
+    // A line that cannot be built or written changes nothing recorded.
+  }
+}
+
 MetricSeries* FamilyCore::refuse_locked(std::span<const std::string_view> values) noexcept {
   if (!at_bound_.load(std::memory_order_relaxed)) {
-    const SeriesBound& bound = store_.series_bound();
-    try {
-      const std::string family[] = {family_.definition.name};
-      refused_slot_ = store_.allocate_series(series_refused_definition(), family);
-    } catch (...) {
-      // The store is full or failing: the refusal is still logged below.
-    }
-    try {
-      const std::string line =
-          series_refused_line(family_.definition, bound.max_series_per_family, values);
-      if (bound.log) {
-        bound.log(line);
-      } else {
-        write_log_line_to_stderr(line);
-      }
-    } catch (...) {
-      // A line that cannot be built or written changes nothing recorded.
-    }
+    refused_slot_ = self_metric_slot(series_refused_definition());
+    write_bound_line([&] {
+      return series_refused_line(family_.definition, store_.series_bound().max_series_per_family,
+                                 values);
+    });
     at_bound_.store(true, std::memory_order_release);
   }
   return refuse();
+}
+
+MetricSeries* FamilyCore::overflow_locked(std::span<const std::string_view> values) {
+  if (MetricSeries* overflow = overflow_series_.load(std::memory_order_relaxed))
+    return overflow_into(overflow);
+  std::vector<std::string_view> marked(family_.label_names.size());
+  marked.back() = kOverflowValue;
+  MetricSeries* overflow = add_series_locked(marked, hash_values(marked), true);
+  overflowed_slot_ = self_metric_slot(series_overflowed_definition());
+  write_bound_line([&] {
+    return series_overflowed_line(family_.definition, overflow_at_,
+                                  values.first(values.size() - 1));
+  });
+  overflow_series_.store(overflow, std::memory_order_release);  // after overflowed_slot_
+  return overflow_into(overflow);
+}
+
+MetricSeries* FamilyCore::overflow_into(MetricSeries* overflow) noexcept {
+  if (overflowed_slot_ != nullptr) add_to_slot(*overflowed_slot_, 1.0);
+  return overflow;
 }
 
 MetricSeries* FamilyCore::refuse() noexcept {

@@ -8,8 +8,10 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
+#include <string>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -86,19 +88,40 @@ class FamilyCore {
     std::size_t mask;
     std::unique_ptr<std::atomic<MetricSeries*>[]> slots;
   };
-  // The engine's values narrowed to the kept labels.
+  // The engine's values as the family's series name them, read in place:
+  // the kept labels in order, then the overflow label's "" when capped.
+  struct SeriesValues {
+    std::span<const std::string_view> engine;
+    const std::size_t* kept;
+    std::size_t kept_count;
+    std::size_t count;
+    std::size_t size() const noexcept { return count; }
+    std::string_view operator[](std::size_t k) const noexcept {
+      return k < kept_count ? engine[kept[k]] : std::string_view{};
+    }
+  };
+  SeriesValues series_values(std::span<const std::string_view> values) const noexcept;
   static constexpr std::size_t kLocalLabels = 16;
-  std::span<const std::string_view> kept_values(
-      std::span<const std::string_view> values,
-      std::array<std::string_view, kLocalLabels>& local) const noexcept;
   MetricSeries* intern(std::span<const std::string_view> values);
-  static std::uint64_t hash_values(std::span<const std::string_view> values) noexcept;
-  static MetricSeries* probe(const Table& table, std::uint64_t hash,
-                             std::span<const std::string_view> values) noexcept;
+  MetricSeries* add_series_locked(std::span<const std::string_view> values, std::uint64_t hash,
+                                  bool overflow) TSM_REQUIRES(mutex_);
+  // Values: a span of them or SeriesValues (one hash for both).
+  template <class Values>
+  static std::uint64_t hash_values(const Values& values) noexcept;
+  template <class Values>
+  static MetricSeries* probe(const Table& table, std::uint64_t hash, const Values& values) noexcept;
   void insert_locked(MetricSeries* series) TSM_REQUIRES(mutex_);
   MetricSeries* refuse_locked(std::span<const std::string_view> values) noexcept
       TSM_REQUIRES(mutex_);
   MetricSeries* refuse() noexcept;
+  // The family's overflow series (made on the first call), counted.
+  MetricSeries* overflow_locked(std::span<const std::string_view> values) TSM_REQUIRES(mutex_);
+  MetricSeries* overflow_into(MetricSeries* overflow) noexcept;
+  // This family's series of a self-metric labelled {family}; null when the
+  // store cannot give one.
+  double* self_metric_slot(const MetricDefinition& definition) noexcept;
+  // The line of a family's first refusal or overflow, to the bound's log.
+  void write_bound_line(const std::function<std::string()>& make_line) noexcept;
 
   SeriesFamily family_;
   // Set when a view dropped labels: the engine's label count and the
@@ -113,6 +136,12 @@ class FamilyCore {
   // refused_slot_: later refusals skip the lock.
   std::atomic<bool> at_bound_{false};
   double* refused_slot_ = nullptr;  // its tokenspeed_metrics_series_refused_total series
+  // A view's cardinality limit (cut to the bound on series): at this many
+  // series, the overflow series included, new label sets record into the
+  // overflow series; 0: none. Once it exists, reached without the lock.
+  std::size_t overflow_at_ = 0;
+  std::atomic<MetricSeries*> overflow_series_{nullptr};
+  double* overflowed_slot_ = nullptr;  // its tokenspeed_metrics_series_overflowed_total series
   std::atomic<Table*> table_;
   mutable Mutex mutex_;  // interning only
   // Every table ever published (readers may hold old ones).

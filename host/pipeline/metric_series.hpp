@@ -67,6 +67,7 @@ struct MetricSeries {
   // output receives costs one predictable branch per output.
   std::uint64_t output_mask = ~std::uint64_t{0};
   bool stamps_sets = false;  // a mostrecent gauge: slots[1] takes each set's time
+  bool overflow = false;     // the overflow series of a capped family (metric_views.hpp)
   std::uint64_t hash = 0;    // hash of the label values (lookup table)
   std::vector<std::string> label_values;
   std::vector<const char*> label_value_ptrs;  // c_str() of label_values

@@ -26,6 +26,8 @@ PyTypeObject* child_type_of(MetricKind kind);
 ChildObject* make_child(FamilyObject* family, PyObject* values);
 // True when the host refused the child's label set.
 bool series_refused(const ChildObject* child);
+// True when the child's label set records into its family's overflow series.
+bool series_overflowed(const ChildObject* child);
 
 // The family type (native_families.cpp).
 // False with TypeError for a family whose __init__ has not run.

@@ -268,6 +268,13 @@ bool series_refused(const ChildObject* child) {
   return false;
 }
 
+// True when the child records into its family's overflow series (a view's
+// cardinality_limit): like a refused child it is not cached, so the label
+// sets past the cap do not pile up here.
+bool series_overflowed(const ChildObject* child) {
+  return child->counter.overflow() || child->gauge.overflow() || child->histogram.overflow();
+}
+
 int add_handle_types(PyObject* module) {
   struct Entry {
     const char* name;

@@ -142,7 +142,7 @@ PyObject* label_key(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs,
 }
 
 // The child of key, cached in the family unless the host refused its series
-// (see series_refused); kept says which.
+// or gave it the family's overflow series; kept says which.
 PyObject* child_of(FamilyObject* family, PyObject* key, bool& kept) {
   kept = true;
   PyObject* found = PyDict_GetItemWithError(family->children, key);
@@ -154,7 +154,7 @@ PyObject* child_of(FamilyObject* family, PyObject* key, bool& kept) {
     Py_DECREF(child);
     return nullptr;
   }
-  if (series_refused(child)) {
+  if (series_refused(child) || series_overflowed(child)) {
     kept = false;
     return reinterpret_cast<PyObject*>(child);
   }

@@ -24,12 +24,24 @@ void add_string(google::protobuf::RepeatedPtrField<pb::KeyValue>* attributes,
   attribute->mutable_value()->set_string_value(value);
 }
 
+// The labels as attributes. A family capped by a view carries
+// TSM_OVERFLOW_LABEL: as OpenTelemetry's SDK sends it, its overflow series has
+// the one attribute otel.metric.overflow = true, its other series none of it.
 void add_labels(google::protobuf::RepeatedPtrField<pb::KeyValue>* attributes,
                 const kit::Point& point) {
   const std::vector<std::string>& names = point.family->label_names;
   const std::vector<std::string>& values = *point.label_values;
-  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i)
-    add_string(attributes, names[i], values[i]);
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    if (names[i] != TSM_OVERFLOW_LABEL) continue;
+    if (values[i].empty()) break;
+    pb::KeyValue* overflow = attributes->Add();
+    overflow->set_key("otel.metric.overflow");
+    overflow->mutable_value()->set_bool_value(true);
+    return;
+  }
+  for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
+    if (names[i] != TSM_OVERFLOW_LABEL) add_string(attributes, names[i], values[i]);
+  }
 }
 
 // What every Sum, Histogram and ExponentialHistogram point carries first.

@@ -3,7 +3,9 @@ producer processes recorded through views (--metrics-views): a TTFT
 histogram the engine defines with coarse buckets is rebucketed under 100 ms,
 so histogram_quantile answers within them; a renamed counter is queried by
 its new name only; a per-request label dropped leaves one series per model,
-summed across requests and processes."""
+summed across requests and processes; a family capped at 3 series per process
+keeps the first two label sets of each process and adds the rest up in the
+series otel_metric_overflow="true", counted."""
 import json
 import os
 import sys
@@ -26,6 +28,14 @@ op 1 inc tokenspeed:generation_tokens llama,default 20
 op 0 inc tokenspeed:prompt_tokens llama,default,r1 10
 op 0 inc tokenspeed:prompt_tokens llama,default,r2 20
 op 1 inc tokenspeed:prompt_tokens llama,default,r3 30
+metric tokenspeed:lora_requests counter livemax model_name,lora_name - Requests per adapter.
+op 0 inc tokenspeed:lora_requests llama,l1 1
+op 0 inc tokenspeed:lora_requests llama,l2 2
+op 0 inc tokenspeed:lora_requests llama,l3 4
+op 0 inc tokenspeed:lora_requests llama,l4 8
+op 1 inc tokenspeed:lora_requests llama,l1 16
+op 1 inc tokenspeed:lora_requests llama,l5 32
+op 1 inc tokenspeed:lora_requests llama,l6 64
 """
 
 VIEWS = {"views": [
@@ -33,6 +43,7 @@ VIEWS = {"views": [
      "buckets": [0.025, 0.05, 0.075, 0.1, 0.2]},
     {"select": {"name": "tokenspeed:generation_tokens"}, "name": "llm_generation_tokens"},
     {"select": {"name": "tokenspeed:prompt_tokens"}, "drop_labels": ["request_id"]},
+    {"select": {"name": "tokenspeed:lora_requests"}, "cardinality_limit": 3},
 ]}
 
 # 4 observations in (0.025, 0.05], 4 in (0.05, 0.075], 2 in (0.075, 0.1]: the
@@ -44,9 +55,16 @@ EXPECTED = {
     'count(llm_generation_tokens_total)': 1,
     'count(tokenspeed:prompt_tokens_total)': 1,
     'tokenspeed:prompt_tokens_total{model_name="llama",app_key="default"}': 60,
+    # Process 0 keeps l1 and l2, process 1 l1 and l5; l3, l4 and l6 overflow.
+    'tokenspeed:lora_requests_total{otel_metric_overflow="true"}': 76,
+    'tokenspeed:lora_requests_total{lora_name="l1"}': 17,
+    'count(tokenspeed:lora_requests_total)': 4,
+    'sum(tokenspeed:lora_requests_total)': 127,
+    'sum(tokenspeed_metrics_series_overflowed_total)': 3,
 }
 ABSENT = ['tokenspeed:generation_tokens_total', 'tokenspeed:prompt_tokens_total{request_id!=""}',
-          'tokenspeed:time_to_first_token_seconds_bucket{le="0.3"}']
+          'tokenspeed:time_to_first_token_seconds_bucket{le="0.3"}',
+          'tokenspeed:lora_requests_total{lora_name=~"l3|l4|l6"}']
 
 
 def main():

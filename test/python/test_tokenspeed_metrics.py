@@ -378,6 +378,57 @@ if __name__ == "__main__":
     assert 'first refused: {request="request-100"}' in lines[0]
 
 
+def test_label_sets_past_a_views_cardinality_limit_add_up_in_the_overflow_series_uncached(
+        workdir):
+    views = os.path.join(workdir, "views.json")
+    with open(views, "w", encoding="utf-8") as out:
+        json.dump({"views": [{"select": {"name": "py:per_request"}, "cardinality_limit": 10}]},
+                  out)
+    script = f"""
+import tokenspeed_metrics
+REQ = tokenspeed_metrics.Counter("py:per_request", "One series per request id.", ["request"])
+def rss_kib():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+if __name__ == "__main__":
+    tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
+                              "--metrics-multiproc-dir", {workdir!r},
+                              "--metrics-views", {views!r}])
+    for i in range(20000):
+        REQ.labels(f"request-{{i}}").inc()
+    REQ.labels("request-5").inc(41)  # a series that exists keeps recording
+    before = rss_kib()
+    for i in range(20000, 220000):
+        REQ.labels(f"request-{{i}}").inc()
+    after = rss_kib()
+    print(before, after)
+    print("=====")
+    print(tokenspeed_metrics.generate_latest().decode())
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
+    result = run_script(workdir, script, env=env)
+    assert result.returncode == 0, result.stderr
+    sizes, exposition = result.stdout.split("=====")
+    before, after = (int(size) for size in sizes.split())
+    # 200,000 label sets past the cap: one series, no cached child each.
+    assert after - before < 16 * 1024, (before, after)
+    found = samples(exposition, "py:per_request")
+    assert len(found) == 10  # 9 label sets and the overflow series
+    own = (("otel_metric_overflow", ""), ("request", "request-5"))
+    assert found[("py:per_request_total", own)] == 1 + 41
+    overflow = (("otel_metric_overflow", "true"), ("request", ""))
+    assert found[("py:per_request_total", overflow)] == 220000 - 9
+    assert sum(found.values()) == 220000 + 41  # nothing lost
+    overflowed = samples(exposition, "tokenspeed_metrics_series_overflowed")
+    assert overflowed == {("tokenspeed_metrics_series_overflowed_total",
+                           (("family", "py:per_request"),)): 220000 - 9}
+    lines = [line for line in result.stderr.splitlines() if "py:per_request' has 10 series" in line]
+    assert len(lines) == 1, result.stderr
+    assert 'first: {request="request-9"}' in lines[0]
+
+
 def test_summary_observe_total_reads_exemplars_and_kept_series(workdir):
     script = f"""
 import tokenspeed_metrics

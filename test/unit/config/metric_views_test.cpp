@@ -172,6 +172,41 @@ TEST_CASE("views keep or drop labels, recording the engine's index of each kept 
   CHECK(none.definition.label_names == kTtft.label_names);
 }
 
+TEST_CASE("a cardinality limit adds the overflow label after the kept ones, and is checked") {
+  CHECK(refused_key(R"({"views": [{"select": {"name": "a"}, "cardinality_limit": 0}]})") ==
+        "views[0].cardinality_limit");
+  CHECK(refused_key(R"({"views": [{"select": {"name": "a"}, "cardinality_limit": 2.5}]})") ==
+        "views[0].cardinality_limit");
+  CHECK(refused_key(R"({"views": [{"select": {"name": "a"}, "cardinality_limit": "9"}]})") ==
+        "views[0].cardinality_limit");
+  CHECK(
+      refused_key(R"({"views": [{"select": {"name": "a"}, "cardinality_limit": 99999999999}]})") ==
+      "views[0].cardinality_limit");
+  const ViewedDefinition capped =
+      apply_views(views_of(R"({"views": [{"select": {"name": "*"}, "drop_labels": ["request_id"]},
+                             {"select": {"name": "tokenspeed:time*"}, "cardinality_limit": 9},
+                             {"select": {"name": "*"}, "cardinality_limit": 100}]})"),
+                  kTtft);
+  CHECK(capped.cardinality_limit == 100u);  // the later view's
+  CHECK(capped.labels_changed);
+  CHECK(capped.definition.label_names ==
+        std::vector<std::string>{"model", std::string(kOverflowLabel)});
+  CHECK(capped.kept_labels == std::vector<std::size_t>{0});
+  CHECK(describe_viewed(capped).find("labels=[model,otel_metric_overflow] outputs=all "
+                                     "cardinality_limit=100") != std::string::npos);
+  // Every engine label kept: the engine's indexes are listed all the same.
+  const ViewedDefinition whole = apply_views(
+      views_of(R"({"views": [{"select": {"name": "*"}, "cardinality_limit": 2}]})"), kTtft);
+  CHECK(whole.kept_labels == std::vector<std::size_t>{0, 1});
+  // An engine label of the overflow label's name: the viewed family is invalid.
+  MetricDefinition clash = kTokens;
+  clash.label_names = {"otel_metric_overflow"};
+  CHECK(describe_viewed(apply_views(views_of(R"({"views": [{"select": {"name": "*"},
+                                         "cardinality_limit": 2}]})"),
+                                    clash))
+            .find(" invalid: ") != std::string::npos);
+}
+
 TEST_CASE("views drop a family and limit its outputs; a later view's setting wins") {
   const MetricViews views = views_of(R"({"views": [
       {"select": {"name": "*"}, "outputs": ["prometheus", "otlp"]},

@@ -355,3 +355,51 @@ TEST_CASE("ExponentialHistogram points are split into requests like any other da
   CHECK(counts ==
         std::map<std::string, uint64_t>{{"a", 1}, {"b", 1}, {"c", 1}, {"d", 1}, {"e", 1}});
 }
+
+TEST_CASE("a capped family's overflow series is the one attribute otel.metric.overflow = true") {
+  const char* const names[] = {"model_name", TSM_OVERFLOW_LABEL};
+  tsm_metric_info info = info_of(TSM_KIND_COUNTER, "tokenspeed:requests_total", "");
+  info.label_names = names;
+  const char* const own[] = {"llama", ""};
+  const char* const overflow[] = {"", "true"};
+  kit::Aggregator aggregator({});
+  const auto add_with = [&](const char* const* values, double value) {
+    tsm_metric_event e{};
+    e.struct_size = sizeof e;
+    e.info = &info;
+    e.metric = info.name;
+    e.operation = TSM_OP_INC;
+    e.value = value;
+    e.weight = 1;
+    e.timestamp_ns = 1000;
+    e.label_count = 2;
+    e.label_names = names;
+    e.label_values = values;
+    aggregator.add(e);
+  };
+  add_with(own, 2);
+  add_with(overflow, 5);
+  std::vector<otlp::EncodedRequest> requests;
+  otlp::Encoder({}).encode(aggregator.collect(5'000'000), requests);
+  REQUIRE(requests.size() == 1);
+  const auto metrics = metrics_of(decode(requests)[0]);
+  const pb::Metric& metric = metrics.at("tokenspeed:requests");
+  REQUIRE(metric.sum().data_points_size() == 2);
+  bool saw_own = false;
+  bool saw_overflow = false;
+  for (const auto& point : metric.sum().data_points()) {
+    if (point.as_double() == 2) {
+      saw_own = true;
+      CHECK(attributes_of(point.attributes()) ==
+            std::map<std::string, std::string>{{"model_name", "llama"}});
+    } else {
+      saw_overflow = true;
+      CHECK(point.as_double() == 5);
+      REQUIRE(point.attributes_size() == 1);
+      CHECK(point.attributes(0).key() == "otel.metric.overflow");
+      CHECK(point.attributes(0).value().has_bool_value());
+      CHECK(point.attributes(0).value().bool_value());
+    }
+  }
+  CHECK((saw_own && saw_overflow));
+}

@@ -26,6 +26,9 @@ class SeriesHandle {
  public:
   explicit operator bool() const noexcept { return series_ != nullptr; }
   const MetricSeries* series() const noexcept { return series_; }
+  // Whether this is the overflow series of a family an operator capped (a
+  // view's cardinality_limit): labels() named a new label set past the cap.
+  bool overflow() const noexcept;
 
  protected:
   SeriesHandle() = default;
@@ -118,7 +121,9 @@ class Family {
   // A new label set past the bound on series per family (Options::
   // max_series_per_family) is refused: an empty handle (false) whose methods
   // do nothing; the refusal is counted on /metrics and the family's first
-  // one logged. Series that exist keep recording.
+  // one logged. Series that exist keep recording. A family an operator
+  // capped (a view's cardinality_limit) refuses nothing: past the cap, a new
+  // label set gets the family's overflow series (overflow() is true).
   template <class... Values>
   requires(std::is_convertible_v<const Values&, std::string_view>&&...) Handle
       labels(const Values&... values) {
