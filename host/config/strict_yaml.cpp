@@ -1,6 +1,6 @@
 // strict_yaml.cpp — the libyaml event stream into a YamlNode tree, with the
 // rules of strict_yaml.hpp. Startup only.
-#include "prometheus/server/strict_yaml.hpp"
+#include "config/strict_yaml.hpp"
 
 #include <yaml.h>
 

@@ -1,10 +1,10 @@
-// strict_yaml_test.cpp — unit tests of host/prometheus/server/strict_yaml: the tree of a
+// strict_yaml_test.cpp — unit tests of host/config/strict_yaml: the tree of a
 // YAML document and the rules a configuration file must keep.
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "prometheus/server/strict_yaml.hpp"
+#include "config/strict_yaml.hpp"
 
 using namespace tokenspeed::metrics;
 
