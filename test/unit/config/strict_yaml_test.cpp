@@ -47,6 +47,14 @@ TEST_CASE("a document becomes mappings, sequences and scalars in the file's orde
   CHECK(root.entries[3].value.kind == YamlNode::Kind::scalar);
 }
 
+TEST_CASE("a node's explicit tag is kept for its reader to judge, resolved by libyaml") {
+  const YamlNode root = parse_strict_yaml("a: !!str 1\nb: !local [x]\nc: 'y'\n");
+  CHECK(root.tag.empty());
+  CHECK(root.entries[0].value.tag == "tag:yaml.org,2002:str");
+  CHECK(root.entries[1].value.tag == "!local");
+  CHECK(root.entries[2].value.tag.empty());
+}
+
 TEST_CASE("an empty document or one of comments only is null") {
   CHECK(parse_strict_yaml("").kind == YamlNode::Kind::null);
   CHECK(parse_strict_yaml("# nothing\n").kind == YamlNode::Kind::null);
