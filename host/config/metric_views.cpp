@@ -1,5 +1,6 @@
-// metric_views.cpp — the views file read strictly, and views applied to a
-// definition. Startup path only; never touched by inc/set/observe.
+// metric_views.cpp — the views file read strictly (JSON, or YAML turned into
+// the same JSON), and views applied to a definition. Startup path only;
+// never touched by inc/set/observe.
 #include "config/metric_views.hpp"
 
 #include <algorithm>
@@ -12,6 +13,8 @@
 #include <boost/json/object.hpp>
 
 #include "config/metrics_flag_table.hpp"
+#include "config/strict_yaml.hpp"
+#include "config/yaml_json.hpp"
 #include "core/bounded_file.hpp"
 #include "core/input_excerpt.hpp"
 #include "core/series_bound.hpp"
@@ -303,6 +306,31 @@ void apply_labels(const MetricView& view, const MetricDefinition& engine,
   viewed.labels_changed = true;
 }
 
+// message, followed by where it is in the file when that is known and the
+// message does not say it already (a syntax error gives line and column).
+std::string at_line(const std::string& message, std::size_t line) {
+  if (line == 0 || message.find("(line ") != std::string::npos) return message;
+  return message + " (line " + std::to_string(line) + ")";
+}
+
+// A YAML views file: the tree, as JSON, through the one reader of views; an
+// error of that reader is given the line of its key.
+MetricViews views_from_yaml(std::string_view text, const std::string& file) {
+  YamlNode root;
+  json::value value;
+  try {
+    root = parse_strict_yaml(text);
+    value = yaml_to_json(root);
+  } catch (const StrictYamlError& error) {
+    throw StartupError({"", file, error.key_path()}, at_line(error.what(), error.line()));
+  }
+  try {
+    return metric_views_from_json(value, file);
+  } catch (const StartupError& error) {
+    throw StartupError(error.context(), at_line(error.message(), yaml_line_of(root, error.key())));
+  }
+}
+
 }  // namespace
 
 MetricViews metric_views_from_json(const boost::json::value& value, const std::string& file) {
@@ -320,6 +348,35 @@ MetricViews metric_views_from_json(const boost::json::value& value, const std::s
   return views;
 }
 
+ViewsForm views_form(std::string_view file, std::string_view text) noexcept {
+  const std::size_t dot = file.rfind('.');
+  const std::size_t slash = file.rfind('/');
+  if (dot != std::string_view::npos && (slash == std::string_view::npos || dot > slash)) {
+    const std::string_view extension = file.substr(dot + 1);
+    // ASCII case only: the locale of an embedding engine must not decide.
+    const auto is = [extension](std::string_view lower) {
+      return std::equal(
+          extension.begin(), extension.end(), lower.begin(), lower.end(),
+          [](char a, char b) { return (a >= 'A' && a <= 'Z' ? a - 'A' + 'a' : a) == b; });
+    };
+    if (is("yaml") || is("yml")) return ViewsForm::yaml;
+    if (is("json")) return ViewsForm::json;
+  }
+  const std::size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && text[first] == '{' ? ViewsForm::json : ViewsForm::yaml;
+}
+
+MetricViews metric_views_from_text(std::string_view text, const std::string& file) {
+  if (views_form(file, text) == ViewsForm::yaml) return views_from_yaml(text, file);
+  json::value parsed;
+  try {
+    parsed = parse_strict_json(text);
+  } catch (const StrictJsonError& error) {
+    throw StartupError({"", file, error.key_path()}, error.what());
+  }
+  return metric_views_from_json(parsed, file);
+}
+
 MetricViews read_metric_views(const std::string& path) {
   const std::string flag = flag_spelling(metrics_flag(&Options::metric_views));
   std::string text;
@@ -328,13 +385,7 @@ MetricViews read_metric_views(const std::string& path) {
   } catch (const FileReadError& error) {
     throw StartupError({"", path, flag}, std::string("the views file ") + error.what());
   }
-  json::value parsed;
-  try {
-    parsed = parse_strict_json(text);
-  } catch (const StrictJsonError& error) {
-    throw StartupError({"", path, error.key_path()}, error.what());
-  }
-  return metric_views_from_json(parsed, path);
+  return metric_views_from_text(text, path);
 }
 
 bool view_selects(const MetricView& view, const MetricDefinition& definition) {

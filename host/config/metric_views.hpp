@@ -1,7 +1,8 @@
 // metric_views.hpp — the views file (--metrics-views): what an operator
 // changes of a family without touching the engine (buckets, exponential or
 // classic, name, help, labels kept or dropped, which outputs receive it, or
-// dropping it), read strictly, and applied to a definition where it is made.
+// dropping it), read strictly from JSON or YAML, and applied to a definition
+// where it is made.
 // Startup path only: a view is resolved when a family is defined, never on
 // the hot path.
 #pragma once
@@ -75,7 +76,24 @@ inline constexpr std::string_view kOverflowValue = "true";
 // bad names, bounds or options throw StartupError naming file and key.
 MetricViews metric_views_from_json(const boost::json::value& json, const std::string& file);
 
-// Reads the views file (strict JSON, duplicate keys refused).
+// The two forms of a views file, which hold the same tree.
+enum class ViewsForm { json, yaml };
+
+// The form of the views file named file, holding text: YAML when the name
+// ends in ".yaml" or ".yml", JSON when it ends in ".json" (in any case); a
+// file of any other name is JSON when its first character that is not blank
+// is '{' (as every JSON views file's is), otherwise YAML.
+ViewsForm views_form(std::string_view file, std::string_view text) noexcept;
+
+// Reads views from the text of the views file named file, in its form:
+// strict JSON (duplicate keys refused) or strict YAML (config/strict_yaml:
+// duplicate keys, aliases and tags refused) turned into the JSON it stands
+// for (config/yaml_json), so that both are checked by metric_views_from_json
+// and MetricViews::json holds JSON either way. A YAML file's errors also give
+// the line. Throws StartupError naming file and key.
+MetricViews metric_views_from_text(std::string_view text, const std::string& file);
+
+// Reads the views file at path (metric_views_from_text).
 MetricViews read_metric_views(const std::string& path);
 
 // The host's own families (tokenspeed_metrics_*): no view selects them.

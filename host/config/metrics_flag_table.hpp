@@ -170,11 +170,12 @@ inline constexpr MetricsFlag kMetricsFlags[] = {
      .field = &Options::metric_views,
      .default_text = "none (every family as the engine defines it)",
      .empty_message = "the file name must not be empty",
-     .help = "JSON file of views: change a family's buckets, name, help, labels or outputs, or "
-             "drop it, without touching the engine",
-     .meaning = "A JSON file of views: select families by name or glob and change their buckets "
-                "(classic or exponential), name, help, labels, the outputs that receive them, or "
-                "drop them, in every process alike ([views.md](views.md))."},
+     .help = "JSON or YAML file of views: change a family's buckets, name, help, labels or "
+             "outputs, or drop it, without touching the engine",
+     .meaning = "A JSON or YAML file of views (YAML when its name ends in `.yaml` or `.yml`): "
+                "select families by name or glob and change their buckets (classic or "
+                "exponential), name, help, labels, the outputs that receive them, or drop them, "
+                "in every process alike ([views.md](views.md))."},
     {.name = "metrics-host",
      .value_name = "ADDR",
      .group = FlagGroup::prometheus,

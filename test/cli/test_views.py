@@ -1,6 +1,7 @@
 """test_views.py — views (--metrics-views) through `tokenspeed-metrics`: a bad
-views file is a startup error of one line naming the file and the key, from
-`check` and `simulate` alike; `check` prints the catalog's families as the
+views file, JSON or YAML, is a startup error of one line naming the file and
+the key (and a YAML file's line), from `check` and `simulate` alike; a YAML
+file rebuckets as a JSON one does; `check` prints the catalog's families as the
 views leave them and warns of a view that selects none; in a running node of
 several processes /metrics shows the viewed families (rebucketed, renamed,
 a label dropped and summed, a family dropped).
@@ -62,6 +63,42 @@ class Views(unittest.TestCase):
         empty = run("check", FLAG, "")
         self.assertEqual(empty.returncode, 2, empty.stderr)
         self.assertIn(f"key '{FLAG}'", empty.stderr)
+
+    def test_a_bad_yaml_views_file_is_a_startup_error_naming_the_file_the_key_and_the_line(self):
+        cases = [
+            ("views:\n  - select: {name: a}\n    bucket: [1]\n", "views[0].bucket", 3),
+            ("views:\n  - select:\n      name: a\n      name: b\n", "views[0].select.name", 4),
+            ("views:\n  - select: &s {name: a}\n  - select: *s\n", "views[1].select", 3),
+            ("views:\n  - select: {name: a}\n    buckets: ['1']\n", "views[0].buckets[0]", 3),
+            ("views:\n  - select: {name: a}\n    buckets: [0.2, .nan]\n",
+             "views[0].buckets[1]", 3),
+            ("views: [\n", "", 2),
+        ]
+        for name in ("views.yaml", "views.yml"):
+            for text, key, line in cases:
+                path = self.write(text, name)
+                for command in ("check", "simulate"):
+                    result = run(command, FLAG, path)
+                    self.assertEqual(result.returncode, 2, (command, text, result.stderr))
+                    self.assertEqual(len(result.stderr.splitlines()), 1, result.stderr)
+                    self.assertIn(f"file '{path}'", result.stderr)
+                    self.assertIn(f"line {line}", result.stderr)
+                    if key:
+                        self.assertIn(f"key '{key}'", result.stderr)
+
+    def test_a_yaml_views_file_rebuckets_a_family_in_checks_print(self):
+        text = ("# the first token, finer under 100 ms\n"
+                "views:\n"
+                f"  - select: {{name: '{TTFT}'}}\n"
+                "    buckets: [0.025, 0.05, 0.1]\n"
+                "    name: llm_ttft_seconds\n")
+        for name in ("views.yaml", "views"):
+            path = self.write(text, name)
+            result = run("check", FLAG, path)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn(f"views {path}: 1 view", result.stdout)
+            self.assertIn("llm_ttft_seconds histogram buckets=[0.025,0.05,0.1] "
+                          "labels=[model_name,app_key] outputs=all", result.stdout)
 
     def test_check_prints_the_effective_definitions_and_warns_of_a_view_that_selects_nothing(self):
         path = self.write(json.dumps({"views": [

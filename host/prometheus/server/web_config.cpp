@@ -11,7 +11,7 @@
 #include <span>
 
 #include "config/metrics_flag_table.hpp"
-#include "prometheus/server/strict_yaml.hpp"
+#include "config/strict_yaml.hpp"
 #include "core/bounded_file.hpp"
 #include "core/input_excerpt.hpp"
 #include "core/name_suggestion.hpp"

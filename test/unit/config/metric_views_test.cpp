@@ -1,5 +1,5 @@
-// metric_views_test.cpp — the views file read strictly (each mistake names
-// the file and the key), and views applied to definitions: selection by name,
+// metric_views_test.cpp — the views file read strictly, as JSON or YAML
+// (each mistake names the file and the key), and views applied to definitions: selection by name,
 // glob and kind, buckets, exponential and back, rename and help, labels kept
 // or dropped, outputs, drop, and what check prints.
 #include <catch2/catch.hpp>
@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
 
 #include "config/metric_views.hpp"
 #include "core/startup_error.hpp"
@@ -42,6 +43,88 @@ const MetricDefinition kTtft{"tokenspeed:time_to_first_token_seconds",
                              {}};
 const MetricDefinition kTokens{
     "tokenspeed:prompt_tokens_total", MetricKind::counter, "Prompt tokens", "", {"model"}, {}, {}};
+
+// Two readings of one file hold the same JSON and the same views, field by field.
+void check_same_views(const MetricViews& a, const MetricViews& b) {
+  CHECK(a.json == b.json);
+  REQUIRE(a.views.size() == b.views.size());
+  for (std::size_t i = 0; i < a.views.size(); ++i) {
+    INFO("view " << i);
+    const MetricView& x = a.views[i];
+    const MetricView& y = b.views[i];
+    CHECK(x.select_name == y.select_name);
+    CHECK(x.select_kind == y.select_kind);
+    CHECK(x.name == y.name);
+    CHECK(x.help == y.help);
+    CHECK(x.aggregation == y.aggregation);
+    CHECK(x.buckets == y.buckets);
+    REQUIRE(x.exponential.has_value() == y.exponential.has_value());
+    if (x.exponential) {
+      CHECK(x.exponential->max_scale == y.exponential->max_scale);
+      CHECK(x.exponential->max_buckets == y.exponential->max_buckets);
+      CHECK(x.exponential->zero_threshold == y.exponential->zero_threshold);
+    }
+    CHECK(x.drop == y.drop);
+    CHECK(x.keep_labels == y.keep_labels);
+    CHECK(x.drop_labels == y.drop_labels);
+    CHECK(x.outputs == y.outputs);
+  }
+}
+
+// A views file using every key, in YAML (block and flow style, comments,
+// quoted, block and non-ASCII scalars) and in JSON.
+const std::string kYamlViews = R"(# Views of the TokenSpeed catalog.
+views:
+  - select:
+      name: tokenspeed:time_to_first_token_seconds
+      kind: histogram
+    buckets: [0.01, 0.025, 0.05, 1, 2.5]
+    name: llm_ttft_seconds
+    help: "Zeit bis zum ersten Token (\u00b5s genau) – TTFT"
+    drop_labels:
+      - request_id
+    outputs: [prometheus, otlp]
+  - select: {name: '*', kind: histogram}
+    exponential: {max_scale: 8, max_buckets: 160, zero_threshold: 0.001}
+  - select: {name: "tokenspeed:*_tokens"}
+    aggregation: classic
+    keep_labels: [model_name]
+    help: >-
+      Tokens, folded
+      over two lines
+  - select:
+      name: tokenspeed:num_requests_running
+    drop: true
+)";
+const std::string kJsonViews = R"({"views": [
+  {"select": {"name": "tokenspeed:time_to_first_token_seconds", "kind": "histogram"},
+   "buckets": [0.01, 0.025, 0.05, 1, 2.5], "name": "llm_ttft_seconds",
+   "help": "Zeit bis zum ersten Token (\u00b5s genau) – TTFT",
+   "drop_labels": ["request_id"], "outputs": ["prometheus", "otlp"]},
+  {"select": {"name": "*", "kind": "histogram"},
+   "exponential": {"max_scale": 8, "max_buckets": 160, "zero_threshold": 0.001}},
+  {"select": {"name": "tokenspeed:*_tokens"}, "aggregation": "classic",
+   "keep_labels": ["model_name"], "help": "Tokens, folded over two lines"},
+  {"select": {"name": "tokenspeed:num_requests_running"}, "drop": true}
+]}
+)";
+
+MetricViews yaml_views_of(const std::string& text) {
+  return metric_views_from_text(text, "views.yaml");
+}
+
+// The key a refused YAML views text is reported under; its line in line.
+std::string refused_yaml_key(const std::string& text, std::string* message = nullptr) {
+  try {
+    yaml_views_of(text);
+  } catch (const StartupError& error) {
+    CHECK(error.file() == "views.yaml");
+    if (message != nullptr) *message = error.message();
+    return error.key();
+  }
+  FAIL("accepted: " << text);
+  return "";
+}
 
 }  // namespace
 
@@ -255,4 +338,166 @@ TEST_CASE("an output a view names that is not selected is warned of, naming the 
   CHECK(warnings[0].find("key 'views[0].outputs[1]'") != std::string::npos);
   CHECK(warnings[0].find("'otpl' is not a selected output") != std::string::npos);
   CHECK(unselected_output_warnings(views, {"prometheus", "otlp", "otpl"}).empty());
+}
+
+TEST_CASE("a views file's form follows its extension, else its first character") {
+  CHECK(views_form("views.yaml", "{}") == ViewsForm::yaml);
+  CHECK(views_form("/etc/views.YML", "") == ViewsForm::yaml);
+  CHECK(views_form("views.json", "views: []") == ViewsForm::json);
+  CHECK(views_form("views.Json", "") == ViewsForm::json);
+  CHECK(views_form("views", " \n\t{\"views\": []}") == ViewsForm::json);
+  CHECK(views_form("views.conf", "views: []") == ViewsForm::yaml);
+  CHECK(views_form("/etc/tsm.yaml/views", "{}") == ViewsForm::json);
+  CHECK(views_form("/etc/tsm.json/views", "views: []") == ViewsForm::yaml);
+  CHECK(views_form("views", "") == ViewsForm::yaml);
+}
+
+TEST_CASE("the YAML form of a views file gives the views of its JSON form") {
+  check_same_views(metric_views_from_text(kYamlViews, "views.yaml"),
+                   metric_views_from_text(kJsonViews, "views.json"));
+  // Without a known extension, each is read in its own form.
+  check_same_views(metric_views_from_text(kYamlViews, "views"),
+                   metric_views_from_text(kJsonViews, "views"));
+  // The JSON cases of the tests above, written as YAML.
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({})", "{}"},
+      {R"({"views": []})", "views: []"},
+      {R"({"views": [{"select": {"name": "tokenspeed:time_to_first_token_seconds"},
+          "buckets": [0.01, 0.025, 0.05, 0.1], "name": "ttft_seconds", "help": "first token"}]})",
+       "views:\n"
+       "- select:\n"
+       "    name: tokenspeed:time_to_first_token_seconds\n"
+       "  buckets: [0.01, 0.025, 0.05, 0.1]\n"
+       "  name: ttft_seconds\n"
+       "  help: first token\n"},
+      {R"({"views": [{"select": {"name": "*", "kind": "histogram"},
+          "exponential": {"max_scale": 3, "max_buckets": 40}}]})",
+       "views:\n"
+       "  - select: {name: '*', kind: histogram}\n"
+       "    exponential:\n"
+       "      max_scale: 3\n"
+       "      max_buckets: 40\n"},
+      {R"({"views": [{"select": {"name": "*"}, "aggregation": "classic"}]})",
+       "views: [{select: {name: '*'}, aggregation: classic}]"},
+      {R"({"views": [{"select": {"name": "*"}, "drop_labels": ["request_id", "absent"]}]})",
+       "views:\n  - select: {name: \"*\"}\n    drop_labels: [request_id, absent]\n"},
+      {R"({"views": [
+          {"select": {"name": "*"}, "outputs": ["prometheus", "otlp"]},
+          {"select": {"name": "tokenspeed:prompt_tokens"}, "outputs": ["otlp"]},
+          {"select": {"name": "tokenspeed:time_to_first_token_seconds"}, "drop": true}]})",
+       "views:\n"
+       "  - select: {name: '*'}\n"
+       "    outputs: [prometheus, otlp]\n"
+       "  - select: {name: tokenspeed:prompt_tokens}\n"
+       "    outputs:\n"
+       "      - otlp\n"
+       "  - select: {name: tokenspeed:time_to_first_token_seconds}\n"
+       "    drop: true\n"},
+  };
+  for (const auto& [json_text, yaml_text] : cases) {
+    INFO(yaml_text);
+    check_same_views(yaml_views_of(yaml_text), views_of(json_text));
+  }
+  const ViewedDefinition viewed = apply_views(yaml_views_of(kYamlViews), kTtft);
+  CHECK(viewed.definition.name == "llm_ttft_seconds");
+  CHECK(viewed.definition.help == "Zeit bis zum ersten Token (\u00b5s genau) \u2013 TTFT");
+  CHECK(yaml_views_of(kYamlViews).views[0].buckets ==
+        std::vector<double>{0.01, 0.025, 0.05, 1, 2.5});
+}
+
+TEST_CASE(
+    "a YAML views file refuses duplicate keys, aliases, unknown keys and wrong types, "
+    "naming the key and its line") {
+  std::string message;
+  CHECK(refused_yaml_key("views:\n  - select:\n      name: a\n      name: b\n", &message) ==
+        "views[0].select.name");
+  CHECK_THAT(message, Catch::Contains("duplicate key 'name'") && Catch::Contains("(line 4)"));
+  CHECK(refused_yaml_key("views:\n  - select: &s {name: a}\n  - select: *s\n", &message) ==
+        "views[1].select");
+  CHECK_THAT(message, Catch::Contains("aliases") && Catch::Contains("(line 3)"));
+  CHECK(refused_yaml_key("views:\n  - select: {name: a}\n    bucket: [1]\n", &message) ==
+        "views[0].bucket");
+  CHECK_THAT(message, Catch::Contains("unknown key") && Catch::Contains("(line 3)"));
+  CHECK(refused_yaml_key("views:\n  - select: {name: a}\n    buckets: fast\n") ==
+        "views[0].buckets");
+  CHECK(refused_yaml_key("views:\n  - select: {name: a}\n    buckets: [0.2, 0.1]\n", &message) ==
+        "views[0].buckets[1]");
+  CHECK_THAT(message, Catch::Contains("ascending") && Catch::Contains("(line 3)"));
+  // A quoted scalar is a string, whatever it spells.
+  CHECK(refused_yaml_key("views:\n  - select: {name: a}\n    buckets: ['1']\n") ==
+        "views[0].buckets[0]");
+  CHECK(refused_yaml_key("views:\n  - select: {name: a}\n    drop: 'true'\n") == "views[0].drop");
+  // YAML 1.1's booleans are strings under the core schema.
+  CHECK(refused_yaml_key("views:\n  - select: {name: a}\n    drop: yes\n") == "views[0].drop");
+  CHECK(refused_yaml_key("views:\n  - select: {name: 1}\n") == "views[0].select.name");
+  CHECK(refused_yaml_key("views:\n  - select: {name: a}\n"
+                         "    exponential: {max_scale: 3.0}\n") ==
+        "views[0].exponential.max_scale");
+  CHECK(refused_yaml_key("views:\n  - select: {name: a}\n    buckets: [.nan]\n") ==
+        "views[0].buckets[0]");
+  CHECK(refused_yaml_key("views:\n  - select: {name: a}\n    buckets: [1, .inf]\n") ==
+        "views[0].buckets[1]");
+  CHECK(refused_yaml_key("views:\n  - select: {name: a}\n"
+                         "    exponential: {zero_threshold: .nan}\n") ==
+        "views[0].exponential.zero_threshold");
+  CHECK(refused_yaml_key("views:\n  - select: {name: a}\n    drop: !!bool true\n") ==
+        "views[0].drop");
+  CHECK(refused_yaml_key("views:\n  - select: {}\n", &message) == "views[0].select.name");
+  CHECK_THAT(message, Catch::Contains("(line 2)"));
+  CHECK(refused_yaml_key("views: [\n", &message).empty());
+  CHECK_THAT(message, Catch::StartsWith("not valid YAML") && Catch::Contains("line"));
+  CHECK(refused_yaml_key("").empty());  // an empty document is not a mapping
+  CHECK(refused_yaml_key("views:\n") == "views");
+}
+
+TEST_CASE("a YAML views file is read from disk by its extension") {
+  const auto dir = std::filesystem::temp_directory_path();
+  const auto good = dir / "tsm_metric_views_test.yml";
+  std::ofstream(good) << kYamlViews;
+  const MetricViews views = read_metric_views(good.string());
+  CHECK(views.file == good.string());
+  check_same_views(views, views_of(kJsonViews));
+  const auto bad = dir / "tsm_metric_views_test.yaml";
+  std::ofstream(bad) << "views:\n  - select: {name: a}\n    bucket: [1]\n";
+  try {
+    read_metric_views(bad.string());
+    FAIL("accepted an unknown key");
+  } catch (const StartupError& error) {
+    CHECK(error.file() == bad.string());
+    CHECK(error.key() == "views[0].bucket");
+  }
+  std::filesystem::remove(good);
+  std::filesystem::remove(bad);
+}
+
+TEST_CASE(
+    "every prefix of a views file reads to views or is refused naming the file, and "
+    "nothing else") {
+  // Every byte boundary of a YAML file and of a JSON one (inside a key, a
+  // number, an escape, a UTF-8 character), as a writer that stops leaves it,
+  // read by the extension and by the first character.
+  const std::pair<const std::string*, const char*> files[] = {{&kYamlViews, "views.yaml"},
+                                                              {&kJsonViews, "views.json"},
+                                                              {&kYamlViews, "views"},
+                                                              {&kJsonViews, "views"}};
+  for (const auto& [text, file] : files) {
+    INFO(file);
+    std::size_t read = 0;
+    std::size_t refused = 0;
+    for (std::size_t size = 0; size <= text->size(); ++size) {
+      const std::string prefix = text->substr(0, size);
+      try {
+        static_cast<void>(metric_views_from_text(prefix, file));
+        ++read;
+      } catch (const StartupError& error) {
+        if (error.file() != file) FAIL_CHECK("prefix of " << size << " bytes: " << error.what());
+        ++refused;
+      } catch (const std::exception& error) {
+        FAIL_CHECK("prefix of " << size << " bytes threw: " << error.what());
+      }
+    }
+    CHECK(read + refused == text->size() + 1);
+    CHECK(read >= 1);     // the whole file at least
+    CHECK(refused >= 1);  // the empty file at least
+  }
 }

@@ -33,8 +33,9 @@ struct Options {
   // --metrics-node-name: the node's name in what the outputs push (the node
   // label of remote_write, OTLP's service.instance.id); default the host name.
   std::optional<std::string> node_name;
-  // --metrics-views: a JSON file of views, changing families' buckets, names,
-  // help, labels and outputs without touching the engine (docs/views.md).
+  // --metrics-views: a JSON or YAML file of views, changing families'
+  // buckets, names, help, labels and outputs without touching the engine
+  // (docs/views.md).
   std::optional<std::string> metric_views;
 
   // The command-line flags that say the same (what check would be given).

@@ -1,6 +1,6 @@
 // strict_yaml.cpp — the libyaml event stream into a YamlNode tree, with the
 // rules of strict_yaml.hpp. Startup only.
-#include "prometheus/server/strict_yaml.hpp"
+#include "config/strict_yaml.hpp"
 
 #include <yaml.h>
 
@@ -66,6 +66,14 @@ class Parser {
     return event_.type;
   }
   yaml_event_type_t type() const { return event_.type; }
+  // The current node event's explicit tag, "" when none.
+  std::string tag() const {
+    const yaml_char_t* tag = nullptr;
+    if (event_.type == YAML_SCALAR_EVENT) tag = event_.data.scalar.tag;
+    if (event_.type == YAML_SEQUENCE_START_EVENT) tag = event_.data.sequence_start.tag;
+    if (event_.type == YAML_MAPPING_START_EVENT) tag = event_.data.mapping_start.tag;
+    return tag != nullptr ? reinterpret_cast<const char*>(tag) : "";
+  }
   std::size_t line() const { return event_.start_mark.line + 1; }
   void expect(yaml_event_type_t got, yaml_event_type_t wanted) const {
     if (got != wanted) throw StrictYamlError("unexpected YAML structure", "", line());
@@ -74,6 +82,7 @@ class Parser {
   YamlNode node(yaml_event_type_t event, const std::string& path, std::size_t depth) {
     YamlNode result;
     result.line = line();
+    result.tag = tag();
     switch (event) {
       case YAML_ALIAS_EVENT:
         throw StrictYamlError("YAML aliases (*name) are not supported", path, line());

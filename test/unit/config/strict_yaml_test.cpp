@@ -1,10 +1,10 @@
-// strict_yaml_test.cpp — unit tests of host/prometheus/server/strict_yaml: the tree of a
+// strict_yaml_test.cpp — unit tests of host/config/strict_yaml: the tree of a
 // YAML document and the rules a configuration file must keep.
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "prometheus/server/strict_yaml.hpp"
+#include "config/strict_yaml.hpp"
 
 using namespace tokenspeed::metrics;
 
@@ -45,6 +45,14 @@ TEST_CASE("a document becomes mappings, sequences and scalars in the file's orde
   CHECK(list.items[1].line == 5);
   CHECK(root.entries[2].value.kind == YamlNode::Kind::null);
   CHECK(root.entries[3].value.kind == YamlNode::Kind::scalar);
+}
+
+TEST_CASE("a node's explicit tag is kept for its reader to judge, resolved by libyaml") {
+  const YamlNode root = parse_strict_yaml("a: !!str 1\nb: !local [x]\nc: 'y'\n");
+  CHECK(root.tag.empty());
+  CHECK(root.entries[0].value.tag == "tag:yaml.org,2002:str");
+  CHECK(root.entries[1].value.tag == "!local");
+  CHECK(root.entries[2].value.tag.empty());
 }
 
 TEST_CASE("an empty document or one of comments only is null") {

@@ -2,7 +2,8 @@
 // plain tree with libyaml, refusing what a configuration must not hold: a key
 // given twice, aliases (and so alias expansion), keys that are not scalars,
 // more than one document, nesting deeper than a bound. Startup only; never
-// resolves tags or types: the reader of each key decides what a scalar means.
+// resolves tags or types: the reader of each key decides what a scalar means
+// (and whether a node may carry an explicit tag).
 // libyaml rather than yaml-cpp 0.7: it is the reference parser (PyYAML's,
 // fuzzed in OSS-Fuzz), its event stream lets the reader refuse duplicates and
 // aliases before building anything and bound the depth without recursion in
@@ -31,6 +32,9 @@ struct YamlNode {
   std::string value;
   // A quoted or block scalar: always a string, never null, bool or number.
   bool quoted = false;
+  // The node's explicit tag as libyaml resolves it ("!!str" is
+  // "tag:yaml.org,2002:str"), "" when it has none.
+  std::string tag;
   // Where the node starts, 1-based.
   std::size_t line = 0;
   // A mapping value's: where its key is, 1-based.
