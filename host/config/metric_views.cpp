@@ -272,14 +272,6 @@ bool glob_match(std::string_view pattern, std::string_view text) noexcept {
   return p == pattern.size();
 }
 
-std::string family_name(const MetricDefinition& definition) {
-  if (definition.kind == MetricKind::counter && definition.name.size() > 6 &&
-      definition.name.ends_with("_total")) {
-    return definition.name.substr(0, definition.name.size() - 6);
-  }
-  return definition.name;
-}
-
 void apply_aggregation(const MetricView& view, MetricDefinition& definition) {
   if (definition.kind != MetricKind::histogram) return;
   if (view.aggregation == ViewAggregation::classic) {
@@ -388,6 +380,14 @@ MetricViews read_metric_views(const std::string& path) {
   return metric_views_from_text(text, path);
 }
 
+std::string family_name(const MetricDefinition& definition) {
+  if (definition.kind == MetricKind::counter && definition.name.size() > 6 &&
+      definition.name.ends_with("_total")) {
+    return definition.name.substr(0, definition.name.size() - 6);
+  }
+  return definition.name;
+}
+
 bool view_selects(const MetricView& view, const MetricDefinition& definition) {
   // The host's own families count what the outputs did; a view never hides them.
   if (definition.name.starts_with(kHostFamilyPrefix)) return false;
@@ -454,11 +454,17 @@ std::string describe_viewed(const ViewedDefinition& viewed) {
   line += " outputs=" + (viewed.outputs ? list(*viewed.outputs) : std::string("all"));
   if (viewed.cardinality_limit)
     line += " cardinality_limit=" + std::to_string(*viewed.cardinality_limit);
-  return line + " help=\"" + checked.help + "\"";
+  line += " help=\"";
+  for (const char c : checked.help) {
+    if (c == '\\' || c == '"') line += '\\';
+    line += c == '\n' ? std::string("\\n") : std::string(1, c);
+  }
+  return line + '"';
 }
 
 std::vector<std::string> unused_view_warnings(const MetricViews& views,
-                                              const std::vector<MetricDefinition>& definitions) {
+                                              const std::vector<MetricDefinition>& definitions,
+                                              const std::string& engine_exposition) {
   std::vector<std::string> warnings;
   for (std::size_t i = 0; i < views.views.size(); ++i) {
     const MetricView& view = views.views[i];
@@ -466,10 +472,14 @@ std::vector<std::string> unused_view_warnings(const MetricViews& views,
         std::any_of(definitions.begin(), definitions.end(),
                     [&view](const MetricDefinition& d) { return view_selects(view, d); });
     if (!used) {
+      const std::string selection = " ('" + input_excerpt(view.select_name) + "')";
       warnings.push_back(StartupError::format(
           {"", views.file, "views[" + std::to_string(i) + "].select"},
-          "selects no family of the TokenSpeed catalog ('" + input_excerpt(view.select_name) +
-              "'); it applies only if the engine defines such a family"));
+          engine_exposition.empty()
+              ? "selects no family of the TokenSpeed catalog" + selection +
+                    "; it applies only if the engine defines such a family"
+              : "selects no family of the TokenSpeed catalog or of the engine's exposition '" +
+                    input_excerpt(engine_exposition) + "'" + selection));
     }
   }
   return warnings;

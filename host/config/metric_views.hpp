@@ -99,6 +99,9 @@ MetricViews read_metric_views(const std::string& path);
 // The host's own families (tokenspeed_metrics_*): no view selects them.
 inline constexpr std::string_view kHostFamilyPrefix = "tokenspeed_metrics_";
 
+// The name a view selects a family by: a counter's without _total.
+std::string family_name(const MetricDefinition& definition);
+
 // Whether a view selects a definition (as the engine gave it); never one of
 // the host's own families.
 bool view_selects(const MetricView& view, const MetricDefinition& definition);
@@ -108,14 +111,18 @@ ViewedDefinition apply_views(const MetricViews& views, const MetricDefinition& d
 
 // One line of `check`: a family as the views leave it ("name kind help=...
 // buckets=... labels=... outputs=..." or "name kind dropped"), checked as an
-// engine's definition is; a definition the views make invalid reads
+// engine's definition is, its help escaped as the exposition escapes it (so
+// the line stays one line); a definition the views make invalid reads
 // "invalid: <why>".
 std::string describe_viewed(const ViewedDefinition& viewed);
 
-// A warning for each view that selects none of definitions (it may select an
-// engine's own family, which check does not know).
+// A warning for each view that selects none of definitions: the TokenSpeed
+// catalog's, and the engine's own read from the exposition engine_exposition
+// names when check was given one. Without one ("") the warning says the view
+// may select a family the engine defines itself, which check does not know.
 std::vector<std::string> unused_view_warnings(const MetricViews& views,
-                                              const std::vector<MetricDefinition>& definitions);
+                                              const std::vector<MetricDefinition>& definitions,
+                                              const std::string& engine_exposition = "");
 
 // A warning for each output a view names that is not selected (selected:
 // every selected output, "prometheus" included): a typo sends the family

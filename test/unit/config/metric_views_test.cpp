@@ -320,6 +320,31 @@ TEST_CASE("check describes each family as the views leave it and warns of unused
   CHECK(warnings[0].find("file 'views.json'") != std::string::npos);
 }
 
+TEST_CASE(
+    "an unused view's warning says the engine may define the family, unless its exposition was "
+    "read") {
+  const MetricViews views = views_of(R"({"views": [{"select": {"name": "vllm:*"}}]})");
+  const auto without = unused_view_warnings(views, {kTtft});
+  REQUIRE(without.size() == 1);
+  CHECK(without[0].find("it applies only if the engine defines such a family") !=
+        std::string::npos);
+  const auto with = unused_view_warnings(views, {kTtft}, "engine-metrics.txt");
+  REQUIRE(with.size() == 1);
+  CHECK(with[0].find("key 'views[0].select'") != std::string::npos);
+  CHECK(with[0].find("of the engine's exposition 'engine-metrics.txt' ('vllm:*')") !=
+        std::string::npos);
+  CHECK(with[0].find("engine defines") == std::string::npos);
+  MetricDefinition engine = kTokens;
+  engine.name = "vllm:prompt_tokens";
+  CHECK(unused_view_warnings(views, {kTtft, engine}, "engine-metrics.txt").empty());
+}
+
+TEST_CASE("check writes a help of several lines on one line, escaped") {
+  MetricDefinition gauge{"g", MetricKind::gauge, "a \"b\"\\\nc", "", {}, {}, {}};
+  CHECK(describe_viewed(apply_views(MetricViews{}, gauge)) ==
+        "g gauge labels=[] outputs=all help=\"a \\\"b\\\"\\\\\\nc\"");
+}
+
 TEST_CASE("no view selects the host's own families") {
   const MetricViews views = views_of(R"({"views": [{"select": {"name": "*"}, "drop": true}]})");
   const MetricDefinition own{
