@@ -7,6 +7,7 @@
 #include <boost/json/error.hpp>
 #include <boost/json/value_stack.hpp>
 
+#include <charconv>
 #include <cmath>
 #include <string>
 #include <unordered_set>
@@ -82,25 +83,37 @@ class StrictHandler {
     value_done();
     return true;
   }
-  bool on_number_part(boost::json::string_view, boost::json::error_code&) { return true; }
+  bool on_number_part(boost::json::string_view s, boost::json::error_code&) {
+    number_.append(s.data(), s.size());
+    return true;
+  }
   bool on_int64(std::int64_t i, boost::json::string_view, boost::json::error_code&) {
+    number_.clear();
     stack_.push_int64(i);
     value_done();
     return true;
   }
   bool on_uint64(std::uint64_t u, boost::json::string_view, boost::json::error_code&) {
+    number_.clear();
     stack_.push_uint64(u);
     value_done();
     return true;
   }
-  bool on_double(double d, boost::json::string_view, boost::json::error_code& ec) {
+  bool on_double(double d, boost::json::string_view s, boost::json::error_code& ec) {
     // 1e400 reads as infinity, which Boost.JSON would write back as
     // "Infinity", not JSON: a plugin would be handed text it cannot parse.
     if (!std::isfinite(d)) {
       ec = boost::json::error::exponent_overflow;
       return false;
     }
-    stack_.push_double(d);
+    // Boost.JSON 1.81 reads some decimals as a neighbouring double
+    // (996.8988906033817 as ...816); from_chars gives the nearest one, in
+    // any locale. An underflow (1e-400) keeps Boost.JSON's zero.
+    number_.append(s.data(), s.size());
+    double nearest = d;
+    std::from_chars(number_.data(), number_.data() + number_.size(), nearest);
+    number_.clear();
+    stack_.push_double(nearest);
     value_done();
     return true;
   }
@@ -151,6 +164,7 @@ class StrictHandler {
   boost::json::value_stack stack_;
   std::vector<Frame> frames_;
   std::string key_;
+  std::string number_;  // the text of a number split by the parser
   bool duplicate_ = false;
   std::string duplicate_key_;
   std::vector<std::string> duplicate_path_;

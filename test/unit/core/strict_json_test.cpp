@@ -3,6 +3,7 @@
 // is rejected with its position.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <string>
 
 #include <boost/json.hpp>
@@ -105,4 +106,19 @@ TEST_CASE("a number too large for a double is invalid JSON, not infinity", "[str
   // Underflow reads as zero (or a subnormal), which is harmless.
   CHECK(parse_strict_json("[1e-400]") == boost::json::parse("[0.0]"));
   CHECK(parse_strict_json("[1.7976931348623157e308]").at(0).as_double() > 1e308);
+}
+
+TEST_CASE("a decimal number reads as the double nearest to it", "[strict_json]") {
+  // Boost.JSON 1.81's own conversion reads some decimals as a neighbouring
+  // double (996.8988906033817 as ...816): a views file's bucket bound would
+  // then not be the bound written, and an observation equal to it would fall
+  // in the next bucket. strtod is correctly rounded.
+  for (const char* number :
+       {"996.8988906033817", "0.1", "0.3", "123456789.125", "1e-09", "2.2250738585072014e-308",
+        "1.7976931348623157e308", "-7.0064923216240854e-46", "5e-324", "0.30000000000000004",
+        "2.2250738585072011e-308", "4.0661838611e-309"}) {
+    INFO(number);
+    const boost::json::value parsed = parse_strict_json(std::string("[") + number + "]");
+    CHECK(parsed.at(0).as_double() == std::strtod(number, nullptr));
+  }
 }
