@@ -12,6 +12,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/program_options/options_description.hpp>
 
+#include "config/metrics_flag_table.hpp"
 #include "config/metrics_flags.hpp"
 #include "config/secret_redaction.hpp"
 #include "plugin/plugin_loader.hpp"
@@ -124,8 +125,10 @@ void print_text(const PluginLoader& loader, const ReporterRegistry& registry) {
     }
   }
   std::cout << '\n'
-            << loader.plugins().size() << " plugin file(s), " << loaded_count(loader)
-            << " loaded\n";
+            << loader.plugins().size() << " plugin file(s), " << loaded_count(loader) << " loaded\n"
+            << "Select reporters with " << flag_spelling(metrics_flag(&Options::reporters))
+            << " NAME; a view's outputs (" << flag_spelling(metrics_flag(&Options::metric_views))
+            << " FILE) name them to choose which families each receives.\n";
 }
 
 void print_json(const PluginLoader& loader, const ReporterRegistry& registry) {

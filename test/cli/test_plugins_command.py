@@ -96,6 +96,9 @@ class PluginsCommand(h.CliTestCase):
         self.assertIn(f"(overridden by '{owner}')", text)
         self.assertIn(f"{listing['plugin_files']} plugin file(s), {listing['loaded']} loaded",
                       text)
+        # The flags that use what is listed: the selection and the views' outputs.
+        self.assertIn("--metrics-reporters NAME", text)
+        self.assertIn("--metrics-views FILE", text)
 
     def test_a_plugin_directory_that_is_not_a_directory_is_named_for_what_it_is(self):
         parent = self.make_dir()
