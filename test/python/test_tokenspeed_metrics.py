@@ -323,18 +323,33 @@ except tokenspeed_metrics.StartupError as error:
     assert "duplicate" in message
 
 
+# The resident size of the script's process, in KiB (a script's function).
+RSS_KIB = """def rss_kib():
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+"""
+
+
+def run_growth_script(workdir, script):
+    """Runs a script that prints its size before and after, "=====", and
+    its exposition: (before, after, exposition, result)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
+    result = run_script(workdir, script, env=env)
+    assert result.returncode == 0, result.stderr
+    sizes, exposition = result.stdout.split("=====")
+    before, after = (int(size) for size in sizes.split())
+    return before, after, exposition, result
+
+
 def test_new_label_values_past_the_bound_on_series_are_refused_and_the_process_stays_bounded(
         workdir):
     script = f"""
 import multiprocessing, resource, sys
 import tokenspeed_metrics
 REQ = tokenspeed_metrics.Counter("py:per_request", "One series per request id.", ["request"])
-def rss_kib():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-def record(first, count):
+{RSS_KIB}def record(first, count):
     for i in range(first, first + count):
         REQ.labels(f"request-{{i}}").inc()
 def producer():
@@ -358,11 +373,7 @@ if __name__ == "__main__":
     print("=====")
     print(tokenspeed_metrics.generate_latest().decode())
 """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
-    result = run_script(workdir, script, env=env)
-    assert result.returncode == 0, result.stderr
-    sizes, exposition = result.stdout.split("=====")
-    before, after = (int(size) for size in sizes.split())
+    before, after, exposition, result = run_growth_script(workdir, script)
     # 200,000 refused label values: no series, no cached child, a few MB at most.
     assert after - before < 16 * 1024, (before, after)
     found = samples(exposition, "py:per_request")
@@ -387,12 +398,7 @@ def test_label_sets_past_a_views_cardinality_limit_add_up_in_the_overflow_series
     script = f"""
 import tokenspeed_metrics
 REQ = tokenspeed_metrics.Counter("py:per_request", "One series per request id.", ["request"])
-def rss_kib():
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-if __name__ == "__main__":
+{RSS_KIB}if __name__ == "__main__":
     tokenspeed_metrics.start(["--enable-metrics", "--metrics-port", "0",
                               "--metrics-multiproc-dir", {workdir!r},
                               "--metrics-views", {views!r}])
@@ -407,11 +413,7 @@ if __name__ == "__main__":
     print("=====")
     print(tokenspeed_metrics.generate_latest().decode())
 """
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOKENSPEED_")}
-    result = run_script(workdir, script, env=env)
-    assert result.returncode == 0, result.stderr
-    sizes, exposition = result.stdout.split("=====")
-    before, after = (int(size) for size in sizes.split())
+    before, after, exposition, result = run_growth_script(workdir, script)
     # 200,000 label sets past the cap: one series, no cached child each.
     assert after - before < 16 * 1024, (before, after)
     found = samples(exposition, "py:per_request")
