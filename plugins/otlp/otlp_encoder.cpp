@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include <google/protobuf/arena.h>
+#include <tokenspeed/kit/overflow_label.hpp>
 
 #include "otlp_metrics.pb.h"
 #include "otlp_naming.hpp"
@@ -24,15 +25,15 @@ void add_string(google::protobuf::RepeatedPtrField<pb::KeyValue>* attributes,
   attribute->mutable_value()->set_string_value(value);
 }
 
-// The labels as attributes. A family capped by a view carries
-// TSM_OVERFLOW_LABEL: as OpenTelemetry's SDK sends it, its overflow series has
+// The labels as attributes. A family capped by a view carries the overflow
+// label (kit/overflow_label.hpp): as OpenTelemetry's SDK sends it, its overflow series has
 // the one attribute otel.metric.overflow = true, its other series none of it.
 void add_labels(google::protobuf::RepeatedPtrField<pb::KeyValue>* attributes,
                 const kit::Point& point) {
   const std::vector<std::string>& names = point.family->label_names;
   const std::vector<std::string>& values = *point.label_values;
   for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
-    if (names[i] != TSM_OVERFLOW_LABEL) continue;
+    if (names[i] != kit::kOverflowLabel) continue;
     if (values[i].empty()) break;
     pb::KeyValue* overflow = attributes->Add();
     overflow->set_key("otel.metric.overflow");
@@ -40,7 +41,7 @@ void add_labels(google::protobuf::RepeatedPtrField<pb::KeyValue>* attributes,
     return;
   }
   for (std::size_t i = 0; i < names.size() && i < values.size(); ++i) {
-    if (names[i] != TSM_OVERFLOW_LABEL) add_string(attributes, names[i], values[i]);
+    if (names[i] != kit::kOverflowLabel) add_string(attributes, names[i], values[i]);
   }
 }
 

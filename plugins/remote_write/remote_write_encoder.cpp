@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include <google/protobuf/arena.h>
+#include <tokenspeed/kit/overflow_label.hpp>
 
 #include "remote_write.pb.h"
 #include "remote_write_naming.hpp"
@@ -179,6 +180,7 @@ class PointWriter {
     for (const auto& [label, value] : options_.constant_labels) base_.emplace_back(label, value);
     for (std::size_t i = 0; i < family.label_names.size() && i < values.size(); ++i) {
       const std::string_view label = family.label_names[i];
+      if (kit::is_unset_overflow_label(label, values[i])) continue;
       drop(label);
       if (label != options_.process_label.first) base_.emplace_back(label, values[i]);
     }

@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 
+#include <tokenspeed/kit/overflow_label.hpp>
+
 namespace tokenspeed::metrics::statsd {
 namespace {
 
@@ -61,6 +63,7 @@ void append_name(std::string& out, const FormatOptions& options, std::string_vie
   for (const char c : metric) out += c == ':' ? '.' : name_char(c) ? c : '_';
   if (options.flavour == Flavour::kStatsd) {
     for (uint32_t i = 0; i < labels.count; ++i) {
+      if (kit::is_unset_overflow_label(labels.name(i), labels.value(i))) continue;
       out += '.';
       append_segment(out, labels.name(i));
       out += '.';
@@ -70,14 +73,17 @@ void append_name(std::string& out, const FormatOptions& options, std::string_vie
 }
 
 void append_tags(std::string& out, const LabelView& labels, const std::string& constant_tags) {
+  bool first = true;
   for (uint32_t i = 0; i < labels.count; ++i) {
-    out += i == 0 ? "|#" : ",";
+    if (kit::is_unset_overflow_label(labels.name(i), labels.value(i))) continue;
+    out += first ? "|#" : ",";
+    first = false;
     append_tag_text(out, labels.name(i), true);
     out += ':';
     append_tag_text(out, labels.value(i), false);
   }
   if (!constant_tags.empty()) {
-    out += labels.count == 0 ? "|#" : ",";
+    out += first ? "|#" : ",";
     out += constant_tags;
   }
 }

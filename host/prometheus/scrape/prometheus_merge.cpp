@@ -14,6 +14,7 @@
 
 #include <unistd.h>
 
+#include "config/metric_views.hpp"
 #include "pipeline/sample_name_claims.hpp"
 #include "core/exponential_slot_reader.hpp"
 #include "core/in_process_metric_store.hpp"
@@ -517,6 +518,12 @@ MergedFamily PrometheusMerge::take_family(Candidate& family) {
     MergedSeries item;
     item.labels.reserve(series.label_values.size());
     for (std::size_t i = 0; i < series.label_values.size(); ++i) {
+      // A capped family's ordinary series keep the labels they had uncapped:
+      // an empty overflow label is none (Prometheus reads it so anyway).
+      if (i < label_names.size() && label_names[i] == kOverflowLabel &&
+          series.label_values[i].empty()) {
+        continue;
+      }
       item.labels.emplace_back(i < label_names.size() ? label_names[i] : std::string("pid"),
                                std::move(series.label_values[i]));
     }

@@ -218,6 +218,36 @@ TEST_CASE("the process label wins over a metric label of the same name") {
   CHECK(labels_of(series[0])["process"] == "host-2");
 }
 
+TEST_CASE("a capped family's empty overflow label is not sent; the overflow series' is") {
+  static const char* const names[] = {"lora", TSM_OVERFLOW_LABEL};
+  static const char* const own[] = {"a", ""};
+  static const char* const overflow[] = {"", "true"};
+  tsm_metric_info info = info_of(TSM_KIND_GAUGE, "g");
+  info.label_count = 2;
+  info.label_names = names;
+  kit::Aggregator aggregator({});
+  for (const char* const* values : {own, overflow}) {
+    tsm_metric_event e{};
+    e.struct_size = sizeof e;
+    e.info = &info;
+    e.metric = info.name;
+    e.operation = TSM_OP_SET;
+    e.value = values == own ? 1 : 2;
+    e.weight = 1;
+    e.label_count = 2;
+    e.label_names = names;
+    e.label_values = values;
+    aggregator.add(e);
+  }
+  std::vector<rw::EncodedRequest> requests;
+  rw::Encoder({}).encode(aggregator.collect(1), 1, false, requests);
+  std::map<double, std::map<std::string, std::string>> by_value;
+  for (const auto& s : decode(requests)) by_value[s.samples(0).value()] = labels_of(s);
+  REQUIRE(by_value.size() == 2);
+  CHECK(by_value[1] == std::map<std::string, std::string>{{"__name__", "g"}, {"lora", "a"}});
+  CHECK(by_value[2].at(TSM_OVERFLOW_LABEL) == "true");
+}
+
 TEST_CASE("an exponential family is one series of its own name with a native histogram") {
   // Schema 2: bucket i has the upper boundary 2^(i/4); 1 is the top of 0,
   // 3 lies in (2^(6/4), 2^(7/4)], 2 is the top of 4.

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include <tokenspeed/metric_reporter.h>
+
 #include "statsd_format.hpp"
 #include "statsd_socket.hpp"
 
@@ -138,4 +140,40 @@ TEST_CASE("addresses are host:port, [v6]:port or unix:///path", "[statsd]") {
   CHECK_THROWS_WITH(parse_address("localhost"), Catch::Contains("host:port"));
   CHECK_THROWS_WITH(parse_address("localhost:99999"), Catch::Contains("1 to 65535"));
   CHECK_THROWS_WITH(parse_address("unix://relative"), Catch::Contains("absolute path"));
+}
+
+TEST_CASE("a capped family's empty overflow label is written nowhere; the overflow series' is",
+          "[statsd]") {
+  const char* const names[] = {"lora", TSM_OVERFLOW_LABEL};
+  const char* const own[] = {"a", ""};
+  const char* const overflow[] = {"", "true"};
+  const auto line_of = [&](Flavour flavour, const char* const* values, std::string tags) {
+    FormatOptions options;
+    options.flavour = flavour;
+    options.constant_tags = std::move(tags);
+    LabelView labels;
+    labels.count = 2;
+    labels.names = names;
+    labels.values = values;
+    std::string out;
+    append_line(out, options, "requests", labels, LineType::kCounter, 2, 1);
+    return out;
+  };
+  CHECK(line_of(Flavour::kDogstatsd, own, "") == "requests:2|c|#lora:a");
+  CHECK(line_of(Flavour::kDogstatsd, own, "process:p") == "requests:2|c|#lora:a,process:p");
+  CHECK(line_of(Flavour::kDogstatsd, overflow, "") ==
+        "requests:2|c|#lora:,otel_metric_overflow:true");
+  CHECK(line_of(Flavour::kStatsd, own, "") == "requests.lora.a:2|c");
+  const char* const only_marker[] = {TSM_OVERFLOW_LABEL};
+  const char* const empty[] = {""};
+  LabelView marker_only;
+  marker_only.count = 1;
+  marker_only.names = only_marker;
+  marker_only.values = empty;
+  std::string out;
+  FormatOptions options;
+  options.flavour = Flavour::kDogstatsd;
+  options.constant_tags = "process:p";
+  append_line(out, options, "requests", marker_only, LineType::kCounter, 2, 1);
+  CHECK(out == "requests:2|c|#process:p");
 }

@@ -264,6 +264,32 @@ TEST_CASE("the launcher's own in-process series merge with the producers' files"
   CHECK(families.front().series[1].slots[0] == 1);
 }
 
+TEST_CASE("a capped family's ordinary series show no overflow label; its overflow series does") {
+  const MetricDefinition capped{"tokenspeed:lora_requests",
+                                MetricKind::counter,
+                                "Requests",
+                                "",
+                                {"lora", "otel_metric_overflow"},
+                                {},
+                                {}};
+  InProcessMetricStore local;
+  local.allocate_series(capped, std::vector<std::string>{"a", ""})[0] = 2;
+  local.allocate_series(capped, std::vector<std::string>{"", "true"})[0] = 5;
+  ScrapeSources sources;
+  sources.catalog = {&capped};
+  sources.local_store = &local;
+  const auto families = merge_scrape(sources, nullptr);
+  REQUIRE(families.size() == 1);
+  REQUIRE(families.front().series.size() == 2);
+  using Labels = std::vector<std::pair<std::string, std::string>>;
+  CHECK(families.front().series[0].labels ==
+        Labels{{"lora", ""}, {"otel_metric_overflow", "true"}});
+  CHECK(families.front().series[1].labels == Labels{{"lora", "a"}});
+  const std::string text = render_exposition(families);
+  CHECK(text.find("tokenspeed:lora_requests_total{lora=\"a\"} 2") != std::string::npos);
+  CHECK(text.find("otel_metric_overflow=\"\"") == std::string::npos);
+}
+
 TEST_CASE(
     "a producer's definitions travel with its metric file: families outside the catalog are "
     "rendered") {
