@@ -1,12 +1,15 @@
 // exposition_fuzzer.cpp — fuzzes the exposition writer
-// (host/prometheus/scrape/prometheus_exposition) with arbitrary metric names, help,
-// label names, label values and sample values, merged as a scrape merges them.
-// The text must read back as valid exposition (exposition_check.hpp): the
-// family typed once, every series once, label values and help unescaping to
-// what was given (invalid UTF-8 replaced by U+FFFD), histograms ending in +Inf with _count
-// equal to it. Input: fields separated by NUL: "<c|g|h><gauge mode digit>",
-// name, help, label names (comma-separated), buckets (comma-separated), then
-// per series its label values and its slot values (comma-separated).
+// (host/prometheus/scrape/prometheus_exposition) with arbitrary metric names,
+// help, label names, label values and sample values, merged as a scrape
+// merges them. The text must read back as valid exposition
+// (exposition_check.hpp): the family typed once, every series once, label
+// values and help unescaping to what was given (invalid UTF-8 replaced by
+// U+FFFD), histograms ending in +Inf with _count equal to it; a family whose
+// sample names the merge's own families claim is left out and reported as a
+// conflict instead. Input: fields separated by NUL: "<c|g|h><gauge mode
+// digit>", name, help, label names (comma-separated), buckets
+// (comma-separated), then per series its label values and its slot values
+// (comma-separated).
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -21,6 +24,8 @@
 #include "exposition_check.hpp"
 #include "fuzz_support.hpp"
 #include "core/metric_store.hpp"
+#include "pipeline/sample_name_claims.hpp"
+#include "prometheus/scrape/merge_conflicts.hpp"
 #include "prometheus/scrape/prometheus_exposition.hpp"
 #include "prometheus/scrape/prometheus_merge.hpp"
 
@@ -40,6 +45,26 @@ std::vector<double> numbers(std::string_view field) {
 }
 
 bool same(double a, double b) { return a == b || (std::isnan(a) && std::isnan(b)); }
+
+// A sample name of definition that one of the merge's own families claims:
+// such a family is left out of /metrics and reported, never exposed.
+bool claims_a_merge_name(const tsm::MetricDefinition& definition) {
+  for (const tsm::MetricDefinition& own : tsm::merge_self_metric_definitions()) {
+    if (!tsm::shared_claimed_name(own, definition).empty()) return true;
+  }
+  return false;
+}
+
+// The value of the merge's own gauge own{family="family"}, NaN when absent.
+double reported(const tsm::fuzz::Exposition& exposed, const std::string& own,
+                const std::string& family) {
+  for (const tsm::fuzz::ExposedSample& sample : exposed.samples) {
+    if (sample.name == own && sample.labels.size() == 1 && sample.labels[0].first == "family" &&
+        sample.labels[0].second == tsm::fuzz::replace_invalid_utf8(family))
+      return sample.value;
+  }
+  return NAN;
+}
 
 }  // namespace
 
@@ -109,6 +134,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     return 0;
   }
 
+  if (claims_a_merge_name(definition)) {
+    FUZZ_CHECK(merge.conflicts().size() == 1);
+    const tsm::MergeConflict& conflict = merge.conflicts().front();
+    FUZZ_CHECK(conflict.family == definition.name && !conflict.shared_name.empty());
+    FUZZ_CHECK(reported(exposed, "tokenspeed_metrics_merge_conflicting_definitions",
+                        definition.name) == 1);
+    FUZZ_CHECK(reported(exposed, "tokenspeed_metrics_merge_series_left_out", definition.name) ==
+               static_cast<double>(conflict.left_out_series));
+    return 0;
+  }
   const std::string family = definition.sample_name();
   FUZZ_CHECK(exposed.type.at(family) == tsm::to_string(definition.kind));
   FUZZ_CHECK(exposed.help.count(family) == (definition.help.empty() ? 0u : 1u));
