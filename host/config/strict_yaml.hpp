@@ -69,6 +69,7 @@ class StrictYamlError : public std::runtime_error {
 // file's size, never with its square.
 struct YamlParseFigures {
   std::size_t key_comparisons = 0;  // keys compared while refusing duplicates
+  std::size_t path_bytes = 0;       // bytes of the key-path steps kept for errors
 };
 
 // The first and only document of text; an empty text (or one of only

@@ -119,3 +119,23 @@ TEST_CASE(
              Catch::Contains("duplicate key 'user-with-a-long-prefix-7'"));
   CHECK(key_path == "user-with-a-long-prefix-7");
 }
+
+TEST_CASE("key paths cost the file's size, not a long key's length times the nodes under it") {
+  // One key of 1,000 bytes (YAML's longest plain key is 1,024) above 20,000
+  // items, each a mapping of two keys: a path copied into every node would
+  // write 6 * 10^7 bytes for a file of 3.4 * 10^5.
+  const std::string key(1'000, 'k');
+  std::string text = key + ":\n";
+  for (int i = 0; i < 20'000; ++i) text += "  - {a: 1, b: 2}\n";
+  YamlParseFigures counts;
+  const YamlNode root = parse_strict_yaml(text, &counts);
+  REQUIRE(root.entries.at(0).value.items.size() == 20'000);
+  CHECK(counts.path_bytes <= text.size());
+  // The path is still named where the file is at fault, cut as every
+  // excerpt of input is.
+  std::string key_path;
+  CHECK_THAT(error_of(text + "  - {a: 1, a: 2}\n", &key_path),
+             Catch::Contains("duplicate key 'a'"));
+  CHECK(key_path.starts_with("kkkk"));
+  CHECK(key_path.ends_with("... (1009 bytes)"));  // the key, "[20000]" and ".a"
+}
