@@ -4,13 +4,17 @@
 // merges them. The text must read back as valid exposition
 // (exposition_check.hpp): the family typed once, every series once, label
 // values and help unescaping to what was given (invalid UTF-8 replaced by
-// U+FFFD), histograms ending in +Inf with _count equal to it; a family whose
+// U+FFFD), histograms ending in +Inf with _count equal to it. A family whose
 // sample names the merge's own families claim is left out and reported as a
-// conflict instead. Input: fields separated by NUL: "<c|g|h><gauge mode
-// digit>", name, help, label names (comma-separated), buckets
-// (comma-separated), then per series its label values and its slot values
-// (comma-separated).
+// conflict instead; an empty overflow label (metric_views.hpp) is written as
+// none. `check --engine-metrics` reads the text back as the family defined
+// (config/exposition_families).
+// Input: fields separated by NUL: "<c|g|h><gauge mode digit>", name, help,
+// label names (comma-separated), buckets (comma-separated), then per series
+// its label values and its slot values (comma-separated).
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +28,9 @@
 #include "exposition_check.hpp"
 #include "fuzz_support.hpp"
 #include "core/metric_store.hpp"
+#include "config/exposition_families.hpp"
+#include "config/metric_views.hpp"
+#include "core/startup_error.hpp"
 #include "pipeline/sample_name_claims.hpp"
 #include "prometheus/scrape/merge_conflicts.hpp"
 #include "prometheus/scrape/prometheus_exposition.hpp"
@@ -64,6 +71,48 @@ double reported(const tsm::fuzz::Exposition& exposed, const std::string& own,
       return sample.value;
   }
   return NAN;
+}
+
+// `check --engine-metrics` reads the family back from the text as it was
+// defined: name, kind, help (but for its leading blanks and a last CR),
+// labels (a per-process gauge's with pid) and buckets.
+void check_read_back(const std::string& text, const tsm::MetricDefinition& definition,
+                     bool per_process, bool overflow_set) {
+  tsm::ExpositionFamilies read;
+  try {
+    read = tsm::exposition_families_from_text(text, "metrics.txt");
+  } catch (const tsm::StartupError& error) {
+    std::fprintf(stderr, "check --engine-metrics refuses the text: %s\n", error.what());
+    FUZZ_CHECK(!"the host's own exposition reads back");
+  }
+  FUZZ_CHECK(read.families.size() == 1 && read.notes.empty());
+  const tsm::MetricDefinition& family = read.families.front();
+  FUZZ_CHECK(family.name == definition.name);
+  FUZZ_CHECK(family.kind == definition.kind);
+  // The text format has no escape for a blank: a reader (Prometheus's own
+  // among them) skips those that start the help. And the reader takes a
+  // saved file's CR LF line endings, so a help's last CR is read as one.
+  std::string help = tsm::fuzz::replace_invalid_utf8(definition.help);
+  help.erase(0, std::min(help.size(), help.find_first_not_of(" \t")));
+  if (help.ends_with('\r')) help.pop_back();
+  FUZZ_CHECK(family.help == help);
+  std::vector<std::string> labels = definition.label_names;
+  if (per_process) labels.push_back("pid");
+  std::vector<std::string> read_labels = family.label_names;
+  const auto overflow = std::find(labels.begin(), labels.end(), tsm::kOverflowLabel);
+  if (overflow != labels.end()) {
+    // Written only where it is set, so read only where some series set it,
+    // and after the pid of a series that came before.
+    if (!overflow_set) labels.erase(overflow);
+    std::sort(labels.begin(), labels.end());
+    std::sort(read_labels.begin(), read_labels.end());
+  }
+  FUZZ_CHECK(read_labels == labels);
+  if (definition.kind == tsm::MetricKind::histogram) {
+    FUZZ_CHECK(family.buckets.size() == definition.buckets.size());
+    for (std::size_t i = 0; i < family.buckets.size(); ++i)
+      FUZZ_CHECK(same(family.buckets[i], definition.buckets[i]));
+  }
 }
 
 }  // namespace
@@ -110,6 +159,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   tsm::PrometheusMerge merge({&definition});
   std::set<std::vector<std::string>> given;  // label values (and pid) of every series
+  bool overflow_set = false;                 // a series' overflow label is not empty
   std::size_t at = 5;
   for (std::size_t index = 0; at + label_count < fields.size(); ++index) {
     const std::vector<std::string_view> values(
@@ -121,8 +171,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const tsm::ProcessInstance process{static_cast<pid_t>(1000 + index % 3), 0};
     merge.add_series(definition, values, slots, process, true);
     std::vector<std::string> key;
-    for (const std::string_view value : values)
-      key.push_back(tsm::fuzz::replace_invalid_utf8(value));
+    for (std::size_t label = 0; label < label_count; ++label) {
+      key.push_back(tsm::fuzz::replace_invalid_utf8(values[label]));
+      if (definition.label_names[label] == tsm::kOverflowLabel && !values[label].empty())
+        overflow_set = true;
+    }
     if (per_process) key.push_back(std::to_string(process.pid));
     given.insert(std::move(key));
   }
@@ -156,9 +209,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const tsm::fuzz::ExposedSample& sample : exposed.samples) {
     std::vector<std::string> key;
     std::size_t i = 0;
-    for (; i < label_count; ++i) {
-      FUZZ_CHECK(i < sample.labels.size() && sample.labels[i].first == definition.label_names[i]);
-      key.push_back(sample.labels[i].second);
+    for (std::size_t label = 0; label < label_count; ++label) {
+      const std::string& name = definition.label_names[label];
+      if (name == tsm::kOverflowLabel &&
+          (i == sample.labels.size() || sample.labels[i].first != name)) {
+        key.emplace_back();  // an empty overflow label is written as none
+        continue;
+      }
+      FUZZ_CHECK(i < sample.labels.size() && sample.labels[i].first == name);
+      FUZZ_CHECK(name != tsm::kOverflowLabel || !sample.labels[i].second.empty());
+      key.push_back(sample.labels[i++].second);
     }
     if (per_process) {
       FUZZ_CHECK(i < sample.labels.size() && sample.labels[i].first == "pid");
@@ -189,5 +249,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(samples[buckets + 1]->name == family + "_count");
     FUZZ_CHECK(same(samples[buckets + 1]->value, samples[buckets - 1]->value));
   }
+  check_read_back(text, definition, per_process, overflow_set);
   return 0;
 }
