@@ -2,6 +2,7 @@
 prom-workload program, a real Prometheus scraping it, free ports, HTTP
 fetches and queries, skipping (exit 77), and waiting for a condition
 (eventually, of test/eventually.py)."""
+import contextlib
 import gzip
 import json
 import math
@@ -173,3 +174,43 @@ scrape_configs:
             self.proc.kill()
             self.proc.wait()
         self.log.close()
+
+
+class Ended:
+    """How a scraped workload ended: its exit status, and whether its run
+    directory was left behind (filled in once both processes stopped)."""
+    code = None
+    run_dir_left = False
+
+
+@contextlib.contextmanager
+def scraped_workload(prometheus, program, script, prometheus_args=()):
+    """prom-workload replaying script, scraped every second by a real
+    Prometheus (prometheus_args added to its command line). Yields
+    (workload, server, ended); on the way out stops the server, closes the
+    workload and fills in ended, whatever happened inside."""
+    tmp = tempfile.TemporaryDirectory(prefix="tsm-prometheus-")
+    workload = Workload(program, script)
+    server = None
+    ended = Ended()
+    try:
+        server = PrometheusServer(prometheus, tmp.name, f"127.0.0.1:{workload.port}",
+                                  prometheus_args)
+        yield workload, server, ended
+    finally:
+        if server is not None:
+            server.stop()
+        ended.code, ended.run_dir_left = workload.close()
+        tmp.cleanup()
+
+
+def verdict(failures, ended, run_dir_removed=False):
+    """Prints PASS or FAIL and returns the exit status: failures, a workload
+    that did not exit 0, or (run_dir_removed) one that left its run
+    directory, fail."""
+    if ended.code != 0:
+        failures.append(f"prom-workload exit status {ended.code}")
+    if run_dir_removed and ended.run_dir_left:
+        failures.append("the run directory was not removed on normal exit")
+    print("FAIL" if failures else "PASS")
+    return 1 if failures else 0

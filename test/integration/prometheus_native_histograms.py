@@ -10,9 +10,8 @@ import math
 import os
 import subprocess
 import sys
-import tempfile
 
-from prom_common import PrometheusServer, Workload, eventually, fetch, query, skip
+from prom_common import eventually, fetch, query, scraped_workload, skip, verdict
 
 LABELS = "model_name,app_key"
 NAME = "tokenspeed:time_to_first_token_seconds"
@@ -49,9 +48,6 @@ def main():
     if not prometheus or not os.path.exists(prometheus):
         skip("prometheus (Debian package prometheus) is not installed")
 
-    workload = Workload(program, SCRIPT)
-    tmp = tempfile.TemporaryDirectory(prefix="tsm-native-")
-    server = None
     failures = []
 
     def check(ok, what):
@@ -59,9 +55,8 @@ def main():
         if not ok:
             failures.append(what)
 
-    try:
-        server = PrometheusServer(prometheus, tmp.name, f"127.0.0.1:{workload.port}",
-                                  ["--enable-feature=native-histograms"])
+    with scraped_workload(prometheus, program, SCRIPT,
+                          ["--enable-feature=native-histograms"]) as (workload, server, ended):
         base = server.base
 
         found = {}
@@ -120,15 +115,7 @@ def main():
             problems = [line for line in checked.stdout.decode().splitlines() +
                         checked.stderr.decode().splitlines() if "error" in line.lower()]
             check(not problems, f"promtool check metrics finds no error: {problems}")
-    finally:
-        if server is not None:
-            server.stop()
-        code, run_dir_left = workload.close()
-        tmp.cleanup()
-    if code != 0:
-        failures.append(f"prom-workload exit status {code}")
-    print("FAIL" if failures else "PASS")
-    return 1 if failures else 0
+    return verdict(failures, ended)
 
 
 if __name__ == "__main__":

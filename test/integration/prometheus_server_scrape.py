@@ -6,10 +6,9 @@ a weighted histogram's count and sum, and a series written by both producer
 processes summed."""
 import os
 import sys
-import tempfile
 
-from prom_common import (PrometheusServer, Workload, compare_values, eventually,
-                         instant_values, query, skip)
+from prom_common import (compare_values, eventually, instant_values, query, scraped_workload,
+                         skip, verdict)
 
 ENGINE = "model_name,app_key,dp_rank"
 REQUEST = "model_name,app_key"
@@ -51,35 +50,19 @@ def main():
     if not prometheus or not os.path.exists(prometheus):
         skip("prometheus (Debian package prometheus) is not installed")
 
-    workload = Workload(program, SCRIPT)
-    tmp = tempfile.TemporaryDirectory(prefix="tsm-prometheus-")
-    server = None
     failures = []
-    try:
-        server = PrometheusServer(prometheus, tmp.name, f"127.0.0.1:{workload.port}")
-        base = server.base
-
+    with scraped_workload(prometheus, program, SCRIPT) as (_, server, ended):
         values = {}
 
         def scraped():
             values.clear()
-            values.update(instant_values(base, EXPECTED))
-            up = query(base, 'up{job="tokenspeed"}')
+            values.update(instant_values(server.base, EXPECTED))
+            up = query(server.base, 'up{job="tokenspeed"}')
             return len(values) == len(EXPECTED) and up and up[0]["value"][1] == "1"
 
         eventually(scraped, interval=0.5)
         compare_values(values, EXPECTED, failures)
-    finally:
-        if server is not None:
-            server.stop()
-        code, run_dir_left = workload.close()
-        tmp.cleanup()
-    if code != 0:
-        failures.append(f"prom-workload exit status {code}")
-    if run_dir_left:
-        failures.append("the run directory was not removed on normal exit")
-    print("FAIL" if failures else "PASS")
-    return 1 if failures else 0
+    return verdict(failures, ended, run_dir_removed=True)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ import os
 import sys
 import tempfile
 
-from prom_common import (PrometheusServer, Workload, compare_values, eventually,
-                         instant_values, query, skip)
+from prom_common import (compare_values, eventually, instant_values, query, scraped_workload,
+                         skip, verdict)
 
 REQUEST = "model_name,app_key,request_id"
 
@@ -73,40 +73,28 @@ def main():
     if not prometheus or not os.path.exists(prometheus):
         skip("prometheus (Debian package prometheus) is not installed")
 
-    tmp = tempfile.TemporaryDirectory(prefix="tsm-prometheus-views-")
-    views = os.path.join(tmp.name, "views.json")
+    views_dir = tempfile.TemporaryDirectory(prefix="tsm-prometheus-views-")
+    views = os.path.join(views_dir.name, "views.json")
     with open(views, "w", encoding="utf-8") as file:
         json.dump(VIEWS, file)
     os.environ["TSM_WORKLOAD_VIEWS"] = views
-    workload = Workload(program, SCRIPT)
-    server = None
     failures = []
-    try:
-        server = PrometheusServer(prometheus, tmp.name, f"127.0.0.1:{workload.port}")
-        base = server.base
+    with views_dir, scraped_workload(prometheus, program, SCRIPT) as (_, server, ended):
         values = {}
 
         def scraped():
             values.clear()
-            values.update(instant_values(base, EXPECTED))
+            values.update(instant_values(server.base, EXPECTED))
             return len(values) == len(EXPECTED)
 
         eventually(scraped, interval=0.5)
         compare_values(values, EXPECTED, failures)
         for expr in ABSENT:
-            result = query(base, expr)
+            result = query(server.base, expr)
             print(f"{'FAIL' if result else 'ok  '} {expr} absent")
             if result:
                 failures.append(expr)
-    finally:
-        if server is not None:
-            server.stop()
-        code, _ = workload.close()
-        tmp.cleanup()
-    if code != 0:
-        failures.append(f"prom-workload exit status {code}")
-    print("FAIL" if failures else "PASS")
-    return 1 if failures else 0
+    return verdict(failures, ended)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ and clear() forget the remembered call.
 Each case runs a launcher in a subprocess (start() is process-wide) and
 compares with prometheus_client 0.16 run here, in its single-process mode
 (the messages and the arithmetic are the same in both of its modes)."""
+import inspect
 import json
 import math
 import os
@@ -179,6 +180,10 @@ def sglang_idiom(his, interval, tokens):
             break
 
 
+# The idiom as the scripts the launcher runs define it: the same function.
+SGLANG_IDIOM_SOURCE = inspect.getsource(sglang_idiom)
+
+
 def reference_samples(histogram):
     [metric] = [m for m in histogram.collect()]
     return sorted([s.name, sorted([k, repr(float(v)) if k == "le" else v]
@@ -190,14 +195,7 @@ def test_the_idiom_totals_equal_prometheus_clients_for_the_same_calls_from_sever
         workdir):
     [ours] = run_launcher(workdir, """
 CALLS = %r
-def sglang_idiom(his, interval, tokens):
-    adjusted = interval / tokens
-    his._sum.inc(interval)
-    for i, bound in enumerate(his._upper_bounds):
-        if adjusted <= bound:
-            his._buckets[i].inc(tokens)
-            break
-labels = {"model_name": "m"}
+%slabels = {"model_name": "m"}
 h = pc.Histogram("c:itl_seconds", "ITL.", list(labels), buckets=%r)
 plain = pc.Histogram("c:step_seconds", "Step.", buckets=%r)
 def run():
@@ -211,7 +209,7 @@ reads = [h.labels(**labels)._sum.get(), [b.get() for b in h.labels(**labels)._bu
          sum(b._value for b in plain._buckets)]
 print(json.dumps([histogram_samples("c:itl_seconds"), histogram_samples("c:step_seconds"),
                   reads]))
-""" % (IDIOM_CALLS, IDIOM_BUCKETS, IDIOM_BUCKETS))
+""" % (IDIOM_CALLS, SGLANG_IDIOM_SOURCE, IDIOM_BUCKETS, IDIOM_BUCKETS))
     registry = CollectorRegistry()
     h = ReferenceHistogram("c:itl_seconds", "ITL.", ["model_name"], buckets=IDIOM_BUCKETS,
                            registry=registry)

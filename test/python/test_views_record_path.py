@@ -19,7 +19,8 @@ import os
 from prometheus_client import CollectorRegistry
 from prometheus_client import Histogram as ReferenceHistogram
 
-from test_native_labels_and_idiom import reference_samples, run_launcher, sglang_idiom
+from test_native_labels_and_idiom import (SGLANG_IDIOM_SOURCE, reference_samples, run_launcher,
+                                          sglang_idiom)
 
 ENGINE_BUCKETS = [0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6]
 VIEWED_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 1, 2.5, 5]
@@ -28,14 +29,7 @@ BATCHES = [(0.003 * (1 + i % 11) * (1 + i % 5), 1 + i % 5) for i in range(120)]
 
 BODY = """
 ENGINE_BUCKETS, VALUES, BATCHES = %r, %r, %r
-def sglang_idiom(his, interval, tokens):
-    adjusted = interval / tokens
-    his._sum.inc(interval)
-    for i, bound in enumerate(his._upper_bounds):
-        if adjusted <= bound:
-            his._buckets[i].inc(tokens)
-            break
-def own_list_idiom(his, interval, tokens):
+%sdef own_list_idiom(his, interval, tokens):
     # An engine that finds the bucket in its own list, not the child's.
     import bisect
     his._sum.inc(interval)
@@ -59,7 +53,7 @@ print(json.dumps({
     "ttft": histogram_samples("e:ttft_seconds"), "itl": histogram_samples("e:itl_seconds"),
     "own": histogram_samples("e:own_seconds"), "own_sum": own._sum.get(),
     "refusal": refusal}))
-""" % (ENGINE_BUCKETS, VALUES, BATCHES)
+""" % (ENGINE_BUCKETS, VALUES, BATCHES, SGLANG_IDIOM_SOURCE)
 
 
 def views_flags(workdir):
@@ -135,14 +129,7 @@ def test_under_an_exponential_view_the_idiom_records_exactly_and_bucket_reads_ar
         json.dump({"views": [{"select": {"name": "e:*"}, "exponential": {}}]}, out)
     [ours] = run_launcher(workdir, """
 BATCHES = %r
-def sglang_idiom(his, interval, tokens):
-    adjusted = interval / tokens
-    his._sum.inc(interval)
-    for i, bound in enumerate(his._upper_bounds):
-        if adjusted <= bound:
-            his._buckets[i].inc(tokens)
-            break
-child = pc.Histogram("e:itl_seconds", "ITL.", ["model_name"], buckets=%r).labels(
+%schild = pc.Histogram("e:itl_seconds", "ITL.", ["model_name"], buckets=%r).labels(
     model_name="m")
 for interval, tokens in BATCHES:
     sglang_idiom(child, interval, tokens)
@@ -151,7 +138,7 @@ print(json.dumps({"counts": list(child.bucket_counts()), "sum": child._sum.get()
                   "reads": [b.get() for b in child._buckets],
                   "count": [s[2] for s in samples if s[0] == "e:itl_seconds_count"],
                   "exposed_sum": [s[2] for s in samples if s[0] == "e:itl_seconds_sum"]}))
-""" % (BATCHES, ENGINE_BUCKETS), ["--metrics-views", path])
+""" % (BATCHES, SGLANG_IDIOM_SOURCE, ENGINE_BUCKETS), ["--metrics-views", path])
     _, _, _, own = reference()
     assert ours["count"] == [sum(n for _, n in BATCHES)]
     assert ours["sum"] == own._sum.get()

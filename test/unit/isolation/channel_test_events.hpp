@@ -6,6 +6,8 @@
 
 #include <tokenspeed/metric_reporter.h>
 
+#include "metric_events.hpp"
+
 namespace tokenspeed::metrics::test {
 
 inline const char* const kChannelLabelNames[] = {"model_name", "dp_rank"};
@@ -28,18 +30,7 @@ inline tsm_metric_info channel_histogram_info() {
 // An observation of info with the given label values (two of them).
 inline tsm_metric_event channel_event(const tsm_metric_info& info, const char* const* values,
                                       double value) {
-  tsm_metric_event event{};
-  event.struct_size = sizeof event;
-  event.operation = TSM_OP_OBSERVE;
-  event.timestamp_ns = 1700000000000000000;
-  event.metric = info.name;
-  event.value = value;
-  event.weight = 2;
-  event.label_count = info.label_count;
-  event.label_names = info.label_names;
-  event.label_values = values;
-  event.info = &info;
-  return event;
+  return metric_event(info, TSM_OP_OBSERVE, value, values, 2, 1700000000000000000);
 }
 
 }  // namespace tokenspeed::metrics::test

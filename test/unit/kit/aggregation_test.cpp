@@ -9,6 +9,8 @@
 
 #include <tokenspeed/kit/aggregation.hpp>
 
+#include "metric_events.hpp"
+
 namespace kit = tokenspeed::metrics::kit;
 
 namespace {
@@ -41,18 +43,7 @@ tsm_metric_event event(const tsm_metric_info& i, uint32_t op, double value, uint
                        const std::string& label, int64_t ts = 1000) {
   static thread_local const char* values[1];
   values[0] = label.c_str();
-  tsm_metric_event e{};
-  e.struct_size = sizeof e;
-  e.operation = op;
-  e.timestamp_ns = ts;
-  e.metric = i.name;
-  e.value = value;
-  e.weight = weight;
-  e.label_count = 1;
-  e.label_names = kLabelNames;
-  e.label_values = values;
-  e.info = &i;
-  return e;
+  return tokenspeed::metrics::test::metric_event(i, op, value, values, weight, ts);
 }
 
 const kit::Point* find(const kit::Snapshot& s, const std::string& name, const std::string& label) {

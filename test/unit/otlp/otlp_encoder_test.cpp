@@ -14,12 +14,14 @@
 
 #include <tokenspeed/kit/aggregation.hpp>
 
+#include "metric_events.hpp"
 #include "otlp_encoder.hpp"
 #include "otlp_metrics.pb.h"
 
 namespace kit = tokenspeed::metrics::kit;
 namespace otlp = tokenspeed::metrics::otlp;
 namespace pb = tokenspeed::otlp;
+namespace test = tokenspeed::metrics::test;
 
 namespace {
 
@@ -72,18 +74,7 @@ kit::AggregationOptions exponential_options(kit::Temporality temporality) {
 
 void add(kit::Aggregator& aggregator, const tsm_metric_info& info, uint32_t op, double value,
          const char* const* values = kValues, uint64_t weight = 1) {
-  tsm_metric_event e{};
-  e.struct_size = sizeof e;
-  e.info = &info;
-  e.metric = info.name;
-  e.operation = op;
-  e.value = value;
-  e.weight = weight;
-  e.timestamp_ns = 1000;
-  e.label_count = 2;
-  e.label_names = kLabelNames;
-  e.label_values = values;
-  aggregator.add(e);
+  aggregator.add(test::metric_event(info, op, value, values, weight));
 }
 
 std::vector<pb::ExportMetricsServiceRequest> decode(
@@ -363,22 +354,8 @@ TEST_CASE("a capped family's overflow series is the one attribute otel.metric.ov
   const char* const own[] = {"llama", ""};
   const char* const overflow[] = {"", "true"};
   kit::Aggregator aggregator({});
-  const auto add_with = [&](const char* const* values, double value) {
-    tsm_metric_event e{};
-    e.struct_size = sizeof e;
-    e.info = &info;
-    e.metric = info.name;
-    e.operation = TSM_OP_INC;
-    e.value = value;
-    e.weight = 1;
-    e.timestamp_ns = 1000;
-    e.label_count = 2;
-    e.label_names = names;
-    e.label_values = values;
-    aggregator.add(e);
-  };
-  add_with(own, 2);
-  add_with(overflow, 5);
+  add(aggregator, info, TSM_OP_INC, 2, own);
+  add(aggregator, info, TSM_OP_INC, 5, overflow);
   std::vector<otlp::EncodedRequest> requests;
   otlp::Encoder({}).encode(aggregator.collect(5'000'000), requests);
   REQUIRE(requests.size() == 1);

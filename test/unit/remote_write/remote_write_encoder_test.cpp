@@ -15,12 +15,14 @@
 
 #include <tokenspeed/kit/aggregation.hpp>
 
+#include "metric_events.hpp"
 #include "remote_write.pb.h"
 #include "remote_write_encoder.hpp"
 
 namespace kit = tokenspeed::metrics::kit;
 namespace rw = tokenspeed::metrics::remote_write;
 namespace pb = tokenspeed::prompb;
+namespace test = tokenspeed::metrics::test;
 
 namespace {
 
@@ -48,18 +50,7 @@ const char* const kValues[] = {"llama", "e0"};
 
 void add(kit::Aggregator& aggregator, const tsm_metric_info& info, uint32_t op, double value,
          uint64_t weight = 1) {
-  tsm_metric_event e{};
-  e.struct_size = sizeof e;
-  e.info = &info;
-  e.metric = info.name;
-  e.operation = op;
-  e.value = value;
-  e.weight = weight;
-  e.timestamp_ns = 1000;
-  e.label_count = 2;
-  e.label_names = kLabelNames;
-  e.label_values = kValues;
-  aggregator.add(e);
+  aggregator.add(test::metric_event(info, op, value, kValues, weight));
 }
 
 std::vector<pb::TimeSeries> decode(const std::vector<rw::EncodedRequest>& requests) {
@@ -197,17 +188,7 @@ TEST_CASE("the process label wins over a metric label of the same name") {
   info.label_count = 1;
   info.label_names = names;
   kit::Aggregator aggregator({});
-  tsm_metric_event e{};
-  e.struct_size = sizeof e;
-  e.info = &info;
-  e.metric = info.name;
-  e.operation = TSM_OP_SET;
-  e.value = 1;
-  e.weight = 1;
-  e.label_count = 1;
-  e.label_names = names;
-  e.label_values = values;
-  aggregator.add(e);
+  aggregator.add(test::metric_event(info, TSM_OP_SET, 1, values));
   rw::EncoderOptions options;
   options.process_label = {"process", "host-2"};
   std::vector<rw::EncodedRequest> requests;
@@ -226,19 +207,8 @@ TEST_CASE("a capped family's empty overflow label is not sent; the overflow seri
   info.label_count = 2;
   info.label_names = names;
   kit::Aggregator aggregator({});
-  for (const char* const* values : {own, overflow}) {
-    tsm_metric_event e{};
-    e.struct_size = sizeof e;
-    e.info = &info;
-    e.metric = info.name;
-    e.operation = TSM_OP_SET;
-    e.value = values == own ? 1 : 2;
-    e.weight = 1;
-    e.label_count = 2;
-    e.label_names = names;
-    e.label_values = values;
-    aggregator.add(e);
-  }
+  aggregator.add(test::metric_event(info, TSM_OP_SET, 1, own));
+  aggregator.add(test::metric_event(info, TSM_OP_SET, 2, overflow));
   std::vector<rw::EncodedRequest> requests;
   rw::Encoder({}).encode(aggregator.collect(1), 1, false, requests);
   std::map<double, std::map<std::string, std::string>> by_value;
@@ -372,17 +342,7 @@ TEST_CASE("a native histogram is one sample of max_samples_per_request") {
   static const char* const other[] = {"mistral", "e1"};
   kit::Aggregator aggregator(exponential_aggregation());
   add(aggregator, info, TSM_OP_OBSERVE, 2);
-  tsm_metric_event e{};
-  e.struct_size = sizeof e;
-  e.info = &info;
-  e.metric = info.name;
-  e.operation = TSM_OP_OBSERVE;
-  e.value = 3;
-  e.weight = 1;
-  e.label_count = 2;
-  e.label_names = kLabelNames;
-  e.label_values = other;
-  aggregator.add(e);
+  aggregator.add(test::metric_event(info, TSM_OP_OBSERVE, 3, other));
   rw::EncoderOptions options;
   options.max_samples_per_request = 1;
   std::vector<rw::EncodedRequest> requests;
