@@ -77,6 +77,7 @@ void print_views(const MetricViews& views, const ExpositionFamilies* exposition)
        unused_view_warnings(views, known, exposition != nullptr ? exposition->file : "")) {
     warn(line);
   }
+  for (const std::string& line : rename_clash_warnings(views, known)) warn(line);
   std::cout << "views " << views.file << ": " << views.views.size() << " view"
             << (views.views.size() == 1 ? "" : "s") << "; the TokenSpeed catalog's families:\n";
   for (const MetricDefinition& definition : tokenspeed_catalog()) {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <initializer_list>
+#include <map>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -481,6 +483,65 @@ std::vector<std::string> unused_view_warnings(const MetricViews& views,
               : "selects no family of the TokenSpeed catalog or of the engine's exposition '" +
                     input_excerpt(engine_exposition) + "'" + selection));
     }
+  }
+  return warnings;
+}
+
+namespace {
+
+// The index of the last view that selects definition and renames it.
+std::size_t renaming_view(const MetricViews& views, const MetricDefinition& definition) {
+  std::size_t index = 0;
+  for (std::size_t i = 0; i < views.views.size(); ++i) {
+    if (views.views[i].name && view_selects(views.views[i], definition)) index = i;
+  }
+  return index;
+}
+
+}  // namespace
+
+std::vector<std::string> rename_clash_warnings(const MetricViews& views,
+                                               const std::vector<MetricDefinition>& definitions) {
+  struct Held {
+    const MetricDefinition* engine;
+    MetricDefinition viewed;
+    bool renamed;
+  };
+  std::map<std::string, std::vector<Held>> by_name;
+  std::set<std::string> seen;
+  for (const MetricDefinition& definition : definitions) {
+    if (!seen.insert(definition.name).second) continue;
+    ViewedDefinition viewed = apply_views(views, definition);
+    if (viewed.dropped) continue;
+    try {
+      MetricDefinition checked = checked_definition(viewed.definition);
+      const bool renamed = viewed.definition.name != definition.name;
+      by_name[checked.name].push_back({&definition, std::move(checked), renamed});
+    } catch (const std::invalid_argument&) {
+      // describe_viewed says why.
+    }
+  }
+  std::vector<std::string> warnings;
+  for (const auto& [name, held] : by_name) {
+    const auto renamed =
+        std::find_if(held.begin(), held.end(), [](const Held& h) { return h.renamed; });
+    if (held.size() < 2 || renamed == held.end()) continue;
+    const bool alike = std::all_of(held.begin(), held.end(), [&held](const Held& h) {
+      return h.viewed == held.front().viewed &&
+             h.engine->label_names == held.front().engine->label_names;
+    });
+    if (alike) continue;
+    std::string families;
+    for (const Held& h : held)
+      families += (families.empty() ? "'" : ", '") + input_excerpt(h.engine->name) + "'";
+    warnings.push_back(StartupError::format(
+        {"", views.file,
+         "views[" + std::to_string(renaming_view(views, *renamed->engine)) + "].name"},
+        "gives the name '" + input_excerpt(name) + "' to families defined differently (" +
+            families +
+            "): in a process that defines both, the one defined later keeps its engine name, or "
+            "records nothing when the name was its own (counted in "
+            "tokenspeed_metrics_view_renames_refused_total)"));
   }
   return warnings;
 }

@@ -124,6 +124,13 @@ std::vector<std::string> unused_view_warnings(const MetricViews& views,
                                               const std::vector<MetricDefinition>& definitions,
                                               const std::string& engine_exposition = "");
 
+// A warning for each name views give to families of definitions defined
+// differently (by kind, help, unit, labels, buckets or mode): a process that
+// defines both keeps the later one's engine name, or records nothing of it
+// when the name was its own (pipeline/view_renames.hpp).
+std::vector<std::string> rename_clash_warnings(const MetricViews& views,
+                                               const std::vector<MetricDefinition>& definitions);
+
 // A warning for each output a view names that is not selected (selected:
 // every selected output, "prometheus" included): a typo sends the family
 // nowhere.

@@ -14,6 +14,7 @@
 #include "core/input_excerpt.hpp"
 #include "pipeline/sample_name_claims.hpp"
 #include "core/series_bound.hpp"
+#include "pipeline/view_renames.hpp"
 
 namespace tokenspeed::metrics {
 
@@ -303,7 +304,18 @@ Collector::~Collector() = default;
 // Two families of one process whose samples would share a name make an
 // exposition that scrapers reject, so the second is refused where it is
 // defined, as prometheus_client refuses a duplicated timeseries.
-void Collector::throw_if_names_collide(const MetricDefinition& checked) const {
+std::string Collector::clash_locked(const MetricDefinition& checked,
+                                    const std::vector<std::string>& engine_labels, Entry*& holder) {
+  holder = nullptr;
+  const auto found = families_.find(checked.name);
+  if (found != families_.end()) {
+    holder = &found->second;
+    if (*found->second.definition == checked && found->second.engine_labels == engine_labels)
+      return "";
+    return "metric " + input_excerpt(checked.name) +
+           " is already defined differently in this process (kind, help, unit, label names, "
+           "buckets and gauge mode must match)";
+  }
   // The lookup runs within this call, under mutex_ (which a lambda cannot
   // be shown to hold).
   const auto* families = &families_;
@@ -312,12 +324,44 @@ void Collector::throw_if_names_collide(const MetricDefinition& checked) const {
         const auto found = families->find(name);
         return found != families->end() ? found->second.definition.get() : nullptr;
       });
-  if (other == nullptr) return;
-  throw std::invalid_argument(
-      "metric " + input_excerpt(checked.name) + " (" + std::string(to_string(checked.kind)) +
-      ") collides with the " + std::string(to_string(other->kind)) + " " +
-      input_excerpt(other->name) + " already defined in this process: both claim the sample name " +
-      input_excerpt(shared_claimed_name(checked, *other)) + " (duplicated timeseries)");
+  if (other == nullptr) return "";
+  holder = &families_.find(other->name)->second;
+  return "metric " + input_excerpt(checked.name) + " (" + std::string(to_string(checked.kind)) +
+         ") collides with the " + std::string(to_string(other->kind)) + " " +
+         input_excerpt(other->name) + " already defined in this process: both claim the sample " +
+         "name " + input_excerpt(shared_claimed_name(checked, *other)) + " (duplicated timeseries)";
+}
+
+void Collector::report_view_rename_locked(const MetricDefinition& definition,
+                                          const std::string& line) {
+  if (!view_renames_reported_.insert(definition.name).second) return;
+  if (store_ != nullptr) {
+    try {
+      const std::string family[] = {definition.name};
+      double* slot = store_->allocate_series(view_renames_refused_definition(), family);
+      if (slot != nullptr) add_to_slot(*slot, 1);
+    } catch (...) {
+      // The store is full or failing: the line still tells.
+    }
+  }
+  const LogWriter& log = store_ != nullptr ? store_->series_bound().log : LogWriter{};
+  if (log) {
+    log(line);
+  } else {
+    write_log_line_to_stderr(line);
+  }
+}
+
+Collector::Entry& Collector::name_given_away_locked(const MetricDefinition& definition,
+                                                    MetricKind kind, const std::string& clash) {
+  const auto found = names_given_away_.find(definition.name);
+  if (found != names_given_away_.end()) return found->second;
+  report_view_rename_locked(definition,
+                            name_given_away_line(options_.views->file, definition, clash));
+  ViewedDefinition nothing;
+  nothing.dropped = true;
+  return add_entry_locked(names_given_away_[definition.name], checked_definition(definition),
+                          definition, nothing, kind);
 }
 
 MetricStore& Collector::family_store(const std::optional<std::vector<std::string>>& outputs) {
@@ -328,15 +372,10 @@ MetricStore& Collector::family_store(const std::optional<std::vector<std::string
   return *unexposed_store_;
 }
 
-Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKind kind) {
-  if (definition.kind != kind) {
-    throw std::invalid_argument("metric " + input_excerpt(definition.name) + " is a " +
-                                std::string(to_string(definition.kind)) + ", not a " +
-                                std::string(to_string(kind)));
-  }
-  // Views first, so every process makes the same family of the same
-  // definition and the conflict checks below see the viewed one. A dropped
-  // family keeps the engine's definition and records nothing.
+// Views first, so every process makes the same family of the same definition
+// and the conflict checks see the viewed one. A dropped family keeps the
+// engine's definition and records nothing.
+ViewedDefinition Collector::viewed_definition(const MetricDefinition& definition) const {
   ViewedDefinition viewed;
   if (options_.views) viewed = apply_views(*options_.views, definition);
   if (!options_.views || viewed.dropped) {
@@ -345,20 +384,40 @@ Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKin
     viewed.definition = definition;
     viewed.dropped = dropped;
   }
+  return viewed;
+}
+
+Collector::Entry& Collector::entry(const MetricDefinition& definition, MetricKind kind) {
+  if (definition.kind != kind) {
+    throw std::invalid_argument("metric " + input_excerpt(definition.name) + " is a " +
+                                std::string(to_string(definition.kind)) + ", not a " +
+                                std::string(to_string(kind)));
+  }
+  ViewedDefinition viewed = viewed_definition(definition);
   MetricDefinition checked = checked_definition(viewed.definition);
   MutexLock lock(mutex_);
-  auto found = families_.find(checked.name);
-  if (found != families_.end()) {
-    if (!(*found->second.definition == checked) ||
-        found->second.engine_labels != definition.label_names) {
-      throw std::invalid_argument("metric " + input_excerpt(checked.name) +
-                                  " is already defined differently in this process (kind, help, "
-                                  "unit, label names, buckets and gauge mode must match)");
-    }
-    return found->second;
+  Entry* holder = nullptr;
+  std::string clash = clash_locked(checked, definition.label_names, holder);
+  if (!clash.empty() && viewed.definition.name != definition.name) {
+    // The name a view gives is held: the engine's call must not fail for the
+    // operator's file, so the family keeps the engine's name.
+    report_view_rename_locked(definition, rename_refused_line(options_.views->file, definition,
+                                                              viewed.definition.name, clash));
+    viewed.definition.name = definition.name;
+    checked = checked_definition(viewed.definition);
+    clash = clash_locked(checked, definition.label_names, holder);
   }
-  throw_if_names_collide(checked);
+  if (!clash.empty() && holder->renamed) return name_given_away_locked(definition, kind, clash);
+  if (!clash.empty()) throw std::invalid_argument(clash);
+  if (holder != nullptr) return *holder;
   Entry& entry = families_[checked.name];
+  entry.renamed = viewed.definition.name != definition.name;
+  return add_entry_locked(entry, std::move(checked), definition, viewed, kind);
+}
+
+Collector::Entry& Collector::add_entry_locked(Entry& entry, MetricDefinition checked,
+                                              const MetricDefinition& definition,
+                                              const ViewedDefinition& viewed, MetricKind kind) {
   entry.definition = std::make_unique<MetricDefinition>(std::move(checked));
   entry.engine_labels = definition.label_names;
   if (store_ != nullptr && !viewed.dropped) {

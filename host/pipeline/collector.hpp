@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <span>
 #include <string_view>
@@ -170,8 +171,10 @@ class Collector {
   // when the kind does not match, the definition is invalid, another
   // definition of that name exists, or another family claims one of its
   // sample names (counter c and gauge c_total: see sample_name_claims.hpp).
-  // store may be null (metrics disabled): the family then hands out handles
-  // that do nothing.
+  // Never for a clash a view's new name makes (view_renames.hpp): the
+  // family then keeps its engine name, or records nothing when a view gave
+  // its name away. store may be null (metrics disabled): the family then
+  // hands out handles that do nothing.
   CounterFamily& counter(const MetricDefinition& definition);
   GaugeFamily& gauge(const MetricDefinition& definition);
   HistogramFamily& histogram(const MetricDefinition& definition);
@@ -188,13 +191,29 @@ class Collector {
   struct Entry {
     std::unique_ptr<MetricDefinition> definition;
     std::vector<std::string> engine_labels;  // before views; equal definitions share them
-    std::unique_ptr<FamilyCore> core;
+    bool renamed = false;                    // its name is a view's, not the engine's
+    std::unique_ptr<FamilyCore> core;        // null: the family records nothing
     std::unique_ptr<CounterFamily> counter;
     std::unique_ptr<GaugeFamily> gauge;
     std::unique_ptr<HistogramFamily> histogram;  // histograms and summaries
   };
   Entry& entry(const MetricDefinition& definition, MetricKind kind);
-  void throw_if_names_collide(const MetricDefinition& checked) const TSM_REQUIRES(mutex_);
+  ViewedDefinition viewed_definition(const MetricDefinition& definition) const;
+  // Why checked cannot be defined beside the families already defined, ""
+  // when it can; holder is the family in its way, or its equal (reused).
+  std::string clash_locked(const MetricDefinition& checked,
+                           const std::vector<std::string>& engine_labels, Entry*& holder)
+      TSM_REQUIRES(mutex_);
+  Entry& add_entry_locked(Entry& entry, MetricDefinition checked,
+                          const MetricDefinition& definition, const ViewedDefinition& viewed,
+                          MetricKind kind) TSM_REQUIRES(mutex_);
+  // The family, recording nothing, of an engine definition whose name a view
+  // gave to another family (view_renames.hpp).
+  Entry& name_given_away_locked(const MetricDefinition& definition, MetricKind kind,
+                                const std::string& clash) TSM_REQUIRES(mutex_);
+  // Counts and writes (once per engine family) what view_renames.hpp says.
+  void report_view_rename_locked(const MetricDefinition& definition, const std::string& line)
+      TSM_REQUIRES(mutex_);
   // The store of a family's series: the process's, or memory /metrics never
   // reads when a view keeps the family from the Prometheus output.
   MetricStore& family_store(const std::optional<std::vector<std::string>>& outputs)
@@ -205,6 +224,10 @@ class Collector {
   const CollectorOptions options_;
   mutable Mutex mutex_;
   std::map<std::string, Entry, std::less<>> families_ TSM_GUARDED_BY(mutex_);
+  // Engine families whose name a view gave to another, by the engine's name.
+  std::map<std::string, Entry, std::less<>> names_given_away_ TSM_GUARDED_BY(mutex_);
+  // Engine families whose view rename was refused or name given away, reported.
+  std::set<std::string, std::less<>> view_renames_reported_ TSM_GUARDED_BY(mutex_);
   // The series of families a view keeps from the Prometheus output: in this
   // process's memory, which /metrics never reads.
   std::unique_ptr<InProcessMetricStore> unexposed_store_ TSM_GUARDED_BY(mutex_);

@@ -307,6 +307,8 @@ PyObject* family_labelnames(FamilyObject* self, void*) {
 PyGetSetDef family_getset[] = {
     {"name", reinterpret_cast<getter>(family_name), nullptr, "the family name", nullptr},
     {"labelnames", reinterpret_cast<getter>(family_labelnames), nullptr, "label names", nullptr},
+    {"_exposed_name", reinterpret_cast<getter>(family_exposed_name), nullptr,
+     "the name the host exposes the family by in this process (a view may rename it)", nullptr},
     {"_children", reinterpret_cast<getter>(family_children), nullptr,
      "the cached children: dict of label values (labelnames' order) to child", nullptr},
     {nullptr, nullptr, nullptr, nullptr, nullptr}};

@@ -37,6 +37,9 @@ bool is_compat_family(const FamilyObject* family);
 // The child of a family without labels, for family.inc() and the like.
 PyObject* unlabelled_child(FamilyObject* self);
 PyObject* family_unlabelled(FamilyObject* self, PyObject*);
+// The family's name as the host exposes it in this process (a view may
+// rename it): the getter _exposed_name.
+PyObject* family_exposed_name(FamilyObject* self, void*);
 PyObject* family_set_child_class(FamilyObject* self, PyObject* const* args, Py_ssize_t nargs);
 PyObject* family_forget_child(FamilyObject* self, PyObject* key);
 PyObject* family_forget_children(FamilyObject* self, PyObject*);

@@ -296,4 +296,30 @@ int add_handle_types(PyObject* module) {
   return 0;
 }
 
+// The name the host gives the family in this process: a view's, or the
+// engine's where no view renames it or another family holds the view's
+// name (pipeline/view_renames.hpp). Binds the family first; unbound (not
+// started yet, or its definition refused) the engine's.
+PyObject* family_exposed_name(FamilyObject* self, void*) {
+  if (self->definition == nullptr) Py_RETURN_NONE;
+  const MetricDefinition* shown = self->definition;
+  if (bind_family(self)) {
+    switch (self->definition->kind) {
+      case MetricKind::counter:
+        shown = &static_cast<const CounterFamily*>(self->native)->definition();
+        break;
+      case MetricKind::gauge:
+        shown = &static_cast<const GaugeFamily*>(self->native)->definition();
+        break;
+      case MetricKind::histogram:
+      case MetricKind::summary:
+        shown = &static_cast<const HistogramFamily*>(self->native)->definition();
+        break;
+    }
+  } else {
+    PyErr_Clear();
+  }
+  return PyUnicode_FromString(shown->name.c_str());
+}
+
 }  // namespace tokenspeed::metrics::python

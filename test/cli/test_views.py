@@ -153,6 +153,25 @@ class Views(unittest.TestCase):
         self.assertIn("key 'views[0].outputs[1]'", warnings[0])
         self.assertIn("'otlp' is not a selected output", warnings[0])
 
+    def test_check_warns_of_a_name_views_give_to_families_defined_differently(self):
+        path = self.write(json.dumps({"views": [
+            {"select": {"name": "tokenspeed:num_requests_running"}, "name": "llm:requests"},
+            {"select": {"name": "tokenspeed:num_requests_waiting"}, "name": "llm:requests"},
+            # Two families that views make alike may share a name: not warned of.
+            {"select": {"name": "tokenspeed:prompt_tokens"}, "name": "llm:tokens",
+             "help": "Tokens."},
+            {"select": {"name": "tokenspeed:generation_tokens"}, "name": "llm:tokens",
+             "help": "Tokens."},
+        ]}))
+        result = run("check", FLAG, path)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+        self.assertEqual(len(warnings), 1, result.stderr)
+        self.assertIn("key 'views[0].name'", warnings[0])
+        self.assertIn("gives the name 'llm:requests' to families defined differently "
+                      "('tokenspeed:num_requests_running', 'tokenspeed:num_requests_waiting')",
+                      warnings[0])
+
     def test_the_flag_is_listed_by_check_help_and_flags(self):
         for args in (("check", "--help"), ("flags",)):
             result = subprocess.run([cli_harness.BINARY, *args], capture_output=True, text=True,

@@ -144,3 +144,25 @@ print(json.dumps({"counts": list(child.bucket_counts()), "sum": child._sum.get()
     assert ours["sum"] == own._sum.get()
     assert ours["exposed_sum"] == [own._sum.get()]
     assert set(ours["counts"]) == {0.0} and set(ours["reads"]) == {0.0}
+
+
+def test_views_that_give_two_gauges_one_name_never_fail_the_engines_calls(workdir):
+    """The later family keeps its engine name; the registry shows each family
+    under the name the host gives it, the renamed one under its new name."""
+    path = os.path.join(workdir, "views.json")
+    with open(path, "w") as out:
+        json.dump({"views": [{"select": {"name": "e:running"}, "name": "llm:requests"},
+                             {"select": {"name": "e:waiting"}, "name": "llm:requests"}]}, out)
+    [ours] = run_launcher(workdir, """
+running = pc.Gauge("e:running", "Running.", ["model_name"])
+waiting = pc.Gauge("e:waiting", "Waiting.", ["model_name"])
+calls = [refused(lambda: running.labels(model_name="m").set(3)),
+         refused(lambda: waiting.labels(model_name="m").set(5)),
+         refused(lambda: waiting.labels(model_name="m").inc(1))]
+values = {m.name: [s.value for s in m.samples] for m in pc.REGISTRY.collect()
+          if m.name in ("llm:requests", "e:running", "e:waiting")}
+print(json.dumps({"calls": calls, "values": values}))
+""", ["--metrics-views", path])
+    assert ours["calls"] == ["accepted"] * 3
+    # The first defined takes the views' name; the later keeps its own.
+    assert ours["values"] == {"llm:requests": [3.0], "e:waiting": [6.0]}

@@ -106,7 +106,8 @@ class _CompatFamily:
         """This family as the node's merged exposition shows it in the
         launcher; elsewhere with this process's own figures."""
         if collects_node():
-            return [m for m in node_metrics() if m.name == self._name]
+            exposed = self._exposed_name  # a view may rename the family
+            return [m for m in node_metrics() if m.name == exposed]
         return [self._process_metric()]
 
     def _process_metric(self):

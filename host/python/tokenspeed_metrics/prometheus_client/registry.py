@@ -97,6 +97,14 @@ def _is_node_family(collector):
     return getattr(collector, "_node_family", False)
 
 
+def _exposed_names(collector, names):
+    """The names the node exposes collector's families by: a family of this
+    module's own as the host names it in this process (a view may rename
+    it), the others' as registered."""
+    exposed = getattr(collector, "_exposed_name", None)
+    return {exposed} if isinstance(exposed, str) else set(names)
+
+
 class CollectorRegistry(Collector):
     def __init__(self, auto_describe=False, target_info=None):
         if target_info:
@@ -171,7 +179,7 @@ class CollectorRegistry(Collector):
         it is already among the node's); a custom collector's are what its
         collect() gives."""
         collectors, names, everything = self._snapshot()
-        metrics, node = [], None
+        metrics, node, shown = [], None, set()
         for collector in collectors:
             if isinstance(collector, MultiProcessCollector):
                 metrics.extend(collector.collect())
@@ -182,7 +190,10 @@ class CollectorRegistry(Collector):
             elif collects_node():
                 if node is None:
                     node = node_metrics()
-                wanted = names[collector]
+                # A view may rename a family, and give two families one name:
+                # each of the node's families is shown once.
+                wanted = _exposed_names(collector, names[collector]) - shown
+                shown |= wanted
                 metrics.extend(metric for metric in node if metric.name in wanted)
             else:
                 metrics.append(collector._process_metric())
