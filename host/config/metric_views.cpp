@@ -522,7 +522,9 @@ std::vector<std::string> rename_clash_warnings(const MetricViews& views,
     }
   }
   std::vector<std::string> warnings;
-  for (const auto& [name, held] : by_name) {
+  for (const auto& named : by_name) {
+    const std::string& name = named.first;
+    const std::vector<Held>& held = named.second;  // a reference a lambda can capture
     const auto renamed =
         std::find_if(held.begin(), held.end(), [](const Held& h) { return h.renamed; });
     if (held.size() < 2 || renamed == held.end()) continue;
