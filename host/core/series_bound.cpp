@@ -68,6 +68,18 @@ std::string series_refused_line(const MetricDefinition& family, std::size_t boun
   return line + label_set(family, values);
 }
 
+void write_bound_log_line(const SeriesBound& bound, std::string_view line) noexcept {
+  try {
+    if (bound.log) {
+      bound.log(line);
+      return;
+    }
+  } catch (...) {
+    return;  // a log that fails changes nothing recorded
+  }
+  write_log_line_to_stderr(line);
+}
+
 const MetricDefinition& series_overflowed_definition() {
   static const MetricDefinition definition{
       "tokenspeed_metrics_series_overflowed",

@@ -31,6 +31,9 @@ struct SeriesBound {
   LogWriter log;  // the first refusal of each family; null: stderr
 };
 
+// Writes line where the bound's lines go: its log, else stderr.
+void write_bound_log_line(const SeriesBound& bound, std::string_view line) noexcept;
+
 // tokenspeed_metrics_series_refused_total{family}: calls that asked for a new
 // label set of a family at its bound (labels() returned an empty handle).
 const MetricDefinition& series_refused_definition();

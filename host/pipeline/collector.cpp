@@ -226,13 +226,7 @@ double* FamilyCore::self_metric_slot(const MetricDefinition& definition) noexcep
 
 void FamilyCore::write_bound_line(const std::function<std::string()>& make_line) noexcept {
   try {
-    const std::string line = make_line();
-    const SeriesBound& bound = store_.series_bound();
-    if (bound.log) {
-      bound.log(line);
-    } else {
-      write_log_line_to_stderr(line);
-    }
+    write_bound_log_line(store_.series_bound(), make_line());
   } catch (...) {
     // A line that cannot be built or written changes nothing recorded.
   }
@@ -344,12 +338,7 @@ void Collector::report_view_rename_locked(const MetricDefinition& definition,
       // The store is full or failing: the line still tells.
     }
   }
-  const LogWriter& log = store_ != nullptr ? store_->series_bound().log : LogWriter{};
-  if (log) {
-    log(line);
-  } else {
-    write_log_line_to_stderr(line);
-  }
+  write_bound_log_line(store_ != nullptr ? store_->series_bound() : SeriesBound{}, line);
 }
 
 Collector::Entry& Collector::name_given_away_locked(const MetricDefinition& definition,
